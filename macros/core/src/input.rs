@@ -1,0 +1,89 @@
+//! The macro's input: `cuda_kernel!(r#"...source..."#, archs = [80, 90], options = ["-DN=4"])`.
+
+use crate::compile::Arch;
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::{bracketed, Expr, ExprLit, Ident, Lit, LitStr, Token};
+
+/// Parsed macro input.
+pub struct Input {
+    /// The CUDA source literal.
+    pub source: LitStr,
+    /// `archs = [...]`, with the span of the option for errors.
+    pub archs: Option<(Vec<Arch>, Span)>,
+    /// `options = [...]`: extra compiler options (passed to nvcc at build time and to NVRTC at
+    /// run time alike).
+    pub options: Vec<String>,
+}
+
+const OPTIONS_HELP: &str = "expected `archs = [80, 90]` or `options = [\"-DNAME=value\", ...]`";
+
+impl Parse for Input {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.is_empty() {
+            return Err(input.error(
+                "expected the CUDA source as a string literal: cuda_kernel!(r#\"extern \"C\" __global__ void k(float* x) { ... }\"#)",
+            ));
+        }
+        let source: LitStr = match input.parse::<Expr>()? {
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s,
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "expected the CUDA source as a string literal, e.g. cuda_kernel!(r#\"...\"#); \
+                     macros and constants cannot be read at expansion time",
+                ))
+            }
+        };
+        let mut archs = None;
+        let mut options = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            let key: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), OPTIONS_HELP))?;
+            input.parse::<Token![=]>()?;
+            match key.to_string().as_str() {
+                "archs" => {
+                    let content;
+                    bracketed!(content in input);
+                    let mut list = Vec::new();
+                    while !content.is_empty() {
+                        let lit: Lit = content.parse()?;
+                        let text = match &lit {
+                            Lit::Int(i) => i.base10_digits().to_string(),
+                            Lit::Str(s) => s.value(),
+                            _ => return Err(syn::Error::new_spanned(&lit, "an architecture is a number like 90 or a string like \"90a\"")),
+                        };
+                        list.push(Arch::parse(&text).map_err(|e| syn::Error::new_spanned(&lit, e))?);
+                        if !content.is_empty() {
+                            content.parse::<Token![,]>()?;
+                        }
+                    }
+                    if list.is_empty() {
+                        return Err(syn::Error::new_spanned(&key, "`archs` needs at least one architecture, e.g. archs = [80, 90]"));
+                    }
+                    archs = Some((list, key.span()));
+                }
+                "options" => {
+                    let content;
+                    bracketed!(content in input);
+                    while !content.is_empty() {
+                        let s: LitStr = content
+                            .parse()
+                            .map_err(|e| syn::Error::new(e.span(), "each option is a string literal, e.g. \"-DN=4\""))?;
+                        options.push(s.value());
+                        if !content.is_empty() {
+                            content.parse::<Token![,]>()?;
+                        }
+                    }
+                }
+                other => {
+                    return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
+                }
+            }
+        }
+        Ok(Input { source, archs, options })
+    }
+}

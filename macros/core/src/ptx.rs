@@ -1,0 +1,164 @@
+//! Reading kernel entries and their parameter layout from PTX, and resolving C++ symbols.
+
+/// One `.param` of an `.entry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtxParam {
+    /// Size in bytes.
+    pub size: u32,
+    /// Alignment when stated (`.align N`), else the size.
+    pub align: u32,
+}
+
+/// One `.entry`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The symbol (mangled for C++ linkage).
+    pub symbol: String,
+    /// Its parameters.
+    pub params: Vec<PtxParam>,
+}
+
+/// All kernel entries in a PTX text.
+pub fn entries(ptx: &str) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut lines = ptx.lines().peekable();
+    while let Some(line) = lines.next() {
+        let l = line.trim();
+        let Some(at) = l.find(".entry ") else { continue };
+        let head = &l[at + ".entry ".len()..];
+        let symbol = head.split(|c: char| c == '(' || c.is_whitespace()).next().unwrap_or("").to_string();
+        let mut params = Vec::new();
+        // Parameters follow on their own lines until `)`; a parameterless entry may be `name()`.
+        if !head.contains(')') {
+            for p in lines.by_ref() {
+                let p = p.trim();
+                if p.starts_with(')') {
+                    break;
+                }
+                if let Some(param) = parse_param(p) {
+                    params.push(param);
+                }
+            }
+        }
+        out.push(Entry { symbol, params });
+    }
+    out
+}
+
+fn parse_param(p: &str) -> Option<PtxParam> {
+    let p = p.trim_end_matches(',');
+    if !p.starts_with(".param") {
+        return None;
+    }
+    let toks: Vec<&str> = p.split_whitespace().collect();
+    let mut align = None;
+    let mut elem = 0u32;
+    let mut count = 1u32;
+    let mut k = 1;
+    while k < toks.len() {
+        let t = toks[k];
+        if t == ".align" {
+            align = toks.get(k + 1).and_then(|a| a.parse().ok());
+            k += 2;
+            continue;
+        }
+        if let Some(sz) = scalar_size(t) {
+            elem = sz;
+        } else if !t.starts_with('.') {
+            if let (Some(open), true) = (t.find('['), t.ends_with(']')) {
+                count = t[open + 1..t.len() - 1].parse().ok()?;
+            }
+        }
+        k += 1;
+    }
+    (elem > 0).then(|| PtxParam { size: elem * count, align: align.unwrap_or(elem) })
+}
+
+fn scalar_size(t: &str) -> Option<u32> {
+    let t = t.strip_prefix('.')?;
+    let (_, bits) = t.split_at(1);
+    match (t.as_bytes()[0], bits.parse::<u32>().ok()?) {
+        (b'u' | b's' | b'b' | b'f', n @ (8 | 16 | 32 | 64)) => Some(n / 8),
+        _ => None,
+    }
+}
+
+/// Finds the entry for a kernel: exact symbol for `extern "C"`, otherwise the C++ mangled name of
+/// a free function `ns::name(...)` (`_Z4namei...`, `_ZN2ns4nameE...`).
+pub fn find<'a>(entries: &'a [Entry], namespaces: &[String], name: &str, extern_c: bool) -> Option<&'a Entry> {
+    if extern_c {
+        return entries.iter().find(|e| e.symbol == name);
+    }
+    let prefix = if namespaces.is_empty() {
+        format!("_Z{}{name}", name.len())
+    } else {
+        let mut s = "_ZN".to_string();
+        for n in namespaces.iter().map(String::as_str).chain([name]) {
+            s.push_str(&format!("{}{n}", n.len()));
+        }
+        s.push('E');
+        s
+    };
+    // The length prefix makes the match exact: `_Z2cx` never matches `_Z3cxx...`.
+    let matches: Vec<&Entry> = entries.iter().filter(|e| e.symbol.starts_with(&prefix)).collect();
+    // Anonymous namespaces mangle as `_ZN12_GLOBAL__N_1...`: try that when nothing matched.
+    if matches.is_empty() && namespaces.is_empty() {
+        let anon = format!("_ZN12_GLOBAL__N_1{}{name}E", name.len());
+        return entries.iter().find(|e| e.symbol.starts_with(&anon));
+    }
+    (matches.len() == 1).then(|| matches[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "
+.visible .entry saxpy(
+	.param .f32 saxpy_param_0,
+	.param .u64 .ptr .align 1 saxpy_param_1,
+	.param .u64 saxpy_param_3,
+	.param .align 8 .b8 saxpy_param_4[16],
+	.param .align 2 .b8 saxpy_param_5[2],
+	.param .u8 saxpy_param_6
+)
+{
+}
+.visible .entry _Z3cxxiPd(
+	.param .u32 _Z3cxxiPd_param_0,
+	.param .u64 _Z3cxxiPd_param_1
+)
+.visible .entry _ZN2ns5innerEi(
+	.param .u32 _ZN2ns5innerEi_param_0
+)
+.visible .entry empty()
+{
+.global .align 8 .u64 __cuda_embed_probe_0_1 = 4503599627370500;
+";
+
+    #[test]
+    fn reads_entries_and_params() {
+        let e = entries(PTX);
+        assert_eq!(e.len(), 4);
+        let sizes: Vec<(u32, u32)> = e[0].params.iter().map(|p| (p.size, p.align)).collect();
+        assert_eq!(sizes, [(4, 4), (8, 1), (8, 8), (16, 8), (2, 2), (1, 1)]);
+        assert_eq!(e[3].symbol, "empty");
+        assert!(e[3].params.is_empty());
+    }
+
+    #[test]
+    fn resolves_cxx_names() {
+        let e = entries(PTX);
+        assert_eq!(find(&e, &[], "saxpy", true).unwrap().symbol, "saxpy");
+        assert_eq!(find(&e, &[], "cxx", false).unwrap().symbol, "_Z3cxxiPd");
+        assert_eq!(find(&e, &["ns".into()], "inner", false).unwrap().symbol, "_ZN2ns5innerEi");
+        assert!(find(&e, &[], "cx", false).is_none());
+        assert!(find(&e, &[], "inner", true).is_none());
+    }
+
+    #[test]
+    fn probe_values() {
+        let v = crate::probe::read_values(PTX);
+        assert_eq!(v.get(&(0, 1)), Some(&4503599627370500));
+    }
+}

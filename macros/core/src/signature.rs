@@ -1,0 +1,412 @@
+//! Finding `__global__` functions and reading their parameter lists.
+
+use crate::lex::{lex, Kind, Lexed, Token};
+use std::collections::{HashMap, HashSet};
+
+/// A kernel found in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// Unqualified name.
+    pub name: String,
+    /// Enclosing namespaces, outermost first.
+    pub namespaces: Vec<String>,
+    /// `extern "C"` linkage (symbol = name) versus C++ linkage (mangled symbol).
+    pub extern_c: bool,
+    /// `__launch_bounds__(max_threads, ...)` arguments as written.
+    pub launch_bounds: Vec<String>,
+    /// Parameters in order.
+    pub params: Vec<Param>,
+    /// 1-based line of the `__global__` keyword in the CUDA source.
+    pub line: usize,
+    /// The parameter list as written (whitespace-normalised), for docs and messages.
+    pub signature: String,
+}
+
+impl Kernel {
+    /// `ns::name`, or `name` at global scope.
+    pub fn qualified_name(&self) -> String {
+        let mut s = String::new();
+        for n in &self.namespaces {
+            s.push_str(n);
+            s.push_str("::");
+        }
+        s.push_str(&self.name);
+        s
+    }
+}
+
+/// One parameter as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Name (or `argN` when unnamed).
+    pub name: String,
+    /// The base type words, normalised: `unsigned int`, `float`, `std::size_t` -> `size_t`.
+    pub base: String,
+    /// Number of `*` (array parameters count as one).
+    pub pointer_depth: usize,
+    /// `const` on the pointee of the outermost pointer (`const float*`, `float const*`).
+    pub pointee_const: bool,
+    /// The parameter's text, for messages.
+    pub text: String,
+    /// A `&` reference (not passable to a kernel from the host).
+    pub reference: bool,
+}
+
+/// Why the source cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError(pub String);
+
+/// Everything read from one source text.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    /// Non-template kernels, in source order, one per name.
+    pub kernels: Vec<Kernel>,
+    /// Names of template kernels (need an instantiation list; not generated).
+    pub templates: Vec<String>,
+    /// Names declared more than once with different parameter lists (C++ overloads).
+    pub overloaded: Vec<String>,
+    /// Type aliases found textually: `typedef float real;`, `using real = float;`.
+    pub aliases: HashMap<String, Vec<Token>>,
+    /// Struct/class/union/enum names defined in the source.
+    pub records: HashSet<String>,
+    /// Includes as written.
+    pub includes: Vec<String>,
+}
+
+const QUALIFIERS: &[&str] = &[
+    "__restrict__", "__restrict", "restrict", "__grid_constant__", "register", "volatile", "struct",
+    "class", "union", "enum", "typename", "__device__", "__shared__", "__constant__", "__managed__",
+];
+
+/// Keywords that are part of a type, never a parameter name.
+const TYPE_WORDS: &[&str] = &[
+    "void", "bool", "char", "short", "int", "long", "signed", "unsigned", "float", "double", "const",
+    "__int128", "wchar_t", "char16_t", "char32_t",
+];
+
+#[derive(Debug)]
+enum Scope {
+    Namespace(String),
+    ExternC,
+    Other,
+}
+
+/// Parses a CUDA source text.
+pub fn parse(src: &str) -> Result<Parsed, SourceError> {
+    let lexed: Lexed = lex(src);
+    let t = &lexed.tokens;
+    let mut parsed = Parsed { includes: lexed.includes.clone(), ..Parsed::default() };
+    let mut scopes: Vec<Scope> = Vec::new();
+    let mut stmt_start = 0usize; // index of the first token of the current statement
+    let mut seen: HashMap<String, String> = HashMap::new(); // name -> signature
+    let mut i = 0;
+    while i < t.len() {
+        let tok = &t[i];
+        match tok.text.as_str() {
+            "{" => {
+                let prefix = &t[stmt_start..i];
+                let scope = if prefix.len() >= 2 && prefix[prefix.len() - 2].is("namespace") && prefix[prefix.len() - 1].is_ident()
+                {
+                    Scope::Namespace(prefix[prefix.len() - 1].text.clone())
+                } else if prefix.len() == 1 && prefix[0].is("namespace") {
+                    Scope::Namespace(String::new()) // anonymous namespace
+                } else if prefix.len() == 2 && prefix[0].is("extern") && prefix[1].text == "\"C\"" {
+                    Scope::ExternC
+                } else {
+                    record_type(prefix, &mut parsed);
+                    Scope::Other
+                };
+                scopes.push(scope);
+                stmt_start = i + 1;
+            }
+            "}" => {
+                scopes.pop();
+                stmt_start = i + 1;
+            }
+            ";" => {
+                if scopes.iter().all(|s| !matches!(s, Scope::Other)) {
+                    record_alias(&t[stmt_start..i], &mut parsed);
+                }
+                stmt_start = i + 1;
+            }
+            "__global__" if scopes.iter().all(|s| !matches!(s, Scope::Other)) => {
+                let prefix = &t[stmt_start..i];
+                let is_template = prefix.iter().any(|p| p.is("template"));
+                let extern_c = scopes.iter().any(|s| matches!(s, Scope::ExternC))
+                    || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
+                let (kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
+                if is_template {
+                    if !parsed.templates.contains(&kernel.name) {
+                        parsed.templates.push(kernel.name.clone());
+                    }
+                } else {
+                    let key = kernel.qualified_name();
+                    match seen.get(&key) {
+                        None => {
+                            seen.insert(key, kernel.signature.clone());
+                            parsed.kernels.push(kernel);
+                        }
+                        Some(sig) if normalise_sig(sig) == normalise_sig(&kernel.signature) => {
+                            // A declaration and its definition: keep the definition's names.
+                            if let Some(k) = parsed.kernels.iter_mut().find(|k| k.qualified_name() == key) {
+                                if t.get(next.saturating_sub(1)).is_some_and(|x| x.is("{")) {
+                                    *k = kernel;
+                                }
+                            }
+                        }
+                        Some(_) => {
+                            if !parsed.overloaded.contains(&key) {
+                                parsed.overloaded.push(key);
+                            }
+                        }
+                    }
+                }
+                // Continue at the body's `{` (pushed as a function scope) or the `;`.
+                i = next.saturating_sub(1).max(i + 1);
+                stmt_start = i;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
+    Ok(parsed)
+}
+
+/// Parameter names do not matter when matching a declaration with its definition.
+fn normalise_sig(sig: &str) -> String {
+    sig.split(',').map(|p| p.split_whitespace().collect::<Vec<_>>().len().to_string()).collect::<Vec<_>>().join(",")
+        + &sig.chars().filter(|c| *c == '*').count().to_string()
+}
+
+fn record_type(prefix: &[Token], parsed: &mut Parsed) {
+    // `struct Name {`, `typedef struct Name {`, `struct __align__(8) Name {`, `class Name : Base {`
+    for (k, p) in prefix.iter().enumerate() {
+        if ["struct", "class", "union", "enum"].contains(&p.text.as_str()) {
+            let name = prefix[k + 1..]
+                .iter()
+                .take_while(|x| !x.is(":"))
+                .filter(|x| x.is_ident() && !x.text.starts_with("__") && !x.is("alignas") && !x.is("class"))
+                .last();
+            if let Some(n) = name {
+                parsed.records.insert(n.text.clone());
+            }
+            return;
+        }
+    }
+}
+
+fn record_alias(stmt: &[Token], parsed: &mut Parsed) {
+    if stmt.first().is_some_and(|f| f.is("typedef")) && stmt.len() >= 3 {
+        let name = &stmt[stmt.len() - 1];
+        if !name.is_ident() {
+            return;
+        }
+        let body = &stmt[1..stmt.len() - 1];
+        if body.iter().any(|x| x.is("}")) {
+            // typedef struct { ... } Name;
+            parsed.records.insert(name.text.clone());
+        } else if !body.iter().any(|x| x.is("(") || x.is("[")) {
+            parsed.aliases.insert(name.text.clone(), body.to_vec());
+        }
+    } else if stmt.first().is_some_and(|f| f.is("using")) && stmt.len() >= 4 && stmt[2].is("=") && stmt[1].is_ident() {
+        parsed.aliases.insert(stmt[1].text.clone(), stmt[3..].to_vec());
+    }
+}
+
+/// Reads one kernel starting at the `__global__` token `g`; returns it and the index just past
+/// its body's opening brace or its terminating semicolon.
+fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Result<(Kernel, usize), SourceError> {
+    let line = t[g].line;
+    let mut i = g + 1;
+    let mut launch_bounds = Vec::new();
+    let mut name: Option<String> = None;
+    while i < t.len() {
+        let tok = &t[i];
+        if tok.is("(") {
+            break;
+        }
+        if tok.is_ident() && t.get(i + 1).is_some_and(|n| n.is("(")) {
+            let attr = ["__launch_bounds__", "__maxnreg__", "__cluster_dims__", "alignas", "__attribute__", "__declspec"];
+            if attr.contains(&tok.text.as_str()) {
+                let close = matching(t, i + 1).ok_or_else(|| SourceError(format!("unbalanced parentheses after `{}` on line {}", tok.text, tok.line)))?;
+                if tok.is("__launch_bounds__") {
+                    launch_bounds = split_top(&t[i + 2..close]).iter().map(|a| join(a)).collect();
+                }
+                i = close + 1;
+                continue;
+            }
+            name = Some(tok.text.clone());
+            i += 1;
+            break;
+        }
+        if tok.is(";") || tok.is("{") {
+            break;
+        }
+        i += 1;
+    }
+    let name = name.ok_or_else(|| SourceError(format!("line {line}: cannot find the name of the `__global__` function")))?;
+    if !t.get(i).is_some_and(|x| x.is("(")) {
+        return Err(SourceError(format!("line {line}: expected `(` after kernel name `{name}`")));
+    }
+    let close = matching(t, i).ok_or_else(|| SourceError(format!("line {line}: unbalanced parentheses in the parameters of `{name}`")))?;
+    let inner = &t[i + 1..close];
+    let mut params = Vec::new();
+    let pieces = split_top(inner);
+    let is_void = pieces.len() == 1 && pieces[0].len() == 1 && pieces[0][0].is("void");
+    if !is_void {
+        for (n, piece) in pieces.iter().enumerate() {
+            if piece.is_empty() {
+                if pieces.len() == 1 {
+                    break;
+                }
+                return Err(SourceError(format!("line {line}: empty parameter {n} in `{name}`")));
+            }
+            params.push(read_param(piece, n));
+        }
+    }
+    // Skip trailing qualifiers to the body or the semicolon.
+    let mut j = close + 1;
+    while j < t.len() && !t[j].is("{") && !t[j].is(";") {
+        j += 1;
+    }
+    let namespaces = scopes
+        .iter()
+        .filter_map(|s| match s {
+            Scope::Namespace(n) if !n.is_empty() => Some(n.clone()),
+            _ => None,
+        })
+        .collect();
+    let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
+    Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature }, j + 1))
+}
+
+fn read_param(piece: &[Token], index: usize) -> Param {
+    let text = join(piece);
+    // Drop a default value.
+    let cut = piece.iter().position(|x| x.is("=")).unwrap_or(piece.len());
+    let mut toks: Vec<&Token> = Vec::new();
+    let mut k = 0;
+    let mut array = false;
+    while k < cut {
+        let x = &piece[k];
+        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && piece.get(k + 1).is_some_and(|n| n.is("(")) {
+            k = matching(piece, k + 1).map_or(cut, |c| c + 1);
+            continue;
+        }
+        if x.is("[") {
+            array = true;
+            k = piece[k..].iter().position(|y| y.is("]")).map_or(cut, |p| k + p + 1);
+            continue;
+        }
+        if QUALIFIERS.contains(&x.text.as_str()) {
+            k += 1;
+            continue;
+        }
+        toks.push(x);
+        k += 1;
+    }
+    // The name is a trailing identifier that is not itself part of the type.
+    let has_type_before = |n: usize| toks[..n].iter().any(|x| x.is_ident() && !x.is("const"));
+    let name = match toks.last() {
+        Some(last)
+            if last.is_ident()
+                && !TYPE_WORDS.contains(&last.text.as_str())
+                && has_type_before(toks.len() - 1)
+                && !toks.get(toks.len().wrapping_sub(2)).is_some_and(|p| p.is("::")) =>
+        {
+            let n = last.text.clone();
+            toks.pop();
+            n
+        }
+        _ => format!("arg{index}"),
+    };
+    let reference = toks.iter().any(|x| x.is("&") || x.is("&&"));
+    let first_star = toks.iter().position(|x| x.is("*"));
+    let pointer_depth = toks.iter().filter(|x| x.is("*")).count() + usize::from(array);
+    let before_star = &toks[..first_star.unwrap_or(toks.len())];
+    let pointee_const = pointer_depth > 0 && (before_star.iter().any(|x| x.is("const")) || (array && first_star.is_none() && toks.iter().any(|x| x.is("const"))));
+    let words: Vec<&Token> = before_star.iter().copied().filter(|x| !x.is("const") && !x.is("&") && !x.is("&&")).collect();
+    Param { name, base: normalise_base(&words), pointer_depth, pointee_const, text, reference }
+}
+
+/// Joins type words: keywords with spaces, `a::b` paths without, and strips `std::`/`::`/
+/// `cuda::std::` from the standard fixed-width names.
+fn normalise_base(words: &[&Token]) -> String {
+    let mut s = String::new();
+    for (n, w) in words.iter().enumerate() {
+        let glue = n > 0 && (w.is("::") || words[n - 1].is("::") || w.kind == Kind::Punct || words[n - 1].kind == Kind::Punct);
+        if n > 0 && !glue {
+            s.push(' ');
+        }
+        s.push_str(&w.text);
+    }
+    for prefix in ["::cuda::std::", "cuda::std::", "::std::", "std::", "::"] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            if !rest.contains("::") {
+                return rest.to_string();
+            }
+        }
+    }
+    s
+}
+
+/// Index of the bracket closing the one at `open`.
+fn matching(t: &[Token], open: usize) -> Option<usize> {
+    let (o, c) = match t[open].text.as_str() {
+        "(" => ("(", ")"),
+        "[" => ("[", "]"),
+        "{" => ("{", "}"),
+        "<" => ("<", ">"),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (k, x) in t.iter().enumerate().skip(open) {
+        if x.is(o) {
+            depth += 1;
+        } else if x.is(c) {
+            depth -= 1;
+            if depth == 0 {
+                return Some(k);
+            }
+        }
+    }
+    None
+}
+
+/// Splits on commas not nested in brackets (angle brackets included, for template arguments).
+fn split_top(t: &[Token]) -> Vec<&[Token]> {
+    let mut out = Vec::new();
+    let (mut depth, mut angle, mut start) = (0i32, 0i32, 0usize);
+    for (k, x) in t.iter().enumerate() {
+        match x.text.as_str() {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => depth -= 1,
+            "<" => angle += 1,
+            ">" if angle > 0 => angle -= 1,
+            "," if depth == 0 && angle == 0 => {
+                out.push(&t[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&t[start..]);
+    out
+}
+
+/// Joins tokens back into readable text.
+pub fn join(t: &[Token]) -> String {
+    let mut s = String::new();
+    for (n, x) in t.iter().enumerate() {
+        let prev = n.checked_sub(1).map(|p| &t[p]);
+        let tight = x.is(",") || x.is(")") || x.is("]") || x.is("::") || x.is("*") || x.is("&")
+            || prev.is_some_and(|p| p.is("(") || p.is("[") || p.is("::") || p.is("*") && x.kind == Kind::Punct);
+        if n > 0 && !tight {
+            s.push(' ');
+        }
+        s.push_str(&x.text);
+    }
+    s
+}

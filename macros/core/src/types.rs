@@ -1,0 +1,394 @@
+//! Mapping CUDA parameter types to Rust types.
+//!
+//! Names are looked up in [`BUILTINS`] first. Other names (typedefs, `using`, `#define`s, user
+//! structs) are resolved from what the compiler saw, through the probe in [`crate::probe`]; when
+//! no compiler ran (NVRTC fallback builds), from the aliases and records found in the source.
+
+use crate::signature::{Param, Parsed};
+use crate::lex::Token;
+
+/// A Rust type with its CUDA layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builtin {
+    /// Rust type path (relative to the facade crate for crate types, `$crate` is replaced).
+    pub rust: &'static str,
+    /// Size in bytes.
+    pub size: u32,
+    /// Alignment in bytes.
+    pub align: u32,
+}
+
+const fn b(rust: &'static str, size: u32, align: u32) -> Builtin {
+    Builtin { rust, size, align }
+}
+
+/// CUDA spelling -> Rust type. Integer widths assume LP64 (Linux x86-64/aarch64).
+pub const BUILTINS: &[(&str, Builtin)] = &[
+    ("bool", b("bool", 1, 1)),
+    ("char", b("i8", 1, 1)),
+    ("signed char", b("i8", 1, 1)),
+    ("unsigned char", b("u8", 1, 1)),
+    ("short", b("i16", 2, 2)),
+    ("short int", b("i16", 2, 2)),
+    ("signed short", b("i16", 2, 2)),
+    ("signed short int", b("i16", 2, 2)),
+    ("unsigned short", b("u16", 2, 2)),
+    ("unsigned short int", b("u16", 2, 2)),
+    ("int", b("i32", 4, 4)),
+    ("signed", b("i32", 4, 4)),
+    ("signed int", b("i32", 4, 4)),
+    ("unsigned", b("u32", 4, 4)),
+    ("unsigned int", b("u32", 4, 4)),
+    ("long", b("i64", 8, 8)),
+    ("long int", b("i64", 8, 8)),
+    ("signed long", b("i64", 8, 8)),
+    ("signed long int", b("i64", 8, 8)),
+    ("unsigned long", b("u64", 8, 8)),
+    ("unsigned long int", b("u64", 8, 8)),
+    ("long long", b("i64", 8, 8)),
+    ("long long int", b("i64", 8, 8)),
+    ("signed long long", b("i64", 8, 8)),
+    ("signed long long int", b("i64", 8, 8)),
+    ("unsigned long long", b("u64", 8, 8)),
+    ("unsigned long long int", b("u64", 8, 8)),
+    ("float", b("f32", 4, 4)),
+    ("double", b("f64", 8, 8)),
+    ("int8_t", b("i8", 1, 1)),
+    ("int16_t", b("i16", 2, 2)),
+    ("int32_t", b("i32", 4, 4)),
+    ("int64_t", b("i64", 8, 8)),
+    ("uint8_t", b("u8", 1, 1)),
+    ("uint16_t", b("u16", 2, 2)),
+    ("uint32_t", b("u32", 4, 4)),
+    ("uint64_t", b("u64", 8, 8)),
+    ("size_t", b("usize", 8, 8)),
+    ("uintptr_t", b("usize", 8, 8)),
+    ("ssize_t", b("isize", 8, 8)),
+    ("ptrdiff_t", b("isize", 8, 8)),
+    ("intptr_t", b("isize", 8, 8)),
+    ("uint", b("u32", 4, 4)),
+    ("ushort", b("u16", 2, 2)),
+    ("ulong", b("u64", 8, 8)),
+    ("__half", b("$crate::f16", 2, 2)),
+    ("half", b("$crate::f16", 2, 2)),
+    ("__nv_bfloat16", b("$crate::bf16", 2, 2)),
+    ("nv_bfloat16", b("$crate::bf16", 2, 2)),
+    ("__half2", b("$crate::Half2", 4, 4)),
+    ("half2", b("$crate::Half2", 4, 4)),
+    ("__nv_bfloat162", b("$crate::Bf162", 4, 4)),
+    ("nv_bfloat162", b("$crate::Bf162", 4, 4)),
+    ("__nv_fp8_e4m3", b("$crate::F8E4M3", 1, 1)),
+    ("__nv_fp8_e5m2", b("$crate::F8E5M2", 1, 1)),
+    ("cuComplex", b("$crate::Complex32", 8, 8)),
+    ("cuFloatComplex", b("$crate::Complex32", 8, 8)),
+    ("cuDoubleComplex", b("$crate::Complex64", 16, 16)),
+    ("cudaTextureObject_t", b("$crate::TextureObject", 8, 8)),
+    ("CUtexObject", b("$crate::TextureObject", 8, 8)),
+    ("cudaSurfaceObject_t", b("$crate::SurfaceObject", 8, 8)),
+    ("CUsurfObject", b("$crate::SurfaceObject", 8, 8)),
+];
+
+/// CUDA vector types, in probe-id order (the id is the index + 1).
+pub const VECTORS: &[(&str, Builtin)] = &[
+    ("char1", b("$crate::Char1", 1, 1)),
+    ("char2", b("$crate::Char2", 2, 2)),
+    ("char3", b("$crate::Char3", 3, 1)),
+    ("char4", b("$crate::Char4", 4, 4)),
+    ("uchar1", b("$crate::UChar1", 1, 1)),
+    ("uchar2", b("$crate::UChar2", 2, 2)),
+    ("uchar3", b("$crate::UChar3", 3, 1)),
+    ("uchar4", b("$crate::UChar4", 4, 4)),
+    ("short1", b("$crate::Short1", 2, 2)),
+    ("short2", b("$crate::Short2", 4, 4)),
+    ("short3", b("$crate::Short3", 6, 2)),
+    ("short4", b("$crate::Short4", 8, 8)),
+    ("ushort1", b("$crate::UShort1", 2, 2)),
+    ("ushort2", b("$crate::UShort2", 4, 4)),
+    ("ushort3", b("$crate::UShort3", 6, 2)),
+    ("ushort4", b("$crate::UShort4", 8, 8)),
+    ("int1", b("$crate::Int1", 4, 4)),
+    ("int2", b("$crate::Int2", 8, 8)),
+    ("int3", b("$crate::Int3", 12, 4)),
+    ("int4", b("$crate::Int4", 16, 16)),
+    ("uint1", b("$crate::UInt1", 4, 4)),
+    ("uint2", b("$crate::UInt2", 8, 8)),
+    ("uint3", b("$crate::UInt3", 12, 4)),
+    ("uint4", b("$crate::UInt4", 16, 16)),
+    ("long1", b("$crate::Long1", 8, 8)),
+    ("long2", b("$crate::Long2", 16, 16)),
+    ("long3", b("$crate::Long3", 24, 8)),
+    ("long4", b("$crate::Long4", 32, 16)),
+    ("ulong1", b("$crate::ULong1", 8, 8)),
+    ("ulong2", b("$crate::ULong2", 16, 16)),
+    ("ulong3", b("$crate::ULong3", 24, 8)),
+    ("ulong4", b("$crate::ULong4", 32, 16)),
+    ("longlong1", b("$crate::LongLong1", 8, 8)),
+    ("longlong2", b("$crate::LongLong2", 16, 16)),
+    ("longlong3", b("$crate::LongLong3", 24, 8)),
+    ("longlong4", b("$crate::LongLong4", 32, 16)),
+    ("ulonglong1", b("$crate::ULongLong1", 8, 8)),
+    ("ulonglong2", b("$crate::ULongLong2", 16, 16)),
+    ("ulonglong3", b("$crate::ULongLong3", 24, 8)),
+    ("ulonglong4", b("$crate::ULongLong4", 32, 16)),
+    ("float1", b("$crate::Float1", 4, 4)),
+    ("float2", b("$crate::Float2", 8, 8)),
+    ("float3", b("$crate::Float3", 12, 4)),
+    ("float4", b("$crate::Float4", 16, 16)),
+    ("double1", b("$crate::Double1", 8, 8)),
+    ("double2", b("$crate::Double2", 16, 16)),
+    ("double3", b("$crate::Double3", 24, 8)),
+    ("double4", b("$crate::Double4", 32, 16)),
+    ("long4_16a", b("$crate::Long4", 32, 16)),
+    ("ulong4_16a", b("$crate::ULong4", 32, 16)),
+    ("longlong4_16a", b("$crate::LongLong4", 32, 16)),
+    ("ulonglong4_16a", b("$crate::ULongLong4", 32, 16)),
+    ("double4_16a", b("$crate::Double4", 32, 16)),
+];
+
+/// Looks up a type name in the builtin and vector tables.
+pub fn builtin(name: &str) -> Option<Builtin> {
+    BUILTINS.iter().chain(VECTORS).find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+/// The Rust side of one kernel parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapped {
+    /// A value of a known type.
+    Value(Builtin),
+    /// A user struct/enum by value: Rust type of this name, checked against `size`/`align` when
+    /// the compiler told them.
+    User {
+        /// Rust type name (as written in CUDA).
+        name: String,
+        /// Size/alignment from the compiler, when known.
+        layout: Option<(u32, u32)>,
+    },
+    /// Device memory. `elem` is `None` for untyped memory (`void*`, opaque and user pointees).
+    Pointer {
+        /// Element type.
+        elem: Option<Builtin>,
+        /// Whether the kernel may write through it (non-const pointee).
+        mutable: bool,
+    },
+    /// A pointer to pointer: passed as a raw device address.
+    RawPointer,
+}
+
+impl Mapped {
+    /// The byte size the kernel's parameter must have, when known here.
+    pub fn size(&self) -> Option<u32> {
+        match self {
+            Mapped::Value(b) => Some(b.size),
+            Mapped::User { layout, .. } => layout.map(|l| l.0),
+            Mapped::Pointer { .. } | Mapped::RawPointer => Some(8),
+        }
+    }
+
+    /// Human description of the Rust type (for docs).
+    pub fn describe(&self) -> String {
+        let t = |b: &Builtin| b.rust.replace("$crate::", "");
+        match self {
+            Mapped::Value(b) => t(b),
+            Mapped::User { name, .. } => format!("{name} (your #[repr(C)] type)"),
+            Mapped::Pointer { elem: Some(e), mutable: false } => format!("&impl DevicePtr<{}>", t(e)),
+            Mapped::Pointer { elem: Some(e), mutable: true } => format!("&mut impl DevicePtrMut<{}>", t(e)),
+            Mapped::Pointer { elem: None, mutable: false } => "&impl DevicePtr<T> (any T)".into(),
+            Mapped::Pointer { elem: None, mutable: true } => "&mut impl DevicePtrMut<T> (any T)".into(),
+            Mapped::RawPointer => "RawDevicePtr".into(),
+        }
+    }
+}
+
+/// What the compiler said about one parameter type (see [`crate::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probed {
+    /// Kind code.
+    pub kind: u8,
+    /// Pointer depth.
+    pub depth: u8,
+    /// `const` pointee of the outermost pointer.
+    pub pointee_const: bool,
+    /// Size of the value or innermost pointee (0 when incomplete or void).
+    pub size: u32,
+    /// Its alignment.
+    pub align: u32,
+    /// Vector type id (index + 1 in [`VECTORS`]) when kind is vector.
+    pub vector: u16,
+}
+
+/// Probe kind codes; keep in step with `probe.rs`'s C++.
+pub mod kind {
+    /// struct/class/union
+    pub const RECORD: u8 = 0;
+    /// bool
+    pub const BOOL: u8 = 1;
+    /// signed integer
+    pub const SIGNED: u8 = 2;
+    /// unsigned integer
+    pub const UNSIGNED: u8 = 3;
+    /// float
+    pub const FLOAT: u8 = 4;
+    /// double
+    pub const DOUBLE: u8 = 5;
+    /// __half
+    pub const HALF: u8 = 6;
+    /// __nv_bfloat16
+    pub const BF16: u8 = 7;
+    /// __nv_fp8_e4m3
+    pub const FP8E4M3: u8 = 8;
+    /// __nv_fp8_e5m2
+    pub const FP8E5M2: u8 = 9;
+    /// __half2
+    pub const HALF2: u8 = 10;
+    /// __nv_bfloat162
+    pub const BF162: u8 = 11;
+    /// void
+    pub const VOID: u8 = 12;
+    /// enum
+    pub const ENUM: u8 = 13;
+    /// CUDA vector type
+    pub const VECTOR: u8 = 14;
+    /// anything else (function pointers, member pointers, ...)
+    pub const OTHER: u8 = 15;
+}
+
+fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
+    let name = match (p.kind, p.size) {
+        (kind::BOOL, _) => "bool",
+        (kind::SIGNED, 1) => "int8_t",
+        (kind::SIGNED, 2) => "int16_t",
+        (kind::SIGNED, 4) => "int32_t",
+        (kind::SIGNED, 8) => "int64_t",
+        (kind::UNSIGNED, 1) => "uint8_t",
+        (kind::UNSIGNED, 2) => "uint16_t",
+        (kind::UNSIGNED, 4) => "uint32_t",
+        (kind::UNSIGNED, 8) => "uint64_t",
+        (kind::FLOAT, _) => "float",
+        (kind::DOUBLE, _) => "double",
+        (kind::HALF, _) => "__half",
+        (kind::BF16, _) => "__nv_bfloat16",
+        (kind::FP8E4M3, _) => "__nv_fp8_e4m3",
+        (kind::FP8E5M2, _) => "__nv_fp8_e5m2",
+        (kind::HALF2, _) => "__half2",
+        (kind::BF162, _) => "__nv_bfloat162",
+        (kind::VECTOR, _) => return VECTORS.get(usize::from(p.vector).checked_sub(1)?).map(|v| v.1),
+        _ => return None,
+    };
+    builtin(name)
+}
+
+/// The list of supported types, for error messages.
+pub const SUPPORTED: &str = "supported: C/C++ integer types and fixed-width typedefs, float, double, bool, \
+__half, __nv_bfloat16, __half2, __nv_bfloat162, __nv_fp8_e4m3/e5m2, CUDA vector types (float4, int2, ...), \
+cuComplex/cuDoubleComplex, cudaTextureObject_t/cudaSurfaceObject_t, #[repr(C)] structs by value, and \
+pointers to any of these, to void or to opaque types";
+
+/// Maps one parameter. `probe` is what the compiler said about it, if it ran.
+pub fn map(param: &Param, parsed: &Parsed, probe: Option<&Probed>) -> Result<Mapped, String> {
+    if param.reference {
+        return Err(format!(
+            "parameter `{}` has reference type `{}`: kernels cannot take host references; pass by value or use a pointer",
+            param.name, param.text
+        ));
+    }
+    // Resolve textual aliases first so `typedef float* fptr` adds its pointer level; the probe, when
+    // present, has the last word on what the base type really is.
+    let (base, depth, pointee_const) = resolve_alias(param, parsed);
+    if builtin(&param.base).is_none() && param.base != "void" {
+        if let Some(p) = probe {
+            return map_probed(param, p);
+        }
+    }
+    map_written(param, &base, depth, pointee_const, parsed)
+}
+
+fn map_written(param: &Param, base: &str, depth: usize, pointee_const: bool, parsed: &Parsed) -> Result<Mapped, String> {
+    let known = builtin(base);
+    match depth {
+        0 => {
+            if base == "void" {
+                return Err(format!("parameter `{}` has type void", param.name));
+            }
+            if let Some(b) = known {
+                return Ok(Mapped::Value(b));
+            }
+            if is_plain_name(base) {
+                // A struct/class/enum (known or not): the user provides a Rust type of that name.
+                let _ = parsed.records.contains(base);
+                return Ok(Mapped::User { name: base.to_string(), layout: None });
+            }
+            Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text))
+        }
+        1 => Ok(Mapped::Pointer { elem: known, mutable: !pointee_const }),
+        _ => Ok(Mapped::RawPointer),
+    }
+}
+
+fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
+    if p.depth >= 2 {
+        return Ok(Mapped::RawPointer);
+    }
+    if p.depth == 1 {
+        return Ok(Mapped::Pointer { elem: from_probe_scalar(p), mutable: !p.pointee_const });
+    }
+    match p.kind {
+        kind::VOID => Err(format!("parameter `{}` has type void", param.name)),
+        kind::OTHER => Err(format!(
+            "parameter `{}` has type `{}`, which is not a value or pointer type a kernel can take from Rust; {SUPPORTED}",
+            param.name, param.text
+        )),
+        kind::RECORD | kind::ENUM => {
+            let name = param.base.rsplit("::").next().unwrap_or(&param.base).to_string();
+            if !is_plain_name(&name) {
+                return Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text));
+            }
+            // A typedef to a builtin (e.g. `typedef float4 vec`) is still that builtin.
+            Ok(Mapped::User { name, layout: Some((p.size, p.align)) })
+        }
+        _ => from_probe_scalar(p)
+            .map(Mapped::Value)
+            .ok_or_else(|| format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text)),
+    }
+}
+
+fn is_plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && !s.contains(' ')
+}
+
+/// Follows `typedef`/`using` aliases found in the source (no compiler needed).
+fn resolve_alias(param: &Param, parsed: &Parsed) -> (String, usize, bool) {
+    let (mut base, mut depth, mut pconst) = (param.base.clone(), param.pointer_depth, param.pointee_const);
+    for _ in 0..16 {
+        if builtin(&base).is_some() {
+            break;
+        }
+        let Some(body) = parsed.aliases.get(&base) else { break };
+        let words: Vec<&Token> = body.iter().filter(|t| !t.is("const") && !t.is("*") && !t.is("struct")).collect();
+        let stars = body.iter().filter(|t| t.is("*")).count();
+        if depth == 0 && stars > 0 {
+            pconst = body.iter().take_while(|t| !t.is("*")).any(|t| t.is("const"));
+        }
+        depth += stars;
+        let next = words.iter().map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ");
+        if next == base || next.is_empty() {
+            break;
+        }
+        base = next;
+    }
+    (base, depth, pconst)
+}
+
+/// Probe codes from the PTX, decoded.
+pub fn decode_probe(v: u64) -> Probed {
+    Probed {
+        kind: (v & 0xff) as u8,
+        depth: ((v >> 8) & 0xff) as u8,
+        pointee_const: (v >> 16) & 1 == 1,
+        size: ((v >> 20) & 0xffff) as u32,
+        align: ((v >> 36) & 0xff) as u32,
+        vector: ((v >> 48) & 0xffff) as u16,
+    }
+}

@@ -1,0 +1,62 @@
+//! Runtime of [cuda-embed](https://docs.rs/cuda-embed): the module registry behind every
+//! `cuda_kernel!`, the launch fast path, the NVRTC fallback with its disk cache, the CUDA
+//! by-value types and the one [`Error`] type.
+//!
+//! Users depend on the `cuda-embed` facade, which re-exports everything here.
+
+#![warn(missing_docs)]
+
+mod error;
+mod load;
+mod module;
+pub mod nvrtc;
+mod types;
+
+pub use cudarc;
+pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use error::{DriverCode, Error, Result};
+pub use module::{BuildPath, Image, KernelSpec, Module, ModuleSpec, FAST_DEVICE_SLOTS};
+pub use types::*;
+
+use std::sync::Arc;
+
+/// Whether a CUDA driver library can be loaded on this machine. Never panics.
+///
+/// ```
+/// let _ = cuda_embed_runtime::driver_available();
+/// ```
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to dlopen the driver library; no driver function is called.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Opens (retains) the primary context of GPU `ordinal`, returning an [`Error`] — never a
+/// panic — when there is no driver or no such device.
+///
+/// Prefer this over `CudaContext::new`, which panics when `libcuda` is missing.
+///
+/// ```no_run
+/// let ctx = cuda_embed_runtime::context(0)?;
+/// let stream = ctx.default_stream();
+/// # Ok::<(), cuda_embed_runtime::Error>(())
+/// ```
+pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    if !driver_available() {
+        return Err(Error::NoDriver { detail: "libcuda.so could not be loaded".into() });
+    }
+    CudaContext::new(ordinal).map_err(|e| {
+        let count = CudaContext::device_count().unwrap_or(0).max(0) as usize;
+        Error::NoDevice { ordinal, count, cause: DriverCode(e.0) }
+    })
+}
+
+/// Support for generated code. Not a public API: may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::types::DeviceSafe;
+    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+    pub use std::ffi::c_void;
+
+    /// Compile-time proof that `T` is marked device-safe.
+    pub const fn assert_device_safe<T: DeviceSafe>() {}
+}

@@ -1,0 +1,81 @@
+//! # cuda-embed
+//!
+//! CUDA C++ kernels written inline in Rust. [`cuda_kernel!`] parses each `__global__` function's
+//! C++ signature and generates a typed Rust launcher, so a wrong argument type or count is a
+//! compile error. The source is compiled when your crate builds (nvcc, into a fatbin embedded in
+//! the binary; with no nvcc, by NVRTC at first use), loaded lazily on each GPU at first use, and
+//! launched through `cuLaunchKernel` with the arguments packed on the stack.
+//!
+//! ```no_run
+//! use cuda_embed::{cuda_kernel, LaunchConfig};
+//!
+//! cuda_kernel!(r#"
+//!     extern "C" __global__ void saxpy(float a, const float* x, float* y, size_t n) {
+//!         size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+//!         if (i < n) y[i] = a * x[i] + y[i];
+//!     }
+//! "#);
+//!
+//! fn main() -> cuda_embed::Result<()> {
+//!     let ctx = cuda_embed::context(0)?; // an Error, not a panic, when there is no GPU
+//!     let stream = ctx.default_stream();
+//!     let n = 1 << 20;
+//!     let x = stream.clone_htod(&vec![1.0f32; n])?;
+//!     let mut y = stream.alloc_zeros::<f32>(n)?;
+//!     unsafe { saxpy::launch(&stream, LaunchConfig::for_num_elems(n as u32), 2.0, &x, &mut y, n)? };
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ## The macro
+//!
+//! `cuda_kernel!(SOURCE [, archs = [80, 90]] [, options = ["-DN=4", ...]])`
+//!
+//! - `SOURCE`: a string literal (raw strings are easiest). Several kernels and `__device__`
+//!   helpers in one source share one module, loaded once per device.
+//! - `archs`: GPU architectures to build SASS for; PTX is embedded for the lowest, so newer GPUs
+//!   JIT it. Default: `CUDA_EMBED_ARCHS` (e.g. `80,90a`) when set, else `80, 90`.
+//! - `options`: extra compiler options, passed to nvcc at build time and to NVRTC at run time
+//!   alike. Nothing is added behind your back (no forced `-ftz`, no fast math).
+//!
+//! For each kernel `NAME` it generates `pub mod NAME` with:
+//! - `unsafe fn launch(stream, config, args...) -> Result<()>`,
+//! - `const NAME: &str`, and `fn module() -> &'static Module` (introspection: how it was built,
+//!   how often it was loaded).
+//!
+//! Use it at module level (not inside a function body): the kernel modules refer to their shared
+//! module through `super::`.
+//!
+//! ## Type mapping
+//!
+//! | CUDA parameter | Rust argument |
+//! |---|---|
+//! | `const T*` (`T` known) | `&impl DevicePtr<T>`: `&CudaSlice<T>`, `&CudaView<T>` |
+//! | `T*` | `&mut impl DevicePtrMut<T>`: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>` |
+//! | `const void*`, `void*`, pointers to opaque or user types | the same, for any element type |
+//! | `T**` and deeper | [`RawDevicePtr`] |
+//! | `bool`, `char`/`signed char`/`unsigned char`, `short`, `int`, `unsigned`, `long`, `long long`, `intN_t`, `uintN_t` | `bool`, `i8`/`i8`/`u8`, `i16`, `i32`, `u32`, `i64`, `i64`, `iN`, `uN` |
+//! | `size_t`, `uintptr_t` / `ssize_t`, `ptrdiff_t`, `intptr_t` | `usize` / `isize` |
+//! | `float`, `double` | `f32`, `f64` |
+//! | `__half`, `__nv_bfloat16`, `__half2`, `__nv_bfloat162` | [`f16`], [`bf16`], [`Half2`], [`Bf162`] |
+//! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2` | [`F8E4M3`], [`F8E5M2`] |
+//! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
+//! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
+//! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | [`TextureObject`], [`SurfaceObject`] |
+//! | `struct P` by value | your `#[repr(C)]` type `P` (same name, in the invoking module) with `unsafe impl DeviceSafe` |
+//!
+//! Qualifiers (`const` values, `__restrict__`, `volatile`, `__grid_constant__`) are understood.
+//! Names the table does not know (`floatX`, `real_t`, `uint` from a header, `#define`d types) are
+//! resolved by asking the compiler what the parameter's type is (see the crate README), and every
+//! kernel's compiled parameter list is checked against the signature: a mismatch is a compile error.
+//!
+//! ## Errors
+//!
+//! Everything at run time returns [`Error`], which names the kernel, the device and the cause and
+//! says what to do. Nothing panics when there is no driver or GPU: use [`context`] instead of
+//! `CudaContext::new` (which panics when `libcuda` is missing).
+
+#![warn(missing_docs)]
+
+pub use cuda_embed_macros::cuda_kernel;
+pub use cuda_embed_runtime::*;

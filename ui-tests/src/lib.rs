@@ -1,0 +1,1 @@
+//! trybuild compile-fail cases for cuda-embed; see tests/ui.rs.
