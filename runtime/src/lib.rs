@@ -44,10 +44,15 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     if !driver_available() {
         return Err(Error::NoDriver { detail: "libcuda.so could not be loaded".into() });
     }
-    CudaContext::new(ordinal).map_err(|e| {
-        let count = CudaContext::device_count().unwrap_or(0).max(0) as usize;
-        Error::NoDevice { ordinal, count, cause: DriverCode(e.0) }
-    })
+    let count = match CudaContext::device_count() {
+        Ok(n) => n.max(0) as usize,
+        Err(e) => return Err(Error::NoDevice { ordinal, count: 0, cause: DriverCode(e.0) }),
+    };
+    if ordinal >= count {
+        let cause = DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
+        return Err(Error::NoDevice { ordinal, count, cause });
+    }
+    CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })
 }
 
 /// Support for generated code. Not a public API: may change in any release.

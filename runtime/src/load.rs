@@ -55,6 +55,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
 
     let mut functions = Vec::with_capacity(spec.kernels.len());
+    let mut limits = Vec::with_capacity(spec.kernels.len());
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
         let name = c_string(symbol).map_err(|e| load_error(e, None))?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
@@ -66,7 +67,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 None,
             ));
         }
-        check_params(spec, k, f)?;
+        if matches!(spec.image, Image::Source { .. }) {
+            // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
+            check_params(spec, k, f)?;
+        }
+        let mut max_threads = 0i32;
+        // SAFETY: live function handle; valid out-pointer.
+        let r = unsafe {
+            sys::cuFuncGetAttribute(&mut max_threads, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)
+        };
+        limits.push(if r == sys::CUresult::CUDA_SUCCESS { max_threads.max(0) as u32 } else { u32::MAX });
         functions.push(f);
     }
     Ok(Loaded {
@@ -74,6 +84,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         _ctx: ctx.clone(),
         module,
         functions: functions.into_boxed_slice(),
+        max_threads: limits.into_boxed_slice(),
         from_disk_cache,
     })
 }
@@ -82,25 +93,30 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 /// this against PTX at build time on the nvcc path; this catches the NVRTC path, where the code is
 /// only compiled now.
 fn check_params(spec: &ModuleSpec, k: &crate::module::KernelSpec, f: sys::CUfunction) -> Result<()> {
+    // cuFuncGetParamInfo arrived with CUDA 12.4; on older drivers there is nothing to check with,
+    // and calling a missing entry point would abort.
+    let mut version = 0;
+    // SAFETY: valid out-pointer.
+    if unsafe { sys::cuDriverGetVersion(&mut version) } != sys::CUresult::CUDA_SUCCESS || version < 12040 {
+        return Ok(());
+    }
+    // Query one index past the expected count: it must fail, every earlier one must succeed.
     let mut sizes = Vec::new();
-    loop {
+    for i in 0..=k.param_sizes.len() {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: `f` is a live function handle; out-pointers are valid.
-        let r = unsafe { sys::cuFuncGetParamInfo(f, sizes.len(), &mut offset, &mut size) };
-        if r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED {
-            return Ok(()); // Driver older than 12.4: nothing to check against.
-        }
-        if r != sys::CUresult::CUDA_SUCCESS {
+        if unsafe { sys::cuFuncGetParamInfo(f, i, &mut offset, &mut size) } != sys::CUresult::CUDA_SUCCESS {
             break;
         }
         sizes.push(size as u32);
     }
     if sizes != k.param_sizes {
+        let more = if sizes.len() > k.param_sizes.len() { " (and possibly more)" } else { "" };
         return Err(Error::Signature {
             kernel: k.name,
             origin: spec.origin,
             detail: format!(
-                "the compiled kernel takes parameters of {sizes:?} bytes but the launcher was generated for \
+                "the compiled kernel takes parameters of {sizes:?}{more} bytes but the launcher was generated for \
                  {:?}; a typedef or macro changed a parameter type: check the signature",
                 k.param_sizes
             ),

@@ -89,6 +89,9 @@ pub(crate) struct Loaded {
     #[allow(dead_code)]
     pub(crate) module: sys::CUmodule,
     pub(crate) functions: Box<[sys::CUfunction]>,
+    /// Each kernel's `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit,
+    /// registers and `__launch_bounds__` combined), checked before every launch.
+    pub(crate) max_threads: Box<[u32]>,
     pub(crate) from_disk_cache: bool,
 }
 
@@ -244,6 +247,12 @@ impl Module {
         let ctx = stream.context();
         let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
+        let (b, g) = (cfg.block_dim, cfg.grid_dim);
+        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+        if threads > u64::from(loaded.max_threads[index]) || threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
+            // Rejected before the driver sees it: a clear Error, and no failed API call.
+            return Err(self.launch_error(index, ctx, f, cfg, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
         if let Err(e) = ctx.bind_to_thread() {
             return Err(Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) });
         }

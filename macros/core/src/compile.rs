@@ -96,7 +96,7 @@ pub enum NoNvcc {
 impl std::fmt::Display for NoNvcc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            NoNvcc::Forced => write!(f, "CUDA_EMBED_FORCE_NVRTC is set"),
+            NoNvcc::Forced => write!(f, "NVRTC was requested (CUDA_EMBED_FORCE_NVRTC or `compiler = \"nvrtc\"`)"),
             NoNvcc::NotFound(w) => write!(f, "no nvcc found ({w})"),
         }
     }

@@ -1,7 +1,7 @@
 //! From macro input to Rust items: parse, compile, check, generate.
 
 use crate::compile::{self, Arch, Nvcc, Request};
-use crate::input::Input;
+use crate::input::{Compiler, Input};
 use crate::ptx;
 use crate::signature::{self, Kernel, Parsed};
 use crate::types::{self, Builtin, Mapped, Probed};
@@ -94,7 +94,18 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
         Some((a, _)) => a.clone(),
         None => compile::archs_from_env().map_err(fail)?,
     };
-    let nvcc = compile::find_nvcc().map_err(fail)?;
+    let nvcc = match input.compiler {
+        Compiler::Nvrtc => Err(compile::NoNvcc::Forced),
+        Compiler::Auto => compile::find_nvcc().map_err(fail)?,
+        Compiler::Nvcc => match compile::find_nvcc().map_err(fail)? {
+            Ok(n) => Ok(n),
+            Err(why) => {
+                return Err(fail(format!(
+                    "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH, or use `compiler = \"auto\"`"
+                )))
+            }
+        },
+    };
     let line_directive = format!("#line {} \"{}\"", site.line, site.file.replace('\\', "/"));
     let origin = format!("{}:{}", site.file, site.line);
 

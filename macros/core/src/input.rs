@@ -14,9 +14,24 @@ pub struct Input {
     /// `options = [...]`: extra compiler options (passed to nvcc at build time and to NVRTC at
     /// run time alike).
     pub options: Vec<String>,
+    /// `compiler = "nvrtc"` forces the run-time NVRTC path for this module; `"nvcc"` requires
+    /// nvcc; `"auto"` (default) uses nvcc when found.
+    pub compiler: Compiler,
 }
 
-const OPTIONS_HELP: &str = "expected `archs = [80, 90]` or `options = [\"-DNAME=value\", ...]`";
+/// Which compiler path a module takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compiler {
+    /// nvcc when found, else NVRTC at run time.
+    #[default]
+    Auto,
+    /// nvcc, or a compile error.
+    Nvcc,
+    /// NVRTC at run time, even when nvcc is present.
+    Nvrtc,
+}
+
+const OPTIONS_HELP: &str = "expected `archs = [80, 90]`, `options = [\"-DNAME=value\", ...]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -37,6 +52,7 @@ impl Parse for Input {
         };
         let mut archs = None;
         let mut options = Vec::new();
+        let mut compiler = Compiler::Auto;
         while !input.is_empty() {
             input.parse::<Token![,]>()?;
             if input.is_empty() {
@@ -79,11 +95,25 @@ impl Parse for Input {
                         }
                     }
                 }
+                "compiler" => {
+                    let v: LitStr = input.parse()?;
+                    compiler = match v.value().as_str() {
+                        "auto" => Compiler::Auto,
+                        "nvcc" => Compiler::Nvcc,
+                        "nvrtc" => Compiler::Nvrtc,
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                &v,
+                                format!("unknown compiler `{other}`: expected \"auto\", \"nvcc\" or \"nvrtc\""),
+                            ))
+                        }
+                    };
+                }
                 other => {
                     return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
                 }
             }
         }
-        Ok(Input { source, archs, options })
+        Ok(Input { source, archs, options, compiler })
     }
 }

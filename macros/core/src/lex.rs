@@ -91,6 +91,13 @@ fn raw_tokens(src: &str, out: &mut Lexed) -> Vec<Token> {
             i += 1;
             continue;
         }
+        // A backslash-newline splice outside a directive (valid anywhere in C; seen in sources
+        // pasted from non-raw Python strings) joins lines: it is not a token.
+        if c == b'\\' && (b.get(i + 1) == Some(&b'\n') || (b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n'))) {
+            i += if b[i + 1] == b'\r' { 3 } else { 2 };
+            line += 1;
+            continue;
+        }
         if c == b'/' && b.get(i + 1) == Some(&b'/') {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;

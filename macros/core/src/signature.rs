@@ -105,9 +105,8 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
         match tok.text.as_str() {
             "{" => {
                 let prefix = &t[stmt_start..i];
-                let scope = if prefix.len() >= 2 && prefix[prefix.len() - 2].is("namespace") && prefix[prefix.len() - 1].is_ident()
-                {
-                    Scope::Namespace(prefix[prefix.len() - 1].text.clone())
+                let scope = if let Some(name) = namespace_name(prefix) {
+                    Scope::Namespace(name)
                 } else if prefix.len() == 1 && prefix[0].is("namespace") {
                     Scope::Namespace(String::new()) // anonymous namespace
                 } else if prefix.len() == 2 && prefix[0].is("extern") && prefix[1].text == "\"C\"" {
@@ -172,6 +171,16 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
     }
     parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
     Ok(parsed)
+}
+
+/// `namespace a {` -> `a`; C++17 nested `namespace a::b::c {` -> `a::b::c` (split into its parts
+/// for `Kernel::namespaces`). `None` when the statement does not end in a named namespace head.
+fn namespace_name(prefix: &[Token]) -> Option<String> {
+    let kw = prefix.iter().rposition(|x| x.is("namespace"))?;
+    let path = &prefix[kw + 1..];
+    let well_formed = !path.is_empty()
+        && path.iter().enumerate().all(|(k, x)| if k % 2 == 0 { x.is_ident() } else { x.is("::") });
+    (well_formed && path.len() % 2 == 1).then(|| join(path))
 }
 
 /// Parameter names do not matter when matching a declaration with its definition.
@@ -274,9 +283,10 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
     let namespaces = scopes
         .iter()
         .filter_map(|s| match s {
-            Scope::Namespace(n) if !n.is_empty() => Some(n.clone()),
+            Scope::Namespace(n) if !n.is_empty() => Some(n.split("::").map(str::to_string).collect::<Vec<_>>()),
             _ => None,
         })
+        .flatten()
         .collect();
     let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
     Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature }, j + 1))

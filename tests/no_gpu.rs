@@ -1,0 +1,29 @@
+//! Behaviour that must hold on machines without a GPU or driver (CI runs these).
+
+#[test]
+fn missing_driver_or_device_is_an_error_not_a_panic() {
+    if cuda_embed::driver_available() {
+        // A driver is present: an ordinal no machine has must be a NoDevice error.
+        let err = cuda_embed::context(4096).unwrap_err();
+        assert!(matches!(err, cuda_embed::Error::NoDevice { ordinal: 4096, .. }), "{err}");
+        assert!(err.to_string().contains("4096"), "{err}");
+    } else {
+        let err = cuda_embed::context(0).unwrap_err();
+        assert!(matches!(err, cuda_embed::Error::NoDriver { .. }), "{err}");
+        assert!(err.to_string().contains("install the NVIDIA driver"), "{err}");
+    }
+}
+
+cuda_embed::cuda_kernel!(r#"
+    extern "C" __global__ void noop(int* x) {}
+"#);
+
+#[test]
+fn module_is_not_loaded_until_first_launch() {
+    assert_eq!(noop::module().loads(), 0);
+    assert_eq!(noop::NAME, "noop");
+    let spec = noop::module().spec();
+    assert_eq!(spec.kernels.len(), 1);
+    assert_eq!(spec.kernels[0].param_sizes, &[8]);
+    assert!(spec.origin.ends_with(&format!("no_gpu.rs:{}", 17)), "{}", spec.origin);
+}

@@ -1,0 +1,9 @@
+// `archs = []` leaves nothing to build for.
+use cuda_embed::cuda_kernel;
+
+cuda_kernel!(
+    r#"extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }"#,
+    archs = []
+);
+
+fn main() {}

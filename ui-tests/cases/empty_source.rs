@@ -1,0 +1,6 @@
+// An empty (whitespace-only) source.
+use cuda_embed::cuda_kernel;
+
+cuda_kernel!("   ");
+
+fn main() {}

@@ -1,0 +1,18 @@
+// `size_t n` maps to `usize`: an `i32` variable is not converted implicitly.
+use cuda_embed::{cuda_kernel, CudaSlice, CudaStream, LaunchConfig};
+
+cuda_kernel!(r#"
+    extern "C" __global__ void saxpy(float a, const float* x, float* y, size_t n) {
+        size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+"#);
+
+fn run(stream: &CudaStream, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> cuda_embed::Result<()> {
+    let n: i32 = 1024;
+    unsafe { saxpy::launch(stream, LaunchConfig::for_num_elems(1024), 2.0, x, y, n) }
+}
+
+fn main() {
+    let _ = run;
+}

@@ -1,0 +1,9 @@
+// Only `archs` and `options` are options.
+use cuda_embed::cuda_kernel;
+
+cuda_kernel!(
+    r#"extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }"#,
+    foo = 1
+);
+
+fn main() {}

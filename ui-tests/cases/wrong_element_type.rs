@@ -1,0 +1,17 @@
+// `float* y` takes device memory of `f32`: a `CudaSlice<f64>` is a type error.
+use cuda_embed::{cuda_kernel, CudaSlice, CudaStream, LaunchConfig};
+
+cuda_kernel!(r#"
+    extern "C" __global__ void saxpy(float a, const float* x, float* y, size_t n) {
+        size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+"#);
+
+fn run(stream: &CudaStream, x: &CudaSlice<f32>, y: &mut CudaSlice<f64>) -> cuda_embed::Result<()> {
+    unsafe { saxpy::launch(stream, LaunchConfig::for_num_elems(1024), 2.0, x, y, 1024) }
+}
+
+fn main() {
+    let _ = run;
+}
