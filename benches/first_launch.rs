@@ -1,1 +1,147 @@
-fn main(){}
+//! First launch of an embedded kernel once the context exists: module load + launch + sync,
+//! measured in fresh child processes (a module loads once per process).
+//!
+//! - `embedded`: a `cuda_kernel!` module built by nvcc (fatbin in the binary).
+//! - `raw load`: the same-sized fatbin loaded by hand (`cuModuleLoadData` + `cuModuleGetFunction`
+//!   + `cuLaunchKernel` + sync): the driver's own floor.
+//! - `nvrtc cold` / `nvrtc hit`: a `compiler = "nvrtc"` module with an empty, then a warm, disk
+//!   cache.
+//!
+//! Run: `cargo bench --bench first_launch` (or `bash .gpu/run bench first_launch`).
+
+use cuda_embed::cudarc::driver::sys;
+use cuda_embed::{cuda_kernel, Image, LaunchConfig};
+use std::ffi::c_void;
+use std::process::Command;
+use std::time::Instant;
+
+cuda_kernel!(r#"
+    extern "C" __global__ void first(float* y, float a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * y[i] + 1.0f;
+    }
+"#);
+
+cuda_kernel!(r#"
+    extern "C" __global__ void reference(float* y, float a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * y[i] + 2.0f;
+    }
+"#);
+
+cuda_kernel!(r#"
+    extern "C" __global__ void jitted(float* y, float a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * y[i] + 3.0f;
+    }
+"#, compiler = "nvrtc");
+
+fn child(mode: &str) -> cuda_embed::Result<f64> {
+    let ctx = cuda_embed::context(0)?;
+    let stream = ctx.default_stream();
+    let mut y = stream.alloc_zeros::<f32>(256)?;
+    let cfg = LaunchConfig::for_num_elems(256);
+    stream.synchronize()?;
+    let t0 = Instant::now();
+    match mode {
+        "embedded" => unsafe { first::launch(&stream, cfg, &mut y, 2.0, 256)? },
+        "nvrtc" => unsafe { jitted::launch(&stream, cfg, &mut y, 2.0, 256)? },
+        _ => {
+            let Image::Fatbin { bytes, .. } = &reference::module().spec().image else { unreachable!() };
+            use cuda_embed::cudarc::driver::DevicePtrMut;
+            let (p, _g) = y.device_ptr_mut(&stream);
+            let mut module = std::ptr::null_mut();
+            let mut f = std::ptr::null_mut();
+            let (a, n) = (2.0f32, 256i32);
+            let mut args: [*mut c_void; 3] =
+                [&p as *const u64 as *mut c_void, &a as *const f32 as *mut c_void, &n as *const i32 as *mut c_void];
+            // SAFETY: a complete embedded fatbin; the symbol exists; args match `reference`.
+            unsafe {
+                assert_eq!(sys::cuModuleLoadData(&mut module, bytes.as_ptr() as *const c_void), sys::CUresult::CUDA_SUCCESS);
+                assert_eq!(sys::cuModuleGetFunction(&mut f, module, c"reference".as_ptr()), sys::CUresult::CUDA_SUCCESS);
+                let r = sys::cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, stream.cu_stream(), args.as_mut_ptr(), std::ptr::null_mut());
+                assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            }
+        }
+    }
+    stream.synchronize()?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if mode == "nvrtc" {
+        println!("FROM_CACHE={}", jitted::module().loaded_from_disk_cache(&ctx));
+    }
+    Ok(ms)
+}
+
+fn spawn(mode: &str, cache: &std::path::Path) -> f64 {
+    spawn_checked(mode, cache, None)
+}
+
+/// Runs one child; for NVRTC children, `hit` says whether the disk cache must (not) have been used.
+fn spawn_checked(mode: &str, cache: &std::path::Path, hit: Option<bool>) -> f64 {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--child", mode])
+        .env("CUDA_EMBED_CACHE_DIR", cache)
+        .output()
+        .expect("spawn child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        eprintln!("child {mode} failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+        std::process::exit(1);
+    }
+    if let Some(h) = hit {
+        assert!(text.contains(&format!("FROM_CACHE={h}")), "expected FROM_CACHE={h}: {text}");
+    }
+    text.lines().find_map(|l| l.strip_prefix("MS=")).and_then(|v| v.parse().ok()).expect("child printed its time")
+}
+
+fn median(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v[v.len() / 2], v[0])
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        match child(&args[i + 1]) {
+            Ok(ms) => println!("MS={ms}"),
+            Err(e) => {
+                println!("{e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    let gpu = match cuda_embed::context(0) {
+        Ok(ctx) => ctx.name().unwrap_or_default(),
+        Err(e) => {
+            eprintln!("first_launch bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    const RUNS: usize = 9;
+    let scratch = tempfile::tempdir().unwrap();
+    let embedded: Vec<f64> = (0..RUNS).map(|_| spawn("embedded", scratch.path())).collect();
+    let raw: Vec<f64> = (0..RUNS).map(|_| spawn("raw", scratch.path())).collect();
+    let cold: Vec<f64> = (0..5)
+        .map(|_| {
+            let fresh = tempfile::tempdir().unwrap();
+            spawn_checked("nvrtc", fresh.path(), Some(false))
+        })
+        .collect();
+    let warm = tempfile::tempdir().unwrap();
+    spawn("nvrtc", warm.path());
+    let hit: Vec<f64> = (0..RUNS).map(|_| spawn_checked("nvrtc", warm.path(), Some(true))).collect();
+    println!("GPU: {gpu}");
+    println!("| first launch (load + launch + sync) | median ms | min ms | runs |");
+    println!("|---|---|---|---|");
+    for (name, v) in [
+        ("embedded fatbin (cuda_kernel!, nvcc)", embedded),
+        ("raw cuModuleLoadData of a same-size fatbin", raw),
+        ("NVRTC fallback, cold cache", cold),
+        ("NVRTC fallback, disk-cache hit", hit),
+    ] {
+        let n = v.len();
+        let (med, min) = median(v);
+        println!("| {name} | {med:.3} | {min:.3} | {n} |");
+    }
+}

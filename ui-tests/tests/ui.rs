@@ -4,7 +4,8 @@
 //! - `cases/*.rs` give the same errors with or without nvcc (input parsing, the type mapping and
 //!   the Rust types of the launchers).
 //! - `cases/nvcc/*.rs` need nvcc at build time: CUDA compile errors with nvcc's log, the PTX
-//!   cross-check, the compiler's answers about types and struct layouts. They run when the macro
+//!   cross-check, the compiler's answers about types, and structs passed by value (their layout
+//!   comes from the compiled code). They run when the macro
 //!   finds an nvcc (`NVCC`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `PATH`) and are skipped with a
 //!   note otherwise; set `CUDA_EMBED_UI_REQUIRE_NVCC=1` (CI does) to make a missing nvcc a failure.
 //!
@@ -16,7 +17,8 @@
 //! ```
 //!
 //! and read every changed `.stderr`: each message must say what is wrong and point at the line
-//! to fix.
+//! to fix. `pending/` holds bad inputs whose current result is wrong (see its README); it is not
+//! run.
 
 use cuda_embed_macros_core::compile::find_nvcc;
 

@@ -464,6 +464,11 @@ def text_entries(path, src, ctx_defs):
         if c is None:
             continue
         sig = src[start:c + 1]
+        if path.endswith(('.rst', '.md')):
+            # Doctest prompts (`>>> `, `... `) are not part of the source; `(...)` elides a list.
+            sig = re.sub(r'(?m)^(\s*)(>>>|\.\.\.)( |$)', r'\1', sig)
+            if '...' in sig:
+                continue
         sig = sig.replace('\\"', '"')
         if sig.lstrip().startswith(("'", '"')):
             sig = sig.lstrip()[1:]
@@ -541,8 +546,9 @@ def main():
             mm = re.match(r'\s*#\s*include\s*"([^"]+)"', text)
             if not mm:
                 continue
+            rel = os.path.normpath(os.path.join(os.path.dirname(f), mm.group(1)))
             base = os.path.basename(mm.group(1))
-            for h in by_base.get(base, [])[:1]:
+            for h in ([rel] if rel in per_file else by_base.get(base, [])[:1]):
                 if h in seen or h not in per_file:
                     continue
                 seen.add(h)
