@@ -2,8 +2,9 @@
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Results are cached content-addressed under [`cache_dir`]`/nvrtc/`: the key is a SHA-256
-//! of the NVRTC version, the target architecture, the options, the name expressions and the source
-//! text. Files are written to a temporary name and renamed into place, so parallel processes never
+//! of the NVRTC build (its library file's resolved name, which carries the full version, size and
+//! modification time — found without loading the library, so a cache hit never pays the ~10 ms
+//! NVRTC load), the target architecture, the options, the name expressions and the source text. Files are written to a temporary name and renamed into place, so parallel processes never
 //! see a torn entry; an unreadable or foreign entry is ignored and rewritten.
 
 use crate::error::{Error, Result};
@@ -76,9 +77,40 @@ fn missing_nvrtc() -> String {
         .to_string()
 }
 
-/// The cache key of a compilation, as a hex string.
+/// Where the dynamic loader will find libnvrtc, approximated without loading it: the
+/// directories of `LD_LIBRARY_PATH`, then the toolkit (`CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda`),
+/// then the system library directories. Returns the resolved file name (which carries the full
+/// version, e.g. `libnvrtc.so.13.0.88`) with its size and modification time.
+fn library_identity() -> Option<String> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var).filter(|s| !s.is_empty()) {
+            dirs.push(PathBuf::from(&root).join("lib64"));
+            dirs.push(PathBuf::from(root).join("lib"));
+        }
+    }
+    for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"] {
+        dirs.push(PathBuf::from(d));
+    }
+    for dir in dirs {
+        for name in ["libnvrtc.so", "libnvrtc.so.13"] {
+            let candidate = dir.join(name);
+            if let Ok(real) = std::fs::canonicalize(&candidate) {
+                let meta = std::fs::metadata(&real).ok()?;
+                let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+                let file = real.file_name()?.to_string_lossy().into_owned();
+                return Some(format!("{file} {} {mtime}", meta.len()));
+            }
+        }
+    }
+    None
+}
+
+/// The cache key of a compilation, as a hex string. `compiler` identifies the NVRTC build.
 pub fn cache_key(
-    version: (i32, i32),
+    compiler: &str,
     arch: u32,
     options: &[&str],
     name_expressions: &[&str],
@@ -86,7 +118,7 @@ pub fn cache_key(
 ) -> String {
     let mut h = Sha256::new();
     h.update(MAGIC.as_bytes());
-    h.update(format!("\0nvrtc {}.{}\0sm_{arch}\0", version.0, version.1).as_bytes());
+    h.update(format!("\0{compiler}\0sm_{arch}\0").as_bytes());
     for o in options {
         h.update(o.as_bytes());
         h.update(b"\0");
@@ -112,8 +144,16 @@ pub fn compile(
     arch: u32,
 ) -> Result<Compiled> {
     let fail = |log: String| Error::Nvrtc { origin, arch, log };
-    let version = version().map_err(fail)?;
-    let key = cache_key(version, arch, options, name_expressions, source);
+    // Identify the compiler by its library file when it can be found without loading it: loading
+    // libnvrtc costs ~10 ms, which a cache hit must not pay. Otherwise load it and ask.
+    let identity = match library_identity() {
+        Some(id) => id,
+        None => {
+            let (major, minor) = version().map_err(fail)?;
+            format!("nvrtc {major}.{minor}")
+        }
+    };
+    let key = cache_key(&identity, arch, options, name_expressions, source);
     let dir = cache_dir().join("nvrtc");
     let file = dir.join(format!("{key}.cubin"));
     if let Some((cubin, symbols)) = read_entry(&file, name_expressions.len()) {
@@ -275,14 +315,15 @@ mod tests {
 
     #[test]
     fn key_changes_with_every_input() {
-        let base = cache_key((13, 0), 90, &["-O3"], &["k"], "src");
-        assert_ne!(base, cache_key((13, 1), 90, &["-O3"], &["k"], "src"));
-        assert_ne!(base, cache_key((13, 0), 80, &["-O3"], &["k"], "src"));
-        assert_ne!(base, cache_key((13, 0), 90, &["-O2"], &["k"], "src"));
-        assert_ne!(base, cache_key((13, 0), 90, &["-O3"], &["j"], "src"));
-        assert_ne!(base, cache_key((13, 0), 90, &["-O3"], &["k"], "src2"));
+        let v = "libnvrtc.so.13.0.88 1000 1";
+        let base = cache_key(v, 90, &["-O3"], &["k"], "src");
+        assert_ne!(base, cache_key("libnvrtc.so.13.1.20 1000 1", 90, &["-O3"], &["k"], "src"));
+        assert_ne!(base, cache_key(v, 80, &["-O3"], &["k"], "src"));
+        assert_ne!(base, cache_key(v, 90, &["-O2"], &["k"], "src"));
+        assert_ne!(base, cache_key(v, 90, &["-O3"], &["j"], "src"));
+        assert_ne!(base, cache_key(v, 90, &["-O3"], &["k"], "src2"));
         // Option/name boundaries are part of the key.
-        assert_ne!(cache_key((13, 0), 90, &["a", "b"], &[], ""), cache_key((13, 0), 90, &["ab"], &[], ""));
+        assert_ne!(cache_key(v, 90, &["a", "b"], &[], ""), cache_key(v, 90, &["ab"], &[], ""));
     }
 
     #[test]

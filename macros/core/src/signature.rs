@@ -88,6 +88,8 @@ const TYPE_WORDS: &[&str] = &[
 enum Scope {
     Namespace(String),
     ExternC,
+    /// `extern "C++" { ... }`: C++ linkage again (kernels inside are not skipped).
+    ExternCxx,
     Other,
 }
 
@@ -98,7 +100,7 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
     let mut parsed = Parsed { includes: lexed.includes.clone(), ..Parsed::default() };
     let mut scopes: Vec<Scope> = Vec::new();
     let mut stmt_start = 0usize; // index of the first token of the current statement
-    let mut seen: HashMap<String, String> = HashMap::new(); // name -> signature
+    let mut seen: HashMap<String, Vec<ParamShape>> = HashMap::new(); // name -> parameter types
     let mut i = 0;
     while i < t.len() {
         let tok = &t[i];
@@ -111,6 +113,8 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
                     Scope::Namespace(String::new()) // anonymous namespace
                 } else if prefix.len() == 2 && prefix[0].is("extern") && prefix[1].text == "\"C\"" {
                     Scope::ExternC
+                } else if prefix.len() == 2 && prefix[0].is("extern") && prefix[1].text == "\"C++\"" {
+                    Scope::ExternCxx
                 } else {
                     record_type(prefix, &mut parsed);
                     Scope::Other
@@ -131,7 +135,13 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
             "__global__" if scopes.iter().all(|s| !matches!(s, Scope::Other)) => {
                 let prefix = &t[stmt_start..i];
                 let is_template = prefix.iter().any(|p| p.is("template"));
-                let extern_c = scopes.iter().any(|s| matches!(s, Scope::ExternC))
+                // The innermost linkage block decides; `extern "C"` on the declaration itself wins.
+                let block_c = scopes.iter().rev().find_map(|s| match s {
+                    Scope::ExternC => Some(true),
+                    Scope::ExternCxx => Some(false),
+                    _ => None,
+                });
+                let extern_c = block_c == Some(true)
                     || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
                 let (kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
                 if is_template {
@@ -142,10 +152,10 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
                     let key = kernel.qualified_name();
                     match seen.get(&key) {
                         None => {
-                            seen.insert(key, kernel.signature.clone());
+                            seen.insert(key, shape(&kernel));
                             parsed.kernels.push(kernel);
                         }
-                        Some(sig) if normalise_sig(sig) == normalise_sig(&kernel.signature) => {
+                        Some(sig) if *sig == shape(&kernel) => {
                             // A declaration and its definition: keep the definition's names.
                             if let Some(k) = parsed.kernels.iter_mut().find(|k| k.qualified_name() == key) {
                                 if t.get(next.saturating_sub(1)).is_some_and(|x| x.is("{")) {
@@ -183,10 +193,14 @@ fn namespace_name(prefix: &[Token]) -> Option<String> {
     (well_formed && path.len() % 2 == 1).then(|| join(path))
 }
 
-/// Parameter names do not matter when matching a declaration with its definition.
-fn normalise_sig(sig: &str) -> String {
-    sig.split(',').map(|p| p.split_whitespace().collect::<Vec<_>>().len().to_string()).collect::<Vec<_>>().join(",")
-        + &sig.chars().filter(|c| *c == '*').count().to_string()
+/// A parameter's type without its name: (base, pointer depth, const pointee, reference).
+type ParamShape = (String, usize, bool, bool);
+
+/// Parameter names do not matter when matching a declaration with its definition, so compare the
+/// parsed types. (Comparing word counts of the text took `k(float*, int)` followed by
+/// `k(float* x, int n) {..}` for an overload and dropped the kernel.)
+fn shape(k: &Kernel) -> Vec<ParamShape> {
+    k.params.iter().map(|p| (p.base.clone(), p.pointer_depth, p.pointee_const, p.reference)).collect()
 }
 
 fn record_type(prefix: &[Token], parsed: &mut Parsed) {
@@ -235,6 +249,16 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
         let tok = &t[i];
         if tok.is("(") {
             break;
+        }
+        // `template __global__ void k<float>(float*);` (explicit instantiation/specialization):
+        // the name is followed by template arguments. Without this the whole source failed with
+        // "cannot find the name".
+        if tok.is_ident() && t.get(i + 1).is_some_and(|n| n.is("<")) {
+            if let Some(close) = matching(t, i + 1).filter(|c| t.get(c + 1).is_some_and(|n| n.is("("))) {
+                name = Some(tok.text.clone());
+                i = close + 1;
+                break;
+            }
         }
         if tok.is_ident() && t.get(i + 1).is_some_and(|n| n.is("(")) {
             let attr = ["__launch_bounds__", "__maxnreg__", "__cluster_dims__", "alignas", "__attribute__", "__declspec"];
@@ -303,6 +327,18 @@ fn read_param(piece: &[Token], index: usize) -> Param {
         let x = &piece[k];
         if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && piece.get(k + 1).is_some_and(|n| n.is("(")) {
             k = matching(piece, k + 1).map_or(cut, |c| c + 1);
+            continue;
+        }
+        if x.is("[") && piece.get(k + 1).is_some_and(|n| n.is("[")) {
+            // `[[maybe_unused]] int n`: a C++11 attribute, not an array declarator.
+            let mut depth = 0usize;
+            while k < cut {
+                depth = if piece[k].is("[") { depth + 1 } else if piece[k].is("]") { depth - 1 } else { depth };
+                k += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
             continue;
         }
         if x.is("[") {

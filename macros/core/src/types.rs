@@ -91,6 +91,8 @@ pub const BUILTINS: &[(&str, Builtin)] = &[
     ("cuFloatComplex", b("$crate::Complex32", 8, 8)),
     ("cuDoubleComplex", b("$crate::Complex64", 16, 16)),
     ("cudaTextureObject_t", b("$crate::TextureObject", 8, 8)),
+    // `dim3` has uint3's layout (its constructors do not change it).
+    ("dim3", b("$crate::UInt3", 12, 4)),
     ("CUtexObject", b("$crate::TextureObject", 8, 8)),
     ("cudaSurfaceObject_t", b("$crate::SurfaceObject", 8, 8)),
     ("CUsurfObject", b("$crate::SurfaceObject", 8, 8)),
@@ -325,6 +327,16 @@ fn map_written(param: &Param, base: &str, depth: usize, pointee_const: bool, par
                 let _ = parsed.records.contains(base);
                 return Ok(Mapped::User { name: base.to_string(), layout: None });
             }
+            // `ns::Params p`: the Rust type is named after the last component, as with the probe
+            // (`map_probed`); before, only the probe path accepted a namespaced struct.
+            if let Some(last) = qualified_last(base) {
+                return Ok(Mapped::User { name: last.to_string(), layout: None });
+            }
+            Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text))
+        }
+        // A declarator the parser could not read as `type *...` (a function pointer
+        // `void (*f)(int)` leaves `(` in the base): not device memory, so not a pointer.
+        _ if base.contains(['(', ')', '[', ']']) || base.is_empty() => {
             Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text))
         }
         1 => Ok(Mapped::Pointer { elem: known, mutable: !pointee_const }),
@@ -357,6 +369,12 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
             .map(Mapped::Value)
             .ok_or_else(|| format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text)),
     }
+}
+
+/// `a::b::Name` (every component a plain name) -> `Name`.
+fn qualified_last(s: &str) -> Option<&str> {
+    let s = s.strip_prefix("::").unwrap_or(s);
+    (s.contains("::") && s.split("::").all(is_plain_name)).then(|| s.rsplit("::").next().unwrap_or(s))
 }
 
 fn is_plain_name(s: &str) -> bool {

@@ -1,5 +1,5 @@
-// Same-shape overloads (one float*, one double* version) are not detected as overloads: the
-// parser compares only word and `*` counts, so it takes the second for the definition of the first.
+// Overloads with the same shape (a float and a double version) are overloads too, not a
+// declaration followed by its definition.
 use cuda_embed::cuda_kernel;
 
 cuda_kernel!(r#"
