@@ -1,0 +1,136 @@
+//! The build-time compiler driver with the real nvcc: fatbin + PTX, the content-addressed cache,
+//! header tracking, `#line` mapping of errors, and the type probe. Skipped without nvcc unless
+//! CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it).
+
+use cuda_embed_macros_core::compile::{self, Arch, Request};
+use cuda_embed_macros_core::{probe, ptx, signature, types};
+use std::sync::Mutex;
+
+// The cache directory is process-global (an environment variable): one test at a time.
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn nvcc() -> Option<compile::Nvcc> {
+    match compile::find_nvcc().unwrap() {
+        Ok(n) => Some(n),
+        Err(why) => {
+            assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
+}
+
+fn archs() -> Vec<Arch> {
+    vec![Arch::parse("80").unwrap(), Arch::parse("90").unwrap()]
+}
+
+#[test]
+fn cache_hits_and_header_changes_recompile() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(nvcc) = nvcc() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
+    let inc = tempfile::tempdir().unwrap();
+    std::fs::write(inc.path().join("scale.cuh"), "#define SCALE 1.5f\n").unwrap();
+    let src = "#include \"scale.cuh\"\nextern \"C\" __global__ void k(float* x) { x[0] *= SCALE; }\n";
+    let archs = archs();
+    let dirs = [inc.path().to_path_buf()];
+    let req = Request { source: src, line_directive: "#line 1 \"x.rs\"", options: &[], archs: &archs, include_dirs: &dirs };
+
+    let first = compile::compile(&nvcc, &req).unwrap();
+    assert!(!first.from_cache);
+    assert_eq!(first.targets, ["sm_80", "sm_90", "compute_80"]);
+    assert!(first.ptx.contains(".entry k("), "PTX of the lowest arch is kept");
+    assert!(first.ptx.contains("0f3FC00000"), "SCALE (1.5f) from the header is compiled in");
+
+    let second = compile::compile(&nvcc, &req).unwrap();
+    assert!(second.from_cache, "nothing changed: no nvcc run");
+    assert_eq!(second.fatbin, first.fatbin);
+
+    // Touching the header's bytes invalidates the entry.
+    std::fs::write(inc.path().join("scale.cuh"), "#define SCALE 2.5f\n").unwrap();
+    let third = compile::compile(&nvcc, &req).unwrap();
+    assert!(!third.from_cache, "a changed header must recompile");
+    assert!(third.ptx.contains("0f40200000"), "the new SCALE (2.5f) is compiled in");
+
+    // Options and archs are part of the key.
+    let opts = ["-DUNUSED".to_string()];
+    let req2 = Request { options: &opts, ..req.clone() };
+    assert!(!compile::compile(&nvcc, &req2).unwrap().from_cache);
+    let one = [Arch::parse("90").unwrap()];
+    let req3 = Request { archs: &one, ..req.clone() };
+    let only90 = compile::compile(&nvcc, &req3).unwrap();
+    assert_eq!(only90.targets, ["sm_90", "compute_90"]);
+}
+
+#[test]
+fn errors_cite_the_rust_file_and_line() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(nvcc) = nvcc() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
+    let src = "\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n";
+    let archs = archs();
+    let req = Request { source: src, line_directive: "#line 40 \"src/kernels.rs\"", options: &[], archs: &archs, include_dirs: &[] };
+    let log = compile::compile(&nvcc, &req).unwrap_err();
+    // Line 40 is the literal's first line (empty here); the error is two lines further down.
+    assert!(log.contains("src/kernels.rs(42): error"), "{log}");
+    assert!(log.contains("undefined_name"), "{log}");
+    assert!(std::fs::read_dir(cache.path()).map(|d| d.count()).unwrap_or(0) <= 1, "failures are not cached");
+}
+
+#[test]
+fn probe_resolves_typedefs_macros_and_structs() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(nvcc) = nvcc() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
+    let src = r#"
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+struct Node { int v; Node* next; };
+struct __align__(16) Params { float a; double b; };
+namespace cfg { typedef __nv_bfloat16 floatX; }
+using real_t = double;
+#define INDEX unsigned short
+typedef float4 vec_t;
+typedef Node* node_ptr;
+extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, Params p, node_ptr n, const Node* const* nn, uint u) {}
+"#;
+    let parsed = signature::parse(src).unwrap();
+    let k = &parsed.kernels[0];
+    let wanted: Vec<(usize, usize)> = (0..k.params.len()).map(|p| (0, p)).collect();
+    let full = format!("{src}\n{}", probe::code(&parsed.kernels, &wanted));
+    let archs = [Arch::parse("80").unwrap()];
+    let req = Request { source: &full, line_directive: "#line 1 \"p.rs\"", options: &[], archs: &archs, include_dirs: &[] };
+    let out = compile::compile(&nvcc, &req).unwrap();
+    let values = probe::read_values(&out.ptx);
+    let mapped: Vec<String> = k
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let probed = values.get(&(0, i)).map(|v| types::decode_probe(*v));
+            types::map(p, &parsed, probed.as_ref()).unwrap().describe()
+        })
+        .collect();
+    assert_eq!(
+        mapped,
+        [
+            "bf16",
+            "&impl DevicePtr<f64>",
+            "u16",
+            "Float4",
+            "Params (your #[repr(C)] type)",
+            "&mut impl DevicePtrMut<T> (any T)",
+            "RawDevicePtr",
+            "u32",
+        ]
+    );
+    // The probe also learned the struct's layout.
+    let p = types::decode_probe(values[&(0, 4)]);
+    assert_eq!((p.size, p.align), (16, 16));
+    // And the PTX agrees with the parameter count.
+    let entries = ptx::entries(&out.ptx);
+    assert_eq!(ptx::find(&entries, &[], "k", true).unwrap().params.len(), 8);
+}
