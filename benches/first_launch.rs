@@ -15,26 +15,33 @@ use std::ffi::c_void;
 use std::process::Command;
 use std::time::Instant;
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void first(float* y, float a, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * y[i] + 1.0f;
     }
-"#);
+"#
+);
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void reference(float* y, float a, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * y[i] + 2.0f;
     }
-"#);
+"#
+);
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void jitted(float* y, float a, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * y[i] + 3.0f;
     }
-"#, compiler = "nvrtc");
+"#,
+    compiler = "nvrtc"
+);
 
 fn child(mode: &str) -> cuda_embed::Result<f64> {
     let ctx = cuda_embed::context(0)?;
@@ -57,9 +64,27 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
                 [&p as *const u64 as *mut c_void, &a as *const f32 as *mut c_void, &n as *const i32 as *mut c_void];
             // SAFETY: a complete embedded fatbin; the symbol exists; args match `reference`.
             unsafe {
-                assert_eq!(sys::cuModuleLoadData(&mut module, bytes.as_ptr() as *const c_void), sys::CUresult::CUDA_SUCCESS);
-                assert_eq!(sys::cuModuleGetFunction(&mut f, module, c"reference".as_ptr()), sys::CUresult::CUDA_SUCCESS);
-                let r = sys::cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, stream.cu_stream(), args.as_mut_ptr(), std::ptr::null_mut());
+                assert_eq!(
+                    sys::cuModuleLoadData(&mut module, bytes.as_ptr() as *const c_void),
+                    sys::CUresult::CUDA_SUCCESS
+                );
+                assert_eq!(
+                    sys::cuModuleGetFunction(&mut f, module, c"reference".as_ptr()),
+                    sys::CUresult::CUDA_SUCCESS
+                );
+                let r = sys::cuLaunchKernel(
+                    f,
+                    1,
+                    1,
+                    1,
+                    256,
+                    1,
+                    1,
+                    0,
+                    stream.cu_stream(),
+                    args.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                );
                 assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
             }
         }

@@ -13,9 +13,11 @@ use cuda_embed::{cuda_kernel, Image, LaunchConfig};
 use std::ffi::c_void;
 use std::time::Instant;
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void empty4(const float* a, float* b, int n, float s) {}
-"#);
+"#
+);
 
 const BATCH: usize = 500;
 const ROUNDS: usize = 20;
@@ -79,7 +81,19 @@ fn run() -> cuda_embed::Result<()> {
                             ];
                             // SAFETY: `f` is empty4 on this context; args match its parameters.
                             let r = unsafe {
-                                sys::cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, cu_stream, args.as_mut_ptr(), std::ptr::null_mut())
+                                sys::cuLaunchKernel(
+                                    f,
+                                    1,
+                                    1,
+                                    1,
+                                    32,
+                                    1,
+                                    1,
+                                    0,
+                                    cu_stream,
+                                    args.as_mut_ptr(),
+                                    std::ptr::null_mut(),
+                                )
                             };
                             assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
                         }

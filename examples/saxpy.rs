@@ -4,12 +4,14 @@
 
 use cuda_embed::{cuda_kernel, LaunchConfig};
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void saxpy(float a, const float* x, float* y, size_t n) {
         size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * x[i] + y[i];
     }
-"#);
+"#
+);
 
 fn run() -> cuda_embed::Result<()> {
     let ctx = cuda_embed::context(0)?;

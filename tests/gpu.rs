@@ -12,12 +12,14 @@ fn one() -> LaunchConfig {
     LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void saxpy(float a, const float* x, float* y, size_t n) {
         size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * x[i] + y[i];
     }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -44,7 +46,8 @@ fn saxpy_matches_cpu() {
     assert_eq!(out[10], ys[10]);
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     #include <cuda_fp16.h>
     #include <cuda_bf16.h>
     #include <cuda_fp8.h>
@@ -76,12 +79,13 @@ cuda_kernel!(r#"
         put(out, at, k); put(out, at, l); put(out, at, m); put(out, at, n); put(out, at, o);
         put(out, at, t);
     }
-"#);
+"#
+);
 
 /// Appends `v`'s bytes at its alignment, the way the kernels' `put` does.
 fn put<T: Copy>(buf: &mut Vec<u8>, v: T) {
     let align = std::mem::align_of::<T>();
-    while buf.len() % align != 0 {
+    while !buf.len().is_multiple_of(align) {
         buf.push(0);
     }
     // SAFETY: reading the bytes of a plain Copy value of known size.
@@ -105,9 +109,32 @@ fn every_scalar_type_by_value() {
     let (e4, e5) = (F8E4M3::from_f32(0.5), F8E5M2::from_f32(-2.0));
     unsafe {
         scalars::launch(
-            &stream, one(), true, -5i8, -7i8, 250u8, -300i16, 60000u16, -123456, 4000000000u32,
-            -9_000_000_000i64, 18_000_000_000_000_000_000u64, i64::MIN + 1, u64::MAX - 1, 1.25f32,
-            -2.5e300f64, usize::MAX - 3, -42isize, -128i8, 65535u16, i64::MAX, h, bf, e4, e5, &mut out,
+            &stream,
+            one(),
+            true,
+            -5i8,
+            -7i8,
+            250u8,
+            -300i16,
+            60000u16,
+            -123456,
+            4000000000u32,
+            -9_000_000_000i64,
+            18_000_000_000_000_000_000u64,
+            i64::MIN + 1,
+            u64::MAX - 1,
+            1.25f32,
+            -2.5e300f64,
+            usize::MAX - 3,
+            -42isize,
+            -128i8,
+            65535u16,
+            i64::MAX,
+            h,
+            bf,
+            e4,
+            e5,
+            &mut out,
         )
         .unwrap()
     };
@@ -195,7 +222,8 @@ struct Params {
 // SAFETY: repr(C), plain data, same fields as the CUDA struct.
 unsafe impl cuda_embed::DeviceSafe for Params {}
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     struct Params { float scale; double offset; int count; };
     typedef float floatX;
     #define INDEX_T unsigned int
@@ -209,7 +237,8 @@ cuda_kernel!(r#"
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) ((unsigned char*)out)[i] = byte;
     }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -234,7 +263,8 @@ fn struct_typedef_and_two_kernels_share_one_module() {
     assert_eq!(apply::module().loads(), 1);
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     namespace ops {
     __global__ void scale(double* data, double by, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -245,7 +275,8 @@ cuda_kernel!(r#"
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) data[i] += 1;
     }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -285,9 +316,11 @@ fn too_many_threads_is_an_error() {
     stream.synchronize().unwrap();
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void race(int* out, int v) { out[threadIdx.x] = v; }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -315,7 +348,8 @@ fn sixty_four_threads_load_once() {
     assert_eq!(race::module().loads(), 1);
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     typedef float real_t;
     namespace jit {
     __global__ void axpb(real_t a, const real_t* x, real_t b, real_t* y, int n) {
@@ -323,7 +357,9 @@ cuda_kernel!(r#"
         if (i < n) y[i] = a * x[i] + b;
     }
     }
-"#, compiler = "nvrtc");
+"#,
+    compiler = "nvrtc"
+);
 
 const NVRTC_CHILD: &str = "CUDA_EMBED_TEST_NVRTC_CHILD";
 

@@ -14,9 +14,13 @@ fn missing_driver_or_device_is_an_error_not_a_panic() {
     }
 }
 
-cuda_embed::cuda_kernel!(r#"
+/// The line of the `noop` source literal below (two lines down).
+const NOOP_LINE: u32 = line!() + 2;
+cuda_embed::cuda_kernel!(
+    r#"
     extern "C" __global__ void noop(int* x) {}
-"#);
+"#
+);
 
 #[test]
 fn module_is_not_loaded_until_first_launch() {
@@ -25,5 +29,31 @@ fn module_is_not_loaded_until_first_launch() {
     let spec = noop::module().spec();
     assert_eq!(spec.kernels.len(), 1);
     assert_eq!(spec.kernels[0].param_sizes, &[8]);
-    assert!(spec.origin.ends_with(&format!("no_gpu.rs:{}", 17)), "{}", spec.origin);
+    assert!(spec.origin.ends_with(&format!("no_gpu.rs:{NOOP_LINE}")), "{}", spec.origin);
+}
+
+#[test]
+fn macro_works_inside_a_function_body() {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern "C" __global__ void local_kernel(float* x, int n) {}
+    "#
+    );
+    assert_eq!(local_kernel::NAME, "local_kernel");
+    assert_eq!(local_kernel::module().spec().kernels[0].param_sizes, &[8, 4]);
+    assert_eq!(local_kernel::module().loads(), 0);
+}
+
+cuda_embed::cuda_kernel!(
+    r#"
+    extern "C" __global__ void move(float* x) {}
+    extern "C" __global__ void type(const float* x, int match) {}
+"#
+);
+
+#[test]
+fn kernels_named_like_rust_keywords_become_raw_identifiers() {
+    assert_eq!(r#move::NAME, "move");
+    assert_eq!(r#type::NAME, "type");
+    assert_eq!(r#type::module().spec().kernels[1].param_sizes, &[8, 4]);
 }

@@ -52,7 +52,10 @@ pub enum Error {
     },
 
     /// The embedded module could not be loaded on a device.
-    #[error("cannot load the CUDA module of {origin} on device {device} ({device_name}, sm_{arch}): {cause}{}", fix_suffix(fix))]
+    #[error(
+        "cannot load the CUDA module of {origin} on device {device} ({device_name}, sm_{arch}): {cause}{}",
+        fix_suffix(fix)
+    )]
     Load {
         /// `file:line` of the `cuda_kernel!` invocation.
         origin: &'static str,

@@ -19,8 +19,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             fix,
         }
     };
-    ctx.bind_to_thread()
-        .map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
+    ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
     let (major, minor) = ctx.compute_capability()?;
     let arch = (major * 10 + minor) as u32;
 
@@ -28,11 +27,13 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         Image::Fatbin { bytes, targets, compiler } => {
             let module = load_image(bytes.as_ptr() as *const c_void).map_err(|(code, log)| {
                 let fix = match code {
-                    sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | sys::CUresult::CUDA_ERROR_INVALID_SOURCE => Some(format!(
-                        "this binary holds {} (built by nvcc {compiler}) and nothing this sm_{arch} GPU can run: \
+                    sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | sys::CUresult::CUDA_ERROR_INVALID_SOURCE => {
+                        Some(format!(
+                            "this binary holds {} (built by nvcc {compiler}) and nothing this sm_{arch} GPU can run: \
                          add {arch} to the kernel's archs (`archs = [..., {arch}]`) or to CUDA_EMBED_ARCHS and rebuild",
-                        targets.join(", ")
-                    )),
+                            targets.join(", ")
+                        ))
+                    }
                     sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => Some(format!(
                         "the embedded PTX (nvcc {compiler}) is newer than this driver accepts and there is no SASS for \
                          sm_{arch} among {}: install a newer NVIDIA driver, or add {arch} to the archs and rebuild",
@@ -74,7 +75,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let mut max_threads = 0i32;
         // SAFETY: live function handle; valid out-pointer.
         let r = unsafe {
-            sys::cuFuncGetAttribute(&mut max_threads, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)
+            sys::cuFuncGetAttribute(
+                &mut max_threads,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                f,
+            )
         };
         limits.push(if r == sys::CUresult::CUDA_SUCCESS { max_threads.max(0) as u32 } else { u32::MAX });
         functions.push(f);
@@ -136,10 +141,8 @@ fn with_log(code: sys::CUresult, log: &str) -> String {
 /// `cuModuleLoadDataEx` with an error-log buffer, so a failed PTX JIT says why.
 fn load_image(image: *const c_void) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
     let mut log = vec![0u8; 8192];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
+    let mut options =
+        [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: `image` points at a complete fatbin/cubin embedded for the life of the program (or a

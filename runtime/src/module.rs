@@ -201,13 +201,7 @@ impl Module {
             return Ok(l);
         }
         let cu_ctx = ctx.cu_ctx();
-        if let Some(l) = self
-            .other
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .find(|l| l.cu_ctx == cu_ctx)
-        {
+        if let Some(l) = self.other.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|l| l.cu_ctx == cu_ctx) {
             return Ok(l);
         }
         let loaded = crate::load::load(self.spec, ctx)?;
@@ -321,9 +315,19 @@ impl Module {
                 Some("request less, or raise the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES".into()),
             )
         } else if g.0 == 0 || g.1 == 0 || g.2 == 0 || threads == 0 {
-            (format!("empty launch: grid {g:?}, block {b:?}"), Some("every grid and block dimension must be at least 1".into()))
+            (
+                format!("empty launch: grid {g:?}, block {b:?}"),
+                Some("every grid and block dimension must be at least 1".into()),
+            )
         } else {
-            (format!("{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory", DriverCode(r), cfg.shared_mem_bytes), None)
+            (
+                format!(
+                    "{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
+                    DriverCode(r),
+                    cfg.shared_mem_bytes
+                ),
+                None,
+            )
         };
         Error::Launch { kernel, device, cause, fix }
     }

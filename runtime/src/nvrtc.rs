@@ -82,9 +82,8 @@ fn missing_nvrtc() -> String {
 /// then the system library directories. Returns the resolved file name (which carries the full
 /// version, e.g. `libnvrtc.so.13.0.88`) with its size and modification time.
 fn library_identity() -> Option<String> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     for var in ["CUDA_PATH", "CUDA_HOME"] {
         if let Some(root) = std::env::var_os(var).filter(|s| !s.is_empty()) {
             dirs.push(PathBuf::from(&root).join("lib64"));
@@ -109,13 +108,7 @@ fn library_identity() -> Option<String> {
 }
 
 /// The cache key of a compilation, as a hex string. `compiler` identifies the NVRTC build.
-pub fn cache_key(
-    compiler: &str,
-    arch: u32,
-    options: &[&str],
-    name_expressions: &[&str],
-    source: &str,
-) -> String {
+pub fn cache_key(compiler: &str, arch: u32, options: &[&str], name_expressions: &[&str], source: &str) -> String {
     let mut h = Sha256::new();
     h.update(MAGIC.as_bytes());
     h.update(format!("\0{compiler}\0sm_{arch}\0").as_bytes());

@@ -36,6 +36,10 @@ pub use half::{bf16, f16};
 /// // SAFETY: repr(C), plain data, same fields as `struct Params { float scale; unsigned n; }`.
 /// unsafe impl cuda_embed_runtime::DeviceSafe for Params {}
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is passed by value to a CUDA kernel but is not marked `DeviceSafe`",
+    note = "check that `{Self}` is #[repr(C)] with the CUDA struct's fields, then add `unsafe impl cuda_embed::DeviceSafe for {Self} {{}}`"
+)]
 pub unsafe trait DeviceSafe: Copy + 'static {}
 
 macro_rules! device_safe {

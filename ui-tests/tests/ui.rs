@@ -5,9 +5,9 @@
 //!   the Rust types of the launchers).
 //! - `cases/nvcc/*.rs` need nvcc at build time: CUDA compile errors with nvcc's log, the PTX
 //!   cross-check, the compiler's answers about types, and structs passed by value (their layout
-//!   comes from the compiled code). They run when the macro
-//!   finds an nvcc (`NVCC`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `PATH`) and are skipped with a
-//!   note otherwise; set `CUDA_EMBED_UI_REQUIRE_NVCC=1` (CI does) to make a missing nvcc a failure.
+//!   comes from the compiled code). They run when the macro finds an nvcc (`NVCC`,
+//!   `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `PATH`) and are skipped with a note otherwise; set
+//!   `CUDA_EMBED_UI_REQUIRE_NVCC=1` (as CI should) to make a missing nvcc a failure.
 //!
 //! The `.stderr` files are specific to the rustc and nvcc versions CI uses (nvcc 13.0 from the
 //! pinned PyPI wheels, see DESIGN.md). Regenerate them with
@@ -37,7 +37,10 @@ fn ui() {
                 Err(e) => e,
                 Ok(Ok(_)) => unreachable!(),
             };
-            if std::env::var_os("CUDA_EMBED_UI_REQUIRE_NVCC").is_some_and(|v| !v.is_empty() && v != "0") {
+            if std::env::var_os("CUDA_EMBED_UI_REQUIRE_NVCC")
+                .or_else(|| std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT"))
+                .is_some_and(|v| !v.is_empty() && v != "0")
+            {
                 panic!("CUDA_EMBED_UI_REQUIRE_NVCC is set but the macro will not use nvcc: {why}");
             }
             eprintln!("ui: skipping cases/nvcc ({why}); put nvcc on PATH to run them");

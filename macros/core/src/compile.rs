@@ -327,13 +327,16 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
         .arg(&depfile)
         .arg("-o")
         .arg(&out)
-        .arg(&src)
+        // Relative, so no random temporary path reaches the log (the `#line` directive names the
+        // Rust file for every diagnostic; only nvcc's summary line names the input).
+        .arg("kernel.cu")
         .current_dir(work.path())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", nvcc.path.display()))?;
     let log = format!("{}{}", String::from_utf8_lossy(&result.stdout), String::from_utf8_lossy(&result.stderr));
     if !result.status.success() {
-        return Err(clean_log(&log));
+        let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
+        return Err(clean_log(&log).replace("\"kernel.cu\"", &format!("\"{file}\"")));
     }
     let fatbin = std::fs::read(&out).map_err(|e| format!("nvcc produced no fatbin ({e}); its output:\n{log}"))?;
     let lowest = req.archs.iter().min().map(|a| format!("compute_{}{}", a.number, a.suffix));

@@ -31,9 +31,10 @@ pub fn expand(tokens: TokenStream, site: CallSite) -> TokenStream {
     };
     match expand_input(&input, &site) {
         Ok(ts) => ts,
-        Err((e, names)) => {
-            let fallback = names.iter().map(|n| {
-                let id = format_ident!("{}", n);
+        Err((e, mut names)) => {
+            names.sort();
+            names.dedup();
+            let fallback = names.iter().filter_map(|n| kernel_ident(n).ok()).map(|id| {
                 quote! { #[allow(non_snake_case, dead_code)] pub mod #id {} }
             });
             let err = e.to_compile_error();
@@ -69,7 +70,8 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     }
     if parsed.kernels.is_empty() {
         let msg = if parsed.templates.is_empty() {
-            "no `__global__` function in the CUDA source: write e.g. `extern \"C\" __global__ void k(float* x) { ... }`".to_string()
+            "no `__global__` function in the CUDA source: write e.g. `extern \"C\" __global__ void k(float* x) { ... }`"
+                .to_string()
         } else {
             format!(
                 "the CUDA source has only template kernels ({}): template instantiation lists are not supported yet; \
@@ -81,6 +83,9 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     }
     let mut seen = HashMap::new();
     for k in &parsed.kernels {
+        if let Err(e) = kernel_ident(&k.name) {
+            return Err(fail(e));
+        }
         if let Some(prev) = seen.insert(k.name.clone(), k.qualified_name()) {
             return Err(fail(format!(
                 "kernels `{prev}` and `{}` would both generate a Rust module named `{}`: rename one",
@@ -109,9 +114,8 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     let line_directive = format!("#line {} \"{}\"", site.line, site.file.replace('\\', "/"));
     let origin = format!("{}:{}", site.file, site.line);
 
-    let image: TokenStream;
     let mut typed = Vec::new();
-    match nvcc {
+    let image: TokenStream = match nvcc {
         Ok(nvcc) => {
             let built = build_with_nvcc(&nvcc, &source, &line_directive, input, &archs, site, &parsed).map_err(fail)?;
             let entries = ptx::entries(&built.ptx);
@@ -123,7 +127,7 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
                     let probed: Option<Probed> = probes.get(&(ki, pi)).map(|v| types::decode_probe(*v));
                     match types::map(p, &parsed, probed.as_ref()) {
                         Ok(m) => params.push(m),
-                        Err(e) => errors.push(format!("kernel `{}`: {e}", k.name)),
+                        Err(e) => errors.push(format!("kernel `{}` ({}): {e}", k.name, rust_line(site, k))),
                     }
                 }
                 let Some(entry) = ptx::find(&entries, &k.namespaces, &k.name, k.extern_c) else {
@@ -147,12 +151,12 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
             let n = built.fatbin.len();
             let targets = &built.targets;
             let release = nvcc.release();
-            image = quote! {{
+            quote! {{
                 #[repr(C, align(16))]
                 struct __Aligned([u8; #n]);
                 static __IMAGE: __Aligned = __Aligned(*#bytes);
                 ::cuda_embed::Image::Fatbin { bytes: &__IMAGE.0, targets: &[#(#targets),*], compiler: #release }
-            }};
+            }}
         }
         Err(why) => {
             let mut errors = Vec::new();
@@ -161,7 +165,7 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
                 for p in &k.params {
                     match types::map(p, &parsed, None) {
                         Ok(m) => params.push(m),
-                        Err(e) => errors.push(format!("kernel `{}`: {e}", k.name)),
+                        Err(e) => errors.push(format!("kernel `{}` ({}): {e}", k.name, rust_line(site, k))),
                     }
                 }
                 typed.push(Typed { kernel: k, params, symbol: String::new() });
@@ -172,11 +176,11 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
             let text = format!("{line_directive}\n{source}");
             let options = &input.options;
             let reason = why.to_string();
-            image = quote! {
+            quote! {
                 ::cuda_embed::Image::Source { source: #text, options: &[#(#options),*], reason: #reason }
-            };
+            }
         }
-    }
+    };
     Ok(generate(&typed, image, &origin, site, &source, span))
 }
 
@@ -268,6 +272,20 @@ fn cross_check(k: &Kernel, params: &mut [Mapped], entry: &ptx::Entry) -> Result<
     Ok(())
 }
 
+/// `file.rs:LINE` of a kernel's `__global__` inside the Rust file.
+fn rust_line(site: &CallSite, k: &Kernel) -> String {
+    format!("{}:{}", site.file, site.line + k.line.saturating_sub(1))
+}
+
+/// The Rust module name for a kernel: raw identifiers for Rust keywords (`r#move`), an error for
+/// the few names that cannot be modules at all.
+fn kernel_ident(name: &str) -> Result<syn::Ident, String> {
+    if ["self", "Self", "super", "crate", "_"].contains(&name) {
+        return Err(format!("a kernel named `{name}` cannot become a Rust module: rename the kernel"));
+    }
+    Ok(syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site())))
+}
+
 fn rust_type(b: &Builtin) -> TokenStream {
     let path = b.rust.replace("$crate", "::cuda_embed");
     syn::parse_str::<syn::Type>(&path).map(|t| quote!(#t)).unwrap_or_else(|e| e.to_compile_error())
@@ -281,13 +299,23 @@ fn param_ident(name: &str, index: usize) -> syn::Ident {
     syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
 }
 
-fn generate(typed: &[Typed<'_>], image: TokenStream, origin: &str, site: &CallSite, source: &str, span: Span) -> TokenStream {
+fn generate(
+    typed: &[Typed<'_>],
+    image: TokenStream,
+    origin: &str,
+    site: &CallSite,
+    source: &str,
+    span: Span,
+) -> TokenStream {
+    // The tag must not depend on where the checkout lives (reproducible builds, stable
+    // diagnostics): the file's name, the line and the source are enough to tell invocations apart.
+    let file_name = site.file.rsplit(['/', '\\']).next().unwrap_or(&site.file);
     let mut h = Sha256::new();
-    h.update(site.file.as_bytes());
+    h.update(file_name.as_bytes());
     h.update(site.line.to_le_bytes());
     h.update(source.as_bytes());
     let tag: String = h.finalize().iter().take(6).map(|b| format!("{b:02x}")).collect();
-    let module = format_ident!("__CUDA_EMBED_MODULE_{}", tag);
+    let hidden = format_ident!("__cuda_embed_{}", tag);
 
     let specs = typed.iter().map(|t| {
         let name = t.kernel.qualified_name();
@@ -306,25 +334,32 @@ fn generate(typed: &[Typed<'_>], image: TokenStream, origin: &str, site: &CallSi
         }
     });
 
-    let kernels = typed.iter().enumerate().map(|(index, t)| kernel_module(index, t, &module, span));
+    let kernels: Vec<TokenStream> = typed.iter().enumerate().map(|(index, t)| kernel_module(index, t, span)).collect();
+    let names: Vec<syn::Ident> = typed.iter().filter_map(|t| kernel_ident(&t.kernel.name).ok()).collect();
+    // Everything lives in one hidden module (so the macro also works inside a function body) and
+    // the kernel modules are re-exported where the macro was invoked.
     quote! {
         #[doc(hidden)]
-        #[allow(non_upper_case_globals)]
-        static #module: ::cuda_embed::Module = {
-            static __SPEC: ::cuda_embed::ModuleSpec = ::cuda_embed::ModuleSpec {
-                origin: #origin,
-                image: #image,
-                kernels: &[#(#specs),*],
+        #[allow(non_snake_case, non_upper_case_globals)]
+        mod #hidden {
+            pub(super) static MODULE: ::cuda_embed::Module = {
+                static __SPEC: ::cuda_embed::ModuleSpec = ::cuda_embed::ModuleSpec {
+                    origin: #origin,
+                    image: #image,
+                    kernels: &[#(#specs),*],
+                };
+                ::cuda_embed::Module::new(&__SPEC)
             };
-            ::cuda_embed::Module::new(&__SPEC)
-        };
-        #(#kernels)*
+            #(#kernels)*
+        }
+        #[allow(unused_imports)]
+        pub use #hidden::{#(#names),*};
     }
 }
 
-fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -> TokenStream {
+fn kernel_module(index: usize, t: &Typed<'_>, span: Span) -> TokenStream {
     let k = t.kernel;
-    let name = format_ident!("{}", k.name);
+    let name = kernel_ident(&k.name).unwrap_or_else(|_| format_ident!("invalid_kernel_name"));
     let qualified = k.qualified_name();
     let mut generics = Vec::new();
     let mut args = Vec::new();
@@ -344,10 +379,10 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
             }
             Mapped::User { name: tn, layout } => {
                 let ty = format_ident!("{}", tn, span = span);
-                args.push(quote!(#id: super::#ty));
-                packed.push(quote!(&#id as *const super::#ty as *mut ::cuda_embed::__private::c_void));
+                args.push(quote!(#id: super::super::#ty));
+                packed.push(quote!(&#id as *const super::super::#ty as *mut ::cuda_embed::__private::c_void));
                 checks.push(quote_spanned! {span=>
-                    const _: () = ::cuda_embed::__private::assert_device_safe::<super::#ty>();
+                    const _: () = ::cuda_embed::__private::assert_device_safe::<super::super::#ty>();
                 });
                 if let Some((size, align)) = layout {
                     let (size, align) = (*size as usize, *align as usize);
@@ -357,7 +392,7 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
                     );
                     checks.push(quote_spanned! {span=>
                         const _: () = ::core::assert!(
-                            ::core::mem::size_of::<super::#ty>() == #size && ::core::mem::align_of::<super::#ty>() == #align,
+                            ::core::mem::size_of::<super::super::#ty>() == #size && ::core::mem::align_of::<super::super::#ty>() == #align,
                             #msg
                         );
                     });
@@ -374,10 +409,13 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
                 };
                 if *mutable {
                     args.push(quote!(#id: &mut impl ::cuda_embed::__private::DevicePtrMut<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = ::cuda_embed::__private::DevicePtrMut::device_ptr_mut(#id, stream);));
+                    prelude.push(
+                        quote!(let (#id, #sync) = ::cuda_embed::__private::DevicePtrMut::device_ptr_mut(#id, stream);),
+                    );
                 } else {
                     args.push(quote!(#id: &impl ::cuda_embed::__private::DevicePtr<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = ::cuda_embed::__private::DevicePtr::device_ptr(#id, stream);));
+                    prelude
+                        .push(quote!(let (#id, #sync) = ::cuda_embed::__private::DevicePtr::device_ptr(#id, stream);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut ::cuda_embed::__private::c_void));
             }
@@ -391,7 +429,11 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
     let bounds = if k.launch_bounds.is_empty() {
         String::new()
     } else {
-        format!("\n\n`__launch_bounds__({})`: at most {} threads per block.", k.launch_bounds.join(", "), k.launch_bounds[0])
+        format!(
+            "\n\n`__launch_bounds__({})`: at most {} threads per block.",
+            k.launch_bounds.join(", "),
+            k.launch_bounds[0]
+        )
     };
     let doc = format!(
         "Launcher for the CUDA kernel `{qualified}({})`{}.\n\n\
@@ -418,7 +460,7 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
 
             /// The module (shared by every kernel of the same `cuda_kernel!`).
             pub fn module() -> &'static ::cuda_embed::Module {
-                &super::#module
+                &super::MODULE
             }
 
             #[doc = #launch_doc]
@@ -432,7 +474,7 @@ fn kernel_module(index: usize, t: &Typed<'_>, module: &syn::Ident, span: Span) -
                 let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
                 // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
                 // type (checked against the compiled kernel at build time).
-                unsafe { super::#module.launch(#index, stream, &config, &mut __args) }
+                unsafe { super::MODULE.launch(#index, stream, &config, &mut __args) }
             }
         }
     }

@@ -31,7 +31,8 @@ pub enum Compiler {
     Nvrtc,
 }
 
-const OPTIONS_HELP: &str = "expected `archs = [80, 90]`, `options = [\"-DNAME=value\", ...]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+const OPTIONS_HELP: &str =
+    "expected `archs = [80, 90]`, `options = [\"-DNAME=value\", ...]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -59,6 +60,9 @@ impl Parse for Input {
                 break;
             }
             let key: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), OPTIONS_HELP))?;
+            if !input.peek(Token![=]) {
+                return Err(syn::Error::new_spanned(&key, format!("`{key}` needs a value: {OPTIONS_HELP}")));
+            }
             input.parse::<Token![=]>()?;
             match key.to_string().as_str() {
                 "archs" => {
@@ -66,11 +70,18 @@ impl Parse for Input {
                     bracketed!(content in input);
                     let mut list = Vec::new();
                     while !content.is_empty() {
-                        let lit: Lit = content.parse()?;
+                        let lit: Lit = content.parse().map_err(|e| {
+                            syn::Error::new(e.span(), "an architecture is a number like 90 or a string like \"90a\"")
+                        })?;
                         let text = match &lit {
                             Lit::Int(i) => i.base10_digits().to_string(),
                             Lit::Str(s) => s.value(),
-                            _ => return Err(syn::Error::new_spanned(&lit, "an architecture is a number like 90 or a string like \"90a\"")),
+                            _ => {
+                                return Err(syn::Error::new_spanned(
+                                    &lit,
+                                    "an architecture is a number like 90 or a string like \"90a\"",
+                                ))
+                            }
                         };
                         list.push(Arch::parse(&text).map_err(|e| syn::Error::new_spanned(&lit, e))?);
                         if !content.is_empty() {
@@ -78,7 +89,10 @@ impl Parse for Input {
                         }
                     }
                     if list.is_empty() {
-                        return Err(syn::Error::new_spanned(&key, "`archs` needs at least one architecture, e.g. archs = [80, 90]"));
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            "`archs` needs at least one architecture, e.g. archs = [80, 90]",
+                        ));
                     }
                     archs = Some((list, key.span()));
                 }
@@ -86,9 +100,9 @@ impl Parse for Input {
                     let content;
                     bracketed!(content in input);
                     while !content.is_empty() {
-                        let s: LitStr = content
-                            .parse()
-                            .map_err(|e| syn::Error::new(e.span(), "each option is a string literal, e.g. \"-DN=4\""))?;
+                        let s: LitStr = content.parse().map_err(|e| {
+                            syn::Error::new(e.span(), "each option is a string literal, e.g. \"-DN=4\"")
+                        })?;
                         options.push(s.value());
                         if !content.is_empty() {
                             content.parse::<Token![,]>()?;

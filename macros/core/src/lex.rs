@@ -93,7 +93,9 @@ fn raw_tokens(src: &str, out: &mut Lexed) -> Vec<Token> {
         }
         // A backslash-newline splice outside a directive (valid anywhere in C; seen in sources
         // pasted from non-raw Python strings) joins lines: it is not a token.
-        if c == b'\\' && (b.get(i + 1) == Some(&b'\n') || (b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n'))) {
+        if c == b'\\'
+            && (b.get(i + 1) == Some(&b'\n') || (b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n')))
+        {
             i += if b[i + 1] == b'\r' { 3 } else { 2 };
             line += 1;
             continue;
@@ -201,10 +203,7 @@ fn directive(text: &str, line: usize, out: &mut Lexed) {
             return; // function-like macros are left alone
         }
         let mut scratch = Lexed::default();
-        let body: Vec<Token> = raw_tokens(after, &mut scratch)
-            .into_iter()
-            .map(|t| Token { line, ..t })
-            .collect();
+        let body: Vec<Token> = raw_tokens(after, &mut scratch).into_iter().map(|t| Token { line, ..t }).collect();
         out.defines.insert(name.to_string(), body);
     } else if let Some(rest) = body.strip_prefix("undef") {
         out.defines.remove(rest.trim());

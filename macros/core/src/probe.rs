@@ -89,7 +89,8 @@ pub fn read_values(ptx: &str) -> HashMap<(usize, usize), u64> {
         let rest = &line[at + "__cuda_embed_probe_".len()..];
         let Some((name, value)) = rest.split_once('=') else { continue };
         let mut ids = name.trim().split('_');
-        let (Some(k), Some(p)) = (ids.next().and_then(|x| x.parse().ok()), ids.next().and_then(|x| x.parse().ok())) else {
+        let (Some(k), Some(p)) = (ids.next().and_then(|x| x.parse().ok()), ids.next().and_then(|x| x.parse().ok()))
+        else {
             continue;
         };
         if let Ok(v) = value.trim().trim_end_matches(';').trim().parse::<u64>() {

@@ -74,14 +74,27 @@ pub struct Parsed {
 }
 
 const QUALIFIERS: &[&str] = &[
-    "__restrict__", "__restrict", "restrict", "__grid_constant__", "register", "volatile", "struct",
-    "class", "union", "enum", "typename", "__device__", "__shared__", "__constant__", "__managed__",
+    "__restrict__",
+    "__restrict",
+    "restrict",
+    "__grid_constant__",
+    "register",
+    "volatile",
+    "struct",
+    "class",
+    "union",
+    "enum",
+    "typename",
+    "__device__",
+    "__shared__",
+    "__constant__",
+    "__managed__",
 ];
 
 /// Keywords that are part of a type, never a parameter name.
 const TYPE_WORDS: &[&str] = &[
-    "void", "bool", "char", "short", "int", "long", "signed", "unsigned", "float", "double", "const",
-    "__int128", "wchar_t", "char16_t", "char32_t",
+    "void", "bool", "char", "short", "int", "long", "signed", "unsigned", "float", "double", "const", "__int128",
+    "wchar_t", "char16_t", "char32_t",
 ];
 
 #[derive(Debug)]
@@ -141,8 +154,8 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
                     Scope::ExternCxx => Some(false),
                     _ => None,
                 });
-                let extern_c = block_c == Some(true)
-                    || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
+                let extern_c =
+                    block_c == Some(true) || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
                 let (kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
                 if is_template {
                     if !parsed.templates.contains(&kernel.name) {
@@ -188,8 +201,8 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
 fn namespace_name(prefix: &[Token]) -> Option<String> {
     let kw = prefix.iter().rposition(|x| x.is("namespace"))?;
     let path = &prefix[kw + 1..];
-    let well_formed = !path.is_empty()
-        && path.iter().enumerate().all(|(k, x)| if k % 2 == 0 { x.is_ident() } else { x.is("::") });
+    let well_formed =
+        !path.is_empty() && path.iter().enumerate().all(|(k, x)| if k % 2 == 0 { x.is_ident() } else { x.is("::") });
     (well_formed && path.len() % 2 == 1).then(|| join(path))
 }
 
@@ -261,9 +274,12 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
             }
         }
         if tok.is_ident() && t.get(i + 1).is_some_and(|n| n.is("(")) {
-            let attr = ["__launch_bounds__", "__maxnreg__", "__cluster_dims__", "alignas", "__attribute__", "__declspec"];
+            let attr =
+                ["__launch_bounds__", "__maxnreg__", "__cluster_dims__", "alignas", "__attribute__", "__declspec"];
             if attr.contains(&tok.text.as_str()) {
-                let close = matching(t, i + 1).ok_or_else(|| SourceError(format!("unbalanced parentheses after `{}` on line {}", tok.text, tok.line)))?;
+                let close = matching(t, i + 1).ok_or_else(|| {
+                    SourceError(format!("unbalanced parentheses after `{}` on line {}", tok.text, tok.line))
+                })?;
                 if tok.is("__launch_bounds__") {
                     launch_bounds = split_top(&t[i + 2..close]).iter().map(|a| join(a)).collect();
                 }
@@ -279,11 +295,13 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
         }
         i += 1;
     }
-    let name = name.ok_or_else(|| SourceError(format!("line {line}: cannot find the name of the `__global__` function")))?;
+    let name =
+        name.ok_or_else(|| SourceError(format!("line {line}: cannot find the name of the `__global__` function")))?;
     if !t.get(i).is_some_and(|x| x.is("(")) {
         return Err(SourceError(format!("line {line}: expected `(` after kernel name `{name}`")));
     }
-    let close = matching(t, i).ok_or_else(|| SourceError(format!("line {line}: unbalanced parentheses in the parameters of `{name}`")))?;
+    let close = matching(t, i)
+        .ok_or_else(|| SourceError(format!("line {line}: unbalanced parentheses in the parameters of `{name}`")))?;
     let inner = &t[i + 1..close];
     let mut params = Vec::new();
     let pieces = split_top(inner);
@@ -325,7 +343,9 @@ fn read_param(piece: &[Token], index: usize) -> Param {
     let mut array = false;
     while k < cut {
         let x = &piece[k];
-        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && piece.get(k + 1).is_some_and(|n| n.is("(")) {
+        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__"))
+            && piece.get(k + 1).is_some_and(|n| n.is("("))
+        {
             k = matching(piece, k + 1).map_or(cut, |c| c + 1);
             continue;
         }
@@ -333,7 +353,13 @@ fn read_param(piece: &[Token], index: usize) -> Param {
             // `[[maybe_unused]] int n`: a C++11 attribute, not an array declarator.
             let mut depth = 0usize;
             while k < cut {
-                depth = if piece[k].is("[") { depth + 1 } else if piece[k].is("]") { depth - 1 } else { depth };
+                depth = if piece[k].is("[") {
+                    depth + 1
+                } else if piece[k].is("]") {
+                    depth - 1
+                } else {
+                    depth
+                };
                 k += 1;
                 if depth == 0 {
                     break;
@@ -372,8 +398,11 @@ fn read_param(piece: &[Token], index: usize) -> Param {
     let first_star = toks.iter().position(|x| x.is("*"));
     let pointer_depth = toks.iter().filter(|x| x.is("*")).count() + usize::from(array);
     let before_star = &toks[..first_star.unwrap_or(toks.len())];
-    let pointee_const = pointer_depth > 0 && (before_star.iter().any(|x| x.is("const")) || (array && first_star.is_none() && toks.iter().any(|x| x.is("const"))));
-    let words: Vec<&Token> = before_star.iter().copied().filter(|x| !x.is("const") && !x.is("&") && !x.is("&&")).collect();
+    let pointee_const = pointer_depth > 0
+        && (before_star.iter().any(|x| x.is("const"))
+            || (array && first_star.is_none() && toks.iter().any(|x| x.is("const"))));
+    let words: Vec<&Token> =
+        before_star.iter().copied().filter(|x| !x.is("const") && !x.is("&") && !x.is("&&")).collect();
     Param { name, base: normalise_base(&words), pointer_depth, pointee_const, text, reference }
 }
 
@@ -382,7 +411,8 @@ fn read_param(piece: &[Token], index: usize) -> Param {
 fn normalise_base(words: &[&Token]) -> String {
     let mut s = String::new();
     for (n, w) in words.iter().enumerate() {
-        let glue = n > 0 && (w.is("::") || words[n - 1].is("::") || w.kind == Kind::Punct || words[n - 1].kind == Kind::Punct);
+        let glue =
+            n > 0 && (w.is("::") || words[n - 1].is("::") || w.kind == Kind::Punct || words[n - 1].kind == Kind::Punct);
         if n > 0 && !glue {
             s.push(' ');
         }
@@ -447,7 +477,12 @@ pub fn join(t: &[Token]) -> String {
     let mut s = String::new();
     for (n, x) in t.iter().enumerate() {
         let prev = n.checked_sub(1).map(|p| &t[p]);
-        let tight = x.is(",") || x.is(")") || x.is("]") || x.is("::") || x.is("*") || x.is("&")
+        let tight = x.is(",")
+            || x.is(")")
+            || x.is("]")
+            || x.is("::")
+            || x.is("*")
+            || x.is("&")
             || prev.is_some_and(|p| p.is("(") || p.is("[") || p.is("::") || p.is("*") && x.kind == Kind::Punct);
         if n > 0 && !tight {
             s.push(' ');

@@ -4,8 +4,8 @@
 //! structs) are resolved from what the compiler saw, through the probe in [`crate::probe`]; when
 //! no compiler ran (NVRTC fallback builds), from the aliases and records found in the source.
 
-use crate::signature::{Param, Parsed};
 use crate::lex::Token;
+use crate::signature::{Param, Parsed};
 
 /// A Rust type with its CUDA layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,6 +298,14 @@ pub fn map(param: &Param, parsed: &Parsed, probe: Option<&Probed>) -> Result<Map
     if param.reference {
         return Err(format!(
             "parameter `{}` has reference type `{}`: kernels cannot take host references; pass by value or use a pointer",
+            param.name, type_text(param)
+        ));
+    }
+    let compact: String = param.text.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains("(*") || compact.contains("(&") || compact.contains("(^") {
+        return Err(format!(
+            "parameter `{}` (`{}`) is a function pointer: a host function cannot be passed to a kernel; \
+             pass a value that selects the operation, or a template instance",
             param.name, param.text
         ));
     }
@@ -312,7 +320,13 @@ pub fn map(param: &Param, parsed: &Parsed, probe: Option<&Probed>) -> Result<Map
     map_written(param, &base, depth, pointee_const, parsed)
 }
 
-fn map_written(param: &Param, base: &str, depth: usize, pointee_const: bool, parsed: &Parsed) -> Result<Mapped, String> {
+fn map_written(
+    param: &Param,
+    base: &str,
+    depth: usize,
+    pointee_const: bool,
+    parsed: &Parsed,
+) -> Result<Mapped, String> {
     let known = builtin(base);
     match depth {
         0 => {
@@ -337,7 +351,7 @@ fn map_written(param: &Param, base: &str, depth: usize, pointee_const: bool, par
         // A declarator the parser could not read as `type *...` (a function pointer
         // `void (*f)(int)` leaves `(` in the base): not device memory, so not a pointer.
         _ if base.contains(['(', ')', '[', ']']) || base.is_empty() => {
-            Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text))
+            Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, type_text(param)))
         }
         1 => Ok(Mapped::Pointer { elem: known, mutable: !pointee_const }),
         _ => Ok(Mapped::RawPointer),
@@ -348,6 +362,12 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
     if p.depth >= 2 {
         return Ok(Mapped::RawPointer);
     }
+    if p.depth == 1 && p.kind == kind::OTHER {
+        return Err(format!(
+            "parameter `{}` (`{}`) points to a function or member: a kernel cannot take it from Rust; {SUPPORTED}",
+            param.name, param.text
+        ));
+    }
     if p.depth == 1 {
         return Ok(Mapped::Pointer { elem: from_probe_scalar(p), mutable: !p.pointee_const });
     }
@@ -355,7 +375,7 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
         kind::VOID => Err(format!("parameter `{}` has type void", param.name)),
         kind::OTHER => Err(format!(
             "parameter `{}` has type `{}`, which is not a value or pointer type a kernel can take from Rust; {SUPPORTED}",
-            param.name, param.text
+            param.name, type_text(param)
         )),
         kind::RECORD | kind::ENUM => {
             let name = param.base.rsplit("::").next().unwrap_or(&param.base).to_string();
@@ -375,6 +395,14 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
 fn qualified_last(s: &str) -> Option<&str> {
     let s = s.strip_prefix("::").unwrap_or(s);
     (s.contains("::") && s.split("::").all(is_plain_name)).then(|| s.rsplit("::").next().unwrap_or(s))
+}
+
+/// The parameter's text without its name (`float& r` -> `float&`).
+fn type_text(param: &Param) -> String {
+    match param.text.strip_suffix(param.name.as_str()) {
+        Some(t) if !t.trim().is_empty() => t.trim_end().to_string(),
+        _ => param.text.clone(),
+    }
 }
 
 fn is_plain_name(s: &str) -> bool {

@@ -35,7 +35,8 @@ fn cache_hits_and_header_changes_recompile() {
     let src = "#include \"scale.cuh\"\nextern \"C\" __global__ void k(float* x) { x[0] *= SCALE; }\n";
     let archs = archs();
     let dirs = [inc.path().to_path_buf()];
-    let req = Request { source: src, line_directive: "#line 1 \"x.rs\"", options: &[], archs: &archs, include_dirs: &dirs };
+    let req =
+        Request { source: src, line_directive: "#line 1 \"x.rs\"", options: &[], archs: &archs, include_dirs: &dirs };
 
     let first = compile::compile(&nvcc, &req).unwrap();
     assert!(!first.from_cache);
@@ -71,7 +72,13 @@ fn errors_cite_the_rust_file_and_line() {
     std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
     let src = "\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n";
     let archs = archs();
-    let req = Request { source: src, line_directive: "#line 40 \"src/kernels.rs\"", options: &[], archs: &archs, include_dirs: &[] };
+    let req = Request {
+        source: src,
+        line_directive: "#line 40 \"src/kernels.rs\"",
+        options: &[],
+        archs: &archs,
+        include_dirs: &[],
+    };
     let log = compile::compile(&nvcc, &req).unwrap_err();
     // Line 40 is the literal's first line (empty here); the error is two lines further down.
     assert!(log.contains("src/kernels.rs(42): error"), "{log}");
@@ -102,7 +109,8 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
     let wanted: Vec<(usize, usize)> = (0..k.params.len()).map(|p| (0, p)).collect();
     let full = format!("{src}\n{}", probe::code(&parsed.kernels, &wanted));
     let archs = [Arch::parse("80").unwrap()];
-    let req = Request { source: &full, line_directive: "#line 1 \"p.rs\"", options: &[], archs: &archs, include_dirs: &[] };
+    let req =
+        Request { source: &full, line_directive: "#line 1 \"p.rs\"", options: &[], archs: &archs, include_dirs: &[] };
     let out = compile::compile(&nvcc, &req).unwrap();
     let values = probe::read_values(&out.ptx);
     let mapped: Vec<String> = k

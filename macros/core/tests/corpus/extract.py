@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds the signature corpus read by `macros/core/tests/corpus.rs`.
 
-Usage: extract.py OUT_FILE REPO_LABEL SRC_DIR
+Usage: extract.py OUT_FILE REPO_LABEL SRC_DIR [COMMIT]
 
 SRC_DIR holds a checkout (or the files of one) of a public repository. Every `__global__`
 function found is written as one entry: a `//@ repo path:line` header, the file's object-like
@@ -222,7 +222,7 @@ def collect_context(src, masked, directives):
     """(name, position, line text) of object-like defines and namespace-scope aliases."""
     defs = []
     for (a, _b, text) in directives:
-        m = re.match(r'\s*#\s*define\s+([A-Za-z_]\w*)(?!\()(.*)$', text)
+        m = re.match(r'\s*#\s*define\s+([A-Za-z_]\w*)(?![\w(])(.*)$', text)
         if m:
             defs.append((m.group(1), a, '#define ' + m.group(1) + ' ' + ' '.join(m.group(2).split())))
     sc = Scopes(masked)
@@ -487,7 +487,7 @@ def text_entries(path, src, ctx_defs):
 
 def text_defs(src):
     defs = []
-    for m in re.finditer(r'^[ \t]*#\s*define\s+([A-Za-z_]\w*)(?!\()[ \t]+([^\n]*)$', src, re.M):
+    for m in re.finditer(r'^[ \t]*#\s*define\s+([A-Za-z_]\w*)(?![\w(])[ \t]+([^\n]*)$', src, re.M):
         body = m.group(2).strip()
         if body.endswith(('\\', "'''", '"""')):
             continue
@@ -500,6 +500,7 @@ def text_defs(src):
 
 def main():
     out_file, label, root = sys.argv[1], sys.argv[2], sys.argv[3]
+    commit = sys.argv[4] if len(sys.argv) > 4 else None
     files = []
     for dp, _dn, fns in os.walk(root):
         for fn in fns:
@@ -565,7 +566,8 @@ def main():
             entries.extend(text_entries(f, srcs[f], text_defs(srcs[f])))
     seen = set()
     with open(out_file, 'w') as out:
-        out.write(f'// Kernel signatures from {label}, extracted by extract.py (signatures only, no bodies).\n')
+        at = f' at {commit}' if commit else ''
+        out.write(f'// Kernel signatures from {label}{at}, extracted by extract.py (signatures only, no bodies).\n')
         n = 0
         for (where, ctx, sig) in entries:
             key = ('\n'.join(ctx), sig)
