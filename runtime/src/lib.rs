@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod control;
 mod error;
 mod load;
 mod module;
@@ -14,6 +15,7 @@ mod types;
 
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use control::{ClusterDim, KernelAttributes};
 pub use error::{DriverCode, Error, Result};
 pub use module::{BuildPath, Image, KernelSpec, Module, ModuleSpec, FAST_DEVICE_SLOTS};
 pub use types::*;

@@ -4,6 +4,7 @@ use crate::error::{DriverCode, Error, Result};
 use crate::module::{c_string, Image, Loaded, ModuleSpec};
 use cudarc::driver::{sys, CudaContext};
 use std::ffi::c_void;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
@@ -57,6 +58,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 
     let mut functions = Vec::with_capacity(spec.kernels.len());
     let mut limits = Vec::with_capacity(spec.kernels.len());
+    let mut smem = Vec::with_capacity(spec.kernels.len());
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
         let name = c_string(symbol).map_err(|e| load_error(e, None))?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
@@ -82,6 +84,12 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             )
         };
         limits.push(if r == sys::CUresult::CUDA_SUCCESS { max_threads.max(0) as u32 } else { u32::MAX });
+        let mut max_dyn = 0i32;
+        // SAFETY: live function handle; valid out-pointer.
+        let r = unsafe {
+            sys::cuFuncGetAttribute(&mut max_dyn, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f)
+        };
+        smem.push(AtomicU32::new(if r == sys::CUresult::CUDA_SUCCESS { max_dyn.max(0) as u32 } else { u32::MAX }));
         functions.push(f);
     }
     Ok(Loaded {
@@ -90,6 +98,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         module,
         functions: functions.into_boxed_slice(),
         max_threads: limits.into_boxed_slice(),
+        max_dyn_smem: smem.into_boxed_slice(),
         from_disk_cache,
     })
 }

@@ -10,11 +10,15 @@
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Devices with an ordinal below this get a lock-free slot; others use a slower, locked list.
 pub const FAST_DEVICE_SLOTS: usize = 32;
+
+/// Grid limits of every GPU CUDA 13 supports (compute capability 7.5 and newer).
+const MAX_GRID_X: u32 = i32::MAX as u32;
+const MAX_GRID_YZ: u32 = 65535;
 
 /// What the macro embedded for one `cuda_kernel!` invocation. Built by generated code only.
 #[derive(Debug)]
@@ -92,6 +96,9 @@ pub(crate) struct Loaded {
     /// Each kernel's `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit,
     /// registers and `__launch_bounds__` combined), checked before every launch.
     pub(crate) max_threads: Box<[u32]>,
+    /// Each kernel's current dynamic shared memory limit (48 KiB unless raised through
+    /// [`Module::set_max_dynamic_shared_memory`]), checked before every launch.
+    pub(crate) max_dyn_smem: Box<[AtomicU32]>,
     pub(crate) from_disk_cache: bool,
 }
 
@@ -241,12 +248,7 @@ impl Module {
         let ctx = stream.context();
         let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
-        let (b, g) = (cfg.block_dim, cfg.grid_dim);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        if threads > u64::from(loaded.max_threads[index]) || threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
-            // Rejected before the driver sees it: a clear Error, and no failed API call.
-            return Err(self.launch_error(index, ctx, f, cfg, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
-        }
+        self.check_limits(index, ctx, loaded, cfg)?;
         if let Err(e) = ctx.bind_to_thread() {
             return Err(Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) });
         }
@@ -272,6 +274,42 @@ impl Module {
         } else {
             Err(self.launch_error(index, ctx, f, cfg, r))
         }
+    }
+
+    /// The loaded module on `ctx`'s device (loading it if needed).
+    pub(crate) fn loaded_on(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
+        self.loaded(ctx)
+    }
+
+    /// Checks every launch limit the wrapper knows before the driver is called: threads per block
+    /// against the kernel's own maximum, grid dimensions, and dynamic shared memory against the
+    /// kernel's current limit. The limits are cached per device at load, so this is a handful of
+    /// compares; the error is built off the hot path.
+    #[inline(always)]
+    pub(crate) fn check_limits(
+        &'static self,
+        index: usize,
+        ctx: &Arc<CudaContext>,
+        loaded: &Loaded,
+        cfg: &LaunchConfig,
+    ) -> Result<()> {
+        let (b, g) = (cfg.block_dim, cfg.grid_dim);
+        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+        let bad = threads > u64::from(loaded.max_threads[index])
+            || threads == 0
+            || g.0 == 0
+            || g.1 == 0
+            || g.2 == 0
+            || g.0 > MAX_GRID_X
+            || g.1 > MAX_GRID_YZ
+            || g.2 > MAX_GRID_YZ
+            || cfg.shared_mem_bytes > loaded.max_dyn_smem[index].load(Ordering::Relaxed);
+        if bad {
+            // Rejected before the driver sees it: a clear Error, and no failed API call.
+            let f = loaded.functions[index];
+            return Err(self.launch_error(index, ctx, f, cfg, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        Ok(())
     }
 
     #[cold]
@@ -312,7 +350,14 @@ impl Module {
                     "{} bytes of dynamic shared memory requested, the kernel allows {max} (plus {static_smem} static)",
                     cfg.shared_mem_bytes
                 ),
-                Some("request less, or raise the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES".into()),
+                Some(format!(
+                    "request less, or raise the kernel's limit first with `{kernel}::set_max_dynamic_shared_memory(&ctx, bytes)`"
+                )),
+            )
+        } else if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
+            (
+                format!("grid {g:?} exceeds the grid limits ({MAX_GRID_X}, {MAX_GRID_YZ}, {MAX_GRID_YZ})"),
+                Some("use fewer blocks per dimension, or loop inside the kernel (grid-stride loop)".into()),
             )
         } else if g.0 == 0 || g.1 == 0 || g.2 == 0 || threads == 0 {
             (

@@ -292,7 +292,7 @@ fn rust_type(b: &Builtin) -> TokenStream {
 }
 
 fn param_ident(name: &str, index: usize) -> syn::Ident {
-    const RESERVED: &[&str] = &["stream", "config", "self", "Self", "super", "crate", "_"];
+    const RESERVED: &[&str] = &["stream", "config", "cluster", "self", "Self", "super", "crate", "_"];
     if RESERVED.contains(&name) || name.starts_with("__") {
         return format_ident!("{}_{}", name.trim_start_matches('_'), index);
     }
@@ -475,6 +475,82 @@ fn kernel_module(index: usize, t: &Typed<'_>, span: Span) -> TokenStream {
                 // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
                 // type (checked against the compiled kernel at build time).
                 unsafe { super::MODULE.launch(#index, stream, &config, &mut __args) }
+            }
+
+            /// Like `launch`, and returns the kernel's GPU time in milliseconds (an event pair
+            /// around it on `stream`; waits for the kernel to finish).
+            ///
+            /// # Safety
+            /// As for `launch`.
+            pub unsafe fn launch_timed #generics (
+                stream: &::cuda_embed::CudaStream,
+                config: ::cuda_embed::LaunchConfig,
+                #(#args),*
+            ) -> ::cuda_embed::Result<f32> {
+                #(#prelude)*
+                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
+                // SAFETY: as in `launch`.
+                unsafe { super::MODULE.launch_timed(#index, stream, &config, &mut __args) }
+            }
+
+            /// Launches cooperatively, so the kernel may synchronise the whole grid
+            /// (`cooperative_groups::this_grid().sync()`). A grid larger than what fits on the
+            /// device at once is an Error, never silently clamped.
+            ///
+            /// # Safety
+            /// As for `launch`.
+            pub unsafe fn launch_cooperative #generics (
+                stream: &::cuda_embed::CudaStream,
+                config: ::cuda_embed::LaunchConfig,
+                #(#args),*
+            ) -> ::cuda_embed::Result<()> {
+                #(#prelude)*
+                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
+                // SAFETY: as in `launch`.
+                unsafe { super::MODULE.launch_cooperative(#index, stream, &config, &mut __args) }
+            }
+
+            /// Launches with thread-block clusters of shape `cluster` (sm_90 and newer); an older
+            /// GPU or a grid that is not a whole number of clusters is an Error.
+            ///
+            /// # Safety
+            /// As for `launch`.
+            pub unsafe fn launch_cluster #generics (
+                stream: &::cuda_embed::CudaStream,
+                config: ::cuda_embed::LaunchConfig,
+                cluster: ::cuda_embed::ClusterDim,
+                #(#args),*
+            ) -> ::cuda_embed::Result<()> {
+                #(#prelude)*
+                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
+                // SAFETY: as in `launch`.
+                unsafe { super::MODULE.launch_cluster(#index, stream, &config, cluster, &mut __args) }
+            }
+
+            /// Registers, thread and memory limits of this kernel on `ctx`'s device.
+            pub fn attributes(ctx: &::std::sync::Arc<::cuda_embed::CudaContext>) -> ::cuda_embed::Result<::cuda_embed::KernelAttributes> {
+                super::MODULE.attributes(#index, ctx)
+            }
+
+            /// Lets this kernel use up to `bytes` of dynamic shared memory per block on `ctx`'s
+            /// device (needed above 48 KiB).
+            pub fn set_max_dynamic_shared_memory(ctx: &::std::sync::Arc<::cuda_embed::CudaContext>, bytes: u32) -> ::cuda_embed::Result<()> {
+                super::MODULE.set_max_dynamic_shared_memory(#index, ctx, bytes)
+            }
+
+            /// Sets the preferred L1/shared-memory carveout (percent) on `ctx`'s device.
+            pub fn set_preferred_shared_carveout(ctx: &::std::sync::Arc<::cuda_embed::CudaContext>, percent: u32) -> ::cuda_embed::Result<()> {
+                super::MODULE.set_preferred_shared_carveout(#index, ctx, percent)
+            }
+
+            /// A 1-D configuration covering `n` threads with the occupancy-maximising block size on
+            /// `ctx`'s device, with `dynamic_shared_bytes` of dynamic shared memory per block.
+            pub fn occupancy_config(
+                ctx: &::std::sync::Arc<::cuda_embed::CudaContext>,
+                n: u32,
+                dynamic_shared_bytes: u32,
+            ) -> ::cuda_embed::Result<::cuda_embed::LaunchConfig> {
+                super::MODULE.occupancy_config(#index, ctx, n, dynamic_shared_bytes)
             }
         }
     }
