@@ -19,6 +19,13 @@ cuda_kernel!(
 "#
 );
 
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void empty4_sm90(const float* a, float* b, int n, float s) {}
+"#,
+    archs = [90]
+);
+
 const BATCH: usize = 500;
 const ROUNDS: usize = 20;
 const PER_ROUND: usize = 5_000; // 20 x 5k = 100k launches per method
@@ -122,6 +129,8 @@ fn run() -> cuda_embed::Result<()> {
         }
     }
     let _ = b.device_ptr_mut(&stream);
+    let (major, _) = ctx.compute_capability()?;
+    let cluster_rows = if major >= 9 { cluster_compare(&stream, &a, &mut b)? } else { None };
     let (r, o, bl) = (median(&mut raw), median(&mut ours), median(&mut builder));
     println!("GPU: {}  launches per method: {}", ctx.name()?, ROUNDS * PER_ROUND);
     println!("| method | ns/launch (median of {ROUNDS} rounds) | vs raw |");
@@ -129,5 +138,45 @@ fn run() -> cuda_embed::Result<()> {
     println!("| raw cuLaunchKernel (cudarc sys) | {r:.0} | 1.000x |");
     println!("| cuda-embed generated launch | {o:.0} | {:.3}x |", o / r);
     println!("| cudarc launch_builder | {bl:.0} | {:.3}x |", bl / r);
+    if let Some((plain, ex)) = cluster_rows {
+        println!();
+        println!("| sm_90 kernel, grid 2 | ns/launch (median) | vs plain |");
+        println!("|---|---|---|");
+        println!("| launch (cuLaunchKernel) | {plain:.0} | 1.000x |");
+        println!("| launch_cluster (2,1,1) (cuLaunchKernelEx) | {ex:.0} | {:.3}x |", ex / plain);
+    }
     Ok(())
+}
+
+/// Plain launch vs a cluster launch of the same sm_90 kernel, interleaved like above.
+fn cluster_compare(
+    stream: &std::sync::Arc<cuda_embed::CudaStream>,
+    a: &cuda_embed::CudaSlice<f32>,
+    b: &mut cuda_embed::CudaSlice<f32>,
+) -> cuda_embed::Result<Option<(f64, f64)>> {
+    let cfg = LaunchConfig { grid_dim: (2, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    let (n, s) = (1024i32, 1.0f32);
+    let (mut plain, mut ex) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS + 2 {
+        for m in 0..2 {
+            let method = (m + round) % 2;
+            let mut elapsed = 0.0f64;
+            for _ in 0..PER_ROUND / BATCH {
+                let t0 = Instant::now();
+                for _ in 0..BATCH {
+                    if method == 0 {
+                        unsafe { empty4_sm90::launch(stream, cfg, a, b, n, s)? };
+                    } else {
+                        unsafe { empty4_sm90::launch_cluster(stream, cfg, (2, 1, 1), a, b, n, s)? };
+                    }
+                }
+                elapsed += t0.elapsed().as_secs_f64();
+                stream.synchronize()?;
+            }
+            if round >= 2 {
+                [&mut plain, &mut ex][method].push(elapsed * 1e9 / PER_ROUND as f64);
+            }
+        }
+    }
+    Ok(Some((median(&mut plain), median(&mut ex))))
 }

@@ -12,7 +12,8 @@ fn cfg(grid: (u32, u32, u32), block: (u32, u32, u32), smem: u32) -> LaunchConfig
     LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: smem }
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     extern "C" __global__ void where3(unsigned* out) {
         unsigned bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;
         unsigned tx = threadIdx.x, ty = threadIdx.y, tz = threadIdx.z;
@@ -33,7 +34,8 @@ cuda_kernel!(r#"
         while (clock64() - start < cycles) {}
         out[0] = 1;
     }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -146,7 +148,8 @@ fn grid_limits_are_checked_before_launch() {
     assert!(msg.contains("at least 1"), "{msg}");
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     #include <cooperative_groups.h>
     namespace cg = cooperative_groups;
     // Every block writes its id, the whole grid syncs, then each block sums what all blocks wrote.
@@ -160,19 +163,23 @@ cuda_kernel!(r#"
             sums[blockIdx.x] = s;
         }
     }
-"#);
+"#
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cooperative_launch_syncs_the_grid_and_rejects_oversized_grids() {
     let ctx = ctx();
     let stream = ctx.default_stream();
-    let sms = ctx.attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+    let sms = ctx
+        .attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .unwrap() as u32;
     let blocks = sms; // one block per SM always fits
     let mut slots = stream.alloc_zeros::<i32>(blocks as usize).unwrap();
     let mut sums = stream.alloc_zeros::<i32>(blocks as usize).unwrap();
-    unsafe { grid_sum::launch_cooperative(&stream, cfg((blocks, 1, 1), (256, 1, 1), 0), &mut slots, &mut sums).unwrap() };
+    unsafe {
+        grid_sum::launch_cooperative(&stream, cfg((blocks, 1, 1), (256, 1, 1), 0), &mut slots, &mut sums).unwrap()
+    };
     let want = (blocks * (blocks + 1) / 2) as i32;
     assert_eq!(stream.clone_dtoh(&sums).unwrap(), vec![want; blocks as usize]);
 
@@ -186,14 +193,17 @@ fn cooperative_launch_syncs_the_grid_and_rejects_oversized_grids() {
     assert!(msg.contains("cooperative grid") && msg.contains(&too_many.to_string()), "{msg}");
 }
 
-cuda_kernel!(r#"
+cuda_kernel!(
+    r#"
     #include <cooperative_groups.h>
     namespace cg = cooperative_groups;
     extern "C" __global__ void cluster_rank(unsigned* out) {
         cg::cluster_group cluster = cg::this_cluster();
         if (threadIdx.x == 0) out[blockIdx.x] = cluster.block_rank() | (cluster.num_blocks() << 8);
     }
-"#, archs = [90]);
+"#,
+    archs = [90]
+);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

@@ -79,7 +79,12 @@ impl Module {
 
     /// Lets kernel `index` use up to `bytes` of dynamic shared memory per block on `ctx`'s device
     /// (the opt-in above the default 48 KiB). Errors name the device's opt-in maximum.
-    pub fn set_max_dynamic_shared_memory(&'static self, index: usize, ctx: &Arc<CudaContext>, bytes: u32) -> Result<()> {
+    pub fn set_max_dynamic_shared_memory(
+        &'static self,
+        index: usize,
+        ctx: &Arc<CudaContext>,
+        bytes: u32,
+    ) -> Result<()> {
         let loaded = self.loaded_on(ctx)?;
         let f = loaded.functions[index];
         let optin = device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
@@ -114,7 +119,12 @@ impl Module {
 
     /// Sets kernel `index`'s preferred shared-memory carveout on `ctx`'s device, in percent of the
     /// L1/shared capacity (0..=100), a hint the driver may round.
-    pub fn set_preferred_shared_carveout(&'static self, index: usize, ctx: &Arc<CudaContext>, percent: u32) -> Result<()> {
+    pub fn set_preferred_shared_carveout(
+        &'static self,
+        index: usize,
+        ctx: &Arc<CudaContext>,
+        percent: u32,
+    ) -> Result<()> {
         if percent > 100 {
             return Err(Error::Launch {
                 kernel: self.spec().kernels[index].name,
@@ -283,13 +293,16 @@ impl Module {
             return Err(Error::Launch {
                 kernel,
                 device,
-                cause: format!("thread-block clusters need compute capability 9.0 or newer; this GPU is {major}.{minor}"),
+                cause: format!(
+                    "thread-block clusters need compute capability 9.0 or newer; this GPU is {major}.{minor}"
+                ),
                 fix: Some("launch without a cluster on this GPU".into()),
             });
         }
         let g = cfg.grid_dim;
         let c = cluster;
-        if c.0 == 0 || c.1 == 0 || c.2 == 0 || g.0 % c.0 != 0 || g.1 % c.1 != 0 || g.2 % c.2 != 0 {
+        let whole = |g: u32, c: u32| c != 0 && g.is_multiple_of(c);
+        if !(whole(g.0, c.0) && whole(g.1, c.1) && whole(g.2, c.2)) {
             return Err(Error::Launch {
                 kernel,
                 device,

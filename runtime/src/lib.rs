@@ -13,9 +13,9 @@ mod module;
 pub mod nvrtc;
 mod types;
 
+pub use control::{ClusterDim, KernelAttributes};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
-pub use control::{ClusterDim, KernelAttributes};
 pub use error::{DriverCode, Error, Result};
 pub use module::{BuildPath, Image, KernelSpec, Module, ModuleSpec, FAST_DEVICE_SLOTS};
 pub use types::*;

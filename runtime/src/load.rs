@@ -87,7 +87,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let mut max_dyn = 0i32;
         // SAFETY: live function handle; valid out-pointer.
         let r = unsafe {
-            sys::cuFuncGetAttribute(&mut max_dyn, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f)
+            sys::cuFuncGetAttribute(
+                &mut max_dyn,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                f,
+            )
         };
         smem.push(AtomicU32::new(if r == sys::CUresult::CUDA_SUCCESS { max_dyn.max(0) as u32 } else { u32::MAX }));
         functions.push(f);
