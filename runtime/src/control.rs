@@ -35,7 +35,7 @@ pub struct KernelAttributes {
 /// A thread-block cluster shape, for [`Module::launch_cluster`] (sm_90 and newer).
 pub type ClusterDim = (u32, u32, u32);
 
-fn attr(f: sys::CUfunction, a: sys::CUfunction_attribute) -> std::result::Result<u32, sys::CUresult> {
+pub(crate) fn attr(f: sys::CUfunction, a: sys::CUfunction_attribute) -> std::result::Result<u32, sys::CUresult> {
     let mut v = 0i32;
     // SAFETY: `f` is a live function handle; `v` is a valid out-pointer.
     let r = unsafe { sys::cuFuncGetAttribute(&mut v, a, f) };
@@ -85,7 +85,7 @@ impl Module {
         ctx: &Arc<CudaContext>,
         bytes: u32,
     ) -> Result<()> {
-        let loaded = self.loaded_on(ctx)?;
+        let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
         let optin = device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
         let static_smem = attr(f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0);
@@ -212,7 +212,7 @@ impl Module {
         args: &mut [*mut c_void],
     ) -> Result<()> {
         let ctx = stream.context();
-        let loaded = self.loaded_on(ctx)?;
+        let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
         self.check_limits(index, ctx, loaded, cfg)?;
         let kernel = self.spec().kernels[index].name;
@@ -319,7 +319,7 @@ impl Module {
                 fix: Some("use at most 8 blocks per cluster".into()),
             });
         }
-        let loaded = self.loaded_on(ctx)?;
+        let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
         self.check_limits(index, ctx, loaded, cfg)?;
         ctx.bind_to_thread()?;

@@ -74,26 +74,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             check_params(spec, k, f)?;
         }
-        let mut max_threads = 0i32;
-        // SAFETY: live function handle; valid out-pointer.
-        let r = unsafe {
-            sys::cuFuncGetAttribute(
-                &mut max_threads,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                f,
-            )
-        };
-        limits.push(if r == sys::CUresult::CUDA_SUCCESS { max_threads.max(0) as u32 } else { u32::MAX });
-        let mut max_dyn = 0i32;
-        // SAFETY: live function handle; valid out-pointer.
-        let r = unsafe {
-            sys::cuFuncGetAttribute(
-                &mut max_dyn,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                f,
-            )
-        };
-        smem.push(AtomicU32::new(if r == sys::CUresult::CUDA_SUCCESS { max_dyn.max(0) as u32 } else { u32::MAX }));
+        use sys::CUfunction_attribute::*;
+        // A limit the driver cannot report is not checked (u32::MAX), rather than failing the load.
+        let limit = |a| crate::control::attr(f, a).unwrap_or(u32::MAX);
+        limits.push(limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+        smem.push(AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)));
         functions.push(f);
     }
     Ok(Loaded {

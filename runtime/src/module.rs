@@ -192,7 +192,7 @@ impl Module {
     }
 
     #[inline(always)]
-    fn loaded(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
+    pub(crate) fn loaded(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
         match self.find(ctx) {
             Some(l) => Ok(l),
             None => self.load_slow(ctx),
@@ -276,11 +276,6 @@ impl Module {
         }
     }
 
-    /// The loaded module on `ctx`'s device (loading it if needed).
-    pub(crate) fn loaded_on(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
-        self.loaded(ctx)
-    }
-
     /// Checks every launch limit the wrapper knows before the driver is called: threads per block
     /// against the kernel's own maximum, grid dimensions, and dynamic shared memory against the
     /// kernel's current limit. The limits are cached per device at load, so this is a handful of
@@ -326,12 +321,7 @@ impl Module {
         let device = ctx.ordinal();
         let (b, g) = (cfg.block_dim, cfg.grid_dim);
         let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        let attr = |a| {
-            let mut v = 0i32;
-            // SAFETY: `f` is a live function handle of this context; `v` is a valid out-pointer.
-            let ok = unsafe { sys::cuFuncGetAttribute(&mut v, a, f) } == sys::CUresult::CUDA_SUCCESS;
-            ok.then_some(v as i64)
-        };
+        let attr = |a| crate::control::attr(f, a).ok().map(i64::from);
         use sys::CUfunction_attribute::*;
         let max_threads = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
         let static_smem = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0);

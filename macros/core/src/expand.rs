@@ -449,6 +449,51 @@ fn kernel_module(index: usize, t: &Typed<'_>, span: Span) -> TokenStream {
          given and the grid must match what it expects."
     );
     let generics = if generics.is_empty() { quote!() } else { quote!(<#(#generics),*>) };
+    // The launch variants differ only in name, docs, an optional extra parameter, the return type
+    // and the Module method they end in; the argument packing is the same for all.
+    let safety = "\n\n# Safety\nAs for `launch`.";
+    let variants = [
+        (quote!(launch), launch_doc, quote!(), quote!(()), quote!(launch(#index, stream, &config, &mut __args))),
+        (
+            quote!(launch_timed),
+            format!("Like `launch`, and returns the kernel's GPU time in milliseconds (an event pair around it on `stream`; waits for the kernel to finish).{safety}"),
+            quote!(),
+            quote!(f32),
+            quote!(launch_timed(#index, stream, &config, &mut __args)),
+        ),
+        (
+            quote!(launch_cooperative),
+            format!("Launches cooperatively, so the kernel may synchronise the whole grid (`cooperative_groups::this_grid().sync()`). A grid larger than what fits on the device at once is an Error, never silently clamped.{safety}"),
+            quote!(),
+            quote!(()),
+            quote!(launch_cooperative(#index, stream, &config, &mut __args)),
+        ),
+        (
+            quote!(launch_cluster),
+            format!("Launches with thread-block clusters of shape `cluster` (sm_90 and newer); an older GPU or a grid that is not a whole number of clusters is an Error.{safety}"),
+            quote!(cluster: ::cuda_embed::ClusterDim,),
+            quote!(()),
+            quote!(launch_cluster(#index, stream, &config, cluster, &mut __args)),
+        ),
+    ];
+    let launchers = variants.into_iter().map(|(fname, fdoc, extra, ret, call)| {
+        quote! {
+            #[doc = #fdoc]
+            #[inline]
+            pub unsafe fn #fname #generics (
+                stream: &::cuda_embed::CudaStream,
+                config: ::cuda_embed::LaunchConfig,
+                #extra
+                #(#args),*
+            ) -> ::cuda_embed::Result<#ret> {
+                #(#prelude)*
+                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
+                // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
+                // type (checked against the compiled kernel at build time).
+                unsafe { super::MODULE.#call }
+            }
+        }
+    });
     quote! {
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
@@ -463,69 +508,7 @@ fn kernel_module(index: usize, t: &Typed<'_>, span: Span) -> TokenStream {
                 &super::MODULE
             }
 
-            #[doc = #launch_doc]
-            #[inline]
-            pub unsafe fn launch #generics (
-                stream: &::cuda_embed::CudaStream,
-                config: ::cuda_embed::LaunchConfig,
-                #(#args),*
-            ) -> ::cuda_embed::Result<()> {
-                #(#prelude)*
-                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
-                // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
-                // type (checked against the compiled kernel at build time).
-                unsafe { super::MODULE.launch(#index, stream, &config, &mut __args) }
-            }
-
-            /// Like `launch`, and returns the kernel's GPU time in milliseconds (an event pair
-            /// around it on `stream`; waits for the kernel to finish).
-            ///
-            /// # Safety
-            /// As for `launch`.
-            pub unsafe fn launch_timed #generics (
-                stream: &::cuda_embed::CudaStream,
-                config: ::cuda_embed::LaunchConfig,
-                #(#args),*
-            ) -> ::cuda_embed::Result<f32> {
-                #(#prelude)*
-                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
-                // SAFETY: as in `launch`.
-                unsafe { super::MODULE.launch_timed(#index, stream, &config, &mut __args) }
-            }
-
-            /// Launches cooperatively, so the kernel may synchronise the whole grid
-            /// (`cooperative_groups::this_grid().sync()`). A grid larger than what fits on the
-            /// device at once is an Error, never silently clamped.
-            ///
-            /// # Safety
-            /// As for `launch`.
-            pub unsafe fn launch_cooperative #generics (
-                stream: &::cuda_embed::CudaStream,
-                config: ::cuda_embed::LaunchConfig,
-                #(#args),*
-            ) -> ::cuda_embed::Result<()> {
-                #(#prelude)*
-                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
-                // SAFETY: as in `launch`.
-                unsafe { super::MODULE.launch_cooperative(#index, stream, &config, &mut __args) }
-            }
-
-            /// Launches with thread-block clusters of shape `cluster` (sm_90 and newer); an older
-            /// GPU or a grid that is not a whole number of clusters is an Error.
-            ///
-            /// # Safety
-            /// As for `launch`.
-            pub unsafe fn launch_cluster #generics (
-                stream: &::cuda_embed::CudaStream,
-                config: ::cuda_embed::LaunchConfig,
-                cluster: ::cuda_embed::ClusterDim,
-                #(#args),*
-            ) -> ::cuda_embed::Result<()> {
-                #(#prelude)*
-                let mut __args: [*mut ::cuda_embed::__private::c_void; #n] = [#(#packed),*];
-                // SAFETY: as in `launch`.
-                unsafe { super::MODULE.launch_cluster(#index, stream, &config, cluster, &mut __args) }
-            }
+            #(#launchers)*
 
             /// Registers, thread and memory limits of this kernel on `ctx`'s device.
             pub fn attributes(ctx: &::std::sync::Arc<::cuda_embed::CudaContext>) -> ::cuda_embed::Result<::cuda_embed::KernelAttributes> {
