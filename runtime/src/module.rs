@@ -29,6 +29,8 @@ pub struct ModuleSpec {
     pub image: Image,
     /// The kernels, in the order the generated launchers index them.
     pub kernels: &'static [KernelSpec],
+    /// The `__constant__`/`__device__` variables, in the order the generated handles index them.
+    pub globals: &'static [crate::global::GlobalSpec],
 }
 
 /// The code embedded in the binary.
@@ -49,6 +51,8 @@ pub enum Image {
         source: &'static str,
         /// NVRTC options from the macro (without the architecture, chosen per device).
         options: &'static [&'static str],
+        /// User headers the source includes, embedded at build time: (name as included, text).
+        headers: &'static [(&'static str, &'static str)],
         /// Why nvcc was not used (shown by [`Module::build_info`]).
         reason: &'static str,
     },
@@ -90,8 +94,9 @@ pub(crate) struct Loaded {
     // Holding the context keeps the primary context (and so `module` and `functions`) alive for
     // the life of the process, even if the user drops every `CudaContext` they made.
     pub(crate) _ctx: Arc<CudaContext>,
-    #[allow(dead_code)]
     pub(crate) module: sys::CUmodule,
+    /// Symbol of each global variable (NVRTC path: lowered at load; nvcc path: from the spec).
+    pub(crate) global_symbols: Box<[String]>,
     pub(crate) functions: Box<[sys::CUfunction]>,
     /// Each kernel's `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit,
     /// registers and `__launch_bounds__` combined), checked before every launch.

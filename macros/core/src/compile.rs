@@ -189,6 +189,9 @@ pub struct Output {
     pub from_cache: bool,
     /// Targets in the fatbin, e.g. `sm_80, sm_90, compute_80`.
     pub targets: Vec<String>,
+    /// User headers the source included (toolkit and system headers left out), for cargo's
+    /// rebuild tracking.
+    pub deps: Vec<PathBuf>,
 }
 
 fn nvcc_args(req: &Request<'_>) -> (Vec<String>, Vec<String>) {
@@ -246,8 +249,8 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
     let dir = cache_dir();
     let file = dir.join(format!("{key}.bin"));
     let (_, targets) = nvcc_args(req);
-    if let Some((fatbin, ptx)) = read_entry(&file) {
-        return Ok(Output { fatbin, ptx, from_cache: true, targets });
+    if let Some((fatbin, ptx, deps)) = read_entry(&file) {
+        return Ok(Output { fatbin, ptx, from_cache: true, targets, deps });
     }
     let (fatbin, ptx, deps) = run_nvcc(nvcc, req)?;
     let user_deps: Vec<(String, PathBuf)> = deps
@@ -256,10 +259,11 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         .filter_map(|d| file_hash(&d).map(|h| (h, d)))
         .collect();
     let _ = write_entry(&dir, &file, &user_deps, &fatbin, &ptx); // an unwritable cache only costs time
-    Ok(Output { fatbin, ptx, from_cache: false, targets })
+    let deps = user_deps.into_iter().map(|d| d.1).collect();
+    Ok(Output { fatbin, ptx, from_cache: false, targets, deps })
 }
 
-fn read_entry(file: &Path) -> Option<(Vec<u8>, String)> {
+fn read_entry(file: &Path) -> Option<(Vec<u8>, String, Vec<PathBuf>)> {
     let bytes = std::fs::read(file).ok()?;
     let mut rest = bytes.as_slice();
     let mut line = || -> Option<String> {
@@ -272,12 +276,14 @@ fn read_entry(file: &Path) -> Option<(Vec<u8>, String)> {
         return None;
     }
     let ndeps: usize = line()?.strip_prefix("deps ")?.parse().ok()?;
+    let mut deps = Vec::with_capacity(ndeps);
     for _ in 0..ndeps {
         let l = line()?;
         let (hash, path) = l.split_once(' ')?;
         if file_hash(Path::new(path)).as_deref() != Some(hash) {
             return None; // a header changed: recompile
         }
+        deps.push(PathBuf::from(path));
     }
     let ptx_len: usize = line()?.strip_prefix("ptx ")?.parse().ok()?;
     let fat_len: usize = line()?.strip_prefix("fatbin ")?.parse().ok()?;
@@ -285,7 +291,7 @@ fn read_entry(file: &Path) -> Option<(Vec<u8>, String)> {
         return None;
     }
     let ptx = String::from_utf8(rest[..ptx_len].to_vec()).ok()?;
-    Some((rest[ptx_len..].to_vec(), ptx))
+    Some((rest[ptx_len..].to_vec(), ptx, deps))
 }
 
 fn write_entry(dir: &Path, file: &Path, deps: &[(String, PathBuf)], fatbin: &[u8], ptx: &str) -> std::io::Result<()> {

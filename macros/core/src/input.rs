@@ -7,16 +7,38 @@ use syn::{bracketed, Expr, ExprLit, Ident, Lit, LitStr, Token};
 
 /// Parsed macro input.
 pub struct Input {
-    /// The CUDA source literal.
-    pub source: LitStr,
+    /// Where the CUDA source comes from.
+    pub source: Source,
     /// `archs = [...]`, with the span of the option for errors.
     pub archs: Option<(Vec<Arch>, Span)>,
-    /// `options = [...]`: extra compiler options (passed to nvcc at build time and to NVRTC at
-    /// run time alike).
+    /// Compiler options, passed to nvcc at build time and to NVRTC at run time alike: the typed
+    /// options (`defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`) turned into flags,
+    /// followed by the free-form `options = [...]`. Nothing is added that the user did not ask for.
     pub options: Vec<String>,
+    /// `include_dirs = ["..."]`, relative to the crate root, made absolute.
+    pub include_dirs: Vec<(String, Span)>,
+    /// `instances = ["axpy<float>", ...]`: template instances to compile and generate.
+    pub instances: Vec<LitStr>,
     /// `compiler = "nvrtc"` forces the run-time NVRTC path for this module; `"nvcc"` requires
     /// nvcc; `"auto"` (default) uses nvcc when found.
     pub compiler: Compiler,
+}
+
+/// The CUDA source: inline, or a file relative to the crate root.
+pub enum Source {
+    /// `cuda_kernel!(r#"..."#)`.
+    Inline(LitStr),
+    /// `cuda_kernel!(file = "kernels/x.cu")`.
+    File(LitStr),
+}
+
+impl Source {
+    /// The literal, for spans.
+    pub fn lit(&self) -> &LitStr {
+        match self {
+            Source::Inline(l) | Source::File(l) => l,
+        }
+    }
 }
 
 /// Which compiler path a module takes.
@@ -31,8 +53,29 @@ pub enum Compiler {
     Nvrtc,
 }
 
-const OPTIONS_HELP: &str =
-    "expected `archs = [80, 90]`, `options = [\"-DNAME=value\", ...]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instances = [\"axpy<float>\"]`, \
+    `archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, `fast_math = true`, `maxrregcount = 64`, \
+    `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]` or \
+    `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+
+/// Reads `[ "a", "b" ]`.
+fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
+    let content;
+    bracketed!(content in input);
+    let mut out = Vec::new();
+    while !content.is_empty() {
+        out.push(content.parse::<LitStr>().map_err(|e| syn::Error::new(e.span(), format!("each {what} is a string literal")))?);
+        if !content.is_empty() {
+            content.parse::<Token![,]>()?;
+        }
+    }
+    Ok(out)
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -41,24 +84,37 @@ impl Parse for Input {
                 "expected the CUDA source as a string literal: cuda_kernel!(r#\"extern \"C\" __global__ void k(float* x) { ... }\"#)",
             ));
         }
-        let source: LitStr = match input.parse::<Expr>()? {
-            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s,
-            other => {
-                return Err(syn::Error::new_spanned(
-                    other,
-                    "expected the CUDA source as a string literal, e.g. cuda_kernel!(r#\"...\"#); \
-                     macros and constants cannot be read at expansion time",
-                ))
-            }
-        };
+        // The source literal comes first, unless the source is a file (`file = "..."`).
+        let inline = !(input.peek(Ident) && input.peek2(Token![=]));
+        let mut source = None;
+        if inline {
+            source = Some(match input.parse::<Expr>()? {
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Source::Inline(s),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "expected the CUDA source as a string literal, e.g. cuda_kernel!(r#\"...\"#), or \
+                         `file = \"kernels/x.cu\"`; macros and constants cannot be read at expansion time",
+                    ))
+                }
+            });
+        }
+        let mut defines: Vec<String> = Vec::new();
+        let mut typed: Vec<String> = Vec::new();
+        let mut include_dirs = Vec::new();
+        let mut instances = Vec::new();
+        let mut first = !inline;
         let mut archs = None;
         let mut options = Vec::new();
         let mut compiler = Compiler::Auto;
         while !input.is_empty() {
-            input.parse::<Token![,]>()?;
-            if input.is_empty() {
-                break;
+            if !first {
+                input.parse::<Token![,]>()?;
+                if input.is_empty() {
+                    break;
+                }
             }
+            first = false;
             let key: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), OPTIONS_HELP))?;
             if !input.peek(Token![=]) {
                 return Err(syn::Error::new_spanned(&key, format!("`{key}` needs a value: {OPTIONS_HELP}")));
@@ -97,17 +153,71 @@ impl Parse for Input {
                     archs = Some((list, key.span()));
                 }
                 "options" => {
-                    let content;
-                    bracketed!(content in input);
-                    while !content.is_empty() {
-                        let s: LitStr = content.parse().map_err(|e| {
-                            syn::Error::new(e.span(), "each option is a string literal, e.g. \"-DN=4\"")
-                        })?;
-                        options.push(s.value());
-                        if !content.is_empty() {
-                            content.parse::<Token![,]>()?;
-                        }
+                    options.extend(string_list(input, "option (e.g. \"-DN=4\")")?.iter().map(LitStr::value));
+                }
+                "file" => {
+                    let lit: LitStr = input.parse()?;
+                    if source.is_some() {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            "give the CUDA source either inline or as `file = \"...\"`, not both",
+                        ));
                     }
+                    if lit.value().trim().is_empty() {
+                        return Err(syn::Error::new_spanned(&lit, "`file` needs a path relative to the crate root, e.g. \"kernels/x.cu\""));
+                    }
+                    source = Some(Source::File(lit));
+                }
+                "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
+                "include_dirs" => {
+                    for d in string_list(input, "include directory")? {
+                        include_dirs.push((d.value(), d.span()));
+                    }
+                }
+                "defines" => {
+                    for d in string_list(input, "define (e.g. \"N=4\" or \"DEBUG\")")? {
+                        let v = d.value();
+                        let name = v.split_once('=').map_or(v.as_str(), |x| x.0);
+                        if !is_identifier(name) {
+                            return Err(syn::Error::new_spanned(
+                                &d,
+                                format!("`{v}` is not a define: write `NAME` or `NAME=value` (NAME a C identifier)"),
+                            ));
+                        }
+                        defines.push(format!("-D{v}"));
+                    }
+                }
+                "std" => {
+                    let v: LitStr = input.parse()?;
+                    const STDS: &[&str] = &["c++11", "c++14", "c++17", "c++20"];
+                    if !STDS.contains(&v.value().as_str()) {
+                        return Err(syn::Error::new_spanned(
+                            &v,
+                            format!("unknown C++ standard `{}`: expected one of {}", v.value(), STDS.join(", ")),
+                        ));
+                    }
+                    typed.push(format!("-std={}", v.value()));
+                }
+                "fast_math" | "lineinfo" => {
+                    let v: syn::LitBool = input
+                        .parse()
+                        .map_err(|e| syn::Error::new(e.span(), format!("`{key}` takes `true` or `false`")))?;
+                    if v.value {
+                        typed.push(if key == "fast_math" { "--use_fast_math" } else { "-lineinfo" }.to_string());
+                    }
+                }
+                "maxrregcount" => {
+                    let v: syn::LitInt = input
+                        .parse()
+                        .map_err(|e| syn::Error::new(e.span(), "`maxrregcount` takes a number of registers, e.g. 64"))?;
+                    let n: u32 = v.base10_parse()?;
+                    if !(16..=255).contains(&n) {
+                        return Err(syn::Error::new_spanned(
+                            &v,
+                            format!("`maxrregcount = {n}` is out of range: a thread can use 16 to 255 registers"),
+                        ));
+                    }
+                    typed.push(format!("--maxrregcount={n}"));
                 }
                 "compiler" => {
                     let v: LitStr = input.parse()?;
@@ -128,6 +238,11 @@ impl Parse for Input {
                 }
             }
         }
-        Ok(Input { source, archs, options, compiler })
+        let Some(source) = source else {
+            return Err(input.error("no CUDA source: pass it inline, cuda_kernel!(r#\"...\"#), or as `file = \"kernels/x.cu\"`"));
+        };
+        defines.extend(typed);
+        defines.extend(options);
+        Ok(Input { source, archs, options: defines, include_dirs, instances, compiler })
     }
 }

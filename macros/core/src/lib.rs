@@ -11,6 +11,7 @@
 
 pub mod compile;
 pub mod expand;
+pub mod includes;
 pub mod input;
 pub mod lex;
 pub mod probe;

@@ -6,14 +6,51 @@
 //! are resolved by the compiler itself — into a `__device__` integer. The integer's initial value
 //! appears in the PTX, where [`read_values`] picks it up. See `types::kind` for the encoding.
 
-use crate::signature::Kernel;
 use crate::types::VECTORS;
 use std::collections::HashMap;
 use std::fmt::Write;
 
-/// The symbol holding the code of parameter `p` of kernel `k`.
-pub fn symbol(k: usize, p: usize) -> String {
-    format!("__cuda_embed_probe_{k}_{p}")
+/// One question for the compiler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Encode a C++ type (see `types::kind`).
+    Type {
+        /// Identifier-safe key the answer is filed under.
+        key: String,
+        /// The C++ type.
+        ty: String,
+    },
+    /// Evaluate an integral constant expression.
+    Value {
+        /// Identifier-safe key.
+        key: String,
+        /// The C++ expression.
+        expr: String,
+    },
+    /// Resolve the symbol of a kernel (or template instance) or a global variable: the PTX
+    /// initialiser of a pointer to it names the symbol. Taking the address also instantiates a
+    /// template kernel.
+    Address {
+        /// Identifier-safe key.
+        key: String,
+        /// The C++ entity, e.g. `ns::axpy<float>`.
+        expr: String,
+    },
+}
+
+/// The probe for parameter `p` of the kernel named by the C++ expression `kernel`
+/// (`::ns::k`, `axpy<float>`).
+pub fn param(key: String, kernel: &str, p: usize) -> Probe {
+    Probe::Type { key, ty: format!("cuda_embed_probe::Arg<{p}, decltype({kernel})>::t") }
+}
+
+/// An answer from the compiled PTX.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A number (type code or constant value).
+    Number(u64),
+    /// A symbol name.
+    Symbol(String),
 }
 
 const HEADER: &str = r#"
@@ -51,6 +88,8 @@ template<class H, class... R> struct Nth<0, H, R...> { typedef H t; };
 template<unsigned I, class H, class... R> struct Nth<I, H, R...> { typedef typename Nth<I - 1, R...>::t t; };
 template<unsigned I, class F> struct Arg;
 template<unsigned I, class... A> struct Arg<I, void(A...)> { typedef typename Nth<I, A...>::t t; };
+template<class T> struct RE { typedef T t; };
+template<class T, unsigned long long N> struct RE<T[N]> { typedef typename RE<T>::t t; };
 template<class T> struct Info {
   typedef typename P<T>::base b;
   static const u64 v = K<b>::v | (P<T>::depth << 8) | (P<T>::c << 16) | (Sz<b>::s << 20) | (Sz<b>::a << 36);
@@ -58,9 +97,11 @@ template<class T> struct Info {
 }
 "#;
 
-/// C++ to append to the source: one probe per listed (kernel index, parameter index).
-pub fn code(kernels: &[Kernel], wanted: &[(usize, usize)]) -> String {
-    if wanted.is_empty() {
+const PREFIX: &str = "__cuda_embed_probe_";
+
+/// C++ to append to the source, answering every probe.
+pub fn code(probes: &[Probe]) -> String {
+    if probes.is_empty() {
         return String::new();
     }
     let mut vectors = String::new();
@@ -68,34 +109,72 @@ pub fn code(kernels: &[Kernel], wanted: &[(usize, usize)]) -> String {
         let _ = write!(vectors, "CUDA_EMBED_K({name}, 14ull | ({}ull << 48)) ", id + 1);
     }
     let mut s = HEADER.replace("@VECTORS@", &vectors);
-    for &(k, p) in wanted {
-        let kernel = &kernels[k];
-        let _ = writeln!(
-            s,
-            "__device__ unsigned long long {} = cuda_embed_probe::Info<cuda_embed_probe::Arg<{p}, decltype(::{})>::t>::v;",
-            symbol(k, p),
-            kernel.qualified_name()
-        );
+    for p in probes {
+        let _ = match p {
+            Probe::Type { key, ty } => {
+                writeln!(s, "__device__ unsigned long long {PREFIX}{key} = cuda_embed_probe::Info<{ty}>::v;")
+            }
+            Probe::Value { key, expr } => {
+                writeln!(s, "__device__ unsigned long long {PREFIX}{key} = (unsigned long long)({expr});")
+            }
+            Probe::Address { key, expr } => writeln!(s, "__device__ void* {PREFIX}{key} = (void*)&{expr};"),
+        };
     }
     s.push_str("#undef CUDA_EMBED_K\n");
     s
 }
 
-/// Reads `.global ... __cuda_embed_probe_K_P = VALUE;` lines from PTX.
-pub fn read_values(ptx: &str) -> HashMap<(usize, usize), u64> {
+/// Reads the answers (`.global ... __cuda_embed_probe_KEY = VALUE;` lines) from PTX.
+pub fn read(ptx: &str) -> HashMap<String, Answer> {
     let mut out = HashMap::new();
     for line in ptx.lines() {
-        let Some(at) = line.find("__cuda_embed_probe_") else { continue };
-        let rest = &line[at + "__cuda_embed_probe_".len()..];
-        let Some((name, value)) = rest.split_once('=') else { continue };
-        let mut ids = name.trim().split('_');
-        let (Some(k), Some(p)) = (ids.next().and_then(|x| x.parse().ok()), ids.next().and_then(|x| x.parse().ok()))
-        else {
-            continue;
+        let Some(at) = line.find(PREFIX) else { continue };
+        let rest = line[at + PREFIX.len()..].trim_end().trim_end_matches(';');
+        // A zero-initialised variable has no initialiser in PTX.
+        let (key, value) = rest.split_once('=').unwrap_or((rest, "0"));
+        let value = value.trim().trim_end_matches(';').trim();
+        let answer = if let Ok(n) = value.parse::<u64>() {
+            Answer::Number(n)
+        } else {
+            let sym = value.strip_prefix("generic(").and_then(|v| v.strip_suffix(')')).unwrap_or(value);
+            Answer::Symbol(sym.trim().to_string())
         };
-        if let Ok(v) = value.trim().trim_end_matches(';').trim().parse::<u64>() {
-            out.insert((k, p), v);
-        }
+        out.insert(key.trim().to_string(), answer);
     }
     out
+}
+
+/// The number filed under `key`, if any.
+pub fn number(answers: &HashMap<String, Answer>, key: &str) -> Option<u64> {
+    match answers.get(key) {
+        Some(Answer::Number(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The symbol filed under `key`, if any.
+pub fn symbol(answers: &HashMap<String, Answer>, key: &str) -> Option<String> {
+    match answers.get(key) {
+        Some(Answer::Symbol(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_numbers_and_symbols() {
+        let ptx = ".global .align 8 .u64 __cuda_embed_probe_k0_1 = 42;\n\
+                   .global .align 8 .u64 __cuda_embed_probe_a0 = _Z4axpyIfEvT_PKS0_PS0_i;\n\
+                   .global .align 8 .u64 __cuda_embed_probe_g1 = generic(_ZN2ns6coeffsE);\n\
+                   .global .align 8 .u64 __cuda_embed_probe_v0_1;\n";
+        let a = read(ptx);
+        assert_eq!(number(&a, "k0_1"), Some(42));
+        assert_eq!(symbol(&a, "a0").as_deref(), Some("_Z4axpyIfEvT_PKS0_PS0_i"));
+        assert_eq!(symbol(&a, "g1").as_deref(), Some("_ZN2ns6coeffsE"));
+        assert_eq!(number(&a, "a0"), None);
+        assert_eq!(number(&a, "v0_1"), Some(0), "zero has no initialiser in PTX");
+    }
 }

@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn probe_values() {
-        let v = crate::probe::read_values(PTX);
-        assert_eq!(v.get(&(0, 1)), Some(&4503599627370500));
+        let v = crate::probe::read(PTX);
+        assert_eq!(crate::probe::number(&v, "0_1"), Some(4503599627370500));
     }
 }

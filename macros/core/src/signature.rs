@@ -20,6 +20,31 @@ pub struct Kernel {
     pub line: usize,
     /// The parameter list as written (whitespace-normalised), for docs and messages.
     pub signature: String,
+    /// `template<...>` parameters; `None` for an ordinary kernel.
+    pub template: Option<Vec<TemplateParam>>,
+}
+
+/// One parameter of a kernel template: `class T`, `int BLOCK = 256`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateParam {
+    /// The parameter's name (`T`, `BLOCK`).
+    pub name: String,
+    /// What kind of argument it takes.
+    pub kind: TemplateKind,
+    /// The default argument as written, if any.
+    pub default: Option<String>,
+}
+
+/// The kinds of template parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateKind {
+    /// `typename T` / `class T`.
+    Type,
+    /// A non-type parameter of the given (normalised) type, e.g. `int`, `unsigned int`, `bool`.
+    Value(String),
+    /// Something a Rust generic cannot express (parameter packs, template template parameters);
+    /// carries the text.
+    Unsupported(String),
 }
 
 impl Kernel {
@@ -61,8 +86,8 @@ pub struct SourceError(pub String);
 pub struct Parsed {
     /// Non-template kernels, in source order, one per name.
     pub kernels: Vec<Kernel>,
-    /// Names of template kernels (need an instantiation list; not generated).
-    pub templates: Vec<String>,
+    /// Template kernels (launchable through the macro's `instances = [...]` list), one per name.
+    pub templates: Vec<Kernel>,
     /// Names declared more than once with different parameter lists (C++ overloads).
     pub overloaded: Vec<String>,
     /// Type aliases found textually: `typedef float real;`, `using real = float;`.
@@ -71,6 +96,58 @@ pub struct Parsed {
     pub records: HashSet<String>,
     /// Includes as written.
     pub includes: Vec<String>,
+    /// `__constant__`, `__device__` and `__managed__` variables at namespace scope.
+    pub globals: Vec<GlobalVar>,
+}
+
+/// A `__constant__` / `__device__` / `__managed__` variable at namespace scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalVar {
+    /// Unqualified name.
+    pub name: String,
+    /// Enclosing namespaces, outermost first.
+    pub namespaces: Vec<String>,
+    /// `__constant__`, `__device__` or `__managed__`.
+    pub space: String,
+    /// The element type: base words and pointer depth (`float`, `float*` -> depth 1).
+    pub elem: Param,
+    /// Array extents as written (`[16][4]` -> `["16", "4"]`); empty for a scalar.
+    pub dims: Vec<String>,
+    /// 1-based line in the CUDA source.
+    pub line: usize,
+}
+
+impl GlobalVar {
+    /// `ns::name`, or `name` at global scope.
+    pub fn qualified_name(&self) -> String {
+        let mut s = String::new();
+        for n in &self.namespaces {
+            s.push_str(n);
+            s.push_str("::");
+        }
+        s.push_str(&self.name);
+        s
+    }
+
+    /// The number of elements when every extent is an integer literal.
+    pub fn literal_len(&self) -> Option<u64> {
+        self.dims.iter().try_fold(1u64, |acc, d| Some(acc * parse_int(d)?))
+    }
+}
+
+/// Parses a C integer literal (decimal, hex, octal, binary; `u`/`l` suffixes; `'` separators).
+pub fn parse_int(s: &str) -> Option<u64> {
+    let t = s.trim().replace('\'', "");
+    let t = t.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if let Some(b) = t.strip_prefix("0b").or_else(|| t.strip_prefix("0B")) {
+        u64::from_str_radix(b, 2).ok()
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8).ok()
+    } else {
+        t.parse().ok()
+    }
 }
 
 const QUALIFIERS: &[&str] = &[
@@ -142,12 +219,23 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
             ";" => {
                 if scopes.iter().all(|s| !matches!(s, Scope::Other)) {
                     record_alias(&t[stmt_start..i], &mut parsed);
+                    record_global(&t[stmt_start..i], &scopes, &mut parsed);
                 }
                 stmt_start = i + 1;
             }
             "__global__" if scopes.iter().all(|s| !matches!(s, Scope::Other)) => {
                 let prefix = &t[stmt_start..i];
-                let is_template = prefix.iter().any(|p| p.is("template"));
+                // `template<...>` introduces a template; `template<>` (a specialisation) and a bare
+                // `template` (an explicit instantiation) add no new kernel.
+                let template_at = prefix.iter().position(|p| p.is("template"));
+                let template = match template_at {
+                    Some(at) if prefix.get(at + 1).is_some_and(|x| x.is("<")) => {
+                        let close = matching(prefix, at + 1).unwrap_or(prefix.len());
+                        Some(template_params(&prefix[at + 2..close.min(prefix.len())]))
+                    }
+                    _ => None,
+                };
+                let skip = template_at.is_some() && template.as_ref().is_none_or(|p| p.is_empty());
                 // The innermost linkage block decides; `extern "C"` on the declaration itself wins.
                 let block_c = scopes.iter().rev().find_map(|s| match s {
                     Scope::ExternC => Some(true),
@@ -156,10 +244,23 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
                 });
                 let extern_c =
                     block_c == Some(true) || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
-                let (kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
-                if is_template {
-                    if !parsed.templates.contains(&kernel.name) {
-                        parsed.templates.push(kernel.name.clone());
+                let (mut kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
+                if skip {
+                } else if let Some(params) = template {
+                    kernel.template = Some(params);
+                    let key = kernel.qualified_name();
+                    match parsed.templates.iter_mut().find(|k| k.qualified_name() == key) {
+                        None => parsed.templates.push(kernel),
+                        Some(k) if shape(k) == shape(&kernel) => {
+                            if t.get(next.saturating_sub(1)).is_some_and(|x| x.is("{")) {
+                                *k = kernel;
+                            }
+                        }
+                        Some(_) => {
+                            if !parsed.overloaded.contains(&key) {
+                                parsed.overloaded.push(key);
+                            }
+                        }
                     }
                 } else {
                     let key = kernel.qualified_name();
@@ -193,7 +294,34 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
         i += 1;
     }
     parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
+    parsed.templates.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
     Ok(parsed)
+}
+
+/// Reads the inside of `template< ... >`.
+fn template_params(t: &[Token]) -> Vec<TemplateParam> {
+    if t.is_empty() {
+        return Vec::new();
+    }
+    split_top(t)
+        .into_iter()
+        .map(|piece| {
+            let text = join(piece);
+            let cut = piece.iter().position(|x| x.is("=")).unwrap_or(piece.len());
+            let default = (cut < piece.len()).then(|| join(&piece[cut + 1..]));
+            let decl = &piece[..cut];
+            let name = decl.last().filter(|x| x.is_ident()).map(|x| x.text.clone()).unwrap_or_default();
+            let kind = if decl.iter().any(|x| x.is(".") || x.is("template")) || name.is_empty() {
+                TemplateKind::Unsupported(text)
+            } else if decl.len() == 2 && (decl[0].is("typename") || decl[0].is("class")) {
+                TemplateKind::Type
+            } else {
+                let words: Vec<&Token> = decl[..decl.len() - 1].iter().filter(|x| !x.is("const")).collect();
+                TemplateKind::Value(normalise_base(&words))
+            };
+            TemplateParam { name, kind, default }
+        })
+        .collect()
 }
 
 /// `namespace a {` -> `a`; C++17 nested `namespace a::b::c {` -> `a::b::c` (split into its parts
@@ -230,6 +358,71 @@ fn record_type(prefix: &[Token], parsed: &mut Parsed) {
             }
             return;
         }
+    }
+}
+
+/// `__constant__ float c[16];`, `static __device__ int n = 0;`, `__device__ float a[4], b;`.
+fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
+    const SPACES: &[&str] = &["__constant__", "__device__", "__managed__"];
+    let Some(space) = stmt.iter().find(|x| SPACES.contains(&x.text.as_str())) else { return };
+    // Templates, extern declarations and functions are not variables to hand out.
+    if stmt.iter().any(|x| x.is("template") || x.is("extern") || x.is("__global__") || x.is("typedef")) {
+        return;
+    }
+    let cut = stmt.iter().position(|x| x.is("=") || x.is("{")).unwrap_or(stmt.len());
+    let mut toks: Vec<Token> = Vec::new();
+    let mut k = 0;
+    while k < cut {
+        let x = &stmt[k];
+        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && stmt.get(k + 1).is_some_and(|n| n.is("(")) {
+            k = matching(stmt, k + 1).map_or(cut, |c| c + 1);
+            continue;
+        }
+        if x.is("(") {
+            return; // a function declaration (or a constructor call): not a plain variable
+        }
+        const DROP: &[&str] = &["static", "inline", "constexpr", "__device__", "__constant__", "__managed__", "__shared__"];
+        if !DROP.contains(&x.text.as_str()) {
+            toks.push(x.clone());
+        }
+        k += 1;
+    }
+    let namespaces: Vec<String> = scopes
+        .iter()
+        .filter_map(|s| match s {
+            Scope::Namespace(n) if !n.is_empty() => Some(n.split("::").map(str::to_string).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let mut base: Vec<Token> = Vec::new();
+    for (n, piece) in split_top(&toks).into_iter().enumerate() {
+        let bracket = piece.iter().position(|x| x.is("[")).unwrap_or(piece.len());
+        let Some(name_at) = bracket.checked_sub(1).filter(|&a| piece[a].is_ident()) else { return };
+        if n == 0 {
+            base = piece[..name_at].iter().filter(|x| !x.is("*")).cloned().collect();
+        }
+        let stars = piece[..name_at].iter().filter(|x| x.is("*")).count();
+        let mut decl: Vec<Token> = base.clone();
+        let star = Token { kind: Kind::Punct, text: "*".into(), line: piece[name_at].line };
+        decl.extend(std::iter::repeat_n(star, stars));
+        decl.push(piece[name_at].clone());
+        let elem = read_param(&decl, 0);
+        let mut dims = Vec::new();
+        let mut j = bracket;
+        while j < piece.len() && piece[j].is("[") {
+            let Some(close) = matching(piece, j) else { return };
+            dims.push(join(&piece[j + 1..close]));
+            j = close + 1;
+        }
+        parsed.globals.push(GlobalVar {
+            name: piece[name_at].text.clone(),
+            namespaces: namespaces.clone(),
+            space: space.text.clone(),
+            elem,
+            dims,
+            line: piece[name_at].line,
+        });
     }
 }
 
@@ -331,7 +524,7 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
         .flatten()
         .collect();
     let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
-    Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature }, j + 1))
+    Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature, template: None }, j + 1))
 }
 
 fn read_param(piece: &[Token], index: usize) -> Param {

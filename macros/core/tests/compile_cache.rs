@@ -106,19 +106,19 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
 "#;
     let parsed = signature::parse(src).unwrap();
     let k = &parsed.kernels[0];
-    let wanted: Vec<(usize, usize)> = (0..k.params.len()).map(|p| (0, p)).collect();
-    let full = format!("{src}\n{}", probe::code(&parsed.kernels, &wanted));
+    let wanted: Vec<probe::Probe> = (0..k.params.len()).map(|p| probe::param(format!("k0_{p}"), "::k", p)).collect();
+    let full = format!("{src}\n{}", probe::code(&wanted));
     let archs = [Arch::parse("80").unwrap()];
     let req =
         Request { source: &full, line_directive: "#line 1 \"p.rs\"", options: &[], archs: &archs, include_dirs: &[] };
     let out = compile::compile(&nvcc, &req).unwrap();
-    let values = probe::read_values(&out.ptx);
+    let values = probe::read(&out.ptx);
     let mapped: Vec<String> = k
         .params
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let probed = values.get(&(0, i)).map(|v| types::decode_probe(*v));
+            let probed = probe::number(&values, &format!("k0_{i}")).map(types::decode_probe);
             types::map(p, &parsed, probed.as_ref()).unwrap().describe()
         })
         .collect();
@@ -136,7 +136,7 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
         ]
     );
     // The probe also learned the struct's layout.
-    let p = types::decode_probe(values[&(0, 4)]);
+    let p = types::decode_probe(probe::number(&values, "k0_4").unwrap());
     assert_eq!((p.size, p.align), (16, 16));
     // And the PTX agrees with the parameter count.
     let entries = ptx::entries(&out.ptx);

@@ -1,0 +1,240 @@
+//! Typed handles to a module's `__constant__`, `__device__` and `__managed__` variables.
+//!
+//! `cuda_kernel!` turns every such variable at namespace scope into a `static` [`Global<T>`]
+//! named like the variable, where `T` is the element type (`__constant__ float c[16]` becomes
+//! `Global<f32>` of 16 elements). The handle works per device: the first use on a device loads the
+//! module there (as a launch would) and looks the symbol up. Copies run on the given stream, so a
+//! write is ordered before later launches on that stream, and a read waits for earlier work.
+
+use crate::error::{DriverCode, Error, Result};
+use crate::module::{c_string, Module};
+use crate::types::DeviceSafe;
+use cudarc::driver::{sys, CudaContext, CudaStream};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
+/// What the macro knows about one global variable. Built by generated code only.
+#[derive(Debug)]
+pub struct GlobalSpec {
+    /// The name as written in C++ (`coeffs`, `ns::table`).
+    pub name: &'static str,
+    /// The symbol in the compiled image when known at build time (nvcc path), else empty.
+    pub symbol: &'static str,
+    /// NVRTC name expression yielding the symbol (`&ns::table`).
+    pub name_expression: &'static str,
+    /// Size in bytes when known at build time, else 0 (checked against the module at run time).
+    pub bytes: u64,
+    /// Size of one element (the Rust type's size).
+    pub elem_size: usize,
+}
+
+/// A typed handle to one CUDA global variable of a `cuda_kernel!` module (see the module docs).
+///
+/// ```ignore
+/// cuda_kernel!(r#"
+///     __constant__ float coeffs[4];
+///     extern "C" __global__ void poly(const float* x, float* y, int n) { ... }
+/// "#);
+/// coeffs.write(&stream, &[1.0, 0.5, 0.25, 0.125])?;
+/// let back: Vec<f32> = coeffs.read(&stream)?;
+/// ```
+pub struct Global<T> {
+    module: &'static Module,
+    index: usize,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Global<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Global").field("name", &self.spec().name).field("bytes", &self.spec().bytes).finish()
+    }
+}
+
+impl<T> Global<T> {
+    /// The handle of global `index` of `module`. Used by generated code.
+    pub const fn new(module: &'static Module, index: usize) -> Self {
+        Global { module, index, _elem: PhantomData }
+    }
+
+    fn spec(&self) -> &'static GlobalSpec {
+        &self.module.spec().globals[self.index]
+    }
+}
+
+impl<T: DeviceSafe> Global<T> {
+    /// The variable's name in the CUDA source.
+    pub fn name(&self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Number of elements, when known at build time (always on the nvcc path; on the NVRTC path
+    /// for arrays with literal extents). [`Global::len`] asks the loaded module instead.
+    pub fn static_len(&self) -> Option<usize> {
+        let s = self.spec();
+        (s.bytes > 0 && s.elem_size > 0).then(|| s.bytes as usize / s.elem_size)
+    }
+
+    /// The device address and size in bytes on `ctx`'s device, loading the module there first
+    /// if needed.
+    pub fn device_ptr(&self, ctx: &Arc<CudaContext>) -> Result<(sys::CUdeviceptr, usize)> {
+        let spec = self.spec();
+        let loaded = self.module.loaded(ctx)?;
+        let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol, String::as_str);
+        let err = |cause: String, fix: Option<String>| Error::Global {
+            name: spec.name,
+            origin: self.module.spec().origin,
+            device: ctx.ordinal(),
+            cause,
+            fix,
+        };
+        let name = c_string(symbol).map_err(|e| err(e, None))?;
+        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) })?;
+        let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: `loaded.module` is a live module of `ctx` (made current above); the name is a
+        // valid C string; both out-pointers are valid.
+        let r = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, loaded.module, name.as_ptr()) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(err(format!("symbol `{symbol}` not found in the module: {}", DriverCode(r)), None));
+        }
+        if spec.bytes != 0 && spec.bytes as usize != bytes {
+            return Err(err(
+                format!("the module's variable is {bytes} bytes, the handle was generated for {}", spec.bytes),
+                Some("rebuild: the CUDA source changed after the handle was generated".into()),
+            ));
+        }
+        if spec.elem_size == 0 || bytes % spec.elem_size != 0 {
+            return Err(err(
+                format!(
+                    "the variable is {bytes} bytes, not a whole number of `{}` ({} bytes)",
+                    std::any::type_name::<T>(),
+                    spec.elem_size
+                ),
+                Some("make the Rust type match the CUDA element type".into()),
+            ));
+        }
+        Ok((ptr, bytes))
+    }
+
+    /// Number of `T` elements the variable holds on `ctx`'s device.
+    pub fn len(&self, ctx: &Arc<CudaContext>) -> Result<usize> {
+        self.device_ptr(ctx).map(|(_, bytes)| bytes / std::mem::size_of::<T>())
+    }
+
+    /// The variable's device address as a kernel argument (for `T**`-style parameters or to hand
+    /// a `__device__` array to another kernel).
+    pub fn address(&self, ctx: &Arc<CudaContext>) -> Result<crate::RawDevicePtr> {
+        self.device_ptr(ctx).map(|(p, _)| crate::RawDevicePtr(p))
+    }
+
+    fn range(&self, stream: &CudaStream, offset: usize, count: usize, what: &str) -> Result<sys::CUdeviceptr> {
+        let ctx = stream.context();
+        let (ptr, bytes) = self.device_ptr(ctx)?;
+        let len = bytes / std::mem::size_of::<T>();
+        if offset.checked_add(count).is_none_or(|end| end > len) {
+            return Err(Error::Global {
+                name: self.spec().name,
+                origin: self.module.spec().origin,
+                device: ctx.ordinal(),
+                cause: format!("{what} elements {offset}..{} of a variable holding {len}", offset.saturating_add(count)),
+                fix: Some(format!("pass at most {} elements from offset {offset}", len.saturating_sub(offset))),
+            });
+        }
+        Ok(ptr + (offset * std::mem::size_of::<T>()) as u64)
+    }
+
+    /// Copies `values` into the whole variable; `values.len()` must equal its length.
+    pub fn write(&self, stream: &CudaStream, values: &[T]) -> Result<()> {
+        let len = self.len(stream.context())?;
+        if values.len() != len {
+            return Err(Error::Global {
+                name: self.spec().name,
+                origin: self.module.spec().origin,
+                device: stream.context().ordinal(),
+                cause: format!("{} values given for a variable of {len} elements", values.len()),
+                fix: Some("pass exactly as many values, or use `write_at` for part of it".into()),
+            });
+        }
+        self.write_at(stream, 0, values)
+    }
+
+    /// Copies `values` into elements `offset..offset + values.len()`.
+    pub fn write_at(&self, stream: &CudaStream, offset: usize, values: &[T]) -> Result<()> {
+        let dst = self.range(stream, offset, values.len(), "writing")?;
+        if values.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `dst` addresses at least `size_of_val(values)` bytes of the variable (checked by
+        // `range`); the source is a live host slice. From pageable memory the copy has consumed
+        // the slice when the call returns.
+        let r = unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                dst,
+                values.as_ptr() as *const c_void,
+                std::mem::size_of_val(values),
+                stream.cu_stream(),
+            )
+        };
+        self.check(stream, r, "cuMemcpyHtoDAsync")
+    }
+
+    /// Sets a one-element variable (`__device__ int counter;`).
+    pub fn set(&self, stream: &CudaStream, value: T) -> Result<()> {
+        self.write(stream, std::slice::from_ref(&value))
+    }
+
+    /// Reads the whole variable back (waits for earlier work on `stream`).
+    pub fn read(&self, stream: &CudaStream) -> Result<Vec<T>> {
+        let len = self.len(stream.context())?;
+        let mut out: Vec<MaybeUninit<T>> = Vec::with_capacity(len);
+        // SAFETY: MaybeUninit needs no initialisation.
+        unsafe { out.set_len(len) };
+        self.read_raw(stream, 0, &mut out)?;
+        // SAFETY: every element was written by the completed copy; `DeviceSafe` types are plain
+        // data whose device bytes are valid host values.
+        Ok(out.into_iter().map(|v| unsafe { v.assume_init() }).collect())
+    }
+
+    /// Reads a one-element variable.
+    pub fn get(&self, stream: &CudaStream) -> Result<T> {
+        let mut v = [MaybeUninit::<T>::uninit()];
+        self.read_raw(stream, 0, &mut v)?;
+        // SAFETY: written by the completed copy (see `read`).
+        Ok(unsafe { v[0].assume_init() })
+    }
+
+    /// Reads elements `offset..offset + out.len()` into `out`.
+    pub fn read_into(&self, stream: &CudaStream, offset: usize, out: &mut [T]) -> Result<()> {
+        // SAFETY: `[T]` and `[MaybeUninit<T>]` have the same layout; only valid values are written.
+        let raw = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.read_raw(stream, offset, raw)
+    }
+
+    fn read_raw(&self, stream: &CudaStream, offset: usize, out: &mut [MaybeUninit<T>]) -> Result<()> {
+        let src = self.range(stream, offset, out.len(), "reading")?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `src` addresses at least `size_of_val(out)` bytes (checked by `range`); `out` is
+        // a live, exclusively borrowed host buffer, and the stream is synchronised below before
+        // it is used.
+        let r = unsafe {
+            sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr() as *mut c_void, src, std::mem::size_of_val(out), stream.cu_stream())
+        };
+        self.check(stream, r, "cuMemcpyDtoHAsync")?;
+        stream.synchronize().map_err(|e| Error::Driver {
+            call: "cuStreamSynchronize",
+            device: stream.context().ordinal(),
+            cause: DriverCode(e.0),
+        })
+    }
+
+    fn check(&self, stream: &CudaStream, r: sys::CUresult, call: &'static str) -> Result<()> {
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) })
+        }
+    }
+}
