@@ -255,6 +255,9 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
     let (fatbin, ptx, deps) = run_nvcc(nvcc, req)?;
     let user_deps: Vec<(String, PathBuf)> = deps
         .into_iter()
+        // Relative names are the `#line` file (the Rust file or the `.cu` file itself), not a
+        // header: the source text is already in the key.
+        .filter(|d| d.is_absolute())
         .filter(|d| !d.starts_with(&nvcc.root) && !d.starts_with("/usr/include") && !d.starts_with("/usr/lib"))
         .filter_map(|d| file_hash(&d).map(|h| (h, d)))
         .collect();

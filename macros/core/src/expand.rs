@@ -94,8 +94,7 @@ fn source_text(input: &Input, site: &CallSite) -> Result<(String, String, Vec<Pa
         let p = manifest.as_ref().map_or_else(|| PathBuf::from(d), |m| m.join(d));
         if !p.is_dir() {
             return Err(format!(
-                "include directory `{d}` does not exist (looked for {}); paths are relative to the crate root",
-                p.display()
+                "include directory `{d}` does not exist; `include_dirs` are relative to the crate root (the directory holding Cargo.toml)"
             ));
         }
         include_dirs.push(p);
@@ -111,7 +110,7 @@ fn source_text(input: &Input, site: &CallSite) -> Result<(String, String, Vec<Pa
             let rel = lit.value();
             let path = manifest.as_ref().map_or_else(|| PathBuf::from(&rel), |m| m.join(&rel));
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                format!("cannot read the CUDA file `{rel}` ({}: {e}); `file` is relative to the crate root (the directory of Cargo.toml)", path.display())
+                format!("cannot read the CUDA file `{rel}`: {e}; `file` is relative to the crate root (the directory holding Cargo.toml)")
             })?;
             let line = format!("#line 1 \"{}\"", rel.replace('\\', "/"));
             let mut dirs: Vec<PathBuf> = path.parent().map(|p| p.to_path_buf()).into_iter().collect();

@@ -65,7 +65,7 @@ fn guarded(text: &str) -> bool {
 /// unguarded headers is an error.
 pub fn scan(source: &str, dir: Option<&Path>, include_dirs: &[PathBuf]) -> Result<Vec<Header>, String> {
     let mut found: Vec<Header> = Vec::new();
-    let mut stack: Vec<PathBuf> = Vec::new();
+    let mut stack: Vec<(PathBuf, String)> = Vec::new();
     walk(source, dir, include_dirs, &mut stack, &mut found)?;
     Ok(found)
 }
@@ -74,7 +74,7 @@ fn walk(
     text: &str,
     dir: Option<&Path>,
     include_dirs: &[PathBuf],
-    stack: &mut Vec<PathBuf>,
+    stack: &mut Vec<(PathBuf, String)>,
     found: &mut Vec<Header>,
 ) -> Result<(), String> {
     for (name, quoted, _) in directives(text) {
@@ -85,12 +85,12 @@ fn walk(
         candidates.extend(include_dirs.iter().map(|d| d.join(&name)));
         let Some(path) = candidates.into_iter().find(|p| p.is_file()) else { continue };
         let path = path.canonicalize().unwrap_or(path);
-        if let Some(at) = stack.iter().position(|p| p == &path) {
+        if let Some(at) = stack.iter().position(|p| p.0 == path) {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             if guarded(&text) {
                 continue;
             }
-            let chain: Vec<String> = stack[at..].iter().chain([&path]).map(|p| p.display().to_string()).collect();
+            let chain: Vec<&str> = stack[at..].iter().map(|p| p.1.as_str()).chain([name.as_str()]).collect();
             return Err(format!(
                 "include cycle: {} — the headers include each other without include guards, so the preprocessor \
                  would never stop: add `#pragma once` to them or break the cycle",
@@ -101,8 +101,8 @@ fn walk(
             continue;
         }
         let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        found.push(Header { include: name, path: path.clone(), text: text.clone() });
-        stack.push(path.clone());
+        found.push(Header { include: name.clone(), path: path.clone(), text: text.clone() });
+        stack.push((path.clone(), name));
         walk(&text, path.parent(), include_dirs, stack, found)?;
         stack.pop();
     }

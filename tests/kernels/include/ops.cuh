@@ -1,0 +1,2 @@
+#pragma once
+__device__ inline float shift(float v) { return v + OFFSET; }
