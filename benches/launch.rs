@@ -70,10 +70,11 @@ fn run() -> cuda_embed::Result<()> {
     let mut raw = Vec::new();
     let mut ours = Vec::new();
     let mut builder = Vec::new();
+    let mut unchecked = Vec::new();
     for round in 0..ROUNDS + 2 {
         // Rotate the order so no method always runs first.
-        for m in 0..3 {
-            let method = (m + round) % 3;
+        for m in 0..4 {
+            let method = (m + round) % 4;
             let mut elapsed = 0.0f64;
             for _ in 0..PER_ROUND / BATCH {
                 let t0 = Instant::now();
@@ -110,6 +111,22 @@ fn run() -> cuda_embed::Result<()> {
                             unsafe { empty4::launch(&stream, cfg, &a, &mut b, n, s)? };
                         }
                     }
+                    3 => {
+                        // The generated launcher's body with the limit checks left out: what
+                        // `launch` costs minus what the checks cost.
+                        for _ in 0..BATCH {
+                            let (pa, _sa) = a.device_ptr(&stream);
+                            let (pb, _sb) = b.device_ptr_mut(&stream);
+                            let mut args: [*mut c_void; 4] = [
+                                &pa as *const u64 as *mut c_void,
+                                &pb as *const u64 as *mut c_void,
+                                &n as *const i32 as *mut c_void,
+                                &s as *const f32 as *mut c_void,
+                            ];
+                            // SAFETY: kernel 0 of the module is empty4; args match its parameters.
+                            unsafe { empty4::module().launch_unchecked(0, &stream, &cfg, &mut args)? };
+                        }
+                    }
                     _ => {
                         for _ in 0..BATCH {
                             let mut l = stream.launch_builder(&cudarc_fn);
@@ -124,20 +141,23 @@ fn run() -> cuda_embed::Result<()> {
             if round >= 2 {
                 // The first two rounds are warm-up.
                 let ns = elapsed * 1e9 / PER_ROUND as f64;
-                [&mut raw, &mut ours, &mut builder][method].push(ns);
+                [&mut raw, &mut ours, &mut builder, &mut unchecked][method].push(ns);
             }
         }
     }
     let _ = b.device_ptr_mut(&stream);
     let (major, _) = ctx.compute_capability()?;
     let cluster_rows = if major >= 9 { cluster_compare(&stream, &a, &mut b)? } else { None };
-    let (r, o, bl) = (median(&mut raw), median(&mut ours), median(&mut builder));
+    let (r, o, bl, u) = (median(&mut raw), median(&mut ours), median(&mut builder), median(&mut unchecked));
     println!("GPU: {}  launches per method: {}", ctx.name()?, ROUNDS * PER_ROUND);
     println!("| method | ns/launch (median of {ROUNDS} rounds) | vs raw |");
     println!("|---|---|---|");
     println!("| raw cuLaunchKernel (cudarc sys) | {r:.0} | 1.000x |");
-    println!("| cuda-embed generated launch | {o:.0} | {:.3}x |", o / r);
+    println!("| cuda-embed generated launch (limits checked) | {o:.0} | {:.3}x |", o / r);
+    println!("| same launcher, limit checks left out | {u:.0} | {:.3}x |", u / r);
     println!("| cudarc launch_builder | {bl:.0} | {:.3}x |", bl / r);
+    println!();
+    println!("limit checks: checked / unchecked = {:.3}x", o / u);
     if let Some((plain, ex)) = cluster_rows {
         println!();
         println!("| sm_90 kernel, grid 2 | ns/launch (median) | vs plain |");

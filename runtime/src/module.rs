@@ -250,10 +250,43 @@ impl Module {
         cfg: &LaunchConfig,
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        let loaded = self.loaded(stream.context())?;
+        self.check_limits(index, stream.context(), loaded, cfg)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_loaded(index, stream, loaded, cfg, args) }
+    }
+
+    /// [`Module::launch`] without the launch-limit checks; exists only so the launch benchmark
+    /// can measure what the checks cost. Invalid configurations reach the driver and come back
+    /// as its error code.
+    ///
+    /// # Safety
+    /// As for [`Module::launch`].
+    #[doc(hidden)]
+    #[inline]
+    pub unsafe fn launch_unchecked(
+        &'static self,
+        index: usize,
+        stream: &CudaStream,
+        cfg: &LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let loaded = self.loaded(stream.context())?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_loaded(index, stream, loaded, cfg, args) }
+    }
+
+    #[inline(always)]
+    unsafe fn launch_loaded(
+        &'static self,
+        index: usize,
+        stream: &CudaStream,
+        loaded: &Loaded,
+        cfg: &LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
         let ctx = stream.context();
-        let loaded = self.loaded(ctx)?;
         let f = loaded.functions[index];
-        self.check_limits(index, ctx, loaded, cfg)?;
         if let Err(e) = ctx.bind_to_thread() {
             return Err(Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) });
         }
