@@ -29,10 +29,20 @@
 //!
 //! ## The macro
 //!
-//! `cuda_kernel!(SOURCE [, archs = [80, 90]] [, options = ["-DN=4", ...]])`
+//! `cuda_kernel!(SOURCE | file = "kernels/x.cu" [, archs = [80, 90]] [, instances = ["axpy<float>"]]
+//! [, defines = ["N=4"]] [, std = "c++17"] [, fast_math = true] [, maxrregcount = 64]
+//! [, lineinfo = true] [, include_dirs = ["include"]] [, options = ["..."]] [, compiler = "auto"])`
 //!
-//! - `SOURCE`: a string literal (raw strings are easiest). Several kernels and `__device__`
-//!   helpers in one source share one module, loaded once per device.
+//! - `SOURCE`: a string literal (raw strings are easiest), or `file = "..."` relative to the crate
+//!   root (cargo rebuilds when the file or a header it includes changes). Several kernels and
+//!   `__device__` helpers in one source share one module, loaded once per device.
+//! - `instances`: template instances to compile; `NAME::launch::<T, N>(...)` launches one (type
+//!   parameters are Rust generics, integer/bool parameters const generics). An unlisted instance
+//!   is a compile error.
+//! - `__constant__`/`__device__` variables become `static NAME: Global<T>` handles
+//!   ([`Global`]): write, read, address, per device.
+//! - `defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`, `include_dirs`: typed compiler
+//!   options, passed to nvcc and NVRTC alike.
 //! - `archs`: GPU architectures to build SASS for; PTX is embedded for the lowest, so newer GPUs
 //!   JIT it. Default: `CUDA_EMBED_ARCHS` (e.g. `80,90a`) when set, else `80, 90`.
 //! - `options`: extra compiler options, passed to nvcc at build time and to NVRTC at run time
@@ -43,8 +53,7 @@
 //! - `const NAME: &str`, and `fn module() -> &'static Module` (introspection: how it was built,
 //!   how often it was loaded).
 //!
-//! Use it at module level (not inside a function body): the kernel modules refer to their shared
-//! module through `super::`.
+//! It works at module level and inside function bodies.
 //!
 //! ## Type mapping
 //!
