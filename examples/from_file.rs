@@ -15,11 +15,7 @@ fn run() -> cuda_embed::Result<()> {
     let mut y = stream.alloc_zeros::<f32>(xs.len())?;
     unsafe { softplus::launch(&stream, LaunchConfig::for_num_elems(xs.len() as u32), &x, &mut y, xs.len() as i32)? };
     let out = stream.clone_dtoh(&y)?;
-    let worst = xs
-        .iter()
-        .zip(&out)
-        .map(|(x, y)| ((2.0 * x).exp().ln_1p() / 2.0 - y).abs())
-        .fold(0.0f32, f32::max);
+    let worst = xs.iter().zip(&out).map(|(x, y)| ((2.0 * x).exp().ln_1p() / 2.0 - y).abs()).fold(0.0f32, f32::max);
     println!("softplus from examples/kernels/softplus.cu: max error {worst:e} ({:?})", softplus::module().build_info());
     if worst > 1e-5 {
         std::process::exit(1);

@@ -52,7 +52,9 @@ fn run() -> cuda_embed::Result<()> {
     let s128 = stream.clone_dtoh(&sum)?[0];
     let yd0 = stream.clone_dtoh(&yd)?[0];
     let want = 4.0 * n as f32;
-    println!("axpy<float> then block_sum: {s512} (512 threads), {s128} (128 threads), want {want}; axpy<double>: {yd0}");
+    println!(
+        "axpy<float> then block_sum: {s512} (512 threads), {s128} (128 threads), want {want}; axpy<double>: {yd0}"
+    );
     if s512 != want || s128 != want || yd0 != 1.0 {
         std::process::exit(1);
     }

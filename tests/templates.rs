@@ -55,7 +55,7 @@ cuda_kernel!(
         "axpy<double>",
         "axpy<int>",
         "block_sum<float, 256>",
-        "block_sum<float, 2 * 64>",
+        "block_sum<float, 128>",
         "block_sum<double, 256>",
         "count_as<short>",
         "count_as<std::size_t>",
@@ -71,7 +71,7 @@ fn instances_have_names_and_the_template_its_own_module() {
     assert_eq!(ops_fill_name(), "ops::fill");
     assert_eq!(plain::NAME, "plain");
     let names: Vec<&str> = axpy::module().spec().kernels.iter().map(|k| k.name).collect();
-    assert!(names.contains(&"axpy<float>") && names.contains(&"block_sum<float, 2 * 64>"), "{names:?}");
+    assert!(names.contains(&"axpy<float>") && names.contains(&"block_sum<float, 128>"), "{names:?}");
     // `count_as<size_t>` and `count_as<unsigned long>` are one kernel (the same symbol, resolved by
     // the compiler) under two Rust types (usize and u64): no collision (cupy#10173).
     let symbol = |name: &str| axpy::module().spec().kernels.iter().find(|k| k.name == name).map(|k| k.symbol);

@@ -115,15 +115,113 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A run-time [`Program`](crate::Program) could not be built for a device: NVRTC rejected the
+    /// source (the log is in `cause`), a name expression names no kernel, NVRTC is missing, or the
+    /// driver could not load the result.
+    #[error("CUDA program `{program}` for sm_{arch}: {cause}")]
+    Program {
+        /// The program's name ([`Program::name`](crate::Program::name)).
+        program: String,
+        /// Target architecture, e.g. `90`.
+        arch: u32,
+        /// What failed, with NVRTC's or the driver's log.
+        cause: String,
+    },
+
+    /// [`ProgramModule::kernel`](crate::ProgramModule::kernel) was asked for a kernel the module
+    /// does not have.
+    #[error(
+        "CUDA program `{program}` has no kernel `{kernel}`; it has: {}. Template instances are found by \
+         the name expression given to `Program::name_expression` (e.g. `axpy<float>`), extern \"C\" \
+         kernels by their name",
+        known.join(", ")
+    )]
+    UnknownKernel {
+        /// The program's name.
+        program: String,
+        /// The name that was asked for.
+        kernel: String,
+        /// The name expressions and symbols the module does have.
+        known: Vec<String>,
+    },
+
+    /// The argument list of a [`ProgramKernel`](crate::ProgramKernel) launch disagrees with the
+    /// kernel's compiled parameter list (count or a size). Nothing was launched.
+    #[error("kernel `{kernel}` of CUDA program `{program}`: {}", argument_mismatch(expected, given))]
+    Arguments {
+        /// The program's name.
+        program: String,
+        /// The kernel, as it was looked up.
+        kernel: String,
+        /// Byte size of every parameter of the compiled kernel.
+        expected: Vec<usize>,
+        /// Byte size of every argument given.
+        given: Vec<usize>,
+    },
+
+    /// A launch of a [`ProgramKernel`](crate::ProgramKernel) was rejected before the driver was
+    /// called (launch limits, a stream of another device) or by the driver.
+    #[error(
+        "launch of kernel `{kernel}` of CUDA program `{program}` on device {device} failed: {cause}{}",
+        fix_suffix(fix)
+    )]
+    ProgramLaunch {
+        /// The program's name.
+        program: String,
+        /// The kernel, as it was looked up.
+        kernel: String,
+        /// Device ordinal of the launch stream.
+        device: usize,
+        /// What is wrong, with the values involved.
+        cause: String,
+        /// What to do about it, when known.
+        fix: Option<String>,
+    },
+
     /// Any other driver error reached through `?` on a cudarc call.
     #[error("CUDA driver error: {0}")]
     Cudarc(#[from] cudarc::driver::DriverError),
+
+    /// A `__constant__`/`__device__` variable could not be used as asked.
+    #[error("CUDA global `{name}` of {origin} on device {device}: {cause}{}", fix_suffix(fix))]
+    Global {
+        /// The variable's C++ name.
+        name: &'static str,
+        /// `file:line` of the `cuda_kernel!` invocation.
+        origin: &'static str,
+        /// Device ordinal.
+        device: usize,
+        /// What went wrong.
+        cause: String,
+        /// What to do about it, when known.
+        fix: Option<String>,
+    },
 }
 
 fn fix_suffix(fix: &Option<String>) -> String {
     match fix {
         Some(f) => format!("; {f}"),
         None => String::new(),
+    }
+}
+
+fn argument_mismatch(expected: &[usize], given: &[usize]) -> String {
+    if expected.len() != given.len() {
+        return format!(
+            "the kernel takes {} parameter(s) of {expected:?} bytes but {} argument(s) of {given:?} bytes were given",
+            expected.len(),
+            given.len()
+        );
+    }
+    match expected.iter().zip(given).position(|(e, g)| e != g) {
+        Some(i) => format!(
+            "argument {i} (counting from 0) is {} bytes but parameter {i} of the kernel is {} bytes \
+             (parameters: {expected:?} bytes, arguments: {given:?} bytes, {} of each)",
+            given[i],
+            expected[i],
+            expected.len()
+        ),
+        None => format!("arguments of {given:?} bytes match the parameters"),
     }
 }
 

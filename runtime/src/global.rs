@@ -90,7 +90,11 @@ impl<T: DeviceSafe> Global<T> {
             fix,
         };
         let name = c_string(symbol).map_err(|e| err(e, None))?;
-        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) })?;
+        ctx.bind_to_thread().map_err(|e| Error::Driver {
+            call: "cuCtxSetCurrent",
+            device: ctx.ordinal(),
+            cause: DriverCode(e.0),
+        })?;
         let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: `loaded.module` is a live module of `ctx` (made current above); the name is a
         // valid C string; both out-pointers are valid.
@@ -137,7 +141,10 @@ impl<T: DeviceSafe> Global<T> {
                 name: self.spec().name,
                 origin: self.module.spec().origin,
                 device: ctx.ordinal(),
-                cause: format!("{what} elements {offset}..{} of a variable holding {len}", offset.saturating_add(count)),
+                cause: format!(
+                    "{what} elements {offset}..{} of a variable holding {len}",
+                    offset.saturating_add(count)
+                ),
                 fix: Some(format!("pass at most {} elements from offset {offset}", len.saturating_sub(offset))),
             });
         }
@@ -220,7 +227,12 @@ impl<T: DeviceSafe> Global<T> {
         // a live, exclusively borrowed host buffer, and the stream is synchronised below before
         // it is used.
         let r = unsafe {
-            sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr() as *mut c_void, src, std::mem::size_of_val(out), stream.cu_stream())
+            sys::cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr() as *mut c_void,
+                src,
+                std::mem::size_of_val(out),
+                stream.cu_stream(),
+            )
         };
         self.check(stream, r, "cuMemcpyDtoHAsync")?;
         stream.synchronize().map_err(|e| Error::Driver {

@@ -8,16 +8,21 @@
 
 mod control;
 mod error;
+mod global;
 mod load;
 mod module;
 pub mod nvrtc;
+mod params;
+mod program;
 mod types;
 
 pub use control::{ClusterDim, KernelAttributes};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use error::{DriverCode, Error, Result};
+pub use global::{Global, GlobalSpec};
 pub use module::{BuildPath, Image, KernelSpec, Module, ModuleSpec, FAST_DEVICE_SLOTS};
+pub use program::{Arg, Program, ProgramKernel, ProgramModule};
 pub use types::*;
 
 use std::sync::Arc;

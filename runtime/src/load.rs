@@ -24,7 +24,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     let (major, minor) = ctx.compute_capability()?;
     let arch = (major * 10 + minor) as u32;
 
-    let (module, symbols, from_disk_cache) = match &spec.image {
+    let (module, symbols, global_symbols, from_disk_cache) = match &spec.image {
         Image::Fatbin { bytes, targets, compiler } => {
             let module = load_image(bytes.as_ptr() as *const c_void).map_err(|(code, log)| {
                 let fix = match code {
@@ -45,14 +45,23 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 load_error(with_log(code, &log), fix)
             })?;
             let symbols = spec.kernels.iter().map(|k| k.symbol.to_string()).collect();
-            (module, symbols, false)
+            let globals: Vec<String> = spec.globals.iter().map(|g| g.symbol.to_string()).collect();
+            (module, symbols, globals, false)
         }
-        Image::Source { source, options, .. } => {
-            let exprs: Vec<&str> = spec.kernels.iter().map(|k| k.name_expression).collect();
-            let compiled = crate::nvrtc::compile(spec.origin, source, options, &exprs, arch)?;
+        Image::Source { source, options, headers, .. } => {
+            // Kernels first, then globals: NVRTC lowers both kinds of name expression.
+            let exprs: Vec<&str> = spec
+                .kernels
+                .iter()
+                .map(|k| k.name_expression)
+                .chain(spec.globals.iter().map(|g| g.name_expression))
+                .collect();
+            let compiled = crate::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
             let module = load_image(compiled.cubin.as_ptr() as *const c_void)
                 .map_err(|(code, log)| load_error(with_log(code, &log), None))?;
-            (module, compiled.symbols, compiled.from_cache)
+            let mut symbols = compiled.symbols;
+            let globals = symbols.split_off(spec.kernels.len());
+            (module, symbols, globals, compiled.from_cache)
         }
     };
 
@@ -85,6 +94,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         cu_ctx: ctx.cu_ctx(),
         _ctx: ctx.clone(),
         module,
+        global_symbols: global_symbols.into_boxed_slice(),
         functions: functions.into_boxed_slice(),
         max_threads: limits.into_boxed_slice(),
         max_dyn_smem: smem.into_boxed_slice(),
@@ -96,30 +106,17 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 /// this against PTX at build time on the nvcc path; this catches the NVRTC path, where the code is
 /// only compiled now.
 fn check_params(spec: &ModuleSpec, k: &crate::module::KernelSpec, f: sys::CUfunction) -> Result<()> {
-    // cuFuncGetParamInfo arrived with CUDA 12.4; on older drivers there is nothing to check with,
-    // and calling a missing entry point would abort.
-    let mut version = 0;
-    // SAFETY: valid out-pointer.
-    if unsafe { sys::cuDriverGetVersion(&mut version) } != sys::CUresult::CUDA_SUCCESS || version < 12040 {
+    // Nothing to check with on drivers older than CUDA 12.4 (no cuFuncGetParamInfo).
+    let Some(info) = crate::params::param_info(f) else {
         return Ok(());
-    }
-    // Query one index past the expected count: it must fail, every earlier one must succeed.
-    let mut sizes = Vec::new();
-    for i in 0..=k.param_sizes.len() {
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: `f` is a live function handle; out-pointers are valid.
-        if unsafe { sys::cuFuncGetParamInfo(f, i, &mut offset, &mut size) } != sys::CUresult::CUDA_SUCCESS {
-            break;
-        }
-        sizes.push(size as u32);
-    }
+    };
+    let sizes: Vec<u32> = info.iter().map(|&(_, size)| size as u32).collect();
     if sizes != k.param_sizes {
-        let more = if sizes.len() > k.param_sizes.len() { " (and possibly more)" } else { "" };
         return Err(Error::Signature {
             kernel: k.name,
             origin: spec.origin,
             detail: format!(
-                "the compiled kernel takes parameters of {sizes:?}{more} bytes but the launcher was generated for \
+                "the compiled kernel takes parameters of {sizes:?} bytes but the launcher was generated for \
                  {:?}; a typedef or macro changed a parameter type: check the signature",
                 k.param_sizes
             ),
@@ -128,7 +125,7 @@ fn check_params(spec: &ModuleSpec, k: &crate::module::KernelSpec, f: sys::CUfunc
     Ok(())
 }
 
-fn with_log(code: sys::CUresult, log: &str) -> String {
+pub(crate) fn with_log(code: sys::CUresult, log: &str) -> String {
     if log.is_empty() {
         DriverCode(code).to_string()
     } else {
@@ -137,7 +134,7 @@ fn with_log(code: sys::CUresult, log: &str) -> String {
 }
 
 /// `cuModuleLoadDataEx` with an error-log buffer, so a failed PTX JIT says why.
-fn load_image(image: *const c_void) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
+pub(crate) fn load_image(image: *const c_void) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
     let mut log = vec![0u8; 8192];
     let mut options =
         [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];

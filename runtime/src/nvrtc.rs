@@ -1,4 +1,5 @@
-//! NVRTC compilation with an on-disk cache: the path taken when no nvcc was found at build time.
+//! NVRTC compilation with an on-disk cache: the path taken when no nvcc was found at build time,
+//! and the compiler behind run-time [`Program`](crate::Program)s.
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Results are cached content-addressed under [`cache_dir`]`/nvrtc/`: the key is a SHA-256
@@ -107,6 +108,19 @@ fn library_identity() -> Option<String> {
     None
 }
 
+/// Identifies the NVRTC build for cache keys: by its library file when that can be found without
+/// loading it (loading libnvrtc costs ~10 ms, which a cache hit must not pay), else by loading it
+/// and asking its version.
+pub(crate) fn compiler_identity() -> Result<String, String> {
+    match library_identity() {
+        Some(id) => Ok(id),
+        None => {
+            let (major, minor) = version()?;
+            Ok(format!("nvrtc {major}.{minor}"))
+        }
+    }
+}
+
 /// The cache key of a compilation, as a hex string. `compiler` identifies the NVRTC build.
 pub fn cache_key(compiler: &str, arch: u32, options: &[&str], name_expressions: &[&str], source: &str) -> String {
     let mut h = Sha256::new();
@@ -129,36 +143,39 @@ pub fn cache_key(compiler: &str, arch: u32, options: &[&str], name_expressions: 
 /// Compiles `source` for `sm_{arch}` with NVRTC, or takes the result from the disk cache.
 ///
 /// `origin` names the source in errors (the `file:line` of a `cuda_kernel!`).
+///
+/// `headers` are (name as included, text) pairs embedded at build time; NVRTC resolves
+/// `#include "name"` to them, and their text is part of the cache key.
 pub fn compile(
     origin: &'static str,
     source: &str,
     options: &[&str],
+    headers: &[(&str, &str)],
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
     let fail = |log: String| Error::Nvrtc { origin, arch, log };
-    // Identify the compiler by its library file when it can be found without loading it: loading
-    // libnvrtc costs ~10 ms, which a cache hit must not pay. Otherwise load it and ask.
-    let identity = match library_identity() {
-        Some(id) => id,
-        None => {
-            let (major, minor) = version().map_err(fail)?;
-            format!("nvrtc {major}.{minor}")
-        }
-    };
-    let key = cache_key(&identity, arch, options, name_expressions, source);
+    let identity = compiler_identity().map_err(fail)?;
+    // Headers join the key as source text: (name, text) pairs after the source.
+    let mut keyed = source.to_string();
+    for (name, text) in headers {
+        keyed.push_str(&format!("\0header {name}\0{}\0{text}", text.len()));
+    }
+    let key = cache_key(&identity, arch, options, name_expressions, &keyed);
     let dir = cache_dir().join("nvrtc");
     let file = dir.join(format!("{key}.cubin"));
     if let Some((cubin, symbols)) = read_entry(&file, name_expressions.len()) {
         return Ok(Compiled { cubin, symbols, from_cache: true, cache_file: Some(file) });
     }
-    let (cubin, symbols) = run_nvrtc(source, options, name_expressions, arch).map_err(fail)?;
+    let headers: Vec<(String, String)> = headers.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    let (cubin, symbols) =
+        run_nvrtc("cuda_embed_kernel.cu", source, &headers, options, name_expressions, arch).map_err(fail)?;
     // A cache that cannot be written is not an error: the program still runs, only slower next time.
     let cache_file = write_entry(&dir, &file, &cubin, &symbols).ok().map(|_| file);
     Ok(Compiled { cubin, symbols, from_cache: false, cache_file })
 }
 
-fn read_entry(file: &Path, n: usize) -> Option<(Vec<u8>, Vec<String>)> {
+pub(crate) fn read_entry(file: &Path, n: usize) -> Option<(Vec<u8>, Vec<String>)> {
     let bytes = std::fs::read(file).ok()?;
     let mut rest = bytes.as_slice();
     let mut line = || {
@@ -179,7 +196,7 @@ fn read_entry(file: &Path, n: usize) -> Option<(Vec<u8>, Vec<String>)> {
     (rest.len() == len && len > 0).then(|| (rest.to_vec(), symbols))
 }
 
-fn write_entry(dir: &Path, file: &Path, cubin: &[u8], symbols: &[String]) -> std::io::Result<()> {
+pub(crate) fn write_entry(dir: &Path, file: &Path, cubin: &[u8], symbols: &[String]) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -215,6 +232,108 @@ fn toolkit_include_options() -> Vec<String> {
     Vec::new()
 }
 
+/// One file a program may include, for its cache key: a disk file's canonical path and the
+/// SHA-256 of its bytes, or an include that names no file cuda-embed can find (`digest: None`;
+/// toolkit headers such as `<cuda_fp16.h>` land here, covered by the compiler identity).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dependency {
+    pub(crate) label: String,
+    pub(crate) digest: Option<[u8; 32]>,
+}
+
+/// More files than any real program includes: a guard against pathological include graphs.
+const MAX_INCLUDED_FILES: usize = 4096;
+
+/// Every file `source` may `#include`, transitively, found the way NVRTC looks for them: in-memory
+/// `headers` by their exact name, then on disk — for `"quoted"` includes relative to the
+/// including file (for the program itself: the directory of `program_name`, then the current
+/// directory), then in `include_dirs`. Every `#include` line counts, even one disabled by `#if`:
+/// the key may change more often than needed, never less. Each file is scanned once, so include
+/// cycles terminate with or without `#pragma once`. Toolkit include directories are not scanned
+/// (the compiler identity covers them).
+pub(crate) fn include_closure(
+    program_name: &str,
+    source: &str,
+    headers: &[(String, String)],
+    include_dirs: &[PathBuf],
+) -> Vec<Dependency> {
+    use std::collections::HashSet;
+    let dirs: Vec<&PathBuf> = include_dirs.iter().filter(|d| !is_toolkit_include_dir(d)).collect();
+    let cwd = PathBuf::from(".");
+    let mut main_bases = Vec::new();
+    if let Some(parent) = Path::new(program_name).parent().filter(|p| !p.as_os_str().is_empty()) {
+        main_bases.push(parent.to_path_buf());
+    }
+    main_bases.push(cwd.clone());
+
+    let mut out = Vec::new();
+    let mut seen_memory: HashSet<usize> = HashSet::new();
+    let mut seen_disk: HashSet<PathBuf> = HashSet::new();
+    let mut seen_missing: HashSet<String> = HashSet::new();
+    // (text to scan, directories its quoted includes are relative to)
+    let mut work: Vec<(std::borrow::Cow<'_, str>, Vec<PathBuf>)> = vec![(source.into(), main_bases)];
+    let mut scanned = 0usize;
+    while let Some((text, bases)) = work.pop() {
+        scanned += 1;
+        if scanned > MAX_INCLUDED_FILES {
+            out.push(Dependency { label: "too many included files".into(), digest: None });
+            break;
+        }
+        for (quoted, name) in include_directives(&text) {
+            let mut found = false;
+            if let Some(i) = headers.iter().position(|(n, _)| n == name) {
+                found = true;
+                if seen_memory.insert(i) {
+                    work.push((headers[i].1.as_str().into(), vec![cwd.clone()]));
+                }
+            }
+            let relative = if quoted { bases.as_slice() } else { &[] };
+            let on_disk = relative
+                .iter()
+                .chain(dirs.iter().copied())
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+                .and_then(|p| std::fs::canonicalize(p).ok());
+            if let Some(path) = on_disk {
+                found = true;
+                if seen_disk.insert(path.clone()) {
+                    let bytes = std::fs::read(&path).unwrap_or_default();
+                    out.push(Dependency {
+                        label: path.display().to_string(),
+                        digest: Some(Sha256::digest(&bytes).into()),
+                    });
+                    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone());
+                    work.push((String::from_utf8_lossy(&bytes).into_owned().into(), vec![base]));
+                }
+            }
+            if !found && seen_missing.insert(name.to_string()) {
+                out.push(Dependency { label: format!("not found: {name}"), digest: None });
+            }
+        }
+    }
+    out
+}
+
+/// The `#include "name"` (quoted: true) and `#include <name>` lines of `text`.
+fn include_directives(text: &str) -> impl Iterator<Item = (bool, &str)> {
+    text.lines().filter_map(|line| {
+        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?;
+        let rest = rest.strip_prefix("_next").unwrap_or(rest).trim_start();
+        let (quoted, close) = match rest.chars().next()? {
+            '"' => (true, '"'),
+            '<' => (false, '>'),
+            _ => return None,
+        };
+        let name = &rest[1..];
+        Some((quoted, &name[..name.find(close)?]))
+    })
+}
+
+/// A CUDA toolkit (or CCCL) include directory: its headers are versioned with the compiler.
+fn is_toolkit_include_dir(dir: &Path) -> bool {
+    ["cuda_runtime_api.h", "cuda_fp16.h", "nv/target"].iter().any(|f| dir.join(f).is_file())
+}
+
 struct Program(nv::nvrtcProgram);
 impl Drop for Program {
     fn drop(&mut self) {
@@ -223,24 +342,51 @@ impl Drop for Program {
     }
 }
 
-fn run_nvrtc(
+/// Runs NVRTC on `source` (named `name` in diagnostics and for relative `#include`s) with the
+/// in-memory `headers` (`(include name, contents)`), returning the cubin and the lowered symbol of
+/// each name expression. The error is NVRTC's log, or why NVRTC could not run.
+pub(crate) fn run_nvrtc<S: AsRef<str>>(
+    name: &str,
     source: &str,
-    options: &[&str],
-    name_expressions: &[&str],
+    headers: &[(String, String)],
+    options: &[S],
+    name_expressions: &[S],
     arch: u32,
 ) -> Result<(Vec<u8>, Vec<String>), String> {
+    if !is_available() {
+        return Err(missing_nvrtc());
+    }
     let src = CString::new(source).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
-    let name = c"cuda_embed_kernel.cu";
+    let name = CString::new(name).map_err(|_| "the program name contains a NUL byte".to_string())?;
+    let header_names: Vec<CString> = headers
+        .iter()
+        .map(|(n, _)| CString::new(n.as_str()).map_err(|_| format!("header name `{n}` contains a NUL byte")))
+        .collect::<Result<_, _>>()?;
+    let header_texts: Vec<CString> = headers
+        .iter()
+        .map(|(n, t)| CString::new(t.as_str()).map_err(|_| format!("header `{n}` contains a NUL byte")))
+        .collect::<Result<_, _>>()?;
+    let name_ptrs: Vec<*const c_char> = header_names.iter().map(|h| h.as_ptr()).collect();
+    let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|h| h.as_ptr()).collect();
+    let (text_arr, name_arr) = if headers.is_empty() {
+        (std::ptr::null(), std::ptr::null())
+    } else {
+        (text_ptrs.as_ptr(), name_ptrs.as_ptr())
+    };
     let mut prog: nv::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: valid C strings; no headers are passed (count 0, null arrays).
+    // SAFETY: valid C strings; the header arrays hold `headers.len()` valid C strings each (or are
+    // null with a count of 0) and outlive the call, which copies them.
     let r = unsafe {
-        nv::nvrtcCreateProgram(&mut prog, src.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+        nv::nvrtcCreateProgram(&mut prog, src.as_ptr(), name.as_ptr(), headers.len() as i32, text_arr, name_arr)
     };
     check(r, "nvrtcCreateProgram")?;
     let prog = Program(prog);
     let exprs: Vec<CString> = name_expressions
         .iter()
-        .map(|n| CString::new(*n).map_err(|_| format!("name expression `{n}` contains a NUL byte")))
+        .map(|n| {
+            let n = n.as_ref();
+            CString::new(n).map_err(|_| format!("name expression `{n}` contains a NUL byte"))
+        })
         .collect::<Result<_, _>>()?;
     for e in &exprs {
         // SAFETY: live program, valid C string.
@@ -248,7 +394,7 @@ fn run_nvrtc(
     }
     let mut opts: Vec<String> = vec![format!("--gpu-architecture=sm_{arch}")];
     opts.extend(toolkit_include_options());
-    opts.extend(options.iter().map(|s| s.to_string()));
+    opts.extend(options.iter().map(|s| s.as_ref().to_string()));
     let opts: Vec<CString> = opts
         .into_iter()
         .map(|o| CString::new(o).map_err(|_| "an NVRTC option contains a NUL byte".to_string()))
@@ -271,7 +417,7 @@ fn run_nvrtc(
         // SAFETY: live, compiled program; the expression was added before compiling.
         let r = unsafe { nv::nvrtcGetLoweredName(prog.0, e.as_ptr(), &mut lowered) };
         if r != nv::nvrtcResult::NVRTC_SUCCESS || lowered.is_null() {
-            return Err(format!("NVRTC could not resolve the kernel name `{text}` ({r:?})"));
+            return Err(format!("NVRTC could not resolve the kernel name `{}` ({r:?})", text.as_ref()));
         }
         // SAFETY: NVRTC returns a NUL-terminated string owned by the program, copied here.
         symbols.push(unsafe { CStr::from_ptr(lowered) }.to_string_lossy().into_owned());
@@ -317,6 +463,30 @@ mod tests {
         assert_ne!(base, cache_key(v, 90, &["-O3"], &["k"], "src2"));
         // Option/name boundaries are part of the key.
         assert_ne!(cache_key(v, 90, &["a", "b"], &[], ""), cache_key(v, 90, &["ab"], &[], ""));
+    }
+
+    #[test]
+    fn include_directives_are_read_like_the_preprocessor() {
+        let text = "#include \"a.cuh\"\n  #  include <b/c.h>\n#include_next \"d.h\"\n// #include \"no.h\"\n#define X\n#include MACRO\n";
+        let found: Vec<_> = include_directives(text).collect();
+        assert_eq!(found, [(true, "a.cuh"), (false, "b/c.h"), (true, "d.h")]);
+    }
+
+    #[test]
+    fn include_closure_follows_relative_includes_and_stops_on_cycles() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(dir.path().join("top.cuh"), "#include \"sub/mid.cuh\"\n").unwrap();
+        std::fs::write(sub.join("mid.cuh"), "#include \"leaf.cuh\"\n#include \"../top.cuh\"\n").unwrap();
+        std::fs::write(sub.join("leaf.cuh"), "#include \"mem.cuh\"\n#include <cuda_fp16.h>\n").unwrap();
+        let headers = [("mem.cuh".to_string(), "#include \"mem.cuh\"\n".to_string())];
+        let deps = include_closure("p.cu", "#include \"top.cuh\"\n", &headers, &[dir.path().to_path_buf()]);
+        let labels: Vec<&str> = deps.iter().map(|d| d.label.as_str()).collect();
+        assert_eq!(labels.len(), 4, "{labels:?}");
+        assert!(labels[0].ends_with("top.cuh") && labels[1].ends_with("mid.cuh") && labels[2].ends_with("leaf.cuh"));
+        assert_eq!(labels[3], "not found: cuda_fp16.h");
+        assert!(deps[..3].iter().all(|d| d.digest.is_some()));
     }
 
     #[test]

@@ -8,11 +8,11 @@ use crate::ptx;
 use crate::signature::{self, GlobalVar, Kernel, Parsed, TemplateKind};
 use crate::types::{self, Builtin, Mapped};
 use proc_macro2::{Literal, Span, TokenStream};
-use syn::LitStr;
 use quote::{format_ident, quote, quote_spanned};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use syn::LitStr;
 
 /// Where the macro was invoked, as rustc reports it.
 #[derive(Debug, Clone, Default)]
@@ -177,8 +177,9 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
             )));
         }
     }
-    let headers = includes::scan(&source, file.as_ref().and_then(|f| f.parent()).or(site.dir.as_deref()), &include_dirs)
-        .map_err(fail)?;
+    let headers =
+        includes::scan(&source, file.as_ref().and_then(|f| f.parent()).or(site.dir.as_deref()), &include_dirs)
+            .map_err(fail)?;
     let mut instances = resolve_instances(input, &parsed).map_err(|e| (e, names.clone()))?;
 
     let archs = match &input.archs {
@@ -245,13 +246,17 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
                 )
             };
             let (essential, extra) = probes_for(&units, &instances, &parsed);
-            let full = format!("{source}\n#line 1 \"cuda-embed-probe\"\n{}", crate::probe::code(&[essential.clone(), extra].concat()));
+            let full = format!(
+                "{source}\n#line 1 \"cuda-embed-probe\"\n{}",
+                crate::probe::code(&[essential.clone(), extra].concat())
+            );
             // If the type probes do not compile (an unusual declaration), retry with what cannot
             // be left out (template instantiations, symbols): errors then are the user's own.
             let built = req(&full).or_else(|_| {
                 req(&format!("{source}\n#line 1 \"cuda_kernel! instances\"\n{}", crate::probe::code(&essential)))
             });
-            let built = built.map_err(|log| fail(format!("nvcc {} failed to compile the CUDA source:\n{log}", nvcc.version)))?;
+            let built = built
+                .map_err(|log| fail(format!("nvcc {} failed to compile the CUDA source:\n{log}", nvcc.version)))?;
             deps.extend(built.deps.iter().cloned());
             let answers = crate::probe::read(&built.ptx);
             let entries = ptx::entries(&built.ptx);
@@ -339,7 +344,8 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
                 return Err(fail(errors.join("\n")));
             }
             let text = format!("{line_directive}\n{source}");
-            let options = input.options.iter().cloned().chain(include_dirs.iter().map(|d| format!("-I{}", d.display())));
+            let options =
+                input.options.iter().cloned().chain(include_dirs.iter().map(|d| format!("-I{}", d.display())));
             let reason = why.to_string();
             let header_names = headers.iter().map(|h| &h.include);
             let header_texts = headers.iter().map(|h| &h.text);
@@ -374,7 +380,9 @@ fn probes_for(units: &[Typed], instances: &[Instance], parsed: &Parsed) -> (Vec<
                     TemplateKind::Type if types::builtin(&normalise_type(arg)).is_none() => {
                         extra.push(Probe::Type { key: format!("t{ii}_{ai}"), ty: arg.clone() })
                     }
-                    TemplateKind::Value(_) => essential.push(Probe::Value { key: format!("v{ii}_{ai}"), expr: arg.clone() }),
+                    TemplateKind::Value(_) => {
+                        essential.push(Probe::Value { key: format!("v{ii}_{ai}"), expr: arg.clone() })
+                    }
                     _ => {}
                 }
             }
@@ -475,8 +483,9 @@ fn resolve_instances(input: &Input, parsed: &Parsed) -> Result<Vec<Instance>, sy
     for lit in &input.instances {
         let text = lit.value();
         let e = |msg: String| syn::Error::new(lit.span(), msg);
-        let (name, mut args) = split_instance(&text)
-            .ok_or_else(|| e(format!("`{text}` is not a template instance: write the kernel and its arguments, e.g. \"axpy<float>\"")))?;
+        let (name, mut args) = split_instance(&text).ok_or_else(|| {
+            e(format!("`{text}` is not a template instance: write the kernel and its arguments, e.g. \"axpy<float>\""))
+        })?;
         let matches: Vec<usize> = parsed
             .templates
             .iter()
@@ -495,10 +504,18 @@ fn resolve_instances(input: &Input, parsed: &Parsed) -> Result<Vec<Instance>, sy
                 let known: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
                 return Err(e(format!(
                     "no template kernel `{name}` in the CUDA source{}",
-                    if known.is_empty() { String::new() } else { format!(" (its template kernels: {})", known.join(", ")) }
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (its template kernels: {})", known.join(", "))
+                    }
                 )));
             }
-            _ => return Err(e(format!("`{name}` names template kernels in several namespaces: qualify it (`ns::{name}<...>`)"))),
+            _ => {
+                return Err(e(format!(
+                    "`{name}` names template kernels in several namespaces: qualify it (`ns::{name}<...>`)"
+                )))
+            }
         };
         let decl = &parsed.templates[template];
         let params = decl.template.as_deref().unwrap_or_default();
@@ -537,7 +554,10 @@ fn resolve_instances(input: &Input, parsed: &Parsed) -> Result<Vec<Instance>, sy
             let looks_like_value = signature::parse_int(a).is_some() || a == "true" || a == "false";
             match &p.kind {
                 TemplateKind::Type if looks_like_value => {
-                    return Err(e(format!("`{text}`: `{a}` is a value, but template parameter `{}` takes a type", p.name)))
+                    return Err(e(format!(
+                        "`{text}`: `{a}` is a value, but template parameter `{}` takes a type",
+                        p.name
+                    )))
                 }
                 TemplateKind::Type if a.contains('*') || a.contains('&') => {
                     return Err(e(format!(
@@ -601,7 +621,8 @@ fn instance_rust_args(
                     text: arg.clone(),
                     reference: false,
                 };
-                let probed = answers.and_then(|a| crate::probe::number(a, &format!("t{ii}_{ai}"))).map(types::decode_probe);
+                let probed =
+                    answers.and_then(|a| crate::probe::number(a, &format!("t{ii}_{ai}"))).map(types::decode_probe);
                 match types::map(&param, parsed, probed.as_ref()) {
                     Ok(Mapped::Value(b)) => out.push(rust_type(&b)),
                     Ok(Mapped::User { name, .. }) => {
@@ -770,7 +791,6 @@ fn param_ident(name: &str, index: usize) -> syn::Ident {
     syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
 }
 
-
 #[allow(clippy::too_many_arguments)]
 fn generate(
     units: &[Typed],
@@ -840,7 +860,10 @@ fn generate(
             Mapped::Value(b) => (rust_type(b), quote!()),
             Mapped::User { name, .. } => {
                 let ty = format_ident!("{}", name, span = span);
-                (quote!(super::#ty), quote_spanned!(span=> const _: () = ::cuda_embed::__private::assert_device_safe::<super::#ty>();))
+                (
+                    quote!(super::#ty),
+                    quote_spanned!(span=> const _: () = ::cuda_embed::__private::assert_device_safe::<super::#ty>();),
+                )
             }
             _ => (quote!(::cuda_embed::RawDevicePtr), quote!()),
         };
@@ -892,7 +915,11 @@ fn generate(
         global_names.push(id);
     }
     // Cargo rebuilds the crate when the CUDA file or a header it includes changes.
-    let tracked = deps.iter().filter_map(|d| d.to_str()).map(|d| quote!(const _: &[u8] = include_bytes!(#d);));
+    let tracked = deps.iter().filter_map(|d| d.to_str()).map(|d| {
+        quote!(
+            const _: &[u8] = include_bytes!(#d);
+        )
+    });
     // Everything lives in one hidden module (so the macro also works inside a function body) and
     // the kernel modules are re-exported where the macro was invoked.
     quote! {
@@ -1004,7 +1031,8 @@ fn template_gen<'a>(
         uses.push(quote!(#id));
     }
     let qualified = decl.qualified_name();
-    let listed: Vec<String> = mine.iter().filter_map(|(_, u)| u.instance.map(|ii| instances[ii].expr.clone())).collect();
+    let listed: Vec<String> =
+        mine.iter().filter_map(|(_, u)| u.instance.map(|ii| instances[ii].expr.clone())).collect();
     let message = format!("template kernel `{qualified}` was not instantiated for `{{Self}}`");
     let label = "no such instance in `instances = [...]`".to_string();
     let note = format!(

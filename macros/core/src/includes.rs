@@ -38,8 +38,7 @@ pub fn directives(text: &str) -> Vec<(String, bool, usize)> {
 /// Whether a header protects itself against repeated inclusion (`#pragma once`, or an
 /// `#ifndef X` / `#define X` guard as its first directives).
 fn guarded(text: &str) -> bool {
-    let directives: Vec<&str> =
-        text.lines().map(str::trim).filter(|l| l.starts_with('#')).take(2).collect();
+    let directives: Vec<&str> = text.lines().map(str::trim).filter(|l| l.starts_with('#')).take(2).collect();
     if text.lines().any(|l| {
         let t = l.trim().trim_start_matches('#').trim_start();
         t.starts_with("pragma") && t.contains("once")

@@ -64,7 +64,11 @@ fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
     bracketed!(content in input);
     let mut out = Vec::new();
     while !content.is_empty() {
-        out.push(content.parse::<LitStr>().map_err(|e| syn::Error::new(e.span(), format!("each {what} is a string literal")))?);
+        out.push(
+            content
+                .parse::<LitStr>()
+                .map_err(|e| syn::Error::new(e.span(), format!("each {what} is a string literal")))?,
+        );
         if !content.is_empty() {
             content.parse::<Token![,]>()?;
         }
@@ -164,7 +168,10 @@ impl Parse for Input {
                         ));
                     }
                     if lit.value().trim().is_empty() {
-                        return Err(syn::Error::new_spanned(&lit, "`file` needs a path relative to the crate root, e.g. \"kernels/x.cu\""));
+                        return Err(syn::Error::new_spanned(
+                            &lit,
+                            "`file` needs a path relative to the crate root, e.g. \"kernels/x.cu\"",
+                        ));
                     }
                     source = Some(Source::File(lit));
                 }
@@ -207,9 +214,9 @@ impl Parse for Input {
                     }
                 }
                 "maxrregcount" => {
-                    let v: syn::LitInt = input
-                        .parse()
-                        .map_err(|e| syn::Error::new(e.span(), "`maxrregcount` takes a number of registers, e.g. 64"))?;
+                    let v: syn::LitInt = input.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`maxrregcount` takes a number of registers, e.g. 64")
+                    })?;
                     let n: u32 = v.base10_parse()?;
                     if !(16..=255).contains(&n) {
                         return Err(syn::Error::new_spanned(
@@ -239,7 +246,8 @@ impl Parse for Input {
             }
         }
         let Some(source) = source else {
-            return Err(input.error("no CUDA source: pass it inline, cuda_kernel!(r#\"...\"#), or as `file = \"kernels/x.cu\"`"));
+            return Err(input
+                .error("no CUDA source: pass it inline, cuda_kernel!(r#\"...\"#), or as `file = \"kernels/x.cu\"`"));
         };
         defines.extend(typed);
         defines.extend(options);

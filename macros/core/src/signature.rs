@@ -374,14 +374,16 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
     let mut k = 0;
     while k < cut {
         let x = &stmt[k];
-        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && stmt.get(k + 1).is_some_and(|n| n.is("(")) {
+        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__")) && stmt.get(k + 1).is_some_and(|n| n.is("("))
+        {
             k = matching(stmt, k + 1).map_or(cut, |c| c + 1);
             continue;
         }
         if x.is("(") {
             return; // a function declaration (or a constructor call): not a plain variable
         }
-        const DROP: &[&str] = &["static", "inline", "constexpr", "__device__", "__constant__", "__managed__", "__shared__"];
+        const DROP: &[&str] =
+            &["static", "inline", "constexpr", "__device__", "__constant__", "__managed__", "__shared__"];
         if !DROP.contains(&x.text.as_str()) {
             toks.push(x.clone());
         }

@@ -1,0 +1,854 @@
+//! Run-time programs: CUDA source built while the program runs (PyCUDA `SourceModule` templates,
+//! CuPy `RawModule`), compiled by NVRTC for the device at hand and cached on disk.
+//!
+//! [`Program`] collects the source, options, defines, in-memory headers, include directories and
+//! name expressions (template instances); [`Program::load`] compiles it for a context's device —
+//! or takes the cubin from the disk cache — and loads it as a [`ProgramModule`]. Its kernels
+//! ([`ProgramKernel`]) launch with a dynamic argument list of [`Arg`]s whose count and byte sizes
+//! are checked against the compiled kernel's own parameter list before anything runs: the
+//! dynamic sibling of the typed launchers `cuda_kernel!` generates.
+//!
+//! The cache key is a SHA-256 of the NVRTC build, the architecture, the program name, every
+//! option, the name expressions, the source, every in-memory header (name and bytes) and the
+//! bytes of every file on disk the source can reach through `#include` (found in the include
+//! directories and relative to the including file). Entries live in
+//! [`nvrtc::cache_dir`](crate::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
+
+use crate::error::{DriverCode, Error, Result};
+use crate::nvrtc::{self, Compiled};
+use crate::types::DeviceSafe;
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
+use sha2::{Digest, Sha256};
+use std::ffi::{c_void, CStr, CString};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+const KEY_MAGIC: &str = "cuda-embed program v1";
+const DEFAULT_NAME: &str = "program.cu";
+
+/// Grid limits of every GPU CUDA 13 supports (compute capability 7.5 and newer).
+const MAX_GRID_X: u32 = i32::MAX as u32;
+const MAX_GRID_YZ: u32 = 65535;
+
+/// CUDA C++ source to compile at run time with NVRTC, with its options.
+///
+/// A builder: every method takes and returns the program. Nothing is added behind your back
+/// (no `-ftz`, no fast math); the target architecture is the device's own (`sm_XY`), chosen by
+/// [`Program::load`].
+///
+/// ```no_run
+/// use cuda_embed_runtime::{Arg, LaunchConfig, Program};
+///
+/// let ctx = cuda_embed_runtime::context(0)?;
+/// let stream = ctx.default_stream();
+/// let program = Program::new(
+///     r#"
+///     template <class T> __global__ void axpy(T a, const T* x, T* y, int n) {
+///         int i = blockIdx.x * BLOCK + threadIdx.x;
+///         if (i < n) y[i] = a * x[i] + y[i];
+///     }"#,
+/// )
+/// .name("axpy.cu")
+/// .define("BLOCK", 256)
+/// .name_expression("axpy<float>");
+/// let module = program.load(&ctx)?; // NVRTC, or a disk-cache hit
+/// let axpy = module.kernel("axpy<float>")?;
+///
+/// let n = 1000i32;
+/// let x = stream.clone_htod(&vec![1.0f32; n as usize])?;
+/// let mut y = stream.alloc_zeros::<f32>(n as usize)?;
+/// let cfg = LaunchConfig { grid_dim: (4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+/// // SAFETY: the kernel reads n elements of x and writes n of y, both that long.
+/// unsafe { axpy.launch(&stream, cfg, &mut [Arg::value(&2.0f32), Arg::slice(&x), Arg::slice_mut(&mut y), Arg::value(&n)])? };
+/// # Ok::<(), cuda_embed_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Program {
+    name: String,
+    source: String,
+    options: Vec<String>,
+    headers: Vec<(String, String)>,
+    name_expressions: Vec<String>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl Program {
+    /// A program of CUDA C++ `source`, named `program.cu` until [`Program::name`] says otherwise.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new(r#"extern "C" __global__ void k(int* x) { *x = 1; }"#);
+    /// ```
+    pub fn new(source: impl Into<String>) -> Self {
+        Program {
+            name: DEFAULT_NAME.into(),
+            source: source.into(),
+            options: Vec::new(),
+            headers: Vec::new(),
+            name_expressions: Vec::new(),
+            cache_dir: None,
+        }
+    }
+
+    /// Names the program in errors and NVRTC diagnostics. A name with a directory
+    /// (`kernels/axpy.cu`) also makes NVRTC look for `#include "..."` files in that directory.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").name("axpy.cu");
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds one NVRTC option, as NVRTC spells it (`--use_fast_math`, `-lineinfo`,
+    /// `--maxrregcount=64`). Do not pass an architecture: it is the device's.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").option("--use_fast_math");
+    /// ```
+    pub fn option(mut self, option: impl Into<String>) -> Self {
+        self.options.push(option.into());
+        self
+    }
+
+    /// Adds several NVRTC options.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").options(["-lineinfo", "--extra-device-vectorization"]);
+    /// ```
+    pub fn options<I: IntoIterator<Item = S>, S: Into<String>>(mut self, options: I) -> Self {
+        self.options.extend(options.into_iter().map(Into::into));
+        self
+    }
+
+    /// Defines a preprocessor macro: `-D{name}={value}`.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").define("BLOCK", 256).define("T", "float");
+    /// ```
+    pub fn define(self, name: &str, value: impl std::fmt::Display) -> Self {
+        self.option(format!("-D{name}={value}"))
+    }
+
+    /// Selects the C++ dialect: `--std={std}` (`c++17`, `c++20`).
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").std("c++17");
+    /// ```
+    pub fn std(self, std: &str) -> Self {
+        self.option(format!("--std={std}"))
+    }
+
+    /// Adds an in-memory header: `#include "name"` (or `<name>`) in the source or another header
+    /// reads `contents`. Its bytes are part of the cache key.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("#include \"common.cuh\"")
+    ///     .header("common.cuh", "#define SCALE 2.0f");
+    /// ```
+    pub fn header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        self.headers.push((name.into(), contents.into()));
+        self
+    }
+
+    /// Adds an include directory (`--include-path=dir`). Every file the source reaches through
+    /// `#include` in these directories (or relative to the including file) is hashed into the
+    /// cache key, so editing a header recompiles.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("#include \"tile.cuh\"").include_dir("kernels");
+    /// ```
+    pub fn include_dir(self, dir: impl AsRef<Path>) -> Self {
+        self.option(format!("--include-path={}", dir.as_ref().display()))
+    }
+
+    /// Asks NVRTC for the symbol of a `__global__` function given as a C++ expression: a template
+    /// instance (`axpy<float>`), a namespaced or overloaded kernel. [`ProgramModule::kernel`] then
+    /// finds the kernel by this same text. Instantiates templates that the source does not.
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("template <class T> __global__ void k(T* x) {}")
+    ///     .name_expression("k<float>")
+    ///     .name_expression("k<double>");
+    /// ```
+    pub fn name_expression(mut self, expression: impl Into<String>) -> Self {
+        self.name_expressions.push(expression.into());
+        self
+    }
+
+    /// Caches compiled code under `dir/nvrtc/` instead of the default
+    /// [`nvrtc::cache_dir`](crate::nvrtc::cache_dir) (`CUDA_EMBED_CACHE_DIR`, ...).
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").cache_dir("/tmp/my-kernels");
+    /// ```
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The NVRTC options as they will be passed (the architecture and the toolkit include
+    /// directories are added at compile time).
+    ///
+    /// ```
+    /// let p = cuda_embed_runtime::Program::new("").define("N", 4).std("c++17");
+    /// assert_eq!(p.nvrtc_options(), ["-DN=4", "--std=c++17"]);
+    /// ```
+    pub fn nvrtc_options(&self) -> &[String] {
+        &self.options
+    }
+
+    /// The include directories named by the options (`--include-path=`, `-I`), in order.
+    fn include_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        let mut opts = self.options.iter();
+        while let Some(o) = opts.next() {
+            let dir = if o == "-I" || o == "--include-path" {
+                opts.next().map(String::as_str)
+            } else {
+                o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))
+            };
+            dirs.extend(dir.filter(|d| !d.is_empty()).map(PathBuf::from));
+        }
+        dirs
+    }
+
+    /// The disk-cache key of this program compiled for `sm_{arch}` with the NVRTC this process
+    /// would use, as hex. Equal keys mean the same cubin.
+    ///
+    /// ```
+    /// use cuda_embed_runtime::Program;
+    /// let a = Program::new("__global__ void k() {}");
+    /// assert_eq!(a.cache_key(90), a.clone().cache_key(90));
+    /// assert_ne!(a.cache_key(90), a.clone().define("X", 1).cache_key(90));
+    /// assert_ne!(a.cache_key(90), a.cache_key(80));
+    /// ```
+    pub fn cache_key(&self, arch: u32) -> String {
+        // With no NVRTC the key is still defined; compiling then fails with the reason.
+        let compiler = nvrtc::compiler_identity().unwrap_or_else(|_| "nvrtc not found".into());
+        self.key(&compiler, arch)
+    }
+
+    fn key(&self, compiler: &str, arch: u32) -> String {
+        let mut h = Sha256::new();
+        // Every field is length-prefixed and every list counted, so no two inputs hash alike by
+        // moving bytes across a boundary.
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(KEY_MAGIC.as_bytes());
+        field(compiler.as_bytes());
+        field(&arch.to_le_bytes());
+        field(self.name.as_bytes());
+        field(&(self.options.len() as u64).to_le_bytes());
+        self.options.iter().for_each(|o| field(o.as_bytes()));
+        field(&(self.name_expressions.len() as u64).to_le_bytes());
+        self.name_expressions.iter().for_each(|e| field(e.as_bytes()));
+        field(self.source.as_bytes());
+        field(&(self.headers.len() as u64).to_le_bytes());
+        for (name, contents) in &self.headers {
+            field(name.as_bytes());
+            field(contents.as_bytes());
+        }
+        let deps = nvrtc::include_closure(&self.name, &self.source, &self.headers, &self.include_dirs());
+        field(&(deps.len() as u64).to_le_bytes());
+        for d in &deps {
+            field(d.label.as_bytes());
+            field(d.digest.as_ref().map_or(&[][..], |d| &d[..]));
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn error(&self, arch: u32, cause: String) -> Error {
+        Error::Program { program: self.name.clone(), arch, cause }
+    }
+
+    /// Compiles the program for `sm_{arch}`, or takes the cubin from the disk cache. Needs NVRTC,
+    /// not a GPU. [`Program::load`] calls this with the device's architecture.
+    ///
+    /// Errors carry NVRTC's log; a name expression that names no kernel is called out by name.
+    ///
+    /// ```no_run
+    /// let compiled = cuda_embed_runtime::Program::new(r#"extern "C" __global__ void k(int* x) { *x = 1; }"#)
+    ///     .name_expression("k")
+    ///     .compile(90)?;
+    /// assert_eq!(compiled.symbols, ["k"]);
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn compile(&self, arch: u32) -> Result<Compiled> {
+        let compiler = nvrtc::compiler_identity().map_err(|e| self.error(arch, e))?;
+        let key = self.key(&compiler, arch);
+        let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("nvrtc");
+        let file = dir.join(format!("{key}.cubin"));
+        if let Some((cubin, symbols)) = nvrtc::read_entry(&file, self.name_expressions.len()) {
+            return Ok(Compiled { cubin, symbols, from_cache: true, cache_file: Some(file) });
+        }
+        let (cubin, symbols) =
+            nvrtc::run_nvrtc(&self.name, &self.source, &self.headers, &self.options, &self.name_expressions, arch)
+                .map_err(|log| self.error(arch, self.explain(log)))?;
+        // A cache that cannot be written is not an error: the program still runs, only slower next time.
+        let cache_file = nvrtc::write_entry(&dir, &file, &cubin, &symbols).ok().map(|_| file);
+        Ok(Compiled { cubin, symbols, from_cache: false, cache_file })
+    }
+
+    /// Turns NVRTC's log into a message that says which input was wrong.
+    fn explain(&self, log: String) -> String {
+        // NVRTC compiles name expressions as `#pragma nv_mangled_name EXPR` in a `__nv_name_map`
+        // appendix; its errors there mean an expression names nothing.
+        let bad: Vec<&str> = self
+            .name_expressions
+            .iter()
+            .filter(|e| log.contains(&format!("nv_mangled_name {e}")))
+            .map(String::as_str)
+            .collect();
+        if !bad.is_empty() {
+            return format!(
+                "name expression(s) `{}` name no __global__ function of the program (a template instance \
+                 needs its template arguments, e.g. `axpy<float>`); NVRTC said:\n{log}",
+                bad.join("`, `")
+            );
+        }
+        if log.starts_with("the NVRTC library") {
+            return log;
+        }
+        format!("NVRTC could not compile it:\n{log}")
+    }
+
+    /// Compiles the program for `ctx`'s device (NVRTC, or a disk-cache hit) and loads it there.
+    ///
+    /// Each call loads a new module; keep the [`ProgramModule`] (or its kernels) to launch again.
+    ///
+    /// ```no_run
+    /// let ctx = cuda_embed_runtime::context(0)?;
+    /// let module = cuda_embed_runtime::Program::new(r#"extern "C" __global__ void k(int* x) { *x = 1; }"#).load(&ctx)?;
+    /// println!("sm_{}, from cache: {}", module.arch(), module.from_cache());
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<ProgramModule> {
+        let device = ctx.ordinal();
+        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
+        let (major, minor) = ctx.compute_capability()?;
+        let arch = (major * 10 + minor) as u32;
+        let compiled = self.compile(arch)?;
+        let module = crate::load::load_image(compiled.cubin.as_ptr() as *const c_void).map_err(|(code, log)| {
+            let gpu = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+            self.error(
+                arch,
+                format!(
+                    "the driver could not load the compiled cubin on device {device} ({gpu}): {}",
+                    crate::load::with_log(code, &log)
+                ),
+            )
+        })?;
+        Ok(ProgramModule {
+            inner: Arc::new(ModuleInner {
+                ctx: ctx.clone(),
+                module,
+                program: self.name.clone(),
+                arch,
+                names: self.name_expressions.iter().cloned().zip(compiled.symbols).collect(),
+                from_cache: compiled.from_cache,
+                cache_file: compiled.cache_file,
+            }),
+        })
+    }
+}
+
+struct ModuleInner {
+    // Keeps the context (and so the module) alive while any module or kernel handle exists.
+    ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+    program: String,
+    arch: u32,
+    /// (name expression, lowered symbol)
+    names: Vec<(String, String)>,
+    from_cache: bool,
+    cache_file: Option<PathBuf>,
+}
+
+// SAFETY: CUDA driver handles (contexts, modules) may be used from any thread; nothing here is
+// mutated after construction.
+unsafe impl Send for ModuleInner {}
+// SAFETY: as above.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the module was loaded in this context and no kernel handle outlives it (each
+            // holds this `ModuleInner`). The driver waits for work still using it.
+            unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+/// A [`Program`] loaded on one device. Cheap to clone (shared); unloaded when the last clone and
+/// the last of its kernels are dropped.
+#[derive(Clone)]
+pub struct ProgramModule {
+    inner: Arc<ModuleInner>,
+}
+
+impl std::fmt::Debug for ProgramModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = &self.inner;
+        f.debug_struct("ProgramModule")
+            .field("program", &m.program)
+            .field("device", &m.ctx.ordinal())
+            .field("arch", &m.arch)
+            .field("from_cache", &m.from_cache)
+            .field("names", &m.names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProgramModule {
+    /// The program's name.
+    pub fn name(&self) -> &str {
+        &self.inner.program
+    }
+
+    /// The architecture the code was compiled for, e.g. `90` for sm_90 (the device's own).
+    pub fn arch(&self) -> u32 {
+        self.inner.arch
+    }
+
+    /// Whether the cubin came from the disk cache (NVRTC did not run).
+    pub fn from_cache(&self) -> bool {
+        self.inner.from_cache
+    }
+
+    /// The cache file read or written; `None` when the cache could not be written.
+    pub fn cache_file(&self) -> Option<&Path> {
+        self.inner.cache_file.as_deref()
+    }
+
+    /// The context the module is loaded in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
+    }
+
+    /// The driver's module handle, for calls cuda-embed does not wrap (`cuModuleGetGlobal`, ...).
+    pub fn cu_module(&self) -> sys::CUmodule {
+        self.inner.module
+    }
+
+    /// The symbol NVRTC gave a name expression (`axpy<float>` -> `_Z4axpyIfEvT_PKS0_PS0_i`).
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.inner.names.iter().find(|(e, _)| e == expression).map(|(_, s)| s.as_str())
+    }
+
+    /// The kernel named `name`: a name expression given to [`Program::name_expression`], an
+    /// `extern "C"` kernel's name, or a symbol. Its parameter list is read once, here, for the
+    /// checks every launch makes.
+    ///
+    /// An unknown name is an [`Error::UnknownKernel`] listing the kernels the module has.
+    pub fn kernel(&self, name: &str) -> Result<ProgramKernel> {
+        let m = &self.inner;
+        let device = m.ctx.ordinal();
+        let unknown =
+            || Error::UnknownKernel { program: m.program.clone(), kernel: name.into(), known: self.kernels() };
+        let symbol = self.lowered_name(name).unwrap_or(name);
+        let c_symbol = CString::new(symbol).map_err(|_| unknown())?;
+        m.ctx.bind_to_thread().map_err(|e| Error::Driver {
+            call: "cuCtxSetCurrent",
+            device,
+            cause: DriverCode(e.0),
+        })?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: a live module of the now-current context; a valid C string; a valid out-pointer.
+        let r = unsafe { sys::cuModuleGetFunction(&mut f, m.module, c_symbol.as_ptr()) };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => {}
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => return Err(unknown()),
+            r => return Err(Error::Driver { call: "cuModuleGetFunction", device, cause: DriverCode(r) }),
+        }
+        use sys::CUfunction_attribute::*;
+        // A limit the driver cannot report is not checked (u32::MAX), rather than failing the lookup.
+        let limit = |a| crate::control::attr(f, a).unwrap_or(u32::MAX);
+        Ok(ProgramKernel {
+            module: m.clone(),
+            name: name.into(),
+            function: f,
+            params: crate::params::param_info(f).map(Vec::into_boxed_slice),
+            max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
+        })
+    }
+
+    /// The kernels of the module: each name expression (with its symbol), then every other
+    /// kernel symbol the driver lists (CUDA 12.4+ drivers).
+    pub fn kernels(&self) -> Vec<String> {
+        let m = &self.inner;
+        let mut known: Vec<String> =
+            m.names.iter().map(|(e, s)| if e == s { e.clone() } else { format!("{e} ({s})") }).collect();
+        for symbol in self.symbols() {
+            if !m.names.iter().any(|(_, s)| *s == symbol) {
+                known.push(symbol);
+            }
+        }
+        known
+    }
+
+    /// Every function symbol in the module, when the driver can enumerate them (CUDA 12.4+).
+    fn symbols(&self) -> Vec<String> {
+        let module = self.inner.module;
+        if crate::params::driver_version() < 12040 {
+            return Vec::new();
+        }
+        let mut count = 0u32;
+        // SAFETY: a live module; a valid out-pointer; the entry point exists on 12.4+ drivers.
+        if unsafe { sys::cuModuleGetFunctionCount(&mut count, module) } != sys::CUresult::CUDA_SUCCESS {
+            return Vec::new();
+        }
+        let mut functions: Vec<sys::CUfunction> = vec![std::ptr::null_mut(); count as usize];
+        // SAFETY: `functions` has room for `count` handles.
+        let r = unsafe { sys::cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, module) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Vec::new();
+        }
+        functions
+            .into_iter()
+            .filter_map(|f| {
+                let mut name: *const std::ffi::c_char = std::ptr::null();
+                // SAFETY: a function handle the driver just listed; a valid out-pointer.
+                let r = unsafe { sys::cuFuncGetName(&mut name, f) };
+                // SAFETY: on success the driver returns a NUL-terminated string it owns; copied here.
+                (r == sys::CUresult::CUDA_SUCCESS && !name.is_null())
+                    .then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+}
+
+/// One kernel of a [`ProgramModule`], launched with a checked, dynamic argument list.
+///
+/// Holds its module: the module stays loaded while the kernel exists.
+pub struct ProgramKernel {
+    module: Arc<ModuleInner>,
+    name: String,
+    function: sys::CUfunction,
+    params: Option<Box<[(usize, usize)]>>,
+    max_threads: u32,
+    max_dyn_smem: AtomicU32,
+}
+
+// SAFETY: a CUDA function handle may be used from any thread; the only mutable state is atomic.
+unsafe impl Send for ProgramKernel {}
+// SAFETY: as above.
+unsafe impl Sync for ProgramKernel {}
+
+impl std::fmt::Debug for ProgramKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramKernel")
+            .field("program", &self.module.program)
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProgramKernel {
+    /// The name the kernel was looked up by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `(offset, size)` in bytes of each parameter of the compiled kernel, or `None` when the
+    /// driver cannot say (older than CUDA 12.4; launches are then not checked against it).
+    pub fn params(&self) -> Option<&[(usize, usize)]> {
+        self.params.as_deref()
+    }
+
+    /// The driver's function handle, for calls cuda-embed does not wrap.
+    pub fn cu_function(&self) -> sys::CUfunction {
+        self.function
+    }
+
+    /// Launches the kernel on `stream` with `args`, one per kernel parameter.
+    ///
+    /// Before the driver is called, the argument count and every argument's byte size are
+    /// compared with the compiled kernel's parameters ([`Error::Arguments`] on a mismatch), the
+    /// block size, grid and dynamic shared memory with the kernel's limits, and the stream's
+    /// device with the module's ([`Error::ProgramLaunch`]). Buffers are ordered with the other
+    /// work on them the way cudarc orders its own launches.
+    ///
+    /// # Safety
+    /// The kernel body can do anything: each argument must be what the kernel expects (a buffer
+    /// of the element type it reads and long enough, a value of the C++ type), and the kernel
+    /// must be safe to run with them. Only the sizes are checked.
+    pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
+        let ctx = stream.context();
+        let device = ctx.ordinal();
+        if ctx.cu_ctx() != self.module.ctx.cu_ctx() {
+            return Err(self.launch_error(
+                device,
+                format!(
+                    "the stream belongs to device {device} but the module was loaded on device {}",
+                    self.module.ctx.ordinal()
+                ),
+                Some("load the program on the stream's device too: `program.load(stream.context())`".into()),
+            ));
+        }
+        self.check_args(args)?;
+        self.check_limits(device, &cfg)?;
+        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
+        let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let f = self.function;
+        let mut launch = |pointers: &[sys::CUdeviceptr]| {
+            let mut params: Vec<*mut c_void> = args
+                .iter()
+                .zip(pointers)
+                .map(|(a, p)| match a.kind {
+                    ArgKind::Value(v) => v as *mut c_void,
+                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
+                })
+                .collect();
+            // SAFETY: `f` belongs to the stream's context (checked above); `params` holds one
+            // pointer per parameter, each to a value of the parameter's size (checked above),
+            // alive for the call; the kernel's own safety is the caller's contract.
+            unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    cfg.grid_dim.0,
+                    cfg.grid_dim.1,
+                    cfg.grid_dim.2,
+                    cfg.block_dim.0,
+                    cfg.block_dim.1,
+                    cfg.block_dim.2,
+                    cfg.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        };
+        // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
+        let r = unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut launch) };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            let (g, b) = (cfg.grid_dim, cfg.block_dim);
+            Err(self.launch_error(
+                device,
+                format!(
+                    "{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
+                    DriverCode(r),
+                    cfg.shared_mem_bytes
+                ),
+                None,
+            ))
+        }
+    }
+
+    fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
+        let Some(params) = &self.params else { return Ok(()) };
+        if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {
+            return Err(Error::Arguments {
+                program: self.module.program.clone(),
+                kernel: self.name.clone(),
+                expected: params.iter().map(|p| p.1).collect(),
+                given: args.iter().map(|a| a.size).collect(),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_limits(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
+        let (b, g) = (cfg.block_dim, cfg.grid_dim);
+        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+        if threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
+            return Err(self.launch_error(
+                device,
+                format!("empty launch: grid {g:?}, block {b:?}"),
+                Some("every grid and block dimension must be at least 1".into()),
+            ));
+        }
+        if threads > u64::from(self.max_threads) {
+            let max = self.max_threads;
+            return Err(self.launch_error(
+                device,
+                format!(
+                    "block of {}x{}x{} = {threads} threads exceeds the kernel's limit of {max} threads per block",
+                    b.0, b.1, b.2
+                ),
+                Some(format!(
+                    "use at most {max} threads per block (the limit comes from the device, the kernel's registers and __launch_bounds__)"
+                )),
+            ));
+        }
+        if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
+            return Err(self.launch_error(
+                device,
+                format!("grid {g:?} exceeds the grid limits ({MAX_GRID_X}, {MAX_GRID_YZ}, {MAX_GRID_YZ})"),
+                Some("use fewer blocks per dimension, or loop inside the kernel (grid-stride loop)".into()),
+            ));
+        }
+        if cfg.shared_mem_bytes > self.max_dyn_smem.load(Ordering::Relaxed) {
+            // The limit may have been raised through `cu_function()` since it was read: ask again.
+            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            let max = crate::control::attr(self.function, attr).unwrap_or(u32::MAX);
+            self.max_dyn_smem.store(max, Ordering::Relaxed);
+            if cfg.shared_mem_bytes > max {
+                return Err(self.launch_error(
+                    device,
+                    format!(
+                        "{} bytes of dynamic shared memory requested, the kernel allows {max}",
+                        cfg.shared_mem_bytes
+                    ),
+                    Some(
+                        "request less, or raise the kernel's limit first with cuFuncSetAttribute(\
+                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on `cu_function()`"
+                            .into(),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn launch_error(&self, device: usize, cause: String, fix: Option<String>) -> Error {
+        Error::ProgramLaunch { program: self.module.program.clone(), kernel: self.name.clone(), device, cause, fix }
+    }
+}
+
+/// Binds buffer arguments `i..` on `stream` (each buffer's cudarc ordering guard stays alive on
+/// this call stack), then runs `launch` with every device pointer, then releases the guards, so
+/// cudarc records each buffer's use after the launch — as its own launches do.
+///
+/// # Safety
+/// Every buffer argument's object must be alive and borrowed (shared or exclusive, as its `Arg`
+/// says) for the duration of the call.
+unsafe fn bind_buffers(
+    args: &[Arg<'_>],
+    i: usize,
+    stream: &CudaStream,
+    pointers: &mut [sys::CUdeviceptr],
+    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> sys::CUresult,
+) -> sys::CUresult {
+    let Some(arg) = args.get(i) else { return launch(pointers) };
+    match arg.kind {
+        // SAFETY: forwarded from the caller.
+        ArgKind::Value(_) => unsafe { bind_buffers(args, i + 1, stream, pointers, launch) },
+        ArgKind::Buffer { object, bind } => {
+            let mut then = |p: sys::CUdeviceptr| {
+                pointers[i] = p;
+                // SAFETY: forwarded from the caller.
+                unsafe { bind_buffers(args, i + 1, stream, pointers, launch) }
+            };
+            // SAFETY: `bind` was made for `object`'s type by the `Arg` constructor; the object is
+            // alive and borrowed (caller's contract).
+            unsafe { bind(object, stream, &mut then) }
+        }
+    }
+}
+
+/// Takes a buffer's device pointer on a stream, keeps cudarc's guard alive while `then` runs.
+type Bind = unsafe fn(*mut (), &CudaStream, &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult) -> sys::CUresult;
+
+/// # Safety
+/// `object` must point at a live `S`, shared-borrowed for the call.
+unsafe fn bind_shared<T, S: DevicePtr<T>>(
+    object: *mut (),
+    stream: &CudaStream,
+    then: &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult,
+) -> sys::CUresult {
+    // SAFETY: the caller's contract; `Arg::slice` made `object` from a `&S`.
+    let buffer = unsafe { &*(object as *const S) };
+    let (pointer, _guard) = buffer.device_ptr(stream);
+    then(pointer)
+}
+
+/// # Safety
+/// `object` must point at a live `S`, exclusively borrowed for the call.
+unsafe fn bind_exclusive<T, S: DevicePtrMut<T>>(
+    object: *mut (),
+    stream: &CudaStream,
+    then: &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult,
+) -> sys::CUresult {
+    // SAFETY: the caller's contract; `Arg::slice_mut` made `object` from a `&mut S`.
+    let buffer = unsafe { &mut *(object as *mut S) };
+    let (pointer, _guard) = buffer.device_ptr_mut(stream);
+    then(pointer)
+}
+
+#[derive(Clone, Copy)]
+enum ArgKind {
+    Value(*const c_void),
+    Buffer { object: *mut (), bind: Bind },
+}
+
+/// One argument of a [`ProgramKernel::launch`]: a value passed by value, or a device buffer
+/// passed as its pointer. Borrows what it refers to for `'a`, shared or exclusive as the kernel
+/// uses it, so a buffer the kernel writes cannot also be passed as an input.
+///
+/// ```no_run
+/// use cuda_embed_runtime::Arg;
+/// let ctx = cuda_embed_runtime::context(0)?;
+/// let stream = ctx.default_stream();
+/// let x = stream.clone_htod(&[1.0f32, 2.0])?;
+/// let mut y = stream.alloc_zeros::<f32>(2)?;
+/// let n = 2i32;
+/// let args = [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::value(&n)];
+/// assert_eq!(args.iter().map(Arg::size).collect::<Vec<_>>(), [8, 8, 4]);
+/// # Ok::<(), cuda_embed_runtime::Error>(())
+/// ```
+pub struct Arg<'a> {
+    size: usize,
+    kind: ArgKind,
+    _borrow: PhantomData<&'a mut ()>,
+}
+
+impl std::fmt::Debug for Arg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            ArgKind::Value(_) => "value",
+            ArgKind::Buffer { .. } => "buffer",
+        };
+        f.debug_struct("Arg").field("kind", &kind).field("size", &self.size).finish()
+    }
+}
+
+impl<'a> Arg<'a> {
+    /// A value passed by value: a scalar (`f32` for `float`, `i32` for `int`, `usize` for
+    /// `size_t`, ...), a CUDA vector type, or a `#[repr(C)]` struct marked [`DeviceSafe`].
+    ///
+    /// ```
+    /// let n = 10i32;
+    /// assert_eq!(cuda_embed_runtime::Arg::value(&n).size(), 4);
+    /// ```
+    pub fn value<T: DeviceSafe>(value: &'a T) -> Self {
+        Arg {
+            size: std::mem::size_of::<T>(),
+            kind: ArgKind::Value(value as *const T as *const c_void),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`.
+    pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+        Arg {
+            size: std::mem::size_of::<sys::CUdeviceptr>(),
+            kind: ArgKind::Buffer { object: buffer as *const S as *mut (), bind: bind_shared::<T, S> },
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
+    pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
+        Arg {
+            size: std::mem::size_of::<sys::CUdeviceptr>(),
+            kind: ArgKind::Buffer { object: buffer as *mut S as *mut (), bind: bind_exclusive::<T, S> },
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The argument's size in bytes, as the launch checks it (8 for a buffer).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
