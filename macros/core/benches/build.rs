@@ -1,5 +1,6 @@
 //! Build cost of `cuda_kernel!`: expanding 20 kernels (one per invocation, as in a crate with 20
-//! `cuda_kernel!`s) with an empty build cache, then again with nothing changed.
+//! `cuda_kernel!`s) with an empty build cache, then again with nothing changed, then after a
+//! header that 2 of the 20 include was edited (only those 2 may run nvcc again).
 //!
 //! Runs on the build machine (no GPU): `cargo bench -p cuda-embed-macros-core --bench build`.
 //! Needs nvcc (PATH, NVCC or CUDA_PATH).
@@ -9,8 +10,11 @@ use proc_macro2::{Literal, TokenStream, TokenTree};
 use std::time::Instant;
 
 fn source(i: usize) -> String {
+    // Kernels 0 and 1 include `shared.cuh` (next to the "Rust file", as `dir` says).
+    let include = if i < 2 { "#include \"shared.cuh\"" } else { "" };
     format!(
         r#"
+        {include}
         extern "C" __global__ void kernel_{i}(const float* __restrict__ x, float* __restrict__ y, float a, size_t n) {{
             size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
             if (t < n) y[t] = a * x[t] + {i}.0f;
@@ -19,14 +23,19 @@ fn source(i: usize) -> String {
     )
 }
 
-fn expand_all(n: usize) -> f64 {
+/// Expands `n` invocations; returns (total ms, ms spent in each invocation).
+fn expand_all(n: usize, dir: &std::path::Path) -> (f64, Vec<f64>) {
     let t0 = Instant::now();
+    let mut each = Vec::new();
     for i in 0..n {
+        let t = Instant::now();
         let tokens: TokenStream = TokenTree::Literal(Literal::string(&source(i))).into();
-        let out = expand(tokens, CallSite { file: "src/lib.rs".into(), line: 10 + i * 10, dir: None }).to_string();
+        let site = CallSite { file: "src/lib.rs".into(), line: 10 + i * 10, dir: Some(dir.to_path_buf()) };
+        let out = expand(tokens, site).to_string();
         assert!(!out.contains("compile_error"), "{out}");
+        each.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    t0.elapsed().as_secs_f64() * 1e3
+    (t0.elapsed().as_secs_f64() * 1e3, each)
 }
 
 fn main() {
@@ -36,12 +45,21 @@ fn main() {
     }
     let cache = tempfile::tempdir().unwrap();
     std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
+    let src_dir = tempfile::tempdir().unwrap();
+    let header = src_dir.path().join("shared.cuh");
+    std::fs::write(&header, "#define SHARED_SCALE 1.0f\n").unwrap();
     const N: usize = 20;
-    let cold = expand_all(N);
-    let mut warm: Vec<f64> = (0..5).map(|_| expand_all(N)).collect();
+    let (cold, _) = expand_all(N, src_dir.path());
+    let mut warm: Vec<f64> = (0..5).map(|_| expand_all(N, src_dir.path()).0).collect();
     warm.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    std::fs::write(&header, "#define SHARED_SCALE 2.0f\n").unwrap();
+    let (touched, each) = expand_all(N, src_dir.path());
+    // An invocation that ran nvcc takes hundreds of ms; a cache hit well under one.
+    let recompiled: Vec<usize> = each.iter().enumerate().filter(|(_, ms)| **ms > 50.0).map(|(i, _)| i).collect();
     println!("| {N} kernels, one cuda_kernel! each | total ms |");
     println!("|---|---|");
     println!("| cold cache (nvcc runs {N} times) | {cold:.0} |");
     println!("| warm cache, nothing changed (median of 5) | {:.1} |", warm[2]);
+    println!("| after editing a header kernels 0 and 1 include | {touched:.0} (recompiled: {recompiled:?}) |");
+    assert_eq!(recompiled, [0, 1], "only the modules that include the header may recompile");
 }
