@@ -366,10 +366,14 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
     const SPACES: &[&str] = &["__constant__", "__device__", "__managed__"];
     let Some(space) = stmt.iter().find(|x| SPACES.contains(&x.text.as_str())) else { return };
     // Templates, extern declarations and functions are not variables to hand out.
-    if stmt.iter().any(|x| x.is("template") || x.is("extern") || x.is("__global__") || x.is("typedef")) {
+    // `constexpr` ones are compile-time constants that may not exist in the module at all.
+    if stmt
+        .iter()
+        .any(|x| x.is("template") || x.is("extern") || x.is("__global__") || x.is("typedef") || x.is("constexpr"))
+    {
         return;
     }
-    let cut = stmt.iter().position(|x| x.is("=") || x.is("{")).unwrap_or(stmt.len());
+    let cut = stmt.len();
     let mut toks: Vec<Token> = Vec::new();
     let mut k = 0;
     while k < cut {
@@ -379,11 +383,7 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
             k = matching(stmt, k + 1).map_or(cut, |c| c + 1);
             continue;
         }
-        if x.is("(") {
-            return; // a function declaration (or a constructor call): not a plain variable
-        }
-        const DROP: &[&str] =
-            &["static", "inline", "constexpr", "__device__", "__constant__", "__managed__", "__shared__"];
+        const DROP: &[&str] = &["static", "inline", "__device__", "__constant__", "__managed__", "__shared__"];
         if !DROP.contains(&x.text.as_str()) {
             toks.push(x.clone());
         }
@@ -399,6 +399,11 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
         .collect();
     let mut base: Vec<Token> = Vec::new();
     for (n, piece) in split_top(&toks).into_iter().enumerate() {
+        // Each declarator up to its initialiser; a `(` before that is a function declaration.
+        let piece = &piece[..piece.iter().position(|x| x.is("=") || x.is("{")).unwrap_or(piece.len())];
+        if piece.iter().any(|x| x.is("(")) {
+            return;
+        }
         let bracket = piece.iter().position(|x| x.is("[")).unwrap_or(piece.len());
         let Some(name_at) = bracket.checked_sub(1).filter(|&a| piece[a].is_ident()) else { return };
         if n == 0 {

@@ -789,3 +789,41 @@ fn lexer_is_usable_on_its_own() {
     assert_eq!(l.includes, ["<cuda_fp16.h>"]);
     assert!(l.defines.contains_key("T"));
 }
+
+#[test]
+fn globals_and_template_parameters_are_read() {
+    use cuda_embed_macros_core::signature::{parse, TemplateKind};
+    let src = r#"
+        #define N 8
+        namespace ns { __constant__ float coeffs[N][2]; }
+        static __device__ int counter = 0, *where_;
+        __device__ constexpr float PI = 3.14f;
+        __device__ __forceinline__ float twice(float v) { return 2 * v; }
+        extern __shared__ float smem[];
+        template <typename T, unsigned int BLOCK = 256, bool FAST = false>
+        __global__ void k(const T* x, T* y) {}
+        template <> __global__ void k<float, 1, true>(const float* x, float* y) {}
+        template <class... Ts> __global__ void pack(Ts... xs) {}
+    "#;
+    let p = parse(src).unwrap();
+    let g: Vec<(String, Vec<String>, usize)> =
+        p.globals.iter().map(|g| (g.qualified_name(), g.dims.clone(), g.elem.pointer_depth)).collect();
+    assert_eq!(
+        g,
+        [
+            ("ns::coeffs".to_string(), vec!["8".to_string(), "2".to_string()], 0),
+            ("counter".to_string(), vec![], 0),
+            ("where_".to_string(), vec![], 1),
+        ]
+    );
+    assert_eq!(p.globals[0].literal_len(), Some(16));
+    assert_eq!(p.globals[0].space, "__constant__");
+    let names: Vec<&str> = p.templates.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["k", "pack"], "the explicit specialisation adds no template");
+    let tp = p.templates[0].template.as_ref().unwrap();
+    assert_eq!(tp[0].kind, TemplateKind::Type);
+    assert_eq!(tp[1].kind, TemplateKind::Value("unsigned int".into()));
+    assert_eq!(tp[1].default.as_deref(), Some("256"));
+    assert_eq!(tp[2].kind, TemplateKind::Value("bool".into()));
+    assert!(matches!(p.templates[1].template.as_ref().unwrap()[0].kind, TemplateKind::Unsupported(_)));
+}
