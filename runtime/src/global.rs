@@ -82,14 +82,7 @@ impl<T: DeviceSafe> Global<T> {
         let spec = self.spec();
         let loaded = self.module.loaded(ctx)?;
         let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol, String::as_str);
-        let err = |cause: String, fix: Option<String>| Error::Global {
-            name: spec.name,
-            origin: self.module.spec().origin,
-            device: ctx.ordinal(),
-            cause,
-            fix,
-        };
-        let name = c_string(symbol).map_err(|e| err(e, None))?;
+        let name = c_string(symbol).map_err(|e| self.error(ctx, e, None))?;
         ctx.bind_to_thread().map_err(|e| Error::Driver {
             call: "cuCtxSetCurrent",
             device: ctx.ordinal(),
@@ -100,16 +93,18 @@ impl<T: DeviceSafe> Global<T> {
         // valid C string; both out-pointers are valid.
         let r = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, loaded.module, name.as_ptr()) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(err(format!("symbol `{symbol}` not found in the module: {}", DriverCode(r)), None));
+            return Err(self.error(ctx, format!("symbol `{symbol}` not found in the module: {}", DriverCode(r)), None));
         }
         if spec.bytes != 0 && spec.bytes as usize != bytes {
-            return Err(err(
+            return Err(self.error(
+                ctx,
                 format!("the module's variable is {bytes} bytes, the handle was generated for {}", spec.bytes),
                 Some("rebuild: the CUDA source changed after the handle was generated".into()),
             ));
         }
         if spec.elem_size == 0 || bytes % spec.elem_size != 0 {
-            return Err(err(
+            return Err(self.error(
+                ctx,
                 format!(
                     "the variable is {bytes} bytes, not a whole number of `{}` ({} bytes)",
                     std::any::type_name::<T>(),
@@ -132,49 +127,54 @@ impl<T: DeviceSafe> Global<T> {
         self.device_ptr(ctx).map(|(p, _)| crate::RawDevicePtr(p))
     }
 
+    #[cold]
+    fn error(&self, ctx: &CudaContext, cause: String, fix: Option<String>) -> Error {
+        Error::Global { name: self.spec().name, origin: self.module.spec().origin, device: ctx.ordinal(), cause, fix }
+    }
+
+    /// The device address of elements `offset..offset + count`, checked against the length.
     fn range(&self, stream: &CudaStream, offset: usize, count: usize, what: &str) -> Result<sys::CUdeviceptr> {
         let ctx = stream.context();
         let (ptr, bytes) = self.device_ptr(ctx)?;
         let len = bytes / std::mem::size_of::<T>();
         if offset.checked_add(count).is_none_or(|end| end > len) {
-            return Err(Error::Global {
-                name: self.spec().name,
-                origin: self.module.spec().origin,
-                device: ctx.ordinal(),
-                cause: format!(
-                    "{what} elements {offset}..{} of a variable holding {len}",
-                    offset.saturating_add(count)
-                ),
-                fix: Some(format!("pass at most {} elements from offset {offset}", len.saturating_sub(offset))),
-            });
+            return Err(self.error(
+                ctx,
+                format!("{what} elements {offset}..{} of a variable holding {len}", offset.saturating_add(count)),
+                Some(format!("pass at most {} elements from offset {offset}", len.saturating_sub(offset))),
+            ));
         }
         Ok(ptr + (offset * std::mem::size_of::<T>()) as u64)
     }
 
     /// Copies `values` into the whole variable; `values.len()` must equal its length.
     pub fn write(&self, stream: &CudaStream, values: &[T]) -> Result<()> {
-        let len = self.len(stream.context())?;
+        let ctx = stream.context();
+        let (ptr, bytes) = self.device_ptr(ctx)?;
+        let len = bytes / std::mem::size_of::<T>();
         if values.len() != len {
-            return Err(Error::Global {
-                name: self.spec().name,
-                origin: self.module.spec().origin,
-                device: stream.context().ordinal(),
-                cause: format!("{} values given for a variable of {len} elements", values.len()),
-                fix: Some("pass exactly as many values, or use `write_at` for part of it".into()),
-            });
+            return Err(self.error(
+                ctx,
+                format!("{} values given for a variable of {len} elements", values.len()),
+                Some("pass exactly as many values, or use `write_at` for part of it".into()),
+            ));
         }
-        self.write_at(stream, 0, values)
+        self.copy_in(stream, ptr, values)
     }
 
     /// Copies `values` into elements `offset..offset + values.len()`.
     pub fn write_at(&self, stream: &CudaStream, offset: usize, values: &[T]) -> Result<()> {
         let dst = self.range(stream, offset, values.len(), "writing")?;
+        self.copy_in(stream, dst, values)
+    }
+
+    fn copy_in(&self, stream: &CudaStream, dst: sys::CUdeviceptr, values: &[T]) -> Result<()> {
         if values.is_empty() {
             return Ok(());
         }
         // SAFETY: `dst` addresses at least `size_of_val(values)` bytes of the variable (checked by
-        // `range`); the source is a live host slice. From pageable memory the copy has consumed
-        // the slice when the call returns.
+        // the callers); the source is a live host slice. From pageable memory the copy has
+        // consumed the slice when the call returns.
         let r = unsafe {
             sys::cuMemcpyHtoDAsync_v2(
                 dst,
@@ -193,11 +193,12 @@ impl<T: DeviceSafe> Global<T> {
 
     /// Reads the whole variable back (waits for earlier work on `stream`).
     pub fn read(&self, stream: &CudaStream) -> Result<Vec<T>> {
-        let len = self.len(stream.context())?;
+        let (src, bytes) = self.device_ptr(stream.context())?;
+        let len = bytes / std::mem::size_of::<T>();
         let mut out: Vec<MaybeUninit<T>> = Vec::with_capacity(len);
         // SAFETY: MaybeUninit needs no initialisation.
         unsafe { out.set_len(len) };
-        self.read_raw(stream, 0, &mut out)?;
+        self.copy_out(stream, src, &mut out)?;
         // SAFETY: every element was written by the completed copy; `DeviceSafe` types are plain
         // data whose device bytes are valid host values.
         Ok(out.into_iter().map(|v| unsafe { v.assume_init() }).collect())
@@ -220,10 +221,14 @@ impl<T: DeviceSafe> Global<T> {
 
     fn read_raw(&self, stream: &CudaStream, offset: usize, out: &mut [MaybeUninit<T>]) -> Result<()> {
         let src = self.range(stream, offset, out.len(), "reading")?;
+        self.copy_out(stream, src, out)
+    }
+
+    fn copy_out(&self, stream: &CudaStream, src: sys::CUdeviceptr, out: &mut [MaybeUninit<T>]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
-        // SAFETY: `src` addresses at least `size_of_val(out)` bytes (checked by `range`); `out` is
+        // SAFETY: `src` addresses at least `size_of_val(out)` bytes (checked by the callers); `out` is
         // a live, exclusively borrowed host buffer, and the stream is synchronised below before
         // it is used.
         let r = unsafe {

@@ -326,28 +326,38 @@ impl Module {
         loaded: &Loaded,
         cfg: &LaunchConfig,
     ) -> Result<()> {
-        let (b, g) = (cfg.block_dim, cfg.grid_dim);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        let bad = threads > u64::from(loaded.max_threads[index])
-            || threads == 0
-            || g.0 == 0
-            || g.1 == 0
-            || g.2 == 0
-            || g.0 > MAX_GRID_X
-            || g.1 > MAX_GRID_YZ
-            || g.2 > MAX_GRID_YZ
-            || cfg.shared_mem_bytes > loaded.max_dyn_smem[index].load(Ordering::Relaxed);
-        if bad {
-            // Rejected before the driver sees it: a clear Error, and no failed API call.
-            let f = loaded.functions[index];
-            return Err(self.launch_error(index, ctx, f, cfg, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
-        }
-        Ok(())
+        let max_smem = loaded.max_dyn_smem[index].load(Ordering::Relaxed);
+        // Rejected before the driver sees it: a clear Error, and no failed API call.
+        check_config(cfg, loaded.max_threads[index], max_smem)
+            .map_err(|v| self.limit_error(index, ctx, loaded.functions[index], cfg, v))
     }
 
     #[cold]
     #[inline(never)]
-    fn launch_error(
+    fn limit_error(
+        &self,
+        index: usize,
+        ctx: &Arc<CudaContext>,
+        f: sys::CUfunction,
+        cfg: &LaunchConfig,
+        v: Violation,
+    ) -> Error {
+        let kernel = self.spec.kernels[index].name;
+        let (mut cause, mut fix) = v.describe(cfg);
+        if let Violation::SharedMemory { .. } = v {
+            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+            let static_smem = crate::control::attr(f, attr).unwrap_or(0);
+            cause.push_str(&format!(" (plus {static_smem} static)"));
+            fix = format!("request less, or raise the kernel's limit first with `{kernel}::set_max_dynamic_shared_memory(&ctx, bytes)`");
+        }
+        Error::Launch { kernel, device: ctx.ordinal(), cause, fix: Some(fix) }
+    }
+
+    /// The Error for a launch the driver refused: a limit the kernel's attributes show was
+    /// exceeded, else the driver's code with the configuration.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn launch_error(
         &self,
         index: usize,
         ctx: &Arc<CudaContext>,
@@ -355,54 +365,95 @@ impl Module {
         cfg: &LaunchConfig,
         r: sys::CUresult,
     ) -> Error {
-        let kernel = self.spec.kernels[index].name;
-        let device = ctx.ordinal();
+        use sys::CUfunction_attribute::*;
+        let attr = |a| crate::control::attr(f, a).unwrap_or(u32::MAX);
+        let limits = check_config(
+            cfg,
+            attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+        );
+        if let Err(v) = limits {
+            return self.limit_error(index, ctx, f, cfg, v);
+        }
+        let (b, g) = (cfg.block_dim, cfg.grid_dim);
+        Error::Launch {
+            kernel: self.spec.kernels[index].name,
+            device: ctx.ordinal(),
+            cause: format!(
+                "{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
+                DriverCode(r),
+                cfg.shared_mem_bytes
+            ),
+            fix: None,
+        }
+    }
+}
+
+/// A launch configuration a kernel cannot take, found before the driver is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Violation {
+    /// A zero grid or block dimension.
+    Empty,
+    /// More threads per block than the kernel allows.
+    Threads {
+        /// The kernel's limit.
+        max: u32,
+    },
+    /// A grid dimension over the device limits.
+    Grid,
+    /// More dynamic shared memory than the kernel's current limit.
+    SharedMemory {
+        /// The kernel's limit.
+        max: u32,
+    },
+}
+
+impl Violation {
+    /// What is wrong and what to do, for the Error. The shared-memory fix is generic: callers
+    /// name their own way to raise the limit.
+    pub(crate) fn describe(self, cfg: &LaunchConfig) -> (String, String) {
         let (b, g) = (cfg.block_dim, cfg.grid_dim);
         let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        let attr = |a| crate::control::attr(f, a).ok().map(i64::from);
-        use sys::CUfunction_attribute::*;
-        let max_threads = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-        let static_smem = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0);
-        let max_dyn_smem = attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-        let (cause, fix) = if let Some(max) = max_threads.filter(|&m| threads as i64 > m) {
-            (
+        match self {
+            Violation::Empty => (
+                format!("empty launch: grid {g:?}, block {b:?}"),
+                "every grid and block dimension must be at least 1".into(),
+            ),
+            Violation::Threads { max } => (
                 format!(
                     "block of {}x{}x{} = {threads} threads exceeds the kernel's limit of {max} threads per block",
                     b.0, b.1, b.2
                 ),
-                Some(format!("use at most {max} threads per block (the limit comes from the device, the kernel's registers and __launch_bounds__)")),
-            )
-        } else if let Some(max) = max_dyn_smem.filter(|&m| cfg.shared_mem_bytes as i64 > m) {
-            (
-                format!(
-                    "{} bytes of dynamic shared memory requested, the kernel allows {max} (plus {static_smem} static)",
-                    cfg.shared_mem_bytes
-                ),
-                Some(format!(
-                    "request less, or raise the kernel's limit first with `{kernel}::set_max_dynamic_shared_memory(&ctx, bytes)`"
-                )),
-            )
-        } else if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
-            (
+                format!("use at most {max} threads per block (the limit comes from the device, the kernel's registers and __launch_bounds__)"),
+            ),
+            Violation::Grid => (
                 format!("grid {g:?} exceeds the grid limits ({MAX_GRID_X}, {MAX_GRID_YZ}, {MAX_GRID_YZ})"),
-                Some("use fewer blocks per dimension, or loop inside the kernel (grid-stride loop)".into()),
-            )
-        } else if g.0 == 0 || g.1 == 0 || g.2 == 0 || threads == 0 {
-            (
-                format!("empty launch: grid {g:?}, block {b:?}"),
-                Some("every grid and block dimension must be at least 1".into()),
-            )
-        } else {
-            (
-                format!(
-                    "{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
-                    DriverCode(r),
-                    cfg.shared_mem_bytes
-                ),
-                None,
-            )
-        };
-        Error::Launch { kernel, device, cause, fix }
+                "use fewer blocks per dimension, or loop inside the kernel (grid-stride loop)".into(),
+            ),
+            Violation::SharedMemory { max } => (
+                format!("{} bytes of dynamic shared memory requested, the kernel allows {max}", cfg.shared_mem_bytes),
+                "request less, or raise the kernel's limit first".into(),
+            ),
+        }
+    }
+}
+
+/// Checks `cfg` against a kernel's thread and dynamic shared memory limits and the grid limits;
+/// shared by the generated launchers and `Program` kernels.
+#[inline(always)]
+pub(crate) fn check_config(cfg: &LaunchConfig, max_threads: u32, max_dyn_smem: u32) -> Result<(), Violation> {
+    let (b, g) = (cfg.block_dim, cfg.grid_dim);
+    let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+    if threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
+        Err(Violation::Empty)
+    } else if threads > u64::from(max_threads) {
+        Err(Violation::Threads { max: max_threads })
+    } else if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
+        Err(Violation::Grid)
+    } else if cfg.shared_mem_bytes > max_dyn_smem {
+        Err(Violation::SharedMemory { max: max_dyn_smem })
+    } else {
+        Ok(())
     }
 }
 

@@ -15,6 +15,7 @@
 //! [`nvrtc::cache_dir`](crate::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
 
 use crate::error::{DriverCode, Error, Result};
+use crate::module::{check_config, Violation};
 use crate::nvrtc::{self, Compiled};
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
@@ -27,10 +28,6 @@ use std::sync::Arc;
 
 const KEY_MAGIC: &str = "cuda-embed program v1";
 const DEFAULT_NAME: &str = "program.cu";
-
-/// Grid limits of every GPU CUDA 13 supports (compute capability 7.5 and newer).
-const MAX_GRID_X: u32 = i32::MAX as u32;
-const MAX_GRID_YZ: u32 = 65535;
 
 /// CUDA C++ source to compile at run time with NVRTC, with its options.
 ///
@@ -658,56 +655,23 @@ impl ProgramKernel {
     }
 
     fn check_limits(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
-        let (b, g) = (cfg.block_dim, cfg.grid_dim);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        if threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
-            return Err(self.launch_error(
-                device,
-                format!("empty launch: grid {g:?}, block {b:?}"),
-                Some("every grid and block dimension must be at least 1".into()),
-            ));
-        }
-        if threads > u64::from(self.max_threads) {
-            let max = self.max_threads;
-            return Err(self.launch_error(
-                device,
-                format!(
-                    "block of {}x{}x{} = {threads} threads exceeds the kernel's limit of {max} threads per block",
-                    b.0, b.1, b.2
-                ),
-                Some(format!(
-                    "use at most {max} threads per block (the limit comes from the device, the kernel's registers and __launch_bounds__)"
-                )),
-            ));
-        }
-        if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
-            return Err(self.launch_error(
-                device,
-                format!("grid {g:?} exceeds the grid limits ({MAX_GRID_X}, {MAX_GRID_YZ}, {MAX_GRID_YZ})"),
-                Some("use fewer blocks per dimension, or loop inside the kernel (grid-stride loop)".into()),
-            ));
-        }
-        if cfg.shared_mem_bytes > self.max_dyn_smem.load(Ordering::Relaxed) {
+        let mut checked = check_config(cfg, self.max_threads, self.max_dyn_smem.load(Ordering::Relaxed));
+        if let Err(Violation::SharedMemory { .. }) = checked {
             // The limit may have been raised through `cu_function()` since it was read: ask again.
             let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             let max = crate::control::attr(self.function, attr).unwrap_or(u32::MAX);
             self.max_dyn_smem.store(max, Ordering::Relaxed);
-            if cfg.shared_mem_bytes > max {
-                return Err(self.launch_error(
-                    device,
-                    format!(
-                        "{} bytes of dynamic shared memory requested, the kernel allows {max}",
-                        cfg.shared_mem_bytes
-                    ),
-                    Some(
-                        "request less, or raise the kernel's limit first with cuFuncSetAttribute(\
-                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on `cu_function()`"
-                            .into(),
-                    ),
-                ));
-            }
+            checked = check_config(cfg, self.max_threads, max);
         }
-        Ok(())
+        checked.map_err(|v| {
+            let (cause, mut fix) = v.describe(cfg);
+            if let Violation::SharedMemory { .. } = v {
+                fix = "request less, or raise the kernel's limit first with cuFuncSetAttribute(\
+                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on `cu_function()`"
+                    .into();
+            }
+            self.launch_error(device, cause, Some(fix))
+        })
     }
 
     #[cold]

@@ -404,16 +404,7 @@ fn probes_for(units: &[Typed], instances: &[Instance], parsed: &Parsed) -> (Vec<
 
 /// `std::size_t` -> `size_t`, `unsigned   int` -> `unsigned int`.
 fn normalise_type(arg: &str) -> String {
-    let words: Vec<&str> = arg.split_whitespace().collect();
-    let s = words.join(" ");
-    for prefix in ["::cuda::std::", "cuda::std::", "::std::", "std::", "::"] {
-        if let Some(rest) = s.strip_prefix(prefix) {
-            if !rest.contains("::") {
-                return rest.to_string();
-            }
-        }
-    }
-    s
+    signature::strip_std(&arg.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// Replaces whole-word template parameter names in `text`.

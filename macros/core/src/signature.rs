@@ -50,13 +50,7 @@ pub enum TemplateKind {
 impl Kernel {
     /// `ns::name`, or `name` at global scope.
     pub fn qualified_name(&self) -> String {
-        let mut s = String::new();
-        for n in &self.namespaces {
-            s.push_str(n);
-            s.push_str("::");
-        }
-        s.push_str(&self.name);
-        s
+        qualify(&self.namespaces, &self.name)
     }
 }
 
@@ -120,19 +114,36 @@ pub struct GlobalVar {
 impl GlobalVar {
     /// `ns::name`, or `name` at global scope.
     pub fn qualified_name(&self) -> String {
-        let mut s = String::new();
-        for n in &self.namespaces {
-            s.push_str(n);
-            s.push_str("::");
-        }
-        s.push_str(&self.name);
-        s
+        qualify(&self.namespaces, &self.name)
     }
 
     /// The number of elements when every extent is an integer literal.
     pub fn literal_len(&self) -> Option<u64> {
         self.dims.iter().try_fold(1u64, |acc, d| Some(acc * parse_int(d)?))
     }
+}
+
+/// `ns::name`, or `name` without namespaces.
+fn qualify(namespaces: &[String], name: &str) -> String {
+    let mut s = String::new();
+    for n in namespaces {
+        s.push_str(n);
+        s.push_str("::");
+    }
+    s.push_str(name);
+    s
+}
+
+/// The named namespaces enclosing the current position, outermost first (`a::b` split).
+fn namespaces_of(scopes: &[Scope]) -> Vec<String> {
+    scopes
+        .iter()
+        .filter_map(|s| match s {
+            Scope::Namespace(n) if !n.is_empty() => Some(n.split("::").map(str::to_string)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 /// Parses a C integer literal (decimal, hex, octal, binary; `u`/`l` suffixes; `'` separators).
@@ -389,14 +400,7 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
         }
         k += 1;
     }
-    let namespaces: Vec<String> = scopes
-        .iter()
-        .filter_map(|s| match s {
-            Scope::Namespace(n) if !n.is_empty() => Some(n.split("::").map(str::to_string).collect::<Vec<_>>()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let namespaces = namespaces_of(scopes);
     let mut base: Vec<Token> = Vec::new();
     for (n, piece) in split_top(&toks).into_iter().enumerate() {
         // Each declarator up to its initialiser; a `(` before that is a function declaration.
@@ -522,14 +526,7 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
     while j < t.len() && !t[j].is("{") && !t[j].is(";") {
         j += 1;
     }
-    let namespaces = scopes
-        .iter()
-        .filter_map(|s| match s {
-            Scope::Namespace(n) if !n.is_empty() => Some(n.split("::").map(str::to_string).collect::<Vec<_>>()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let namespaces = namespaces_of(scopes);
     let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
     Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature, template: None }, j + 1))
 }
@@ -618,6 +615,12 @@ fn normalise_base(words: &[&Token]) -> String {
         }
         s.push_str(&w.text);
     }
+    strip_std(&s)
+}
+
+/// `std::size_t` -> `size_t`, `::cuda::std::uint32_t` -> `uint32_t`: the standard namespaces
+/// (and a leading `::`) dropped from a name that is otherwise unqualified.
+pub fn strip_std(s: &str) -> String {
     for prefix in ["::cuda::std::", "cuda::std::", "::std::", "std::", "::"] {
         if let Some(rest) = s.strip_prefix(prefix) {
             if !rest.contains("::") {
@@ -625,7 +628,7 @@ fn normalise_base(words: &[&Token]) -> String {
             }
         }
     }
-    s
+    s.to_string()
 }
 
 /// Index of the bracket closing the one at `open`.
