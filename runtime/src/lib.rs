@@ -65,6 +65,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::types::check_layout;
     pub use crate::types::DeviceSafe;
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
     pub use std::ffi::c_void;

@@ -23,7 +23,10 @@ pub use half::{bf16, f16};
 /// Marks a Rust type as safe to pass by value to a kernel whose C++ parameter has the same name.
 ///
 /// The macro checks, at compile time, that the type's size and alignment equal what the compiled
-/// kernel expects. The field layout is yours to keep in step with the C++ struct.
+/// kernel expects. Write `#[derive(DeviceSafe)]` (from the `cuda-embed` facade) on a `#[repr(C)]`
+/// struct rather than implementing this by hand: the derive checks that every field is itself
+/// `DeviceSafe` and records the field layout in [`DeviceSafe::LAYOUT`], so a field order that
+/// differs from the C++ struct can be caught at compile time too.
 ///
 /// # Safety
 /// The type must be `#[repr(C)]` (or `#[repr(transparent)]`), hold no references, pointers to
@@ -38,9 +41,214 @@ pub use half::{bf16, f16};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is passed by value to a CUDA kernel but is not marked `DeviceSafe`",
-    note = "check that `{Self}` is #[repr(C)] with the CUDA struct's fields, then add `unsafe impl cuda_embed::DeviceSafe for {Self} {{}}`"
+    note = "check that `{Self}` is #[repr(C)] with the CUDA struct's fields in the CUDA order, then add `#[derive(cuda_embed::DeviceSafe)]`; references, `Vec`, `Box` and host pointers can never be passed to a kernel"
 )]
-pub unsafe trait DeviceSafe: Copy + 'static {}
+pub unsafe trait DeviceSafe: Copy + 'static {
+    /// The fields of a struct, in declaration order, with their offsets and sizes; `None` when
+    /// unknown (scalars, CUDA vector types, arrays, hand-written impls).
+    ///
+    /// `#[derive(DeviceSafe)]` sets it, and the macro compares it with the C++ struct's members
+    /// (names, offsets and sizes read from the compiler) so that two fields declared in a
+    /// different order than in CUDA are a compile error even when the sizes add up. A hand-written
+    /// impl may set it too; the default, `None`, skips that check.
+    ///
+    /// ```
+    /// use cuda_embed_runtime::{DeviceSafe, FieldLayout};
+    ///
+    /// #[repr(C)]
+    /// #[derive(Clone, Copy)]
+    /// struct Params { scale: f32, n: i32 }
+    /// // SAFETY: repr(C), plain data, same fields as `struct Params { float scale; int n; }`.
+    /// unsafe impl DeviceSafe for Params {
+    ///     const LAYOUT: Option<&'static [FieldLayout]> = Some(&[
+    ///         FieldLayout { name: "scale", offset: core::mem::offset_of!(Params, scale), size: 4 },
+    ///         FieldLayout { name: "n", offset: core::mem::offset_of!(Params, n), size: 4 },
+    ///     ]);
+    /// }
+    /// assert_eq!(Params::LAYOUT.unwrap()[1].offset, 4);
+    /// assert_eq!(f32::LAYOUT, None);
+    /// ```
+    const LAYOUT: Option<&'static [FieldLayout]> = None;
+}
+
+/// One field of a [`DeviceSafe`] struct: see [`DeviceSafe::LAYOUT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FieldLayout {
+    /// The field's name as written in Rust (`"0"`, `"1"`, ... for a tuple struct).
+    pub name: &'static str,
+    /// Its byte offset from the start of the struct (`core::mem::offset_of!`).
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// Compares `T::LAYOUT` with the C++ struct's members, `cuda` = `(name, offset, size)` in C++
+/// declaration order, and panics — at compile time, when called in a `const _: () = ...` item —
+/// with a message naming the struct, the field and the two offsets or sizes.
+///
+/// Does nothing when `T::LAYOUT` is `None` (a hand-written impl). Rust fields match C++ members by
+/// name, ignoring ASCII case and underscores (`num_rows` matches `numRows`); a tuple struct's
+/// fields match by position. Support for the code `cuda_kernel!` generates: not a stable API.
+#[doc(hidden)]
+pub const fn check_layout<T: DeviceSafe>(rust_name: &str, cuda: &[(&str, usize, usize)]) {
+    let Some(rust) = T::LAYOUT else { return };
+    let by_position = rust.is_empty() || bytes_eq(rust[0].name.as_bytes(), b"0");
+    let mut i = 0;
+    while i < cuda.len() {
+        let (name, offset, size) = cuda[i];
+        let found = if by_position {
+            if i < rust.len() {
+                Some(i)
+            } else {
+                None
+            }
+        } else {
+            find_field(rust, name)
+        };
+        let Some(r) = found else {
+            let m = Msg::new().s("the CUDA struct `").s(rust_name).s("` has a field `").s(name);
+            let m = m.s("` that the Rust `").s(rust_name).s("` does not have: add it, in the CUDA order");
+            m.panic()
+        };
+        let field = rust[r];
+        let m = Msg::new().s("field `").s(field.name).s("` of `").s(rust_name);
+        let m = if by_position { m.s("` (the CUDA field `").s(name).s("`)") } else { m.s("`") };
+        if field.size != size {
+            let m = m.s(" is ").n(field.size).s(" bytes in Rust but ").n(size);
+            m.s(" in the CUDA struct: give it the CUDA field's type").panic()
+        }
+        if field.offset != offset {
+            let m = m.s(" is at offset ").n(field.offset).s(" in Rust but at ").n(offset);
+            m.s(" in the CUDA struct: declare the fields in the CUDA order").panic()
+        }
+        i += 1;
+    }
+    if rust.len() != cuda.len() {
+        let mut r = 0;
+        while r < rust.len() && !by_position && has_field(cuda, rust[r].name) {
+            r += 1;
+        }
+        let m = Msg::new().s("`").s(rust_name).s("` has ").n(rust.len()).s(" fields in Rust but ").n(cuda.len());
+        let m = m.s(" in the CUDA struct");
+        if r < rust.len() && !by_position {
+            m.s(": field `").s(rust[r].name).s("` is not in the CUDA struct, remove it").panic()
+        }
+        m.s(": remove the fields that CUDA does not have").panic()
+    }
+}
+
+const fn find_field(rust: &[FieldLayout], name: &str) -> Option<usize> {
+    let mut r = 0;
+    while r < rust.len() {
+        if same_name(rust[r].name.as_bytes(), name.as_bytes()) {
+            return Some(r);
+        }
+        r += 1;
+    }
+    None
+}
+
+const fn has_field(cuda: &[(&str, usize, usize)], name: &str) -> bool {
+    let mut c = 0;
+    while c < cuda.len() {
+        if same_name(cuda[c].0.as_bytes(), name.as_bytes()) {
+            return true;
+        }
+        c += 1;
+    }
+    false
+}
+
+const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Equal ignoring ASCII case and underscores, and a leading `r#` (`num_rows` == `numRows`).
+const fn same_name(a: &[u8], b: &[u8]) -> bool {
+    let (mut i, mut j) = (raw_prefix(a), raw_prefix(b));
+    loop {
+        while i < a.len() && a[i] == b'_' {
+            i += 1;
+        }
+        while j < b.len() && b[j] == b'_' {
+            j += 1;
+        }
+        if i == a.len() || j == b.len() {
+            return i == a.len() && j == b.len();
+        }
+        if a[i].to_ascii_lowercase() != b[j].to_ascii_lowercase() {
+            return false;
+        }
+        i += 1;
+        j += 1;
+    }
+}
+
+const fn raw_prefix(a: &[u8]) -> usize {
+    if a.len() > 2 && a[0] == b'r' && a[1] == b'#' {
+        2
+    } else {
+        0
+    }
+}
+
+/// A panic message built at compile time (`format!` is not available in `const fn`).
+struct Msg {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Msg {
+    const fn new() -> Self {
+        Msg { buf: [0; 512], len: 0 }
+    }
+
+    const fn s(mut self, text: &str) -> Self {
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() && self.len < self.buf.len() {
+            self.buf[self.len] = b[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    const fn n(self, mut v: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut k = digits.len();
+        loop {
+            k -= 1;
+            digits[k] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        match core::str::from_utf8(digits.split_at(k).1) {
+            Ok(text) => self.s(text),
+            Err(_) => self,
+        }
+    }
+
+    const fn panic(&self) -> ! {
+        match core::str::from_utf8(self.buf.split_at(self.len).0) {
+            Ok(text) => panic!("{}", text),
+            // Only when a long name was cut inside a UTF-8 character.
+            Err(_) => panic!("the Rust struct's field layout differs from the CUDA struct's"),
+        }
+    }
+}
 
 macro_rules! device_safe {
     ($($t:ty),* $(,)?) => { $(
@@ -49,6 +257,10 @@ macro_rules! device_safe {
     )* };
 }
 device_safe!(bool, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize, f32, f64, f16, bf16, F8E4M3, F8E5M2);
+
+// SAFETY: an array of plain data has the layout of the C array `T[N]` (no padding between
+// elements, the element's alignment).
+unsafe impl<T: DeviceSafe, const N: usize> DeviceSafe for [T; N] {}
 
 macro_rules! vector_types {
     ($( $(#[$doc:meta])* $name:ident($elem:ty; $align:literal) { $($field:ident),+ } )*) => { $(
@@ -267,5 +479,74 @@ mod tests {
         for (name, size, align, want_size, want_align) in table {
             assert_eq!((*size, *align), (*want_size, *want_align), "{name}");
         }
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Params {
+        scale: f32,
+        num_rows: i32,
+    }
+    // SAFETY: repr(C), plain data.
+    unsafe impl DeviceSafe for Params {
+        const LAYOUT: Option<&'static [FieldLayout]> = Some(&[
+            FieldLayout { name: "scale", offset: 0, size: 4 },
+            FieldLayout { name: "num_rows", offset: 4, size: 4 },
+        ]);
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Pair(f32, f64);
+    // SAFETY: repr(C), plain data.
+    unsafe impl DeviceSafe for Pair {
+        const LAYOUT: Option<&'static [FieldLayout]> =
+            Some(&[FieldLayout { name: "0", offset: 0, size: 4 }, FieldLayout { name: "1", offset: 8, size: 8 }]);
+    }
+
+    #[test]
+    fn layout_check_accepts_the_cuda_layout() {
+        const _: () = check_layout::<Params>("Params", &[("scale", 0, 4), ("numRows", 4, 4)]);
+        check_layout::<Params>("Params", &[("scale", 0, 4), ("NUM_ROWS", 4, 4)]);
+        check_layout::<Pair>("Pair", &[("x", 0, 4), ("y", 8, 8)]);
+        // No layout (a scalar, a hand-written impl): nothing to compare.
+        check_layout::<f32>("f32", &[("whatever", 3, 1)]);
+        assert_eq!(<[u16; 3]>::LAYOUT, None);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "field `num_rows` of `Params` is at offset 4 in Rust but at 0 in the CUDA struct: declare the fields in the CUDA order"
+    )]
+    fn layout_check_names_a_field_out_of_order() {
+        check_layout::<Params>("Params", &[("num_rows", 0, 4), ("scale", 4, 4)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "field `num_rows` of `Params` is 4 bytes in Rust but 8 in the CUDA struct")]
+    fn layout_check_names_a_field_of_another_size() {
+        check_layout::<Params>("Params", &[("scale", 0, 4), ("num_rows", 8, 8)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the CUDA struct `Params` has a field `count` that the Rust `Params` does not have")]
+    fn layout_check_names_a_missing_field() {
+        check_layout::<Params>("Params", &[("scale", 0, 4), ("num_rows", 4, 4), ("count", 8, 4)]);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "`Params` has 2 fields in Rust but 1 in the CUDA struct: field `num_rows` is not in the CUDA"
+    )]
+    fn layout_check_names_an_extra_field() {
+        check_layout::<Params>("Params", &[("scale", 0, 4)]);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "field `1` of `Pair` (the CUDA field `y`) is at offset 8 in Rust but at 4 in the CUDA struct"
+    )]
+    fn layout_check_matches_tuple_fields_by_position() {
+        check_layout::<Pair>("Pair", &[("x", 0, 4), ("y", 4, 8)]);
     }
 }
