@@ -1,0 +1,225 @@
+//! Compiler options: target architectures, and the argument lists handed to nvcc (build time) and
+//! to NVRTC (run time) for the same source and options.
+//!
+//! The user's options (the macro's typed options turned into flags, then its free-form `options`,
+//! or a run-time program's options) are passed to both compilers as written, after what
+//! cuda-embed itself must say (targets, include directories). Nothing is added that the user did
+//! not ask for: no `-ftz`, no fast math.
+
+use std::path::{Path, PathBuf};
+
+/// Default target architectures when neither the macro nor `CUDA_EMBED_ARCHS` names any.
+pub const DEFAULT_ARCHS: &[&str] = &["80", "90"];
+
+/// Architectures nvcc 13 can build SASS for (with optional `a`/`f` feature suffix where nvcc
+/// accepts one).
+pub const KNOWN_ARCHS: &[u32] = &[75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121];
+
+/// A target architecture such as `90` or `90a`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Arch {
+    /// Compute capability as a number (`90`).
+    pub number: u32,
+    /// Feature suffix (`""`, `"a"`, `"f"`).
+    pub suffix: String,
+}
+
+impl Arch {
+    /// Parses `90`, `sm_90`, `90a`, `compute_90`.
+    ///
+    /// ```
+    /// use cuda_embed_build::options::Arch;
+    /// assert_eq!(Arch::parse("sm_90a")?.sm(), "sm_90a");
+    /// assert!(Arch::parse("52").is_err());
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn parse(s: &str) -> Result<Arch, String> {
+        let t = s.trim();
+        let t = t.strip_prefix("sm_").or_else(|| t.strip_prefix("compute_")).unwrap_or(t);
+        let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let suffix = &t[digits.len()..];
+        let number: u32 = digits.parse().map_err(|_| format!("`{s}` is not a GPU architecture"))?;
+        if !KNOWN_ARCHS.contains(&number) || !["", "a", "f"].contains(&suffix) {
+            let list: Vec<String> = KNOWN_ARCHS.iter().map(|a| a.to_string()).collect();
+            return Err(format!(
+                "unknown GPU architecture `{s}`: nvcc 13 builds for {} (optionally with an `a` or `f` suffix, e.g. `90a`)",
+                list.join(", ")
+            ));
+        }
+        Ok(Arch { number, suffix: suffix.to_string() })
+    }
+
+    /// `sm_90a` style name (SASS).
+    pub fn sm(&self) -> String {
+        format!("sm_{}{}", self.number, self.suffix)
+    }
+
+    /// `compute_90a` style name (PTX).
+    pub fn compute(&self) -> String {
+        format!("compute_{}{}", self.number, self.suffix)
+    }
+}
+
+/// The archs from `CUDA_EMBED_ARCHS` (comma or space separated), else [`DEFAULT_ARCHS`].
+pub fn archs_from_env() -> Result<Vec<Arch>, String> {
+    match std::env::var("CUDA_EMBED_ARCHS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(|s| Arch::parse(s).map_err(|e| format!("CUDA_EMBED_ARCHS: {e}")))
+            .collect(),
+        _ => DEFAULT_ARCHS.iter().map(|a| Arch::parse(a)).collect(),
+    }
+}
+
+/// nvcc's arguments for one build, and the targets the fatbin will hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvccArgs {
+    /// `-gencode` per arch (SASS for each, PTX for the lowest), `-I` per include directory, then
+    /// the user's options.
+    pub args: Vec<String>,
+    /// Targets in the fatbin, e.g. `sm_80, sm_90, compute_80`.
+    pub targets: Vec<String>,
+}
+
+/// nvcc's arguments: SASS for every arch in `archs` (sorted, duplicates dropped) and PTX for the
+/// lowest, so newer GPUs JIT it; `-I` for each of `include_dirs`; then `options` as written.
+///
+/// ```
+/// use cuda_embed_build::options::{nvcc_args, Arch};
+/// let a = nvcc_args(&[Arch::parse("90")?, Arch::parse("80")?], &["inc".into()], &["-DN=4".to_string()]);
+/// assert_eq!(a.args, ["-gencode=arch=compute_80,code=[sm_80,compute_80]", "-gencode=arch=compute_90,code=sm_90", "-Iinc", "-DN=4"]);
+/// assert_eq!(a.targets, ["sm_80", "sm_90", "compute_80"]);
+/// # Ok::<(), String>(())
+/// ```
+pub fn nvcc_args(archs: &[Arch], include_dirs: &[PathBuf], options: &[String]) -> NvccArgs {
+    let mut archs = archs.to_vec();
+    archs.sort();
+    archs.dedup();
+    let mut args = Vec::new();
+    let mut targets = Vec::new();
+    for (n, a) in archs.iter().enumerate() {
+        let compute = a.compute();
+        if n == 0 {
+            args.push(format!("-gencode=arch={compute},code=[{},{compute}]", a.sm()));
+        } else {
+            args.push(format!("-gencode=arch={compute},code={}", a.sm()));
+        }
+        targets.push(a.sm());
+    }
+    targets.extend(archs.first().map(Arch::compute));
+    args.extend(include_dirs.iter().map(|d| format!("-I{}", d.display())));
+    args.extend(options.iter().cloned());
+    NvccArgs { args, targets }
+}
+
+/// NVRTC's options for compiling to a cubin for `sm_{arch}`: the architecture, the toolkit's
+/// include directories ([`toolkit_include_dirs`]), then `options` as written.
+///
+/// ```
+/// let o = cuda_embed_build::options::nvrtc_args(90, &["-DN=4"]);
+/// assert_eq!((o[0].as_str(), o.last().map(String::as_str)), ("--gpu-architecture=sm_90", Some("-DN=4")));
+/// ```
+pub fn nvrtc_args<S: AsRef<str>>(arch: u32, options: &[S]) -> Vec<String> {
+    let mut args = vec![format!("--gpu-architecture=sm_{arch}")];
+    args.extend(toolkit_include_dirs().iter().map(|d| format!("--include-path={}", d.display())));
+    args.extend(options.iter().map(|o| o.as_ref().to_string()));
+    args
+}
+
+/// The include directories named in compiler options (`-Idir`, `-I dir`, `--include-path=dir`,
+/// `--include-path dir`), in order.
+///
+/// ```
+/// let o = ["-Ia", "-DX", "--include-path=b", "-I", "c"];
+/// assert_eq!(cuda_embed_build::options::include_dirs(&o), [std::path::PathBuf::from("a"), "b".into(), "c".into()]);
+/// ```
+pub fn include_dirs<S: AsRef<str>>(options: &[S]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut opts = options.iter().map(AsRef::as_ref);
+    while let Some(o) = opts.next() {
+        let dir = if o == "-I" || o == "--include-path" {
+            opts.next()
+        } else {
+            o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))
+        };
+        dirs.extend(dir.filter(|d| !d.is_empty()).map(PathBuf::from));
+    }
+    dirs
+}
+
+/// The include directories of the CUDA toolkit NVRTC needs for headers that are not built in
+/// (e.g. `cuda_fp16.h` pulls in `nv/target` from CCCL): `include/` (and `include/cccl/` when
+/// present) of the first of `$CUDA_PATH`, `$CUDA_HOME`, `/usr/local/cuda` that has `cuda_fp16.h`.
+/// Empty when none does.
+pub fn toolkit_include_dirs() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
+        .collect();
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    for root in roots {
+        let inc = root.join("include");
+        if inc.join("cuda_fp16.h").is_file() {
+            let cccl = inc.join("cccl");
+            let mut dirs = vec![inc];
+            if cccl.is_dir() {
+                dirs.push(cccl);
+            }
+            return dirs;
+        }
+    }
+    Vec::new()
+}
+
+/// Whether `dir` is a CUDA toolkit (or CCCL) include directory, whose headers are versioned with
+/// the compiler.
+pub fn is_toolkit_include_dir(dir: &Path) -> bool {
+    ["cuda_runtime_api.h", "cuda_fp16.h", "nv/target"].iter().any(|f| dir.join(f).is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_parsing() {
+        assert_eq!(Arch::parse("sm_90a").unwrap(), Arch { number: 90, suffix: "a".into() });
+        assert_eq!(Arch::parse("80").unwrap().sm(), "sm_80");
+        assert_eq!(Arch::parse("compute_100f").unwrap().compute(), "compute_100f");
+        assert!(Arch::parse("52").unwrap_err().contains("unknown GPU architecture `52`"));
+        assert!(Arch::parse("90x").is_err());
+        assert!(Arch::parse("abc").is_err());
+        assert_eq!(
+            DEFAULT_ARCHS.iter().map(|a| Arch::parse(a).map(|a| a.sm())).collect::<Result<Vec<_>, _>>().unwrap(),
+            ["sm_80", "sm_90"]
+        );
+    }
+
+    #[test]
+    fn gencode_puts_ptx_on_lowest_arch() {
+        let archs = [Arch::parse("90").unwrap(), Arch::parse("80").unwrap(), Arch::parse("sm_90").unwrap()];
+        let a = nvcc_args(&archs, &[], &[]);
+        assert_eq!(a.args, ["-gencode=arch=compute_80,code=[sm_80,compute_80]", "-gencode=arch=compute_90,code=sm_90"]);
+        assert_eq!(a.targets, ["sm_80", "sm_90", "compute_80"]);
+        let none = nvcc_args(&[], &[], &["-x".into()]);
+        assert_eq!((none.args, none.targets), (vec!["-x".to_string()], vec![]));
+    }
+
+    #[test]
+    fn nvrtc_options_keep_the_users_order() {
+        let o = nvrtc_args(80, &["-DA", "--use_fast_math"]);
+        assert_eq!(o[0], "--gpu-architecture=sm_80");
+        assert_eq!(o[o.len() - 2..], ["-DA", "--use_fast_math"]);
+        assert!(o[1..o.len() - 2].iter().all(|i| i.starts_with("--include-path=")));
+    }
+
+    #[test]
+    fn toolkit_dirs_are_recognised() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!is_toolkit_include_dir(d.path()));
+        std::fs::write(d.path().join("cuda_runtime_api.h"), "").unwrap();
+        assert!(is_toolkit_include_dir(d.path()));
+        assert!(include_dirs(&["-I", ""]).is_empty());
+    }
+}
