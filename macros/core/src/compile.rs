@@ -1,70 +1,26 @@
 //! The build-time compiler driver: nvcc discovery, fatbin + PTX builds, and the build cache.
 //!
-//! Cache entries live under `<cache dir>/build/` (same directory rules as the runtime's NVRTC
+//! Cache entries are [`cuda_embed_build::cache`] entries under
+//! [`cache::build_dir`] (`<cache dir>/build/`, the same directory rules as the runtime's NVRTC
 //! cache: `CUDA_EMBED_CACHE_DIR`, `$XDG_CACHE_HOME/cuda-embed`, `~/.cache/cuda-embed`). An entry is
-//! keyed by a SHA-256 of the nvcc version, the target list, the options and the source; it
-//! records the bytes' hash of every header the compile read outside the toolkit and the system
-//! include directories, and is a hit only while those headers are unchanged. Entries are written
-//! to a temporary file and renamed into place, so parallel rustc processes never read a torn one.
+//! keyed by [`key`] (the nvcc version, the nvcc arguments — targets, include directories,
+//! options — and the source); it holds the fatbin and the PTX and records the hash of every
+//! header the compile read outside the toolkit and the system include directories (from nvcc's
+//! dependency file), and is a hit only while those headers are unchanged. Entries are written to a
+//! temporary file and renamed into place, so parallel rustc processes never read a torn one.
+//! Architectures and the nvcc argument list come from [`cuda_embed_build::options`].
 
-use sha2::{Digest, Sha256};
+use cuda_embed_build::cache::{self, Dep, Entry, Store};
+use cuda_embed_build::key::Key;
+use cuda_embed_build::options::nvcc_args;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-const MAGIC: &str = "cuda-embed nvcc build v1";
+pub use cuda_embed_build::options::{archs_from_env, Arch, DEFAULT_ARCHS, KNOWN_ARCHS};
 
-/// Default target architectures when neither the macro nor `CUDA_EMBED_ARCHS` names any.
-pub const DEFAULT_ARCHS: &[&str] = &["80", "90"];
-
-/// Architectures nvcc 13 can build SASS for (with optional `a`/`f` feature suffix where nvcc
-/// accepts one).
-pub const KNOWN_ARCHS: &[u32] = &[75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121];
-
-/// A target architecture such as `90` or `90a`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Arch {
-    /// Compute capability as a number (`90`).
-    pub number: u32,
-    /// Feature suffix (`""`, `"a"`, `"f"`).
-    pub suffix: String,
-}
-
-impl Arch {
-    /// Parses `90`, `sm_90`, `90a`, `compute_90`.
-    pub fn parse(s: &str) -> Result<Arch, String> {
-        let t = s.trim();
-        let t = t.strip_prefix("sm_").or_else(|| t.strip_prefix("compute_")).unwrap_or(t);
-        let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
-        let suffix = &t[digits.len()..];
-        let number: u32 = digits.parse().map_err(|_| format!("`{s}` is not a GPU architecture"))?;
-        if !KNOWN_ARCHS.contains(&number) || !["", "a", "f"].contains(&suffix) {
-            let list: Vec<String> = KNOWN_ARCHS.iter().map(|a| a.to_string()).collect();
-            return Err(format!(
-                "unknown GPU architecture `{s}`: nvcc 13 builds for {} (optionally with an `a` or `f` suffix, e.g. `90a`)",
-                list.join(", ")
-            ));
-        }
-        Ok(Arch { number, suffix: suffix.to_string() })
-    }
-
-    /// `sm_90a` style name.
-    pub fn sm(&self) -> String {
-        format!("sm_{}{}", self.number, self.suffix)
-    }
-}
-
-/// The archs from `CUDA_EMBED_ARCHS` (comma or space separated), else [`DEFAULT_ARCHS`].
-pub fn archs_from_env() -> Result<Vec<Arch>, String> {
-    match std::env::var("CUDA_EMBED_ARCHS") {
-        Ok(v) if !v.trim().is_empty() => v
-            .split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(|s| Arch::parse(s).map_err(|e| format!("CUDA_EMBED_ARCHS: {e}")))
-            .collect(),
-        _ => Ok(DEFAULT_ARCHS.iter().map(|a| Arch::parse(a).expect("default archs are valid")).collect()),
-    }
-}
+/// The key scheme of nvcc builds (see [`key`]).
+const KEY_SCHEME: &str = "cuda-embed nvcc build v2";
 
 /// A usable nvcc.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,20 +105,6 @@ fn probe_nvcc(path: &Path) -> Result<Nvcc, String> {
     Ok(n)
 }
 
-/// The directory the build cache lives in (see module docs).
-pub fn cache_dir() -> PathBuf {
-    let base = if let Some(d) = std::env::var_os("CUDA_EMBED_CACHE_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("cuda-embed")
-    } else if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(h).join(".cache").join("cuda-embed")
-    } else {
-        std::env::temp_dir().join("cuda-embed")
-    };
-    base.join("build")
-}
-
 /// One compilation.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
@@ -194,122 +136,44 @@ pub struct Output {
     pub deps: Vec<PathBuf>,
 }
 
-fn nvcc_args(req: &Request<'_>) -> (Vec<String>, Vec<String>) {
-    let mut archs = req.archs.to_vec();
-    archs.sort();
-    archs.dedup();
-    let mut args = Vec::new();
-    let mut targets = Vec::new();
-    for (n, a) in archs.iter().enumerate() {
-        let compute = format!("compute_{}{}", a.number, a.suffix);
-        if n == 0 {
-            args.push(format!("-gencode=arch={compute},code=[{},{compute}]", a.sm()));
-        } else {
-            args.push(format!("-gencode=arch={compute},code={}", a.sm()));
-        }
-        targets.push(a.sm());
-    }
-    if let Some(a) = archs.first() {
-        targets.push(format!("compute_{}{}", a.number, a.suffix));
-    }
-    for d in req.include_dirs {
-        args.push(format!("-I{}", d.display()));
-    }
-    args.extend(req.options.iter().cloned());
-    (args, targets)
+fn args(req: &Request<'_>) -> cuda_embed_build::options::NvccArgs {
+    nvcc_args(req.archs, req.include_dirs, req.options)
 }
 
-/// The cache key of a request.
+/// The cache key of a request: nvcc's version, its arguments and the source, in one
+/// [`Key`] scheme.
 pub fn key(nvcc: &Nvcc, req: &Request<'_>) -> String {
-    let (args, _) = nvcc_args(req);
-    let mut h = Sha256::new();
-    h.update(MAGIC.as_bytes());
-    h.update(b"\0");
-    h.update(nvcc.version.as_bytes());
-    for a in &args {
-        h.update(b"\0");
-        h.update(a.as_bytes());
-    }
-    h.update(b"\x01");
-    h.update(req.source.as_bytes());
-    hex(&h.finalize())
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn file_hash(p: &Path) -> Option<String> {
-    std::fs::read(p).ok().map(|b| hex(&Sha256::digest(&b)))
+    Key::new(KEY_SCHEME).field("nvcc", &nvcc.version).list("args", &args(req).args).field("source", req.source).finish()
 }
 
 /// Compiles, or returns the cached result. `Err` carries nvcc's full log.
 pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
     let key = key(nvcc, req);
-    let dir = cache_dir();
-    let file = dir.join(format!("{key}.bin"));
-    let (_, targets) = nvcc_args(req);
-    if let Some((fatbin, ptx, deps)) = read_entry(&file) {
-        return Ok(Output { fatbin, ptx, from_cache: true, targets, deps });
+    let store = Store::new(cache::build_dir(), "bin");
+    let targets = args(req).targets;
+    if let Some(out) = store.read(&key).and_then(|e| output(e, true, &targets)) {
+        return Ok(out);
     }
     let (fatbin, ptx, deps) = run_nvcc(nvcc, req)?;
-    let user_deps: Vec<(String, PathBuf)> = deps
+    let user_deps: Vec<Dep> = deps
         .into_iter()
         // Relative names are the `#line` file (the Rust file or the `.cu` file itself), not a
         // header: the source text is already in the key.
         .filter(|d| d.is_absolute())
         .filter(|d| !d.starts_with(&nvcc.root) && !d.starts_with("/usr/include") && !d.starts_with("/usr/lib"))
-        .filter_map(|d| file_hash(&d).map(|h| (h, d)))
+        .filter_map(Dep::of_file)
         .collect();
-    let _ = write_entry(&dir, &file, &user_deps, &fatbin, &ptx); // an unwritable cache only costs time
-    let deps = user_deps.into_iter().map(|d| d.1).collect();
-    Ok(Output { fatbin, ptx, from_cache: false, targets, deps })
+    let entry = Entry { blobs: vec![fatbin], strings: vec![ptx], deps: user_deps };
+    let _ = store.write_atomic(&key, &entry); // an unwritable cache only costs time
+    output(entry, false, &targets).ok_or_else(|| "nvcc produced an empty fatbin".to_string())
 }
 
-fn read_entry(file: &Path) -> Option<(Vec<u8>, String, Vec<PathBuf>)> {
-    let bytes = std::fs::read(file).ok()?;
-    let mut rest = bytes.as_slice();
-    let mut line = || -> Option<String> {
-        let at = rest.iter().position(|&b| b == b'\n')?;
-        let l = String::from_utf8(rest[..at].to_vec()).ok()?;
-        rest = &rest[at + 1..];
-        Some(l)
-    };
-    if line()? != MAGIC {
-        return None;
-    }
-    let ndeps: usize = line()?.strip_prefix("deps ")?.parse().ok()?;
-    let mut deps = Vec::with_capacity(ndeps);
-    for _ in 0..ndeps {
-        let l = line()?;
-        let (hash, path) = l.split_once(' ')?;
-        if file_hash(Path::new(path)).as_deref() != Some(hash) {
-            return None; // a header changed: recompile
-        }
-        deps.push(PathBuf::from(path));
-    }
-    let ptx_len: usize = line()?.strip_prefix("ptx ")?.parse().ok()?;
-    let fat_len: usize = line()?.strip_prefix("fatbin ")?.parse().ok()?;
-    if rest.len() != ptx_len + fat_len || fat_len == 0 {
-        return None;
-    }
-    let ptx = String::from_utf8(rest[..ptx_len].to_vec()).ok()?;
-    Some((rest[ptx_len..].to_vec(), ptx, deps))
-}
-
-fn write_entry(dir: &Path, file: &Path, deps: &[(String, PathBuf)], fatbin: &[u8], ptx: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    writeln!(tmp, "{MAGIC}\ndeps {}", deps.len())?;
-    for (h, p) in deps {
-        writeln!(tmp, "{h} {}", p.display())?;
-    }
-    writeln!(tmp, "ptx {}\nfatbin {}", ptx.len(), fatbin.len())?;
-    tmp.write_all(ptx.as_bytes())?;
-    tmp.write_all(fatbin)?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
+/// The output an entry holds: exactly one non-empty fatbin and one PTX text (else `None`).
+fn output(entry: Entry, from_cache: bool, targets: &[String]) -> Option<Output> {
+    let Ok([fatbin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) else { return None };
+    let Ok([ptx]) = <[String; 1]>::try_from(entry.strings) else { return None };
+    let deps = entry.deps.into_iter().map(|d| d.path).collect();
+    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps })
 }
 
 fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<PathBuf>), String> {
@@ -324,10 +188,9 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
     std::fs::create_dir_all(&keep).map_err(|e| e.to_string())?;
     let out = work.path().join("kernel.fatbin");
     let depfile = work.path().join("kernel.d");
-    let (args, _) = nvcc_args(req);
     let result = Command::new(&nvcc.path)
         .arg("-fatbin")
-        .args(&args)
+        .args(&args(req).args)
         .arg("--keep")
         .arg("--keep-dir")
         .arg(&keep)
@@ -348,7 +211,7 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
         return Err(clean_log(&log).replace("\"kernel.cu\"", &format!("\"{file}\"")));
     }
     let fatbin = std::fs::read(&out).map_err(|e| format!("nvcc produced no fatbin ({e}); its output:\n{log}"))?;
-    let lowest = req.archs.iter().min().map(|a| format!("compute_{}{}", a.number, a.suffix));
+    let lowest = req.archs.iter().min().map(Arch::compute);
     let mut ptx_files: Vec<PathBuf> = std::fs::read_dir(&keep)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -385,24 +248,6 @@ fn clean_log(log: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arch_parsing() {
-        assert_eq!(Arch::parse("sm_90a").unwrap(), Arch { number: 90, suffix: "a".into() });
-        assert_eq!(Arch::parse("80").unwrap().sm(), "sm_80");
-        assert!(Arch::parse("52").unwrap_err().contains("unknown GPU architecture `52`"));
-        assert!(Arch::parse("90x").is_err());
-        assert!(Arch::parse("abc").is_err());
-    }
-
-    #[test]
-    fn gencode_puts_ptx_on_lowest_arch() {
-        let archs = [Arch::parse("90").unwrap(), Arch::parse("80").unwrap()];
-        let req = Request { source: "", line_directive: "", options: &[], archs: &archs, include_dirs: &[] };
-        let (args, targets) = nvcc_args(&req);
-        assert_eq!(args, ["-gencode=arch=compute_80,code=[sm_80,compute_80]", "-gencode=arch=compute_90,code=sm_90"]);
-        assert_eq!(targets, ["sm_80", "sm_90", "compute_80"]);
-    }
 
     #[test]
     fn depfile() {

@@ -54,6 +54,13 @@ fn cache_hits_and_header_changes_recompile() {
     assert!(!third.from_cache, "a changed header must recompile");
     assert!(third.ptx.contains("0f40200000"), "the new SCALE (2.5f) is compiled in");
 
+    // The entry is a `build/` entry under its key; a garbage entry is a miss, rewritten.
+    let entry = cache.path().join("build").join(format!("{}.bin", compile::key(&nvcc, &req)));
+    assert!(entry.is_file(), "{}", entry.display());
+    std::fs::write(&entry, b"cuda-embed cache entry v2\ngarbage").unwrap();
+    assert!(!compile::compile(&nvcc, &req).unwrap().from_cache, "a torn entry recompiles");
+    assert!(compile::compile(&nvcc, &req).unwrap().from_cache, "and is rewritten");
+
     // Options and archs are part of the key.
     let opts = ["-DUNUSED".to_string()];
     let req2 = Request { options: &opts, ..req.clone() };
