@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod compile;
+pub mod derive;
 pub mod expand;
 pub mod includes;
 pub mod input;
@@ -17,6 +18,7 @@ pub mod lex;
 pub mod probe;
 pub mod ptx;
 pub mod signature;
+pub mod structs;
 pub mod types;
 
 pub use expand::{expand, CallSite};

@@ -1,0 +1,586 @@
+//! The data members of the C++ structs in a kernel source, in declaration order, and the probe
+//! expressions that ask the compiler where each one lies: the CUDA half of the field-order check
+//! for structs passed by value (the Rust half is `DeviceSafe::LAYOUT`, set by
+//! `#[derive(DeviceSafe)]`).
+//!
+//! Only the member *names* are read here; offsets and sizes come from the compiler
+//! (`offsetof(NAME, m)`, `sizeof(((NAME*)0)->m)`), like every other type fact the macro uses.
+//! A struct this reader cannot describe exactly (bit-fields, anonymous unions, base classes,
+//! function-pointer or reference members) has `members: None`: "cannot check", never a guess.
+//!
+//! # Wiring into the macro's checking pass
+//!
+//! The field check sits next to the size/alignment assertion the macro already emits for
+//! `Mapped::User { name, layout }` parameters. Four steps, all in the macro's check/generate code
+//! (today `expand.rs`; keys below are examples, any identifier-safe ones do):
+//!
+//! 1. Before compiling, find the structs once: `let cuda_structs = structs::structs(&source);`
+//!    (optionally also over the text of each header in `headers`).
+//! 2. When building the probes (`probes_for`), for each struct used by value by some kernel
+//!    parameter — a parameter whose `base` is `s.name` or `s.qualified_name()` — with
+//!    `Some(members)`, add its probes to the **extra** list (the one dropped when the probes do not
+//!    compile; `structs` already gives `None` for non-public members, the usual cause):
+//!    ```ignore
+//!    for (key, expr) in structs::layout_probes(&format!("sl{si}"), &s.qualified_name(), members) {
+//!        extra.push(Probe::Value { key, expr });
+//!    }
+//!    ```
+//! 3. After compiling, read the answers back into `(name, offset, size)` triples:
+//!    ```ignore
+//!    let fields = structs::read_layout(&format!("sl{si}"), members, |k| crate::probe::number(&answers, k));
+//!    ```
+//!    `None` (a probe missing because the extra probes were dropped) means: skip the check.
+//! 4. Where the `Mapped::User` checks are generated, for the struct named `tn` with
+//!    `Some(fields)`, push the generated assertion (same `span` as the size check):
+//!    ```ignore
+//!    checks.push(structs::layout_check(quote!(super::super::#ty), tn, &fields, span));
+//!    ```
+//!    which expands to
+//!    `const _: () = ::cuda_embed::__private::check_layout::<super::super::P>("P", &[("a", 0, 4), ...]);`
+//!    `check_layout` (runtime `types.rs`) does nothing for a hand-written `unsafe impl DeviceSafe`
+//!    (no `LAYOUT`) and otherwise fails the build with "field `n` of `P` is at offset 4 in Rust but
+//!    at 0 in the CUDA struct: declare the fields in the CUDA order".
+
+use crate::lex::{lex, Token};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+
+/// A struct (or class) defined at namespace scope in the CUDA source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaStruct {
+    /// Its name: the tag (`struct P {..}`) or the typedef name (`typedef struct {..} P;`). A
+    /// `typedef struct P_ {..} P;` is listed under both names.
+    pub name: String,
+    /// Enclosing namespaces, outermost first.
+    pub namespaces: Vec<String>,
+    /// Data members in declaration order (non-static, one entry per declarator), or `None` when
+    /// the layout cannot be checked member by member (bit-fields, anonymous structs/unions, base
+    /// classes, unions, declarators this reader does not understand).
+    pub members: Option<Vec<String>>,
+    /// 1-based source line of the `struct` keyword.
+    pub line: usize,
+}
+
+impl CudaStruct {
+    /// `ns::P`, or `P` at global scope.
+    pub fn qualified_name(&self) -> String {
+        self.namespaces.iter().chain(std::iter::once(&self.name)).cloned().collect::<Vec<_>>().join("::")
+    }
+}
+
+/// Every struct, class and union defined at namespace scope in `source`, in source order.
+/// Templates and types nested in functions or other types are not listed.
+pub fn structs(source: &str) -> Vec<CudaStruct> {
+    let t = lex(source).tokens;
+    let mut out = Vec::new();
+    let mut namespaces: Vec<Option<String>> = Vec::new(); // None: extern "C" block
+    let mut stmt = 0usize;
+    let mut i = 0usize;
+    while i < t.len() {
+        match t[i].text.as_str() {
+            ";" => stmt = i + 1,
+            "}" => {
+                namespaces.pop();
+                stmt = i + 1;
+            }
+            "{" => {
+                let prefix = &t[stmt..i];
+                if let Some(ns) = namespace_head(prefix) {
+                    namespaces.push(Some(ns));
+                    stmt = i + 1;
+                } else if prefix.len() == 2 && prefix[0].is("extern") && prefix[1].text.starts_with('"') {
+                    namespaces.push(None);
+                    stmt = i + 1;
+                } else {
+                    let close = matching(&t, i).unwrap_or(t.len() - 1);
+                    if let Some(head) = record_head(prefix) {
+                        let end = (close + 1..t.len()).find(|&k| t[k].is(";")).unwrap_or(t.len());
+                        let members = if head.keyword == "union" || head.has_bases {
+                            None
+                        } else {
+                            data_members(&t[i + 1..close], head.keyword != "class")
+                        };
+                        let ns: Vec<String> = namespaces.iter().flatten().filter(|n| !n.is_empty()).cloned().collect();
+                        let mut names: Vec<String> = head.tag.into_iter().collect();
+                        if head.typedef {
+                            // `typedef struct [Tag] {..} Name, *PName;`: plain identifiers only.
+                            for piece in split_top(&t[close + 1..end]) {
+                                if let [name] = piece {
+                                    if name.is_ident() && !names.contains(&name.text) {
+                                        names.push(name.text.clone());
+                                    }
+                                }
+                            }
+                        }
+                        for name in names {
+                            out.push(CudaStruct {
+                                name,
+                                namespaces: ns.clone(),
+                                members: members.clone(),
+                                line: head.line,
+                            });
+                        }
+                    }
+                    // Skip the body (a struct's, a function's, an initialiser's) as a whole; a
+                    // function body ends its statement.
+                    i = close + 1;
+                    stmt = i;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The data members of the struct named `name` (`P` or `ns::P`) in `source`, in declaration
+/// order; `None` when there is no such struct at namespace scope, when an unqualified name is
+/// defined in several namespaces, or when its layout cannot be checked member by member.
+pub fn member_names(source: &str, name: &str) -> Option<Vec<String>> {
+    let all = structs(source);
+    let name = name.trim_start_matches("::");
+    if let Some(s) = all.iter().find(|s| s.qualified_name() == name) {
+        return s.members.clone();
+    }
+    let mut same = all.iter().filter(|s| s.name == name);
+    match (same.next(), same.next()) {
+        (Some(s), None) => s.members.clone(),
+        _ => None,
+    }
+}
+
+/// The compile-time questions for one struct: `(key, C++ integral constant expression)` pairs,
+/// for each member `m` (index `i`) `{key}_o{i}` = `offsetof(NAME, m)` and `{key}_s{i}` =
+/// `sizeof(((NAME*)0)->m)`. Each pair becomes a `probe::Probe::Value { key, expr }`. `key` must
+/// be identifier-safe; `cxx_name` is the struct as C++ names it from the global scope
+/// ([`CudaStruct::qualified_name`]).
+pub fn layout_probes(key: &str, cxx_name: &str, members: &[String]) -> Vec<(String, String)> {
+    let ty = format!("::{}", cxx_name.trim_start_matches("::"));
+    let mut out = Vec::with_capacity(members.len() * 2);
+    for (i, m) in members.iter().enumerate() {
+        out.push((format!("{key}_o{i}"), format!("offsetof({ty}, {m})")));
+        out.push((format!("{key}_s{i}"), format!("sizeof((({ty}*)0)->{m})")));
+    }
+    out
+}
+
+/// The answers to [`layout_probes`] as `(member, offset, size)` triples in declaration order;
+/// `None` when any answer is missing. `number` looks a key up in the probe answers (e.g.
+/// `|k| probe::number(&answers, k)`).
+pub fn read_layout(
+    key: &str,
+    members: &[String],
+    number: impl Fn(&str) -> Option<u64>,
+) -> Option<Vec<(String, u64, u64)>> {
+    members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Some((m.clone(), number(&format!("{key}_o{i}"))?, number(&format!("{key}_s{i}"))?)))
+        .collect()
+}
+
+/// The generated assertion comparing the Rust type `ty`'s `DeviceSafe::LAYOUT` with the CUDA
+/// struct's `fields` (from [`read_layout`]); `rust_name` names the type in the error message.
+pub fn layout_check(ty: TokenStream, rust_name: &str, fields: &[(String, u64, u64)], span: Span) -> TokenStream {
+    let rows = fields.iter().map(|(name, offset, size)| {
+        let (offset, size) = (*offset as usize, *size as usize);
+        quote!((#name, #offset, #size))
+    });
+    quote_spanned! {span=>
+        const _: () = ::cuda_embed::__private::check_layout::<#ty>(#rust_name, &[#(#rows),*]);
+    }
+}
+
+/// The head of a struct definition: `struct P`, `typedef struct __align__(16) P`, `class P : B`.
+struct RecordHead {
+    keyword: String,
+    tag: Option<String>,
+    typedef: bool,
+    has_bases: bool,
+    line: usize,
+}
+
+fn record_head(prefix: &[Token]) -> Option<RecordHead> {
+    let k = prefix.iter().position(|x| ["struct", "class", "union"].contains(&x.text.as_str()))?;
+    // Before the keyword only `typedef` (and attributes); a `template` head is not a type we can
+    // probe without arguments.
+    if prefix[..k].iter().any(|x| !(x.is("typedef") || x.is("__device__") || x.is("__host__"))) {
+        return None;
+    }
+    let mut tag = None;
+    let mut has_bases = false;
+    let mut j = k + 1;
+    while j < prefix.len() {
+        let x = &prefix[j];
+        if is_attribute(x) && prefix.get(j + 1).is_some_and(|n| n.is("(")) {
+            j = matching(prefix, j + 1)? + 1;
+            continue;
+        }
+        if x.is(":") {
+            has_bases = true;
+            break;
+        }
+        if !x.is_ident() || tag.is_some() && !x.is("final") {
+            return None; // `struct P make()`: a function returning a struct, or something else
+        }
+        if !x.is("final") {
+            tag = Some(x.text.clone());
+        }
+        j += 1;
+    }
+    Some(RecordHead {
+        keyword: prefix[k].text.clone(),
+        tag,
+        typedef: prefix[..k].iter().any(|x| x.is("typedef")),
+        has_bases,
+        line: prefix[k].line,
+    })
+}
+
+fn is_attribute(x: &Token) -> bool {
+    ["__align__", "alignas", "__attribute__", "__declspec", "__builtin_align__"].contains(&x.text.as_str())
+}
+
+/// `namespace a {` / `namespace a::b {` / `inline namespace v1 {` -> the name (empty when
+/// anonymous).
+fn namespace_head(prefix: &[Token]) -> Option<String> {
+    let kw = prefix.iter().position(|x| x.is("namespace"))?;
+    if prefix[..kw].iter().any(|x| !x.is("inline")) {
+        return None;
+    }
+    let path = &prefix[kw + 1..];
+    let ok = path.iter().enumerate().all(|(n, x)| if n % 2 == 0 { x.is_ident() } else { x.is("::") });
+    ((ok && path.len() % 2 == 1) || path.is_empty()).then(|| path.iter().map(|x| x.text.as_str()).collect())
+}
+
+/// The data members declared in a struct body (the tokens between its braces), or `None` when
+/// one of them makes a member-by-member check impossible. A non-public data member is one:
+/// `offsetof` cannot name it from outside, and a probe that does not compile costs the other
+/// probes too. `public` is the default access (`struct`, not `class`).
+fn data_members(body: &[Token], mut public: bool) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let start = i;
+        // Access labels.
+        if ["public", "private", "protected"].contains(&body[i].text.as_str())
+            && body.get(i + 1).is_some_and(|x| x.is(":"))
+        {
+            public = body[i].is("public");
+            i += 2;
+            continue;
+        }
+        // One member declaration: up to `;` at depth 0, or a function body / nested type body.
+        let mut nested: Option<(bool, usize)> = None; // (anonymous, index after its `}`)
+        let mut function = false;
+        while i < body.len() && !body[i].is(";") {
+            let x = &body[i];
+            if x.is("(") && body.get(i + 1).is_some_and(|n| n.is("*") || n.is("&") || n.is("^")) {
+                return None; // `int (*fn)(int);`: a declarator in parentheses
+            }
+            if x.is("(") && nested.is_none() && is_function_head(&body[start..i]) {
+                function = true;
+                i = skip_function(body, i);
+                break;
+            }
+            if x.is("{") {
+                let close = matching(body, i)?;
+                let head = &body[start..i];
+                if nested.is_none()
+                    && head.iter().any(|h| ["struct", "union", "class", "enum"].contains(&h.text.as_str()))
+                {
+                    let anonymous =
+                        head.last().is_some_and(|h| ["struct", "union", "class"].contains(&h.text.as_str()));
+                    nested = Some((anonymous, close + 1));
+                }
+                i = close + 1;
+                continue;
+            }
+            if x.is("(") || x.is("[") {
+                i = matching(body, i)? + 1;
+                continue;
+            }
+            i += 1;
+        }
+        let stmt = &body[start..i.min(body.len())];
+        i += 1; // the `;`
+        if function || stmt.is_empty() {
+            continue;
+        }
+        const NOT_DATA: &[&str] = &["static", "typedef", "using", "friend", "static_assert", "template"];
+        if stmt.iter().any(|x| NOT_DATA.contains(&x.text.as_str())) {
+            continue;
+        }
+        if !public {
+            return None;
+        }
+        let declarators = match nested {
+            // `struct Inner {..} inner, other;` declares members; `enum E {..};` does not; an
+            // anonymous struct/union puts its members in this struct (overlapping for a union).
+            Some((anonymous, after)) => {
+                let rest = &body[after..start + stmt.len()];
+                if rest.is_empty() {
+                    if anonymous {
+                        return None;
+                    }
+                    continue;
+                }
+                // The type is the nested one: each piece is a bare declarator.
+                for piece in split_top(rest) {
+                    out.push(declarator_name(piece, true)?);
+                }
+                continue;
+            }
+            None => split_top(stmt),
+        };
+        for (n, piece) in declarators.into_iter().enumerate() {
+            out.push(declarator_name(piece, n > 0)?);
+        }
+    }
+    Some(out)
+}
+
+/// The member name in one declarator: `float x`, `*p`, `v[4]`, `x = 1.0f`, `y{2}`. `None` for a
+/// bit-field, a reference, a function pointer or anything unexpected. `bare` is true when `piece`
+/// holds no type (the second and later declarators of a statement).
+fn declarator_name(piece: &[Token], bare: bool) -> Option<String> {
+    let mut toks: Vec<&Token> = Vec::new();
+    let mut j = 0;
+    while j < piece.len() {
+        let x = &piece[j];
+        if x.is("=") || x.is("{") {
+            break; // the initialiser
+        }
+        if is_attribute(x) && piece.get(j + 1).is_some_and(|n| n.is("(")) {
+            j = matching(piece, j + 1)? + 1;
+            continue;
+        }
+        if x.is("[") {
+            break; // array bounds follow the name
+        }
+        if x.is(":") || x.is("&") || x.is("(") {
+            return None; // bit-field, reference, function pointer / parenthesised declarator
+        }
+        toks.push(x);
+        j += 1;
+    }
+    let name = toks.last().filter(|x| x.is_ident())?;
+    let typed = toks.iter().filter(|x| x.is_ident()).count() >= 2;
+    (bare || typed).then(|| name.text.clone())
+}
+
+/// True when `head` (a member declaration up to a `(`) names a function: `void f`, `P`,
+/// `operator+`, `~P`, `__device__ float get`. A declaration with `=` before the `(` is an
+/// initialised data member.
+fn is_function_head(head: &[Token]) -> bool {
+    if head.iter().any(|x| x.is("operator")) {
+        return true;
+    }
+    if head.iter().any(|x| x.is("=") || x.is("[")) {
+        return false;
+    }
+    head.last().is_some_and(|last| last.is_ident() && !is_attribute(last))
+}
+
+/// From the `(` of a member function's parameter list to just past its `;` or body (constructor
+/// initialiser lists, `= default`, qualifiers and trailing return types included), leaving `i` on
+/// the `;` when there is one.
+fn skip_function(body: &[Token], open: usize) -> usize {
+    let Some(close) = matching(body, open) else { return body.len() };
+    let mut i = close + 1;
+    while i < body.len() {
+        let x = &body[i];
+        if x.is(";") {
+            return i;
+        }
+        if x.is("(") || x.is("[") {
+            i = matching(body, i).map_or(body.len(), |c| c + 1);
+            continue;
+        }
+        if x.is("{") {
+            let after = matching(body, i).map_or(body.len(), |c| c + 1);
+            // `: a{1}, b(2) {..}`: a braced initialiser follows a name; the body does not.
+            let init = body[i - 1].is_ident() && body.get(after).is_some_and(|n| n.is(",") || n.is("{"));
+            if init {
+                i = after;
+                continue;
+            }
+            // The body; an optional `;` after it belongs to this declaration.
+            return if body.get(after).is_some_and(|n| n.is(";")) { after } else { after.saturating_sub(1) };
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The index of the bracket closing the one at `open`.
+fn matching(t: &[Token], open: usize) -> Option<usize> {
+    let (o, c) = match t.get(open)?.text.as_str() {
+        "(" => ("(", ")"),
+        "[" => ("[", "]"),
+        "{" => ("{", "}"),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (k, x) in t.iter().enumerate().skip(open) {
+        if x.is(o) {
+            depth += 1;
+        } else if x.is(c) {
+            depth -= 1;
+            if depth == 0 {
+                return Some(k);
+            }
+        }
+    }
+    None
+}
+
+/// Splits on commas outside brackets and template argument lists.
+fn split_top(t: &[Token]) -> Vec<&[Token]> {
+    let mut out = Vec::new();
+    let (mut depth, mut angle, mut start) = (0i32, 0i32, 0usize);
+    for (k, x) in t.iter().enumerate() {
+        match x.text.as_str() {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => depth -= 1,
+            "<" if depth == 0 => angle += 1,
+            ">" if depth == 0 && angle > 0 => angle -= 1,
+            "," if depth == 0 && angle == 0 => {
+                out.push(&t[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&t[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str, name: &str) -> Option<Vec<String>> {
+        member_names(src, name)
+    }
+
+    fn v(names: &[&str]) -> Option<Vec<String>> {
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn plain_struct_arrays_and_several_declarators() {
+        let src = "struct Params { float scale; int n; double d[3][2]; float x, y, *z; unsigned long long w = 4; };";
+        assert_eq!(names(src, "Params"), v(&["scale", "n", "d", "x", "y", "z", "w"]));
+    }
+
+    #[test]
+    fn typedef_struct_both_names_and_attributes() {
+        let src = "typedef struct __align__(16) Tag_ { float a; } Vec1, *PVec1;\n\
+                   typedef struct { int i; float f{1.0f}; } Anon;\n\
+                   struct alignas(8) final_check final { char c; };";
+        assert_eq!(names(src, "Tag_"), v(&["a"]));
+        assert_eq!(names(src, "Vec1"), v(&["a"]));
+        assert_eq!(names(src, "PVec1"), None, "a pointer typedef is not the struct");
+        assert_eq!(names(src, "Anon"), v(&["i", "f"]));
+        assert_eq!(names(src, "final_check"), v(&["c"]));
+    }
+
+    #[test]
+    fn skips_static_members_functions_nested_types_and_labels() {
+        let src = r#"
+            struct P {
+                static const int K = 4;
+                static __device__ float scale_of(int);
+                enum Mode { A, B };
+                struct Inner { int q; };
+                typedef float real;
+                using index = int;
+              public:
+                __host__ __device__ P() : a(0), b{1} {}
+                __device__ float get() const { return a * b; }
+                __device__ float twice() const;
+                P& operator=(const P&) = default;
+                float a;
+              public:
+                int b;
+                Inner in, more[2];
+                struct Named { float u; } named;
+                Mode mode;
+                __align__(8) float aligned;
+            };
+        "#;
+        assert_eq!(names(src, "P"), v(&["a", "b", "in", "more", "named", "mode", "aligned"]));
+    }
+
+    #[test]
+    fn cannot_check_bit_fields_unions_bases_and_odd_declarators() {
+        assert_eq!(names("struct B { unsigned a : 3; unsigned b : 5; };", "B"), None);
+        assert_eq!(names("struct U { union { float f; int i; }; int n; };", "U"), None);
+        assert_eq!(names("union V { float f; int i; };", "V"), None);
+        assert_eq!(names("struct Base { int a; }; struct D : Base { int b; };", "D"), None);
+        assert_eq!(names("struct F { int (*fn)(int); };", "F"), None);
+        assert_eq!(names("struct R { const float& r; };", "R"), None);
+        assert_eq!(names("struct S { int a; private: int b; };", "S"), None);
+        assert_eq!(names("class C { int a; };", "C"), None);
+        assert_eq!(names("class C { public: int a; void f() {} };", "C"), v(&["a"]));
+        // Structs with checkable members next to them are unaffected.
+        let s = structs("struct Base { int a; }; struct D : Base { int b; };");
+        assert_eq!(s[0].members, v(&["a"]));
+    }
+
+    #[test]
+    fn namespace_scope_only_and_qualified_names() {
+        let src = r#"
+            namespace ns { struct P { float a; }; namespace inner { struct P { int b; int c; }; } }
+            extern "C" { struct Q { char q; }; }
+            template <typename T> struct T1 { T t; };
+            __device__ void f() { struct Local { int l; }; }
+            struct Outer { struct Nested { int n; } nested; };
+            struct P make_p();
+        "#;
+        let all = structs(src);
+        let found: Vec<String> = all.iter().map(|s| s.qualified_name()).collect();
+        assert_eq!(found, ["ns::P", "ns::inner::P", "Q", "Outer"]);
+        assert_eq!(names(src, "ns::inner::P"), v(&["b", "c"]));
+        assert_eq!(names(src, "::ns::P"), v(&["a"]));
+        assert_eq!(names(src, "P"), None, "ambiguous");
+        assert_eq!(names(src, "Q"), v(&["q"]));
+        assert_eq!(names(src, "T1"), None);
+        assert_eq!(names(src, "Local"), None);
+        assert_eq!(names(src, "Outer"), v(&["nested"]));
+        assert_eq!(all[0].line, 2);
+    }
+
+    #[test]
+    fn macros_and_comments() {
+        let src = "#define REAL float\n#define N 4\nstruct M { REAL a[N]; /* b */ REAL c; // d\n };";
+        assert_eq!(names(src, "M"), v(&["a", "c"]));
+    }
+
+    #[test]
+    fn probes_read_back_and_check_tokens() {
+        let members: Vec<String> = vec!["scale".into(), "n".into()];
+        let probes = layout_probes("sl0", "ns::P", &members);
+        assert_eq!(
+            probes,
+            [
+                ("sl0_o0".to_string(), "offsetof(::ns::P, scale)".to_string()),
+                ("sl0_s0".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
+                ("sl0_o1".to_string(), "offsetof(::ns::P, n)".to_string()),
+                ("sl0_s1".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
+            ]
+        );
+        let answers = [("sl0_o0", 0u64), ("sl0_s0", 4), ("sl0_o1", 4), ("sl0_s1", 4)];
+        let lookup = |k: &str| answers.iter().find(|a| a.0 == k).map(|a| a.1);
+        let fields = read_layout("sl0", &members, lookup).unwrap();
+        assert_eq!(fields, [("scale".to_string(), 0, 4), ("n".to_string(), 4, 4)]);
+        assert_eq!(read_layout("sl0", &members, |k| if k == "sl0_s1" { None } else { Some(0) }), None);
+        let tokens = layout_check(quote!(super::super::P), "P", &fields, Span::call_site()).to_string();
+        let want = "const _ : () = :: cuda_embed :: __private :: check_layout :: < super :: super :: P > \
+                    (\"P\" , & [(\"scale\" , 0usize , 4usize) , (\"n\" , 4usize , 4usize)]) ;";
+        assert_eq!(tokens, want);
+    }
+}
