@@ -71,7 +71,13 @@
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | [`TextureObject`], [`SurfaceObject`] |
-//! | `struct P` by value | your `#[repr(C)]` type `P` (same name, in the invoking module) with `unsafe impl DeviceSafe` |
+//! | `struct P` by value | your `#[repr(C)]` type `P` (same name, in the invoking module) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
+//!
+//! `#[derive(DeviceSafe)]` accepts only `#[repr(C)]` structs whose fields are all `DeviceSafe`
+//! (a reference, `Vec` or host pointer field is a compile error at that field) and records the
+//! fields' names, offsets and sizes in [`DeviceSafe::LAYOUT`]: the macro checks the struct's size
+//! and alignment against the compiled kernel, and the field layout lets a field order that differs
+//! from the CUDA struct's be caught too. Declare the fields in the CUDA order, with the CUDA names.
 //!
 //! Qualifiers (`const` values, `__restrict__`, `volatile`, `__grid_constant__`) are understood.
 //! Names the table does not know (`floatX`, `real_t`, `uint` from a header, `#define`d types) are
@@ -86,5 +92,23 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::cuda_kernel;
-pub use cuda_embed_runtime::*;
+pub use cuda_embed_macros::{cuda_kernel, DeviceSafe};
+pub use cuda_embed_runtime::{
+    args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
+    CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig,
+    LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
+};
+// The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
+pub use cuda_embed_runtime::{
+    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, Double1, Double2, Double3, Double4, FieldLayout,
+    Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1, LongLong2,
+    LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject, UChar1, UChar2,
+    UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2, ULongLong3,
+    ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
+};
+/// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
+pub use cuda_embed_runtime::DeviceSafe;
+
+/// Support for generated code. Not a public API: may change in any release.
+#[doc(hidden)]
+pub use cuda_embed_runtime::__private;

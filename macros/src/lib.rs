@@ -1,5 +1,6 @@
-//! The `cuda_kernel!` macro of [cuda-embed](https://docs.rs/cuda-embed). All logic lives in
-//! `cuda-embed-macros-core`; this crate only hands it the tokens and the call site.
+//! The `cuda_kernel!` macro and `#[derive(DeviceSafe)]` of [cuda-embed](https://docs.rs/cuda-embed).
+//! All logic lives in `cuda-embed-macros-core`; this crate only hands it the tokens and the call
+//! site.
 
 use proc_macro::TokenStream;
 
@@ -9,6 +10,48 @@ use proc_macro::TokenStream;
 pub fn cuda_kernel(input: TokenStream) -> TokenStream {
     let site = call_site(&input);
     cuda_embed_macros_core::expand(input.into(), site).into()
+}
+
+/// Implements `cuda_embed::DeviceSafe` and cudarc's `DeviceRepr` for a `#[repr(C)]` struct, so
+/// that it can be passed by value to a kernel (and stored in device buffers), after checking that
+/// this is sound.
+///
+/// The struct must be `#[repr(C)]` (or `#[repr(C, align(N))]`, `#[repr(transparent)]`), have
+/// named or tuple fields, no lifetime parameters, and derive `Clone` and `Copy`. Every field's
+/// type must be `DeviceSafe` itself — numbers, `bool`, `f16`/`bf16`, CUDA vector types, arrays of
+/// them, other derived structs — so a reference, `Vec`, `Box` or raw host pointer is a compile
+/// error pointing at that field. Each type parameter gets a `DeviceSafe` bound.
+///
+/// The derive also records the fields' names, offsets and sizes in declaration order in
+/// `DeviceSafe::LAYOUT`, which the layout check compares with the CUDA struct's members, so that
+/// two fields declared in another order than in CUDA do not go unnoticed when the sizes add up.
+/// Name the fields as in CUDA (ASCII case and underscores are ignored: `num_rows` matches
+/// `numRows`) and declare them in the CUDA order.
+///
+/// ```rust
+/// use cuda_embed::{cuda_kernel, DeviceSafe};
+///
+/// #[repr(C)]
+/// #[derive(Clone, Copy, DeviceSafe)]
+/// pub struct Params {
+///     scale: f32,
+///     n: i32,
+/// }
+///
+/// cuda_kernel!(r#"
+///     struct Params { float scale; int n; };
+///     extern "C" __global__ void scale(float* x, Params p) {
+///         int i = blockIdx.x * blockDim.x + threadIdx.x;
+///         if (i < p.n) x[i] *= p.scale;
+///     }
+/// "#);
+/// ```
+///
+/// The derive and the trait share the name `DeviceSafe` (like serde's `Serialize`): one `use`
+/// brings both.
+#[proc_macro_derive(DeviceSafe)]
+pub fn derive_device_safe(input: TokenStream) -> TokenStream {
+    cuda_embed_macros_core::derive::derive(input.into()).into()
 }
 
 /// File and line of the first token (the source literal), so `#line` maps CUDA diagnostics to

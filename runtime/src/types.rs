@@ -93,25 +93,22 @@ pub struct FieldLayout {
 pub const fn check_layout<T: DeviceSafe>(rust_name: &str, cuda: &[(&str, usize, usize)]) {
     let Some(rust) = T::LAYOUT else { return };
     let by_position = rust.is_empty() || bytes_eq(rust[0].name.as_bytes(), b"0");
-    let mut i = 0;
-    while i < cuda.len() {
-        let (name, offset, size) = cuda[i];
+    // In Rust declaration order: the first field the user has to move or fix.
+    let mut r = 0;
+    while r < rust.len() {
+        let field = rust[r];
         let found = if by_position {
-            if i < rust.len() {
-                Some(i)
+            if r < cuda.len() {
+                Some(r)
             } else {
                 None
             }
         } else {
-            find_field(rust, name)
+            find_member(cuda, field.name)
         };
-        let Some(r) = found else {
-            let m = Msg::new().s("the CUDA struct `").s(rust_name).s("` has a field `").s(name);
-            let m = m.s("` that the Rust `").s(rust_name).s("` does not have: add it, in the CUDA order");
-            m.panic()
-        };
-        let field = rust[r];
         let m = Msg::new().s("field `").s(field.name).s("` of `").s(rust_name);
+        let Some(c) = found else { m.s("` is not in the CUDA struct: remove it, or add it there").panic() };
+        let (name, offset, size) = cuda[c];
         let m = if by_position { m.s("` (the CUDA field `").s(name).s("`)") } else { m.s("`") };
         if field.size != size {
             let m = m.s(" is ").n(field.size).s(" bytes in Rust but ").n(size);
@@ -121,40 +118,38 @@ pub const fn check_layout<T: DeviceSafe>(rust_name: &str, cuda: &[(&str, usize, 
             let m = m.s(" is at offset ").n(field.offset).s(" in Rust but at ").n(offset);
             m.s(" in the CUDA struct: declare the fields in the CUDA order").panic()
         }
-        i += 1;
+        r += 1;
     }
-    if rust.len() != cuda.len() {
-        let mut r = 0;
-        while r < rust.len() && !by_position && has_field(cuda, rust[r].name) {
-            r += 1;
+    // Every Rust field matched: what is left are CUDA members the Rust struct lacks.
+    let mut c = 0;
+    while c < cuda.len() {
+        let missing = if by_position { c >= rust.len() } else { !has_field(rust, cuda[c].0) };
+        if missing {
+            let m = Msg::new().s("the CUDA struct `").s(rust_name).s("` has a field `").s(cuda[c].0);
+            m.s("` that the Rust `").s(rust_name).s("` does not have: add it, in the CUDA order").panic()
         }
-        let m = Msg::new().s("`").s(rust_name).s("` has ").n(rust.len()).s(" fields in Rust but ").n(cuda.len());
-        let m = m.s(" in the CUDA struct");
-        if r < rust.len() && !by_position {
-            m.s(": field `").s(rust[r].name).s("` is not in the CUDA struct, remove it").panic()
-        }
-        m.s(": remove the fields that CUDA does not have").panic()
+        c += 1;
     }
 }
 
-const fn find_field(rust: &[FieldLayout], name: &str) -> Option<usize> {
-    let mut r = 0;
-    while r < rust.len() {
-        if same_name(rust[r].name.as_bytes(), name.as_bytes()) {
-            return Some(r);
+const fn find_member(cuda: &[(&str, usize, usize)], name: &str) -> Option<usize> {
+    let mut c = 0;
+    while c < cuda.len() {
+        if same_name(cuda[c].0.as_bytes(), name.as_bytes()) {
+            return Some(c);
         }
-        r += 1;
+        c += 1;
     }
     None
 }
 
-const fn has_field(cuda: &[(&str, usize, usize)], name: &str) -> bool {
-    let mut c = 0;
-    while c < cuda.len() {
-        if same_name(cuda[c].0.as_bytes(), name.as_bytes()) {
+const fn has_field(rust: &[FieldLayout], name: &str) -> bool {
+    let mut r = 0;
+    while r < rust.len() {
+        if same_name(rust[r].name.as_bytes(), name.as_bytes()) {
             return true;
         }
-        c += 1;
+        r += 1;
     }
     false
 }
@@ -516,7 +511,7 @@ mod tests {
 
     #[test]
     #[should_panic(
-        expected = "field `num_rows` of `Params` is at offset 4 in Rust but at 0 in the CUDA struct: declare the fields in the CUDA order"
+        expected = "field `scale` of `Params` is at offset 0 in Rust but at 4 in the CUDA struct: declare the fields in the CUDA order"
     )]
     fn layout_check_names_a_field_out_of_order() {
         check_layout::<Params>("Params", &[("num_rows", 0, 4), ("scale", 4, 4)]);
@@ -535,9 +530,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(
-        expected = "`Params` has 2 fields in Rust but 1 in the CUDA struct: field `num_rows` is not in the CUDA"
-    )]
+    #[should_panic(expected = "field `num_rows` of `Params` is not in the CUDA struct: remove it, or add it there")]
     fn layout_check_names_an_extra_field() {
         check_layout::<Params>("Params", &[("scale", 0, 4)]);
     }
