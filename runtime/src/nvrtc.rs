@@ -2,40 +2,43 @@
 //! and the compiler behind run-time [`Program`](crate::Program)s.
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
-//! load). Results are cached content-addressed under [`cache_dir`]`/nvrtc/`: the key is a SHA-256
-//! of the NVRTC build (its library file's resolved name, which carries the full version, size and
-//! modification time — found without loading the library, so a cache hit never pays the ~10 ms
-//! NVRTC load), the target architecture, the options, the name expressions and the source text. Files are written to a temporary name and renamed into place, so parallel processes never
-//! see a torn entry; an unreadable or foreign entry is ignored and rewritten.
+//! load). Both users go through one [`Unit`] and so share one cache: entries are
+//! [`cuda_embed_build::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
+//! [`cuda_embed_build::key`] scheme over the NVRTC build (its library file's resolved name, which
+//! carries the full version, size and modification time — found without loading the library, so
+//! a cache hit never pays the ~10 ms NVRTC load), the target architecture, the program name, the
+//! options, the name expressions, the source, every in-memory header, and the bytes of every
+//! file on disk the source reaches through `#include` (found by the
+//! [`cuda_embed_build::includes`] scanner in the include directories named by the options and
+//! next to the including file). Files are written to a temporary name and renamed into place, so
+//! parallel processes never see a torn entry; an unreadable or foreign entry is ignored and
+//! rewritten.
 
 use crate::error::{Error, Result};
+use cuda_embed_build::cache::{Entry, Store};
+use cuda_embed_build::includes::{Scan, Scanner};
+use cuda_embed_build::key::Key;
+use cuda_embed_build::options;
 use cudarc::nvrtc::sys as nv;
-use sha2::{Digest, Sha256};
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &str = "cuda-embed nvrtc cubin v1";
+/// The key scheme of NVRTC modules (see [`Unit::key`]).
+const KEY_SCHEME: &str = "cuda-embed nvrtc module v2";
 
-/// The directory cuda-embed caches compiled code in.
-///
-/// `CUDA_EMBED_CACHE_DIR` when set, else `$XDG_CACHE_HOME/cuda-embed`, else
-/// `$HOME/.cache/cuda-embed`, else `cuda-embed` under the system temporary directory.
+/// The name NVRTC gives the source of a `cuda_kernel!` compiled at run time.
+const KERNEL_NAME: &str = "cuda_embed_kernel.cu";
+
+/// The directory cuda-embed caches compiled code in: `CUDA_EMBED_CACHE_DIR` when set, else
+/// `$XDG_CACHE_HOME/cuda-embed`, else `$HOME/.cache/cuda-embed`, else `cuda-embed` under the
+/// system temporary directory ([`cuda_embed_build::cache::root`]).
 ///
 /// ```
 /// let dir = cuda_embed_runtime::nvrtc::cache_dir();
 /// assert!(dir.ends_with("cuda-embed") || std::env::var_os("CUDA_EMBED_CACHE_DIR").is_some());
 /// ```
 pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CUDA_EMBED_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("cuda-embed");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(h).join(".cache").join("cuda-embed");
-    }
-    std::env::temp_dir().join("cuda-embed")
+    cuda_embed_build::cache::root()
 }
 
 /// The result of compiling one program for one architecture.
@@ -121,25 +124,6 @@ pub(crate) fn compiler_identity() -> Result<String, String> {
     }
 }
 
-/// The cache key of a compilation, as a hex string. `compiler` identifies the NVRTC build.
-pub fn cache_key(compiler: &str, arch: u32, options: &[&str], name_expressions: &[&str], source: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(MAGIC.as_bytes());
-    h.update(format!("\0{compiler}\0sm_{arch}\0").as_bytes());
-    for o in options {
-        h.update(o.as_bytes());
-        h.update(b"\0");
-    }
-    h.update(b"\x01");
-    for n in name_expressions {
-        h.update(n.as_bytes());
-        h.update(b"\0");
-    }
-    h.update(b"\x01");
-    h.update(source.as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Compiles `source` for `sm_{arch}` with NVRTC, or takes the result from the disk cache.
 ///
 /// `origin` names the source in errors (the `file:line` of a `cuda_kernel!`).
@@ -154,184 +138,97 @@ pub fn compile(
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
-    let fail = |log: String| Error::Nvrtc { origin, arch, log };
-    let identity = compiler_identity().map_err(fail)?;
-    // Headers join the key as source text: (name, text) pairs after the source.
-    let mut keyed = source.to_string();
-    for (name, text) in headers {
-        keyed.push_str(&format!("\0header {name}\0{}\0{text}", text.len()));
-    }
-    let key = cache_key(&identity, arch, options, name_expressions, &keyed);
-    let dir = cache_dir().join("nvrtc");
-    let file = dir.join(format!("{key}.cubin"));
-    if let Some((cubin, symbols)) = read_entry(&file, name_expressions.len()) {
-        return Ok(Compiled { cubin, symbols, from_cache: true, cache_file: Some(file) });
-    }
-    let headers: Vec<(String, String)> = headers.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-    let (cubin, symbols) =
-        run_nvrtc("cuda_embed_kernel.cu", source, &headers, options, name_expressions, arch).map_err(fail)?;
-    // A cache that cannot be written is not an error: the program still runs, only slower next time.
-    let cache_file = write_entry(&dir, &file, &cubin, &symbols).ok().map(|_| file);
-    Ok(Compiled { cubin, symbols, from_cache: false, cache_file })
-}
-
-pub(crate) fn read_entry(file: &Path, n: usize) -> Option<(Vec<u8>, Vec<String>)> {
-    let bytes = std::fs::read(file).ok()?;
-    let mut rest = bytes.as_slice();
-    let mut line = || {
-        let at = rest.iter().position(|&b| b == b'\n')?;
-        let l = std::str::from_utf8(&rest[..at]).ok()?.to_string();
-        rest = &rest[at + 1..];
-        Some(l)
-    };
-    if line()? != MAGIC {
-        return None;
-    }
-    let count: usize = line()?.parse().ok()?;
-    if count != n {
-        return None;
-    }
-    let symbols = (0..count).map(|_| line()).collect::<Option<Vec<_>>>()?;
-    let len: usize = line()?.parse().ok()?;
-    (rest.len() == len && len > 0).then(|| (rest.to_vec(), symbols))
-}
-
-pub(crate) fn write_entry(dir: &Path, file: &Path, cubin: &[u8], symbols: &[String]) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    writeln!(tmp, "{MAGIC}\n{}", symbols.len())?;
-    for s in symbols {
-        writeln!(tmp, "{s}")?;
-    }
-    writeln!(tmp, "{}", cubin.len())?;
-    tmp.write_all(cubin)?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Include directories NVRTC needs for headers that are not built in (e.g. `cuda_fp16.h` pulls in
-/// `nv/target` from CCCL): the toolkit named by `CUDA_PATH`/`CUDA_HOME`, then `/usr/local/cuda`.
-fn toolkit_include_options() -> Vec<String> {
-    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
-        .collect();
-    roots.push(PathBuf::from("/usr/local/cuda"));
-    for root in roots {
-        let inc = root.join("include");
-        if inc.join("cuda_fp16.h").is_file() {
-            let mut v = vec![format!("--include-path={}", inc.display())];
-            let cccl = inc.join("cccl");
-            if cccl.is_dir() {
-                v.push(format!("--include-path={}", cccl.display()));
-            }
-            return v;
-        }
-    }
-    Vec::new()
-}
-
-/// One file a program may include, for its cache key: a disk file's canonical path and the
-/// SHA-256 of its bytes, or an include that names no file cuda-embed can find (`digest: None`;
-/// toolkit headers such as `<cuda_fp16.h>` land here, covered by the compiler identity).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Dependency {
-    pub(crate) label: String,
-    pub(crate) digest: Option<[u8; 32]>,
-}
-
-/// More files than any real program includes: a guard against pathological include graphs.
-const MAX_INCLUDED_FILES: usize = 4096;
-
-/// Every file `source` may `#include`, transitively, found the way NVRTC looks for them: in-memory
-/// `headers` by their exact name, then on disk — for `"quoted"` includes relative to the
-/// including file (for the program itself: the directory of `program_name`, then the current
-/// directory), then in `include_dirs`. Every `#include` line counts, even one disabled by `#if`:
-/// the key may change more often than needed, never less. Each file is scanned once, so include
-/// cycles terminate with or without `#pragma once`. Toolkit include directories are not scanned
-/// (the compiler identity covers them).
-pub(crate) fn include_closure(
-    program_name: &str,
-    source: &str,
-    headers: &[(String, String)],
-    include_dirs: &[PathBuf],
-) -> Vec<Dependency> {
-    use std::collections::HashSet;
-    let dirs: Vec<&PathBuf> = include_dirs.iter().filter(|d| !is_toolkit_include_dir(d)).collect();
-    let cwd = PathBuf::from(".");
-    let mut main_bases = Vec::new();
-    if let Some(parent) = Path::new(program_name).parent().filter(|p| !p.as_os_str().is_empty()) {
-        main_bases.push(parent.to_path_buf());
-    }
-    main_bases.push(cwd.clone());
-
-    let mut out = Vec::new();
-    let mut seen_memory: HashSet<usize> = HashSet::new();
-    let mut seen_disk: HashSet<PathBuf> = HashSet::new();
-    let mut seen_missing: HashSet<String> = HashSet::new();
-    // (text to scan, directories its quoted includes are relative to)
-    let mut work: Vec<(std::borrow::Cow<'_, str>, Vec<PathBuf>)> = vec![(source.into(), main_bases)];
-    let mut scanned = 0usize;
-    while let Some((text, bases)) = work.pop() {
-        scanned += 1;
-        if scanned > MAX_INCLUDED_FILES {
-            out.push(Dependency { label: "too many included files".into(), digest: None });
-            break;
-        }
-        for (quoted, name) in include_directives(&text) {
-            let mut found = false;
-            if let Some(i) = headers.iter().position(|(n, _)| n == name) {
-                found = true;
-                if seen_memory.insert(i) {
-                    work.push((headers[i].1.as_str().into(), vec![cwd.clone()]));
-                }
-            }
-            let relative = if quoted { bases.as_slice() } else { &[] };
-            let on_disk = relative
-                .iter()
-                .chain(dirs.iter().copied())
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-                .and_then(|p| std::fs::canonicalize(p).ok());
-            if let Some(path) = on_disk {
-                found = true;
-                if seen_disk.insert(path.clone()) {
-                    let bytes = std::fs::read(&path).unwrap_or_default();
-                    out.push(Dependency {
-                        label: path.display().to_string(),
-                        digest: Some(Sha256::digest(&bytes).into()),
-                    });
-                    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone());
-                    work.push((String::from_utf8_lossy(&bytes).into_owned().into(), vec![base]));
-                }
-            }
-            if !found && seen_missing.insert(name.to_string()) {
-                out.push(Dependency { label: format!("not found: {name}"), digest: None });
-            }
-        }
-    }
-    out
-}
-
-/// The `#include "name"` (quoted: true) and `#include <name>` lines of `text`.
-fn include_directives(text: &str) -> impl Iterator<Item = (bool, &str)> {
-    text.lines().filter_map(|line| {
-        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?;
-        let rest = rest.strip_prefix("_next").unwrap_or(rest).trim_start();
-        let (quoted, close) = match rest.chars().next()? {
-            '"' => (true, '"'),
-            '<' => (false, '>'),
-            _ => return None,
-        };
-        let name = &rest[1..];
-        Some((quoted, &name[..name.find(close)?]))
+    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions };
+    unit.compile(arch, &Store::new(cuda_embed_build::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
+        origin: origin.to_string(),
+        arch,
+        cause: log,
     })
 }
 
-/// A CUDA toolkit (or CCCL) include directory: its headers are versioned with the compiler.
-fn is_toolkit_include_dir(dir: &Path) -> bool {
-    ["cuda_runtime_api.h", "cuda_fp16.h", "nv/target"].iter().any(|f| dir.join(f).is_file())
+/// One NVRTC compilation: everything its cubin depends on besides the compiler and the target.
+/// `cuda_kernel!`'s run-time path and [`Program`](crate::Program) both compile through it, so
+/// they share one cache key scheme and one cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unit<'a, S> {
+    /// The program's name in diagnostics; its directory is where the source's quoted includes
+    /// are looked for (the current directory when it has none).
+    pub(crate) name: &'a str,
+    pub(crate) source: &'a str,
+    /// Options as written (include directories among them are scanned for headers).
+    pub(crate) options: &'a [S],
+    /// In-memory headers: (name as included, text).
+    pub(crate) headers: &'a [(S, S)],
+    pub(crate) name_expressions: &'a [S],
+}
+
+impl<S: AsRef<str>> Unit<'_, S> {
+    /// The headers the source reaches (see [`cuda_embed_build::includes`]).
+    pub(crate) fn scan(&self) -> Scan {
+        let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(self.source, Some(dir))
+    }
+
+    /// The cache key for `sm_{arch}` with the NVRTC build `compiler`, given the unit's `scan`.
+    ///
+    /// Every input is a labelled field, so changing any of them changes the key: in-memory
+    /// headers by name and text, files reached on disk by canonical path and bytes, includes that
+    /// resolved nowhere by name (a header appearing there later changes the key).
+    pub(crate) fn key(&self, compiler: &str, arch: u32, scan: &Scan) -> String {
+        let strs = |v: &[S]| v.iter().map(|s| s.as_ref().as_bytes().to_vec()).collect::<Vec<_>>();
+        let mut k = Key::new(KEY_SCHEME);
+        k.field("compiler", compiler)
+            .field("arch", arch.to_le_bytes())
+            .field("name", self.name)
+            .list("options", strs(self.options))
+            .list("name expressions", strs(self.name_expressions))
+            .field("source", self.source)
+            .list("header names", self.headers.iter().map(|(n, _)| n.as_ref()))
+            .list("header texts", self.headers.iter().map(|(_, t)| t.as_ref()));
+        let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
+        k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
+            .list("file hashes", files.iter().map(|(_, d)| *d))
+            .list("not found", &scan.missing)
+            .list("cycles", scan.cycles.iter().map(|c| c.chain.join("\0")));
+        k.finish()
+    }
+
+    /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
+    /// any include cycle through unguarded headers noted), or why NVRTC could not run.
+    pub(crate) fn compile(&self, arch: u32, store: &Store) -> Result<Compiled, String> {
+        let identity = compiler_identity()?;
+        let scan = self.scan();
+        let key = self.key(&identity, arch, &scan);
+        if let Some(entry) = store.read(&key) {
+            if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) {
+                if !cubin.is_empty() && entry.strings.len() == self.name_expressions.len() {
+                    return Ok(Compiled {
+                        cubin,
+                        symbols: entry.strings,
+                        from_cache: true,
+                        cache_file: Some(store.path(&key)),
+                    });
+                }
+            }
+        }
+        let headers: Vec<(String, String)> =
+            self.headers.iter().map(|(n, t)| (n.as_ref().to_string(), t.as_ref().to_string())).collect();
+        let (cubin, symbols) = run_nvrtc(self.name, self.source, &headers, self.options, self.name_expressions, arch)
+            .map_err(|log| {
+            let cycles: Vec<String> = scan.cycles.iter().map(|c| format!("\nnote: {c}")).collect();
+            format!("{log}{}", cycles.concat())
+        })?;
+        let entry = Entry { blobs: vec![cubin], strings: symbols, deps: Vec::new() };
+        // A cache that cannot be written is not an error: the program still runs, only slower next time.
+        let cache_file = store.write_atomic(&key, &entry).ok();
+        let Entry { blobs, strings, .. } = entry;
+        Ok(Compiled {
+            cubin: blobs.into_iter().next().unwrap_or_default(),
+            symbols: strings,
+            from_cache: false,
+            cache_file,
+        })
+    }
 }
 
 struct Program(nv::nvrtcProgram);
@@ -392,10 +289,7 @@ pub(crate) fn run_nvrtc<S: AsRef<str>>(
         // SAFETY: live program, valid C string.
         check(unsafe { nv::nvrtcAddNameExpression(prog.0, e.as_ptr()) }, "nvrtcAddNameExpression")?;
     }
-    let mut opts: Vec<String> = vec![format!("--gpu-architecture=sm_{arch}")];
-    opts.extend(toolkit_include_options());
-    opts.extend(options.iter().map(|s| s.as_ref().to_string()));
-    let opts: Vec<CString> = opts
+    let opts: Vec<CString> = options::nvrtc_args(arch, options)
         .into_iter()
         .map(|o| CString::new(o).map_err(|_| "an NVRTC option contains a NUL byte".to_string()))
         .collect::<Result<_, _>>()?;
@@ -452,53 +346,76 @@ fn check(r: nv::nvrtcResult, call: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn unit<'a>(options: &'a [&'a str], headers: &'a [(&'a str, &'a str)], names: &'a [&'a str]) -> Unit<'a, &'a str> {
+        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names }
+    }
+
+    fn key(u: &Unit<'_, &str>, compiler: &str, arch: u32) -> String {
+        u.key(compiler, arch, &u.scan())
+    }
+
     #[test]
     fn key_changes_with_every_input() {
         let v = "libnvrtc.so.13.0.88 1000 1";
-        let base = cache_key(v, 90, &["-O3"], &["k"], "src");
-        assert_ne!(base, cache_key("libnvrtc.so.13.1.20 1000 1", 90, &["-O3"], &["k"], "src"));
-        assert_ne!(base, cache_key(v, 80, &["-O3"], &["k"], "src"));
-        assert_ne!(base, cache_key(v, 90, &["-O2"], &["k"], "src"));
-        assert_ne!(base, cache_key(v, 90, &["-O3"], &["j"], "src"));
-        assert_ne!(base, cache_key(v, 90, &["-O3"], &["k"], "src2"));
-        // Option/name boundaries are part of the key.
-        assert_ne!(cache_key(v, 90, &["a", "b"], &[], ""), cache_key(v, 90, &["ab"], &[], ""));
+        let base = unit(&["-O3"], &[("h.cuh", "x")], &["k"]);
+        let k0 = key(&base, v, 90);
+        assert_eq!(k0, key(&base, v, 90));
+        let variants = [
+            ("compiler", key(&base, "libnvrtc.so.13.1.20 1000 1", 90)),
+            ("arch", key(&base, v, 80)),
+            ("option", key(&unit(&["-O2"], &[("h.cuh", "x")], &["k"]), v, 90)),
+            ("name expression", key(&unit(&["-O3"], &[("h.cuh", "x")], &["j"]), v, 90)),
+            ("header name", key(&unit(&["-O3"], &[("g.cuh", "x")], &["k"]), v, 90)),
+            ("header text", key(&unit(&["-O3"], &[("h.cuh", "y")], &["k"]), v, 90)),
+            ("source", key(&Unit { source: "src2", ..base }, v, 90)),
+            ("name", key(&Unit { name: "q.cu", ..base }, v, 90)),
+        ];
+        for (what, other) in &variants {
+            assert_ne!(&k0, other, "changing the {what} must change the key");
+        }
+        // Option boundaries are part of the key.
+        assert_ne!(key(&unit(&["a", "b"], &[], &[]), v, 90), key(&unit(&["ab"], &[], &[]), v, 90));
     }
 
     #[test]
-    fn include_directives_are_read_like_the_preprocessor() {
-        let text = "#include \"a.cuh\"\n  #  include <b/c.h>\n#include_next \"d.h\"\n// #include \"no.h\"\n#define X\n#include MACRO\n";
-        let found: Vec<_> = include_directives(text).collect();
-        assert_eq!(found, [(true, "a.cuh"), (false, "b/c.h"), (true, "d.h")]);
-    }
-
-    #[test]
-    fn include_closure_follows_relative_includes_and_stops_on_cycles() {
+    fn key_follows_headers_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         std::fs::write(dir.path().join("top.cuh"), "#include \"sub/mid.cuh\"\n").unwrap();
-        std::fs::write(sub.join("mid.cuh"), "#include \"leaf.cuh\"\n#include \"../top.cuh\"\n").unwrap();
-        std::fs::write(sub.join("leaf.cuh"), "#include \"mem.cuh\"\n#include <cuda_fp16.h>\n").unwrap();
-        let headers = [("mem.cuh".to_string(), "#include \"mem.cuh\"\n".to_string())];
-        let deps = include_closure("p.cu", "#include \"top.cuh\"\n", &headers, &[dir.path().to_path_buf()]);
-        let labels: Vec<&str> = deps.iter().map(|d| d.label.as_str()).collect();
-        assert_eq!(labels.len(), 4, "{labels:?}");
-        assert!(labels[0].ends_with("top.cuh") && labels[1].ends_with("mid.cuh") && labels[2].ends_with("leaf.cuh"));
-        assert_eq!(labels[3], "not found: cuda_fp16.h");
-        assert!(deps[..3].iter().all(|d| d.digest.is_some()));
+        std::fs::write(sub.join("mid.cuh"), "#include \"leaf.cuh\"\n#include \"mem.cuh\"\n").unwrap();
+        std::fs::write(sub.join("leaf.cuh"), "#define LEAF 1\n").unwrap();
+        let inc = format!("--include-path={}", dir.path().display());
+        let options = [inc.as_str()];
+        let headers = [("mem.cuh", "#pragma once\n")];
+        let u = Unit {
+            name: "p.cu",
+            source: "#include \"top.cuh\"\n#include <cuda_fp16.h>\n",
+            options: &options[..],
+            headers: &headers[..],
+            name_expressions: &[],
+        };
+        let scan = u.scan();
+        let names: Vec<&str> = scan.headers.iter().map(|h| h.include.as_str()).collect();
+        assert_eq!(names, ["top.cuh", "sub/mid.cuh", "leaf.cuh", "mem.cuh"]);
+        assert_eq!(scan.missing, ["cuda_fp16.h"]);
+        let k0 = key(&u, "c", 90);
+        std::fs::write(sub.join("leaf.cuh"), "#define LEAF 2\n").unwrap();
+        assert_ne!(k0, key(&u, "c", 90), "a header two levels down changed");
     }
 
     #[test]
-    fn entry_round_trip_and_rejects_garbage() {
+    fn a_foreign_entry_is_a_miss() {
+        // Without NVRTC the compile fails after the cache lookup; with it, a garbage entry is
+        // recompiled. Either way it is never returned as a cubin.
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("x.cubin");
-        write_entry(dir.path(), &file, b"\x7fELFdata\n", &["_Z1kv".into(), "saxpy".into()]).unwrap();
-        let (cubin, syms) = read_entry(&file, 2).unwrap();
-        assert_eq!(cubin, b"\x7fELFdata\n");
-        assert_eq!(syms, ["_Z1kv", "saxpy"]);
-        assert!(read_entry(&file, 1).is_none(), "symbol count mismatch must miss");
-        std::fs::write(&file, b"garbage").unwrap();
-        assert!(read_entry(&file, 2).is_none());
+        let store = Store::new(dir.path(), "cubin");
+        let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
+        let id = compiler_identity().unwrap_or_default();
+        let k = key(&u, &id, 80);
+        store.write_atomic(&k, &Entry { blobs: vec![b"\x7fELF".to_vec()], strings: vec![], deps: vec![] }).unwrap();
+        if let Ok(c) = u.compile(80, &store) {
+            assert!(!c.from_cache, "an entry with the wrong symbol count is not a hit");
+        }
     }
 }

@@ -8,25 +8,26 @@
 //! are checked against the compiled kernel's own parameter list before anything runs: the
 //! dynamic sibling of the typed launchers `cuda_kernel!` generates.
 //!
-//! The cache key is a SHA-256 of the NVRTC build, the architecture, the program name, every
-//! option, the name expressions, the source, every in-memory header (name and bytes) and the
-//! bytes of every file on disk the source can reach through `#include` (found in the include
-//! directories and relative to the including file). Entries live in
+//! Programs compile through the same [`nvrtc`](crate::nvrtc) unit as `cuda_kernel!`'s run-time
+//! path, so they share its cache key scheme and its cache: the key covers the NVRTC build, the
+//! architecture, the program name, every option, the name expressions, the source, every
+//! in-memory header (name and bytes) and the bytes of every file on disk the source can reach
+//! through `#include` (found in the include directories and next to the including file, by the
+//! scanner of `cuda_embed_build::includes`). Entries live in
 //! [`nvrtc::cache_dir`](crate::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::module::{check_config, Violation};
-use crate::nvrtc::{self, Compiled};
+use crate::nvrtc::{self, Compiled, Unit};
 use crate::types::DeviceSafe;
+use cuda_embed_build::cache::{Store, NVRTC_SUBDIR};
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
-use sha2::{Digest, Sha256};
 use std::ffi::{c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-const KEY_MAGIC: &str = "cuda-embed program v1";
 const DEFAULT_NAME: &str = "program.cu";
 
 /// CUDA C++ source to compile at run time with NVRTC, with its options.
@@ -197,21 +198,6 @@ impl Program {
         &self.options
     }
 
-    /// The include directories named by the options (`--include-path=`, `-I`), in order.
-    fn include_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = Vec::new();
-        let mut opts = self.options.iter();
-        while let Some(o) = opts.next() {
-            let dir = if o == "-I" || o == "--include-path" {
-                opts.next().map(String::as_str)
-            } else {
-                o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))
-            };
-            dirs.extend(dir.filter(|d| !d.is_empty()).map(PathBuf::from));
-        }
-        dirs
-    }
-
     /// The disk-cache key of this program compiled for `sm_{arch}` with the NVRTC this process
     /// would use, as hex. Equal keys mean the same cubin.
     ///
@@ -225,38 +211,19 @@ impl Program {
     pub fn cache_key(&self, arch: u32) -> String {
         // With no NVRTC the key is still defined; compiling then fails with the reason.
         let compiler = nvrtc::compiler_identity().unwrap_or_else(|_| "nvrtc not found".into());
-        self.key(&compiler, arch)
+        let unit = self.unit();
+        unit.key(&compiler, arch, &unit.scan())
     }
 
-    fn key(&self, compiler: &str, arch: u32) -> String {
-        let mut h = Sha256::new();
-        // Every field is length-prefixed and every list counted, so no two inputs hash alike by
-        // moving bytes across a boundary.
-        let mut field = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
-        field(KEY_MAGIC.as_bytes());
-        field(compiler.as_bytes());
-        field(&arch.to_le_bytes());
-        field(self.name.as_bytes());
-        field(&(self.options.len() as u64).to_le_bytes());
-        self.options.iter().for_each(|o| field(o.as_bytes()));
-        field(&(self.name_expressions.len() as u64).to_le_bytes());
-        self.name_expressions.iter().for_each(|e| field(e.as_bytes()));
-        field(self.source.as_bytes());
-        field(&(self.headers.len() as u64).to_le_bytes());
-        for (name, contents) in &self.headers {
-            field(name.as_bytes());
-            field(contents.as_bytes());
+    /// The program as an NVRTC compilation unit (what its cubin and cache key depend on).
+    fn unit(&self) -> Unit<'_, String> {
+        Unit {
+            name: &self.name,
+            source: &self.source,
+            options: &self.options,
+            headers: &self.headers,
+            name_expressions: &self.name_expressions,
         }
-        let deps = nvrtc::include_closure(&self.name, &self.source, &self.headers, &self.include_dirs());
-        field(&(deps.len() as u64).to_le_bytes());
-        for d in &deps {
-            field(d.label.as_bytes());
-            field(d.digest.as_ref().map_or(&[][..], |d| &d[..]));
-        }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     fn error(&self, arch: u32, cause: String) -> Error {
@@ -276,19 +243,8 @@ impl Program {
     /// # Ok::<(), cuda_embed_runtime::Error>(())
     /// ```
     pub fn compile(&self, arch: u32) -> Result<Compiled> {
-        let compiler = nvrtc::compiler_identity().map_err(|e| self.error(arch, e))?;
-        let key = self.key(&compiler, arch);
-        let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("nvrtc");
-        let file = dir.join(format!("{key}.cubin"));
-        if let Some((cubin, symbols)) = nvrtc::read_entry(&file, self.name_expressions.len()) {
-            return Ok(Compiled { cubin, symbols, from_cache: true, cache_file: Some(file) });
-        }
-        let (cubin, symbols) =
-            nvrtc::run_nvrtc(&self.name, &self.source, &self.headers, &self.options, &self.name_expressions, arch)
-                .map_err(|log| self.error(arch, self.explain(log)))?;
-        // A cache that cannot be written is not an error: the program still runs, only slower next time.
-        let cache_file = nvrtc::write_entry(&dir, &file, &cubin, &symbols).ok().map(|_| file);
-        Ok(Compiled { cubin, symbols, from_cache: false, cache_file })
+        let dir = self.cache_dir.as_ref().map_or_else(cuda_embed_build::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR));
+        self.unit().compile(arch, &Store::new(dir, "cubin")).map_err(|log| self.error(arch, self.explain(log)))
     }
 
     /// Turns NVRTC's log into a message that says which input was wrong.

@@ -2,6 +2,10 @@
 //! Skipped when libnvrtc is absent, unless CUDA_EMBED_REQUIRE_TOOLKIT is set (the test script sets it).
 
 use cuda_embed_runtime::{nvrtc, Error};
+use std::sync::Mutex;
+
+// The cache directory is process-global (an environment variable): one test at a time.
+static LOCK: Mutex<()> = Mutex::new(());
 
 fn available() -> bool {
     if nvrtc::is_available() {
@@ -23,6 +27,7 @@ extern "C" __global__ void plain(int* x) { x[0] = 1; }
 
 #[test]
 fn compiles_resolves_names_and_caches_on_disk() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     if !available() {
         return;
     }
@@ -50,4 +55,61 @@ fn compiles_resolves_names_and_caches_on_disk() {
     assert!(matches!(err, Error::Nvrtc { origin: "lib.rs:7", arch: 80, .. }), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("lib.rs(7)") && msg.contains("error"), "{msg}");
+}
+
+#[test]
+fn embedded_headers_are_keyed_and_garbage_entries_recompile() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var("CUDA_EMBED_CACHE_DIR", dir.path());
+    let src = "#include \"scale.cuh\"\nextern \"C\" __global__ void k(float* x) { x[0] *= SCALE; }\n";
+    let compile = |header: &str| nvrtc::compile("h.rs:1", src, &[], &[("scale.cuh", header)], &["k"], 80).unwrap();
+    let first = compile("#define SCALE 2.0f\n");
+    assert!(!first.from_cache);
+    assert!(compile("#define SCALE 2.0f\n").from_cache);
+    assert!(!compile("#define SCALE 3.0f\n").from_cache, "a header's bytes changed: a miss");
+    // A torn or foreign entry is a miss, recompiled and rewritten.
+    let file = first.cache_file.unwrap();
+    assert!(file.extension().is_some_and(|e| e == "cubin"), "{}", file.display());
+    std::fs::write(&file, b"garbage").unwrap();
+    assert!(!compile("#define SCALE 2.0f\n").from_cache);
+    assert!(compile("#define SCALE 2.0f\n").from_cache);
+}
+
+const HIT_CHILD: &str = "CUDA_EMBED_TEST_NVRTC_HIT_CHILD";
+
+/// Compiles in a fresh process and reports whether libnvrtc got loaded; spawned by
+/// `a_cache_hit_does_not_load_nvrtc`.
+#[test]
+fn hit_child() {
+    if std::env::var_os(HIT_CHILD).is_none() {
+        return;
+    }
+    let c = nvrtc::compile("child.rs:1", SRC, &[], &[], &["plain"], 80).unwrap();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    println!("FROM_CACHE={} NVRTC_LOADED={}", c.from_cache, maps.contains("libnvrtc"));
+}
+
+#[test]
+fn a_cache_hit_does_not_load_nvrtc() {
+    if !available() || !std::path::Path::new("/proc/self/maps").exists() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["hit_child", "--exact", "--nocapture", "--test-threads=1"])
+            .env(HIT_CHILD, "1")
+            .env("CUDA_EMBED_CACHE_DIR", cache.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let first = run();
+    assert!(first.contains("FROM_CACHE=false NVRTC_LOADED=true"), "{first}");
+    let second = run();
+    assert!(second.contains("FROM_CACHE=true NVRTC_LOADED=false"), "a hit must not load libnvrtc: {second}");
 }
