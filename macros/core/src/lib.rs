@@ -1,22 +1,37 @@
 //! The library behind `cuda_kernel!`: everything the macro does, as plain, unit-testable code.
 //!
-//! - [`lex`] and [`signature`]: find every `__global__` function and read its parameters.
-//! - [`types`]: map CUDA parameter types to Rust types; [`probe`]: ask the compiler about names
-//!   the table does not know (typedefs, macros, user structs).
+//! - [`input`]: the macro's arguments.
+//! - [`lex`] and [`signature`]: find every `__global__` function and global and read their
+//!   declarations; [`includes`]: the headers the source includes.
+//! - [`ir`]: the typed IR of one module, as read and as checked.
+//! - [`front`]: macro input to IR (source, declarations, template instances, includes).
+//! - [`types`]: the CUDA-to-Rust type tables and the mapping of one parameter.
+//! - [`oracle`]: the compiler as the authority on types and symbols; [`probe`]: the C++ questions
+//!   appended to the source and their answers read back from PTX; [`ptx`]: `.entry` parameter
+//!   lists for the signature cross-check.
+//! - [`check`]: one pass that maps and checks every kernel, instance and global; [`report`]:
+//!   errors collected and reported together.
+//! - [`gen`]: Rust items from the checked IR ([`gen::paths`] names the runtime).
 //! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed.
-//! - [`ptx`]: read `.entry` parameter lists for the signature cross-check and C++ symbols.
-//! - [`expand`]: tie it together and generate the typed launchers.
+//! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
+//! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`; [`structs`]: the members of the source's C++ structs.
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod compile;
 pub mod derive;
 pub mod expand;
+pub mod front;
+pub mod gen;
 pub mod includes;
 pub mod input;
+pub mod ir;
 pub mod lex;
+pub mod oracle;
 pub mod probe;
 pub mod ptx;
+pub mod report;
 pub mod signature;
 pub mod structs;
 pub mod types;

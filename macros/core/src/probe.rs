@@ -4,26 +4,81 @@
 //! from a header, a `#define`d name, a user struct), C++ is appended to the source that encodes
 //! each such parameter's type — taken from `decltype(kernel)`, so typedefs, `using` and macros
 //! are resolved by the compiler itself — into a `__device__` integer. The integer's initial value
-//! appears in the PTX, where [`read_values`] picks it up. See `types::kind` for the encoding.
+//! appears in the PTX, where [`read`] picks it up. See `types::kind` for the encoding.
 
 use crate::types::VECTORS;
 use std::collections::HashMap;
-use std::fmt::Write;
+use std::fmt::{Display, Write};
 
-/// One question for the compiler.
+/// What a probe asks about, and the name its answer is filed under in the PTX.
+///
+/// Indices are positions in the module's IR: `kernel` in [`crate::ir::Module::units`] (ordinary
+/// kernels, then one per template instance), `instance` in `instances`, `global` in the parsed
+/// globals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProbeKey {
+    /// The type of parameter `param` of kernel `kernel`.
+    ParamType {
+        /// Kernel index.
+        kernel: usize,
+        /// Parameter index.
+        param: usize,
+    },
+    /// The symbol of a template instance's kernel (taking its address also instantiates it).
+    KernelSymbol(usize),
+    /// The type given as template argument `arg` of instance `instance`.
+    TypeArg {
+        /// Instance index.
+        instance: usize,
+        /// Argument index.
+        arg: usize,
+    },
+    /// The value of non-type template argument `arg` of instance `instance`.
+    ValueArg {
+        /// Instance index.
+        instance: usize,
+        /// Argument index.
+        arg: usize,
+    },
+    /// The symbol of a global variable.
+    GlobalSymbol(usize),
+    /// The size in bytes of a global variable.
+    GlobalBytes(usize),
+    /// The element type of a global variable (arrays stripped).
+    GlobalElem(usize),
+}
+
+/// The identifier-safe name of a key in the probe's C++ and the PTX. Only this module writes and
+/// reads it.
+impl std::fmt::Display for ProbeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeKey::ParamType { kernel, param } => write!(f, "u{kernel}_{param}"),
+            ProbeKey::KernelSymbol(k) => write!(f, "i{k}"),
+            ProbeKey::TypeArg { instance, arg } => write!(f, "t{instance}_{arg}"),
+            ProbeKey::ValueArg { instance, arg } => write!(f, "v{instance}_{arg}"),
+            ProbeKey::GlobalSymbol(g) => write!(f, "g{g}"),
+            ProbeKey::GlobalBytes(g) => write!(f, "gs{g}"),
+            ProbeKey::GlobalElem(g) => write!(f, "ge{g}"),
+        }
+    }
+}
+
+/// One question for the compiler, its answer filed under `key`: a [`ProbeKey`] in the macro, any
+/// identifier-safe name (the default, `String`) for tools and tests that probe on their own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
+pub enum Probe<K = String> {
     /// Encode a C++ type (see `types::kind`).
     Type {
-        /// Identifier-safe key the answer is filed under.
-        key: String,
+        /// The key the answer is filed under.
+        key: K,
         /// The C++ type.
         ty: String,
     },
     /// Evaluate an integral constant expression.
     Value {
-        /// Identifier-safe key.
-        key: String,
+        /// The key the answer is filed under.
+        key: K,
         /// The C++ expression.
         expr: String,
     },
@@ -31,8 +86,8 @@ pub enum Probe {
     /// initialiser of a pointer to it names the symbol. Taking the address also instantiates a
     /// template kernel.
     Address {
-        /// Identifier-safe key.
-        key: String,
+        /// The key the answer is filed under.
+        key: K,
         /// The C++ entity, e.g. `ns::axpy<float>`.
         expr: String,
     },
@@ -40,7 +95,7 @@ pub enum Probe {
 
 /// The probe for parameter `p` of the kernel named by the C++ expression `kernel`
 /// (`::ns::k`, `axpy<float>`).
-pub fn param(key: String, kernel: &str, p: usize) -> Probe {
+pub fn param<K>(key: K, kernel: &str, p: usize) -> Probe<K> {
     Probe::Type { key, ty: format!("cuda_embed_probe::Arg<{p}, decltype({kernel})>::t") }
 }
 
@@ -100,7 +155,7 @@ template<class T> struct Info {
 const PREFIX: &str = "__cuda_embed_probe_";
 
 /// C++ to append to the source, answering every probe.
-pub fn code(probes: &[Probe]) -> String {
+pub fn code<K: Display>(probes: &[Probe<K>]) -> String {
     if probes.is_empty() {
         return String::new();
     }
@@ -145,18 +200,44 @@ pub fn read(ptx: &str) -> HashMap<String, Answer> {
 }
 
 /// The number filed under `key`, if any.
-pub fn number(answers: &HashMap<String, Answer>, key: &str) -> Option<u64> {
-    match answers.get(key) {
+pub fn number<K: Display + ?Sized>(answers: &HashMap<String, Answer>, key: &K) -> Option<u64> {
+    match answers.get(&key.to_string()) {
         Some(Answer::Number(n)) => Some(*n),
         _ => None,
     }
 }
 
 /// The symbol filed under `key`, if any.
-pub fn symbol(answers: &HashMap<String, Answer>, key: &str) -> Option<String> {
-    match answers.get(key) {
+pub fn symbol<K: Display + ?Sized>(answers: &HashMap<String, Answer>, key: &K) -> Option<String> {
+    match answers.get(&key.to_string()) {
         Some(Answer::Symbol(s)) => Some(s.clone()),
         _ => None,
+    }
+}
+
+/// Every answer in one compiled PTX, looked up by [`ProbeKey`].
+#[derive(Debug, Clone, Default)]
+pub struct Answers(HashMap<String, Answer>);
+
+impl Answers {
+    /// Reads the answers from PTX.
+    pub fn from_ptx(ptx: &str) -> Answers {
+        Answers(read(ptx))
+    }
+
+    /// The number filed under `key`.
+    pub fn number(&self, key: ProbeKey) -> Option<u64> {
+        number(&self.0, &key)
+    }
+
+    /// The symbol filed under `key`.
+    pub fn symbol(&self, key: ProbeKey) -> Option<String> {
+        symbol(&self.0, &key)
+    }
+
+    /// The type filed under `key`, decoded.
+    pub fn probed(&self, key: ProbeKey) -> Option<crate::types::Probed> {
+        self.number(key).map(crate::types::decode_probe)
     }
 }
 
@@ -176,5 +257,23 @@ mod tests {
         assert_eq!(symbol(&a, "g1").as_deref(), Some("_ZN2ns6coeffsE"));
         assert_eq!(number(&a, "a0"), None);
         assert_eq!(number(&a, "v0_1"), Some(0), "zero has no initialiser in PTX");
+    }
+
+    #[test]
+    fn keys_are_identifiers() {
+        let keys = [
+            ProbeKey::ParamType { kernel: 1, param: 2 },
+            ProbeKey::KernelSymbol(3),
+            ProbeKey::TypeArg { instance: 0, arg: 1 },
+            ProbeKey::ValueArg { instance: 0, arg: 1 },
+            ProbeKey::GlobalSymbol(4),
+            ProbeKey::GlobalBytes(4),
+            ProbeKey::GlobalElem(4),
+        ];
+        let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4"]);
+        let ptx = ".global .align 8 .u64 __cuda_embed_probe_gs4 = 20;\n";
+        assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(4)), Some(20));
+        assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(5)), None);
     }
 }

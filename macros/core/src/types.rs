@@ -10,149 +10,200 @@ use crate::signature::{Param, Parsed};
 /// A Rust type with its CUDA layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Builtin {
-    /// Rust type path (relative to the facade crate for crate types, `$crate` is replaced).
-    pub rust: &'static str,
+    /// The Rust type.
+    pub rust: RustPath,
     /// Size in bytes.
     pub size: u32,
     /// Alignment in bytes.
     pub align: u32,
 }
 
-const fn b(rust: &'static str, size: u32, align: u32) -> Builtin {
-    Builtin { rust, size, align }
+/// Where the Rust type of a [`Builtin`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RustPath {
+    /// A primitive type: `f32`, `usize`, `bool`.
+    Primitive(&'static str),
+    /// A type exported by the `cuda_embed` crate: `Half2`, `Float4`, `f16`.
+    Crate(&'static str),
+}
+
+impl RustPath {
+    /// The type's name without its crate (`f32`, `Half2`), as the docs show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RustPath::Primitive(n) | RustPath::Crate(n) => n,
+        }
+    }
+}
+
+const fn p(rust: &'static str, size: u32, align: u32) -> Builtin {
+    Builtin { rust: RustPath::Primitive(rust), size, align }
+}
+
+const fn c(rust: &'static str, size: u32, align: u32) -> Builtin {
+    Builtin { rust: RustPath::Crate(rust), size, align }
+}
+
+/// The Rust type of a value: a builtin, or a generic parameter standing for a template's type
+/// parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RustType {
+    /// A type from the tables.
+    Builtin(Builtin),
+    /// A generic parameter of a template kernel's launcher, named after the C++ template
+    /// parameter (`T`).
+    Generic(String),
+}
+
+impl RustType {
+    /// The type's name as the docs show it (`f32`, `Half2`, `T`).
+    pub fn describe(&self) -> &str {
+        match self {
+            RustType::Builtin(b) => b.rust.name(),
+            RustType::Generic(g) => g,
+        }
+    }
+
+    /// Its size in bytes, when known here (a generic parameter has none).
+    pub fn size(&self) -> Option<u32> {
+        match self {
+            RustType::Builtin(b) => Some(b.size),
+            RustType::Generic(_) => None,
+        }
+    }
 }
 
 /// CUDA spelling -> Rust type. Integer widths assume LP64 (Linux x86-64/aarch64).
 pub const BUILTINS: &[(&str, Builtin)] = &[
-    ("bool", b("bool", 1, 1)),
-    ("char", b("i8", 1, 1)),
-    ("signed char", b("i8", 1, 1)),
-    ("unsigned char", b("u8", 1, 1)),
-    ("short", b("i16", 2, 2)),
-    ("short int", b("i16", 2, 2)),
-    ("signed short", b("i16", 2, 2)),
-    ("signed short int", b("i16", 2, 2)),
-    ("unsigned short", b("u16", 2, 2)),
-    ("unsigned short int", b("u16", 2, 2)),
-    ("int", b("i32", 4, 4)),
-    ("signed", b("i32", 4, 4)),
-    ("signed int", b("i32", 4, 4)),
-    ("unsigned", b("u32", 4, 4)),
-    ("unsigned int", b("u32", 4, 4)),
-    ("long", b("i64", 8, 8)),
-    ("long int", b("i64", 8, 8)),
-    ("signed long", b("i64", 8, 8)),
-    ("signed long int", b("i64", 8, 8)),
-    ("unsigned long", b("u64", 8, 8)),
-    ("unsigned long int", b("u64", 8, 8)),
-    ("long long", b("i64", 8, 8)),
-    ("long long int", b("i64", 8, 8)),
-    ("signed long long", b("i64", 8, 8)),
-    ("signed long long int", b("i64", 8, 8)),
-    ("unsigned long long", b("u64", 8, 8)),
-    ("unsigned long long int", b("u64", 8, 8)),
-    ("float", b("f32", 4, 4)),
-    ("double", b("f64", 8, 8)),
-    ("int8_t", b("i8", 1, 1)),
-    ("int16_t", b("i16", 2, 2)),
-    ("int32_t", b("i32", 4, 4)),
-    ("int64_t", b("i64", 8, 8)),
-    ("uint8_t", b("u8", 1, 1)),
-    ("uint16_t", b("u16", 2, 2)),
-    ("uint32_t", b("u32", 4, 4)),
-    ("uint64_t", b("u64", 8, 8)),
-    ("size_t", b("usize", 8, 8)),
-    ("uintptr_t", b("usize", 8, 8)),
-    ("ssize_t", b("isize", 8, 8)),
-    ("ptrdiff_t", b("isize", 8, 8)),
-    ("intptr_t", b("isize", 8, 8)),
-    ("uint", b("u32", 4, 4)),
-    ("ushort", b("u16", 2, 2)),
-    ("ulong", b("u64", 8, 8)),
-    ("__half", b("$crate::f16", 2, 2)),
-    ("half", b("$crate::f16", 2, 2)),
-    ("__nv_bfloat16", b("$crate::bf16", 2, 2)),
-    ("nv_bfloat16", b("$crate::bf16", 2, 2)),
-    ("__half2", b("$crate::Half2", 4, 4)),
-    ("half2", b("$crate::Half2", 4, 4)),
-    ("__nv_bfloat162", b("$crate::Bf162", 4, 4)),
-    ("nv_bfloat162", b("$crate::Bf162", 4, 4)),
-    ("__nv_fp8_e4m3", b("$crate::F8E4M3", 1, 1)),
-    ("__nv_fp8_e5m2", b("$crate::F8E5M2", 1, 1)),
+    ("bool", p("bool", 1, 1)),
+    ("char", p("i8", 1, 1)),
+    ("signed char", p("i8", 1, 1)),
+    ("unsigned char", p("u8", 1, 1)),
+    ("short", p("i16", 2, 2)),
+    ("short int", p("i16", 2, 2)),
+    ("signed short", p("i16", 2, 2)),
+    ("signed short int", p("i16", 2, 2)),
+    ("unsigned short", p("u16", 2, 2)),
+    ("unsigned short int", p("u16", 2, 2)),
+    ("int", p("i32", 4, 4)),
+    ("signed", p("i32", 4, 4)),
+    ("signed int", p("i32", 4, 4)),
+    ("unsigned", p("u32", 4, 4)),
+    ("unsigned int", p("u32", 4, 4)),
+    ("long", p("i64", 8, 8)),
+    ("long int", p("i64", 8, 8)),
+    ("signed long", p("i64", 8, 8)),
+    ("signed long int", p("i64", 8, 8)),
+    ("unsigned long", p("u64", 8, 8)),
+    ("unsigned long int", p("u64", 8, 8)),
+    ("long long", p("i64", 8, 8)),
+    ("long long int", p("i64", 8, 8)),
+    ("signed long long", p("i64", 8, 8)),
+    ("signed long long int", p("i64", 8, 8)),
+    ("unsigned long long", p("u64", 8, 8)),
+    ("unsigned long long int", p("u64", 8, 8)),
+    ("float", p("f32", 4, 4)),
+    ("double", p("f64", 8, 8)),
+    ("int8_t", p("i8", 1, 1)),
+    ("int16_t", p("i16", 2, 2)),
+    ("int32_t", p("i32", 4, 4)),
+    ("int64_t", p("i64", 8, 8)),
+    ("uint8_t", p("u8", 1, 1)),
+    ("uint16_t", p("u16", 2, 2)),
+    ("uint32_t", p("u32", 4, 4)),
+    ("uint64_t", p("u64", 8, 8)),
+    ("size_t", p("usize", 8, 8)),
+    ("uintptr_t", p("usize", 8, 8)),
+    ("ssize_t", p("isize", 8, 8)),
+    ("ptrdiff_t", p("isize", 8, 8)),
+    ("intptr_t", p("isize", 8, 8)),
+    ("uint", p("u32", 4, 4)),
+    ("ushort", p("u16", 2, 2)),
+    ("ulong", p("u64", 8, 8)),
+    ("__half", c("f16", 2, 2)),
+    ("half", c("f16", 2, 2)),
+    ("__nv_bfloat16", c("bf16", 2, 2)),
+    ("nv_bfloat16", c("bf16", 2, 2)),
+    ("__half2", c("Half2", 4, 4)),
+    ("half2", c("Half2", 4, 4)),
+    ("__nv_bfloat162", c("Bf162", 4, 4)),
+    ("nv_bfloat162", c("Bf162", 4, 4)),
+    ("__nv_fp8_e4m3", c("F8E4M3", 1, 1)),
+    ("__nv_fp8_e5m2", c("F8E5M2", 1, 1)),
     // Typedefs from the C library and the CUDA headers that kernels take (cuda-samples' clock,
     // graphConditionalNodes, simpleCUFFT): without an entry they would read as user structs.
-    ("clock_t", b("i64", 8, 8)),
-    ("cudaGraphConditionalHandle", b("u64", 8, 8)),
-    ("cufftReal", b("f32", 4, 4)),
-    ("cufftDoubleReal", b("f64", 8, 8)),
-    ("cufftComplex", b("$crate::Complex32", 8, 8)),
-    ("cufftDoubleComplex", b("$crate::Complex64", 16, 16)),
-    ("cuComplex", b("$crate::Complex32", 8, 8)),
-    ("cuFloatComplex", b("$crate::Complex32", 8, 8)),
-    ("cuDoubleComplex", b("$crate::Complex64", 16, 16)),
-    ("cudaTextureObject_t", b("$crate::TextureObject", 8, 8)),
+    ("clock_t", p("i64", 8, 8)),
+    ("cudaGraphConditionalHandle", p("u64", 8, 8)),
+    ("cufftReal", p("f32", 4, 4)),
+    ("cufftDoubleReal", p("f64", 8, 8)),
+    ("cufftComplex", c("Complex32", 8, 8)),
+    ("cufftDoubleComplex", c("Complex64", 16, 16)),
+    ("cuComplex", c("Complex32", 8, 8)),
+    ("cuFloatComplex", c("Complex32", 8, 8)),
+    ("cuDoubleComplex", c("Complex64", 16, 16)),
+    ("cudaTextureObject_t", c("TextureObject", 8, 8)),
     // `dim3` has uint3's layout (its constructors do not change it).
-    ("dim3", b("$crate::UInt3", 12, 4)),
-    ("CUtexObject", b("$crate::TextureObject", 8, 8)),
-    ("cudaSurfaceObject_t", b("$crate::SurfaceObject", 8, 8)),
-    ("CUsurfObject", b("$crate::SurfaceObject", 8, 8)),
+    ("dim3", c("UInt3", 12, 4)),
+    ("CUtexObject", c("TextureObject", 8, 8)),
+    ("cudaSurfaceObject_t", c("SurfaceObject", 8, 8)),
+    ("CUsurfObject", c("SurfaceObject", 8, 8)),
 ];
 
 /// CUDA vector types, in probe-id order (the id is the index + 1).
 pub const VECTORS: &[(&str, Builtin)] = &[
-    ("char1", b("$crate::Char1", 1, 1)),
-    ("char2", b("$crate::Char2", 2, 2)),
-    ("char3", b("$crate::Char3", 3, 1)),
-    ("char4", b("$crate::Char4", 4, 4)),
-    ("uchar1", b("$crate::UChar1", 1, 1)),
-    ("uchar2", b("$crate::UChar2", 2, 2)),
-    ("uchar3", b("$crate::UChar3", 3, 1)),
-    ("uchar4", b("$crate::UChar4", 4, 4)),
-    ("short1", b("$crate::Short1", 2, 2)),
-    ("short2", b("$crate::Short2", 4, 4)),
-    ("short3", b("$crate::Short3", 6, 2)),
-    ("short4", b("$crate::Short4", 8, 8)),
-    ("ushort1", b("$crate::UShort1", 2, 2)),
-    ("ushort2", b("$crate::UShort2", 4, 4)),
-    ("ushort3", b("$crate::UShort3", 6, 2)),
-    ("ushort4", b("$crate::UShort4", 8, 8)),
-    ("int1", b("$crate::Int1", 4, 4)),
-    ("int2", b("$crate::Int2", 8, 8)),
-    ("int3", b("$crate::Int3", 12, 4)),
-    ("int4", b("$crate::Int4", 16, 16)),
-    ("uint1", b("$crate::UInt1", 4, 4)),
-    ("uint2", b("$crate::UInt2", 8, 8)),
-    ("uint3", b("$crate::UInt3", 12, 4)),
-    ("uint4", b("$crate::UInt4", 16, 16)),
-    ("long1", b("$crate::Long1", 8, 8)),
-    ("long2", b("$crate::Long2", 16, 16)),
-    ("long3", b("$crate::Long3", 24, 8)),
-    ("long4", b("$crate::Long4", 32, 16)),
-    ("ulong1", b("$crate::ULong1", 8, 8)),
-    ("ulong2", b("$crate::ULong2", 16, 16)),
-    ("ulong3", b("$crate::ULong3", 24, 8)),
-    ("ulong4", b("$crate::ULong4", 32, 16)),
-    ("longlong1", b("$crate::LongLong1", 8, 8)),
-    ("longlong2", b("$crate::LongLong2", 16, 16)),
-    ("longlong3", b("$crate::LongLong3", 24, 8)),
-    ("longlong4", b("$crate::LongLong4", 32, 16)),
-    ("ulonglong1", b("$crate::ULongLong1", 8, 8)),
-    ("ulonglong2", b("$crate::ULongLong2", 16, 16)),
-    ("ulonglong3", b("$crate::ULongLong3", 24, 8)),
-    ("ulonglong4", b("$crate::ULongLong4", 32, 16)),
-    ("float1", b("$crate::Float1", 4, 4)),
-    ("float2", b("$crate::Float2", 8, 8)),
-    ("float3", b("$crate::Float3", 12, 4)),
-    ("float4", b("$crate::Float4", 16, 16)),
-    ("double1", b("$crate::Double1", 8, 8)),
-    ("double2", b("$crate::Double2", 16, 16)),
-    ("double3", b("$crate::Double3", 24, 8)),
-    ("double4", b("$crate::Double4", 32, 16)),
-    ("long4_16a", b("$crate::Long4", 32, 16)),
-    ("ulong4_16a", b("$crate::ULong4", 32, 16)),
-    ("longlong4_16a", b("$crate::LongLong4", 32, 16)),
-    ("ulonglong4_16a", b("$crate::ULongLong4", 32, 16)),
-    ("double4_16a", b("$crate::Double4", 32, 16)),
+    ("char1", c("Char1", 1, 1)),
+    ("char2", c("Char2", 2, 2)),
+    ("char3", c("Char3", 3, 1)),
+    ("char4", c("Char4", 4, 4)),
+    ("uchar1", c("UChar1", 1, 1)),
+    ("uchar2", c("UChar2", 2, 2)),
+    ("uchar3", c("UChar3", 3, 1)),
+    ("uchar4", c("UChar4", 4, 4)),
+    ("short1", c("Short1", 2, 2)),
+    ("short2", c("Short2", 4, 4)),
+    ("short3", c("Short3", 6, 2)),
+    ("short4", c("Short4", 8, 8)),
+    ("ushort1", c("UShort1", 2, 2)),
+    ("ushort2", c("UShort2", 4, 4)),
+    ("ushort3", c("UShort3", 6, 2)),
+    ("ushort4", c("UShort4", 8, 8)),
+    ("int1", c("Int1", 4, 4)),
+    ("int2", c("Int2", 8, 8)),
+    ("int3", c("Int3", 12, 4)),
+    ("int4", c("Int4", 16, 16)),
+    ("uint1", c("UInt1", 4, 4)),
+    ("uint2", c("UInt2", 8, 8)),
+    ("uint3", c("UInt3", 12, 4)),
+    ("uint4", c("UInt4", 16, 16)),
+    ("long1", c("Long1", 8, 8)),
+    ("long2", c("Long2", 16, 16)),
+    ("long3", c("Long3", 24, 8)),
+    ("long4", c("Long4", 32, 16)),
+    ("ulong1", c("ULong1", 8, 8)),
+    ("ulong2", c("ULong2", 16, 16)),
+    ("ulong3", c("ULong3", 24, 8)),
+    ("ulong4", c("ULong4", 32, 16)),
+    ("longlong1", c("LongLong1", 8, 8)),
+    ("longlong2", c("LongLong2", 16, 16)),
+    ("longlong3", c("LongLong3", 24, 8)),
+    ("longlong4", c("LongLong4", 32, 16)),
+    ("ulonglong1", c("ULongLong1", 8, 8)),
+    ("ulonglong2", c("ULongLong2", 16, 16)),
+    ("ulonglong3", c("ULongLong3", 24, 8)),
+    ("ulonglong4", c("ULongLong4", 32, 16)),
+    ("float1", c("Float1", 4, 4)),
+    ("float2", c("Float2", 8, 8)),
+    ("float3", c("Float3", 12, 4)),
+    ("float4", c("Float4", 16, 16)),
+    ("double1", c("Double1", 8, 8)),
+    ("double2", c("Double2", 16, 16)),
+    ("double3", c("Double3", 24, 8)),
+    ("double4", c("Double4", 32, 16)),
+    ("long4_16a", c("Long4", 32, 16)),
+    ("ulong4_16a", c("ULong4", 32, 16)),
+    ("longlong4_16a", c("LongLong4", 32, 16)),
+    ("ulonglong4_16a", c("ULongLong4", 32, 16)),
+    ("double4_16a", c("Double4", 32, 16)),
 ];
 
 /// Looks up a type name in the builtin and vector tables.
@@ -164,7 +215,7 @@ pub fn builtin(name: &str) -> Option<Builtin> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mapped {
     /// A value of a known type.
-    Value(Builtin),
+    Value(RustType),
     /// A user struct/enum by value: Rust type of this name, checked against `size`/`align` when
     /// the compiler told them.
     User {
@@ -176,7 +227,7 @@ pub enum Mapped {
     /// Device memory. `elem` is `None` for untyped memory (`void*`, opaque and user pointees).
     Pointer {
         /// Element type.
-        elem: Option<Builtin>,
+        elem: Option<RustType>,
         /// Whether the kernel may write through it (non-const pointee).
         mutable: bool,
     },
@@ -188,7 +239,7 @@ impl Mapped {
     /// The byte size the kernel's parameter must have, when known here.
     pub fn size(&self) -> Option<u32> {
         match self {
-            Mapped::Value(b) => Some(b.size),
+            Mapped::Value(t) => t.size(),
             Mapped::User { layout, .. } => layout.map(|l| l.0),
             Mapped::Pointer { .. } | Mapped::RawPointer => Some(8),
         }
@@ -196,12 +247,11 @@ impl Mapped {
 
     /// Human description of the Rust type (for docs).
     pub fn describe(&self) -> String {
-        let t = |b: &Builtin| b.rust.replace("$crate::", "");
         match self {
-            Mapped::Value(b) => t(b),
+            Mapped::Value(t) => t.describe().to_string(),
             Mapped::User { name, .. } => format!("{name} (your #[repr(C)] type)"),
-            Mapped::Pointer { elem: Some(e), mutable: false } => format!("&impl DevicePtr<{}>", t(e)),
-            Mapped::Pointer { elem: Some(e), mutable: true } => format!("&mut impl DevicePtrMut<{}>", t(e)),
+            Mapped::Pointer { elem: Some(e), mutable: false } => format!("&impl DevicePtr<{}>", e.describe()),
+            Mapped::Pointer { elem: Some(e), mutable: true } => format!("&mut impl DevicePtrMut<{}>", e.describe()),
             Mapped::Pointer { elem: None, mutable: false } => "&impl DevicePtr<T> (any T)".into(),
             Mapped::Pointer { elem: None, mutable: true } => "&mut impl DevicePtrMut<T> (any T)".into(),
             Mapped::RawPointer => "RawDevicePtr".into(),
@@ -334,7 +384,7 @@ fn map_written(
                 return Err(format!("parameter `{}` has type void", param.name));
             }
             if let Some(b) = known {
-                return Ok(Mapped::Value(b));
+                return Ok(Mapped::Value(RustType::Builtin(b)));
             }
             if is_plain_name(base) {
                 // A struct/class/enum (known or not): the user provides a Rust type of that name.
@@ -353,7 +403,7 @@ fn map_written(
         _ if base.contains(['(', ')', '[', ']']) || base.is_empty() => {
             Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, type_text(param)))
         }
-        1 => Ok(Mapped::Pointer { elem: known, mutable: !pointee_const }),
+        1 => Ok(Mapped::Pointer { elem: known.map(RustType::Builtin), mutable: !pointee_const }),
         _ => Ok(Mapped::RawPointer),
     }
 }
@@ -369,7 +419,7 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
         ));
     }
     if p.depth == 1 {
-        return Ok(Mapped::Pointer { elem: from_probe_scalar(p), mutable: !p.pointee_const });
+        return Ok(Mapped::Pointer { elem: from_probe_scalar(p).map(RustType::Builtin), mutable: !p.pointee_const });
     }
     match p.kind {
         kind::VOID => Err(format!("parameter `{}` has type void", param.name)),
@@ -386,7 +436,7 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
             Ok(Mapped::User { name, layout: Some((p.size, p.align)) })
         }
         _ => from_probe_scalar(p)
-            .map(Mapped::Value)
+            .map(|b| Mapped::Value(RustType::Builtin(b)))
             .ok_or_else(|| format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text)),
     }
 }
@@ -444,5 +494,20 @@ pub fn decode_probe(v: u64) -> Probed {
         size: ((v >> 20) & 0xffff) as u32,
         align: ((v >> 36) & 0xff) as u32,
         vector: ((v >> 48) & 0xffff) as u16,
+    }
+}
+
+/// `std::size_t` -> `size_t`, `unsigned   int` -> `unsigned int`: a type as the tables spell it.
+pub fn normalise(ty: &str) -> String {
+    crate::signature::strip_std(&ty.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The Rust type of a non-type template parameter declared as `ty` (a const generic can only be
+/// an integer or `bool`).
+pub fn const_generic_type(ty: &str) -> Option<&'static str> {
+    const INTEGRAL: &[&str] = &["bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "usize", "isize"];
+    match builtin(ty)?.rust {
+        RustPath::Primitive(p) if INTEGRAL.contains(&p) => Some(p),
+        _ => None,
     }
 }

@@ -1,0 +1,251 @@
+//! Code generation: the checked IR to Rust items. Reads the IR, decides nothing: every error was
+//! found by the checker (the ones generated here are where the checker said to put them).
+//!
+//! - [`paths`]: every path into the runtime crate.
+//! - [`kernel`]: one kernel's module (launchers, attributes; a template's instance impls).
+//! - this file: the hidden module with the `ModuleSpec`, the globals and the re-exports.
+
+pub mod kernel;
+pub mod paths;
+
+use crate::ir::{rust_name, Checked, GenericArg, Global, Image, Module};
+use crate::types::{Mapped, RustPath, RustType};
+use kernel::{kernel_module, template_gen, KernelGen};
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+/// The Rust type for `t`.
+pub fn rust_type(t: &RustType) -> TokenStream {
+    match t {
+        RustType::Builtin(b) => match b.rust {
+            RustPath::Primitive(p) => {
+                let id = format_ident!("{}", p);
+                quote!(#id)
+            }
+            RustPath::Crate(name) => paths::crate_type(name),
+        },
+        RustType::Generic(name) => {
+            let id = generic_ident(name);
+            quote!(#id)
+        }
+    }
+}
+
+/// The Rust generic parameter for a template parameter (`T`; `P_fn` for a name Rust reserves).
+pub fn generic_ident(name: &str) -> syn::Ident {
+    syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| format_ident!("P_{}", name))
+}
+
+/// One generic argument of an instance (`f32`, `super::super::Params`, `256`, `{ -1 }`).
+pub fn generic_arg(a: &GenericArg) -> TokenStream {
+    match a {
+        GenericArg::Type(t) => rust_type(t),
+        GenericArg::User(name) => {
+            let ty = format_ident!("{}", name);
+            quote!(super::super::#ty)
+        }
+        GenericArg::Bool(b) => quote!(#b),
+        GenericArg::Signed(n) => {
+            let n = Literal::i64_unsuffixed(*n);
+            quote!({ #n })
+        }
+        GenericArg::Unsigned(n) => {
+            let n = Literal::u64_unsuffixed(*n);
+            quote!(#n)
+        }
+    }
+}
+
+/// A launcher argument's name: the parameter's, unless Rust or the launcher reserves it.
+pub fn param_ident(name: &str, index: usize) -> syn::Ident {
+    const RESERVED: &[&str] = &["stream", "config", "cluster", "self", "Self", "super", "crate", "_"];
+    if RESERVED.contains(&name) || name.starts_with("__") {
+        return format_ident!("{}_{}", name.trim_start_matches('_'), index);
+    }
+    syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
+}
+
+/// The embedded image as an expression.
+fn image_expr(image: &Image) -> TokenStream {
+    let image_ty = paths::image();
+    match image {
+        Image::Fatbin { bytes, targets, release } => {
+            let n = bytes.len();
+            let bytes = Literal::byte_string(bytes);
+            quote! {{
+                #[repr(C, align(16))]
+                struct __Aligned([u8; #n]);
+                static __IMAGE: __Aligned = __Aligned(*#bytes);
+                #image_ty::Fatbin { bytes: &__IMAGE.0, targets: &[#(#targets),*], compiler: #release }
+            }}
+        }
+        Image::Source { text, options, headers, reason } => {
+            let header_names = headers.iter().map(|h| &h.0);
+            let header_texts = headers.iter().map(|h| &h.1);
+            quote! {
+                #image_ty::Source {
+                    source: #text,
+                    options: &[#(#options),*],
+                    headers: &[#((#header_names, #header_texts)),*],
+                    reason: #reason,
+                }
+            }
+        }
+    }
+}
+
+/// One global: its `GlobalSpec` and its items (checks, the `static`).
+fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream) {
+    let (ty, check) = match &g.elem {
+        Mapped::Value(t) => (rust_type(t), quote!()),
+        Mapped::User { name, .. } => {
+            let ty = format_ident!("{}", name, span = span);
+            let assert = paths::assert_device_safe(span);
+            (quote!(super::#ty), quote_spanned!(span=> const _: () = #assert::<super::#ty>();))
+        }
+        _ => (paths::raw_device_ptr(), quote!()),
+    };
+    let id = rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name"));
+    let qualified = g.var.qualified_name();
+    let symbol = g.symbol.as_deref().unwrap_or_default();
+    let expr = format!("&{qualified}");
+    let bytes = g.bytes.unwrap_or(0);
+    let space = &g.var.space;
+    let dims: String = g.var.dims.iter().map(|d| format!("[{d}]")).collect();
+    let doc = format!(
+        "Handle to the CUDA {space} variable `{qualified}{dims}` (elements of `{}`): write it from the host, read it \
+         back, or get its device address, per device.",
+        g.elem.describe()
+    );
+    let mut items = Vec::new();
+    if let Some(msg) = &g.size_error {
+        items.push(quote_spanned!(span=> ::core::compile_error!(#msg);));
+    }
+    if let Mapped::User { .. } = &g.elem {
+        if let Some(b) = g.bytes {
+            let msg = format!(
+                "the Rust type for {space} `{qualified}` must divide its {b} bytes (use #[repr(C)] and the CUDA struct's fields)"
+            );
+            items.push(quote_spanned!(span=>
+                const _: () = ::core::assert!(#b as usize % ::core::mem::size_of::<#ty>() == 0, #msg);
+            ));
+        }
+    }
+    let (global_spec, global) = (paths::global_spec(), paths::global());
+    let spec = quote! {
+        #global_spec {
+            name: #qualified,
+            symbol: #symbol,
+            name_expression: #expr,
+            bytes: #bytes,
+            elem_size: ::core::mem::size_of::<#ty>(),
+        }
+    };
+    items.push(quote! {
+        #check
+        #[doc = #doc]
+        pub static #id: #global<#ty> = #global::new(&MODULE, #gi);
+    });
+    (spec, quote!(#(#items)*))
+}
+
+/// Generates everything for a checked module: a hidden module holding the `ModuleSpec`, the
+/// globals and one module per kernel, re-exported where the macro was invoked.
+pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
+    let span = module.span();
+    let site = &module.site;
+    // The tag must not depend on where the checkout lives (reproducible builds, stable
+    // diagnostics): the file's name, the line and the source are enough to tell invocations apart.
+    let file_name = site.file.rsplit(['/', '\\']).next().unwrap_or(&site.file);
+    let mut h = Sha256::new();
+    h.update(file_name.as_bytes());
+    h.update(site.line.to_le_bytes());
+    h.update(module.source.as_bytes());
+    let tag: String = h.finalize().iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let hidden = format_ident!("__cuda_embed_{}", tag);
+
+    let kernel_spec = paths::kernel_spec();
+    let specs = checked.kernels.iter().map(|t| {
+        let name = &t.unit.display;
+        let symbol = t.symbol.as_deref().unwrap_or_default();
+        let expr = if t.unit.kernel.extern_c {
+            t.unit.kernel.name.clone()
+        } else {
+            format!("&{}", t.unit.expr.trim_start_matches("::"))
+        };
+        let sizes = t.params.iter().map(|m| match (m, m.size()) {
+            (_, Some(s)) => quote!(#s),
+            (Mapped::User { name, .. }, None) => {
+                let ty = format_ident!("{}", name);
+                quote!(::core::mem::size_of::<super::#ty>() as u32)
+            }
+            _ => quote!(0u32),
+        });
+        quote! {
+            #kernel_spec { name: #name, symbol: #symbol, name_expression: #expr, param_sizes: &[#(#sizes),*] }
+        }
+    });
+
+    let mut modules: Vec<TokenStream> = Vec::new();
+    for (index, t) in checked.kernels.iter().enumerate().filter(|(_, t)| t.unit.instance.is_none()) {
+        let gen = KernelGen {
+            decl: &t.unit.kernel,
+            params: &t.params,
+            index: quote!(#index),
+            generics: Vec::new(),
+            where_clause: quote!(),
+            items: quote!(),
+        };
+        modules.push(kernel_module(&gen, span));
+    }
+    for (ti, sig) in checked.templates.iter().enumerate() {
+        match sig {
+            Ok(params) => modules.push(kernel_module(&template_gen(module, checked, ti, params), span)),
+            Err(e) => modules.push(syn::Error::new(span, e).to_compile_error()),
+        }
+    }
+    let names: Vec<syn::Ident> = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect();
+
+    let mut global_items = Vec::new();
+    let mut global_specs = Vec::new();
+    let mut global_names = Vec::new();
+    for (gi, g) in checked.globals.iter().enumerate() {
+        let (spec, items) = self::global_items(g, gi, span);
+        global_specs.push(spec);
+        global_items.push(items);
+        global_names.push(rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name")));
+    }
+    // Cargo rebuilds the crate when the CUDA file or a header it includes changes.
+    let tracked = deps.iter().filter_map(|d| d.to_str()).map(|d| {
+        quote!(
+            const _: &[u8] = include_bytes!(#d);
+        )
+    });
+    let image = image_expr(image);
+    let (module_ty, module_spec) = (paths::module(), paths::module_spec());
+    let origin = &module.origin;
+    // Everything lives in one hidden module (so the macro also works inside a function body) and
+    // the kernel modules are re-exported where the macro was invoked.
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_upper_case_globals)]
+        mod #hidden {
+            #(#tracked)*
+            pub(super) static MODULE: #module_ty = {
+                static __SPEC: #module_spec = #module_spec {
+                    origin: #origin,
+                    image: #image,
+                    kernels: &[#(#specs),*],
+                    globals: &[#(#global_specs),*],
+                };
+                #module_ty::new(&__SPEC)
+            };
+            #(#global_items)*
+            #(#modules)*
+        }
+        #[allow(unused_imports)]
+        pub use #hidden::{#(#names,)* #(#global_names),*};
+    }
+}

@@ -1,0 +1,115 @@
+//! Every path into the runtime crate that generated code names, in one place: when the runtime's
+//! API moves, this file is what changes.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+/// The runtime crate, as generated code names it, at `span`.
+fn root(span: Span) -> TokenStream {
+    quote_spanned!(span=> ::cuda_embed)
+}
+
+/// A public item of the runtime crate: `::cuda_embed::NAME`.
+fn public(name: &str) -> TokenStream {
+    let root = root(Span::call_site());
+    let name = format_ident!("{}", name);
+    quote!(#root::#name)
+}
+
+/// An item generated code needs but users do not: `::cuda_embed::__private::NAME`, at `span`.
+fn private(name: &str, span: Span) -> TokenStream {
+    let root = root(span);
+    let name = format_ident!("{}", name, span = span);
+    quote_spanned!(span=> #root::__private::#name)
+}
+
+/// A type the runtime crate exports for a CUDA builtin (`Half2`, `Float4`, `f16`).
+pub fn crate_type(name: &str) -> TokenStream {
+    public(name)
+}
+
+/// The loaded-module handle (`Module`), its `new` taking a `&'static ModuleSpec`.
+pub fn module() -> TokenStream {
+    public("Module")
+}
+
+/// The static description of a module: origin, image, kernels, globals.
+pub fn module_spec() -> TokenStream {
+    public("ModuleSpec")
+}
+
+/// One kernel's entry in a [`module_spec`].
+pub fn kernel_spec() -> TokenStream {
+    public("KernelSpec")
+}
+
+/// One global's entry in a [`module_spec`].
+pub fn global_spec() -> TokenStream {
+    public("GlobalSpec")
+}
+
+/// The embedded image: `Image::Fatbin { .. }` or `Image::Source { .. }`.
+pub fn image() -> TokenStream {
+    public("Image")
+}
+
+/// The typed handle of a global variable, `Global<T>`.
+pub fn global() -> TokenStream {
+    public("Global")
+}
+
+/// A device address passed as is (pointers to pointers).
+pub fn raw_device_ptr() -> TokenStream {
+    public("RawDevicePtr")
+}
+
+/// The stream a launch runs on.
+pub fn stream() -> TokenStream {
+    public("CudaStream")
+}
+
+/// The context device-wide settings are made on.
+pub fn context() -> TokenStream {
+    public("CudaContext")
+}
+
+/// Grid and block dimensions of a launch.
+pub fn launch_config() -> TokenStream {
+    public("LaunchConfig")
+}
+
+/// Cluster dimensions of a cluster launch.
+pub fn cluster_dim() -> TokenStream {
+    public("ClusterDim")
+}
+
+/// A kernel's registers and limits.
+pub fn kernel_attributes() -> TokenStream {
+    public("KernelAttributes")
+}
+
+/// The runtime's `Result`.
+pub fn result() -> TokenStream {
+    public("Result")
+}
+
+/// `c_void`, what launch arguments point to.
+pub fn c_void() -> TokenStream {
+    private("c_void", Span::call_site())
+}
+
+/// Read-only device memory a kernel takes (`const T*`).
+pub fn device_ptr() -> TokenStream {
+    private("DevicePtr", Span::call_site())
+}
+
+/// Device memory a kernel may write (`T*`).
+pub fn device_ptr_mut() -> TokenStream {
+    private("DevicePtrMut", Span::call_site())
+}
+
+/// The `const fn` that fails to compile for a user type that cannot be copied to the device;
+/// at `span`, so that the error points at the user's type.
+pub fn assert_device_safe(span: Span) -> TokenStream {
+    private("assert_device_safe", span)
+}
