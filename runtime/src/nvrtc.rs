@@ -2,7 +2,7 @@
 //! and the compiler behind run-time [`Program`](crate::Program)s.
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
-//! load). Both users go through one [`Unit`] and so share one cache: entries are
+//! load). Both users go through one compilation unit and so share one cache: entries are
 //! [`cuda_embed_build::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
 //! [`cuda_embed_build::key`] scheme over the NVRTC build (its library file's resolved name, which
 //! carries the full version, size and modification time — found without loading the library, so
