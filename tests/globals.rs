@@ -9,13 +9,11 @@ fn ctx() -> Arc<CudaContext> {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Default, cuda_embed::DeviceSafe)]
 pub struct Affine {
     scale: f32,
     shift: f32,
 }
-// SAFETY: repr(C), two floats, same fields as the CUDA struct.
-unsafe impl cuda_embed::DeviceSafe for Affine {}
 
 cuda_kernel!(
     r#"

@@ -213,14 +213,12 @@ fn every_vector_type_by_value() {
 
 /// The Rust twin of the CUDA `Params` struct below.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, cuda_embed::DeviceSafe)]
 struct Params {
     scale: f32,
     offset: f64,
     count: i32,
 }
-// SAFETY: repr(C), plain data, same fields as the CUDA struct.
-unsafe impl cuda_embed::DeviceSafe for Params {}
 
 cuda_kernel!(
     r#"

@@ -41,7 +41,7 @@ pub use half::{bf16, f16};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is passed by value to a CUDA kernel but is not marked `DeviceSafe`",
-    note = "check that `{Self}` is #[repr(C)] with the CUDA struct's fields in the CUDA order, then add `#[derive(cuda_embed::DeviceSafe)]`; references, `Vec`, `Box` and host pointers can never be passed to a kernel"
+    note = "a #[repr(C)] struct with the CUDA struct's fields, in the CUDA order, gets it from `#[derive(Clone, Copy, cuda_embed::DeviceSafe)]`; references, `Vec`, `Box` and host pointers can never be passed to a kernel"
 )]
 pub unsafe trait DeviceSafe: Copy + 'static {
     /// The fields of a struct, in declaration order, with their offsets and sizes; `None` when

@@ -107,7 +107,7 @@ pub fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     });
     let asserts = members.iter().map(|(_, _, ty)| {
         quote_spanned! {ty.span()=>
-            ::cuda_embed::__private::assert_device_safe::<#ty>();
+            __cuda_embed_field_is_device_safe::<#ty>();
         }
     });
     let safety = format!(
@@ -126,6 +126,8 @@ pub fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         #[doc = #safety_repr]
         unsafe impl #impl_generics ::cuda_embed::cudarc::driver::DeviceRepr for #name #ty_generics #where_clause {}
         const _: () = {
+            #[allow(dead_code)]
+            fn __cuda_embed_field_is_device_safe<F: ::cuda_embed::DeviceSafe>() {}
             /// Compile-time proof that every field of the struct is `DeviceSafe`: an error here
             /// points at the offending field's type.
             #[allow(dead_code, clippy::extra_unused_type_parameters)]
@@ -241,7 +243,7 @@ mod tests {
             "name: \"scale\", offset: ::core::mem::offset_of!(Self, scale), size: ::core::mem::size_of::<f32>(),",
             "name: \"type\", offset: ::core::mem::offset_of!(Self, r#type), size: ::core::mem::size_of::<i32>(),",
             "size: ::core::mem::size_of::<[u16; 3]>(),",
-            "::cuda_embed::__private::assert_device_safe::<[u16; 3]>();",
+            "__cuda_embed_field_is_device_safe::<[u16; 3]>();",
         ] {
             assert!(squashed.contains(want), "missing `{want}` in\n{out}");
         }
