@@ -10,7 +10,7 @@
 //! Run: `cargo bench --bench first_launch` (or `bash .gpu/run bench first_launch`).
 
 use cuda_embed::cudarc::driver::sys;
-use cuda_embed::{cuda_kernel, Image, LaunchConfig};
+use cuda_embed::{cuda_kernel, LaunchConfig};
 use std::ffi::c_void;
 use std::process::Command;
 use std::time::Instant;
@@ -54,7 +54,7 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
         "embedded" => unsafe { first::launch(&stream, cfg, &mut y, 2.0, 256)? },
         "nvrtc" => unsafe { jitted::launch(&stream, cfg, &mut y, 2.0, 256)? },
         _ => {
-            let Image::Fatbin { bytes, .. } = &reference::module().spec().image else { unreachable!() };
+            let Some(bytes) = reference::module().spec().image.fatbin_bytes() else { unreachable!() };
             use cuda_embed::cudarc::driver::DevicePtrMut;
             let (p, _g) = y.device_ptr_mut(&stream);
             let mut module = std::ptr::null_mut();

@@ -9,7 +9,7 @@
 
 use cuda_embed::cudarc::driver::{sys, DevicePtr, DevicePtrMut, PushKernelArg};
 use cuda_embed::cudarc::nvrtc::Ptx;
-use cuda_embed::{cuda_kernel, Image, LaunchConfig};
+use cuda_embed::{cuda_kernel, LaunchConfig};
 use std::ffi::c_void;
 use std::time::Instant;
 
@@ -52,9 +52,9 @@ fn run() -> cuda_embed::Result<()> {
 
     // Load through the registry, then take the raw handle for the reference.
     unsafe { empty4::launch(&stream, cfg, &a, &mut b, n, s)? };
-    let f = empty4::module().function(&ctx, 0)?;
+    let f = empty4::KERNEL.function(&ctx)?.cu_function();
     // cudarc loads the very same fatbin for its builder.
-    let Image::Fatbin { bytes, .. } = &empty4::module().spec().image else {
+    let Some(bytes) = empty4::module().spec().image.fatbin_bytes() else {
         eprintln!("launch bench: built without nvcc; the comparison needs the fatbin");
         std::process::exit(2);
     };
@@ -124,7 +124,7 @@ fn run() -> cuda_embed::Result<()> {
                                 &s as *const f32 as *mut c_void,
                             ];
                             // SAFETY: kernel 0 of the module is empty4; args match its parameters.
-                            unsafe { empty4::module().launch_unchecked(0, &stream, &cfg, &mut args)? };
+                            unsafe { cuda_embed::__private::launch_unchecked(*empty4::KERNEL, &stream, &cfg, &mut args)? };
                         }
                     }
                     _ => {

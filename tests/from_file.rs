@@ -14,7 +14,7 @@ cuda_kernel!(
 #[test]
 fn the_file_kernel_exists_and_names_its_origin() {
     assert_eq!(scale_shift::NAME, "scale_shift");
-    let origin = scale_shift::module().spec().origin;
+    let origin = scale_shift::module().origin();
     assert!(origin.starts_with("tests/kernels/scale.cu (tests/from_file.rs:"), "{origin}");
 }
 

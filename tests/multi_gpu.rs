@@ -2,7 +2,8 @@
 //! exactly once per device, every result checked. Needs at least 2 GPUs; on fewer it says so and
 //! fails only when CUDA_EMBED_REQUIRE_MULTI_GPU is set.
 
-use cuda_embed::{cuda_kernel, LaunchConfig};
+use cuda_embed::args::Out;
+use cuda_embed::{cuda_kernel, Kernel, LaunchConfig};
 use std::sync::{Arc, Barrier};
 
 cuda_kernel!(
@@ -25,13 +26,7 @@ cuda_kernel!(
 "#
 );
 
-type Launch = unsafe fn(
-    &cuda_embed::CudaStream,
-    LaunchConfig,
-    &mut cuda_embed::CudaSlice<i32>,
-    i32,
-    i32,
-) -> cuda_embed::Result<()>;
+type Writer = Kernel<(Out<i32>, i32, i32)>;
 
 #[test]
 #[ignore = "needs 2 CUDA GPUs"]
@@ -42,17 +37,18 @@ fn many_threads_many_devices_load_each_module_once_per_device() {
         eprintln!("multi_gpu: {devices} GPU(s); this test needs 2 — not run");
         return;
     }
-    let kernels: [(Launch, i32); 10] = [
-        (|s, c, o, b, n| unsafe { a0::launch(s, c, o, b, n) }, 1),
-        (|s, c, o, b, n| unsafe { a1::launch(s, c, o, b, n) }, 2),
-        (|s, c, o, b, n| unsafe { a2::launch(s, c, o, b, n) }, 3),
-        (|s, c, o, b, n| unsafe { a3::launch(s, c, o, b, n) }, 4),
-        (|s, c, o, b, n| unsafe { a4::launch(s, c, o, b, n) }, 5),
-        (|s, c, o, b, n| unsafe { b0::launch(s, c, o, b, n) }, 6),
-        (|s, c, o, b, n| unsafe { b1::launch(s, c, o, b, n) }, 7),
-        (|s, c, o, b, n| unsafe { b2::launch(s, c, o, b, n) }, 8),
-        (|s, c, o, b, n| unsafe { b3::launch(s, c, o, b, n) }, 9),
-        (|s, c, o, b, n| unsafe { b4::launch(s, c, o, b, n) }, 10),
+    // Kernel values of one signature from two modules, stored together.
+    let kernels: Vec<(Writer, i32)> = vec![
+        (a0::KERNEL, 1),
+        (a1::KERNEL, 2),
+        (a2::KERNEL, 3),
+        (a3::KERNEL, 4),
+        (a4::KERNEL, 5),
+        (b0::KERNEL, 6),
+        (b1::KERNEL, 7),
+        (b2::KERNEL, 8),
+        (b3::KERNEL, 9),
+        (b4::KERNEL, 10),
     ];
     let contexts: Vec<_> = (0..devices).map(|d| cuda_embed::context(d).unwrap()).collect();
     let threads = 32;
@@ -62,14 +58,15 @@ fn many_threads_many_devices_load_each_module_once_per_device() {
         for t in 0..threads {
             let ctx = ctx.clone();
             let barrier = barrier.clone();
+            let kernels = kernels.clone();
             handles.push(std::thread::spawn(move || {
                 let stream = ctx.new_stream().unwrap();
                 let n = 1000;
                 let mut out = stream.alloc_zeros::<i32>(n as usize).unwrap();
                 barrier.wait();
-                for (launch, m) in kernels {
+                for (kernel, m) in kernels {
                     let base = (ctx.ordinal() * 1000 + t) as i32;
-                    unsafe { launch(&stream, LaunchConfig::for_num_elems(n as u32), &mut out, base, n).unwrap() };
+                    unsafe { kernel.launch(&stream, LaunchConfig::for_num_elems(n as u32), (&mut out, base, n)).unwrap() };
                     let got = stream.clone_dtoh(&out).unwrap();
                     assert!(
                         got.iter().enumerate().all(|(i, v)| *v == base + m * i as i32),

@@ -26,10 +26,10 @@ cuda_embed::cuda_kernel!(
 fn module_is_not_loaded_until_first_launch() {
     assert_eq!(noop::module().loads(), 0);
     assert_eq!(noop::NAME, "noop");
-    let spec = noop::module().spec();
-    assert_eq!(spec.kernels.len(), 1);
-    assert_eq!(spec.kernels[0].param_sizes, &[8]);
-    assert!(spec.origin.ends_with(&format!("no_gpu.rs:{NOOP_LINE}")), "{}", spec.origin);
+    assert_eq!(noop::module().kernel_names().collect::<Vec<_>>(), ["noop"]);
+    assert_eq!(noop::KERNEL.param_sizes(), &[8]);
+    let origin = noop::module().origin();
+    assert!(origin.ends_with(&format!("no_gpu.rs:{NOOP_LINE}")), "{origin}");
 }
 
 #[test]
@@ -40,7 +40,7 @@ fn macro_works_inside_a_function_body() {
     "#
     );
     assert_eq!(local_kernel::NAME, "local_kernel");
-    assert_eq!(local_kernel::module().spec().kernels[0].param_sizes, &[8, 4]);
+    assert_eq!(local_kernel::KERNEL.param_sizes(), &[8, 4]);
     assert_eq!(local_kernel::module().loads(), 0);
 }
 
@@ -55,5 +55,5 @@ cuda_embed::cuda_kernel!(
 fn kernels_named_like_rust_keywords_become_raw_identifiers() {
     assert_eq!(r#move::NAME, "move");
     assert_eq!(r#type::NAME, "type");
-    assert_eq!(r#type::module().spec().kernels[1].param_sizes, &[8, 4]);
+    assert_eq!(r#type::KERNEL.param_sizes(), &[8, 4]);
 }

@@ -144,7 +144,7 @@ fn options_are_passed_as_written() {
 #[test]
 fn argument_errors_name_index_sizes_and_count() {
     let count = Error::Arguments {
-        program: "p.cu".into(),
+        origin: "program `p.cu`".into(),
         kernel: "k".into(),
         expected: vec![4, 8, 8, 4],
         given: vec![4, 8, 8],
@@ -155,7 +155,7 @@ fn argument_errors_name_index_sizes_and_count() {
         "{msg}"
     );
     let size = Error::Arguments {
-        program: "p.cu".into(),
+        origin: "program `p.cu`".into(),
         kernel: "k".into(),
         expected: vec![4, 8, 8, 4],
         given: vec![4, 8, 8, 8],
@@ -219,7 +219,7 @@ fn syntax_error_carries_the_nvrtc_log() {
     }
     let cache = tempfile::tempdir().unwrap();
     let err = Program::new("__global__ void k( { }").name("broken.cu").cache_dir(cache.path()).compile(80).unwrap_err();
-    assert!(matches!(&err, Error::Program { program, arch: 80, .. } if program == "broken.cu"), "{err}");
+    assert!(matches!(&err, Error::Compile { origin, arch: 80, .. } if origin == "program `broken.cu`"), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("broken.cu(1)") && msg.contains("error"), "{msg}");
     assert!(
@@ -235,7 +235,7 @@ fn unknown_name_expression_is_named() {
     let cache = tempfile::tempdir().unwrap();
     let err = axpy_program().name_expression("axpyy<float>").cache_dir(cache.path()).compile(80).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, Error::Program { .. }), "{msg}");
+    assert!(matches!(err, Error::Compile { .. }), "{msg}");
     assert!(msg.contains("name expression(s) `axpyy<float>` name no __global__ function"), "{msg}");
 }
 
@@ -375,7 +375,7 @@ fn argument_count_and_size_mismatches_are_errors_and_nothing_runs() {
         k.launch(&stream, too_big, &mut [Arg::value(&2.0f32), Arg::slice(&x), Arg::slice_mut(&mut y), Arg::value(&n)])
     }
     .unwrap_err();
-    assert!(matches!(err, Error::ProgramLaunch { .. }) && err.to_string().contains("threads per block"), "{err}");
+    assert!(matches!(err, Error::Launch { .. }) && err.to_string().contains("threads per block"), "{err}");
 
     // An unknown kernel lists the known ones.
     let err = module.kernel("axpy<int>").unwrap_err();

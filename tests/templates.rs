@@ -70,11 +70,12 @@ fn instances_have_names_and_the_template_its_own_module() {
     assert_eq!(axpy::NAME, "axpy");
     assert_eq!(ops_fill_name(), "ops::fill");
     assert_eq!(plain::NAME, "plain");
-    let names: Vec<&str> = axpy::module().spec().kernels.iter().map(|k| k.name).collect();
+    let names: Vec<&str> = axpy::module().kernel_names().collect();
     assert!(names.contains(&"axpy<float>") && names.contains(&"block_sum<float, 128>"), "{names:?}");
     // `count_as<size_t>` and `count_as<unsigned long>` are one kernel (the same symbol, resolved by
     // the compiler) under two Rust types (usize and u64): no collision (cupy#10173).
-    let symbol = |name: &str| axpy::module().spec().kernels.iter().find(|k| k.name == name).map(|k| k.symbol);
+    let spec = axpy::module().spec();
+    let symbol = |name: &str| spec.kernels.iter().find(|k| k.name == name).and_then(|k| k.symbol);
     if let cuda_embed::BuildPath::Nvcc { .. } = axpy::module().build_info() {
         assert_eq!(symbol("count_as<std::size_t>"), symbol("count_as<unsigned long>"));
         assert_eq!(symbol("axpy<float>"), Some("_Z4axpyIfEvT_PKS0_PS0_i"));

@@ -1,8 +1,9 @@
 //! The one error type of cuda-embed.
 //!
 //! Every variant names what failed (the kernel, the module's origin in the Rust source, the
-//! device) and, where there is one, the fix. Driver error codes are kept (`code`) so callers can
-//! still match on them, but they are never the whole message.
+//! device) and, where there is one, the fix. Driver error codes are kept ([`DriverCode`],
+//! [`Error::driver_code`]) so callers can still match on them, but they are never the whole
+//! message.
 
 use cudarc::driver::sys::CUresult;
 use std::fmt;
@@ -12,11 +13,20 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong at run time in cuda-embed.
 ///
+/// Each variant names what failed — the kernel, where it comes from (`origin`: the
+/// `cuda_kernel!` invocation's `file:line`, or ``program `name` `` for a run-time [`Program`]),
+/// the device — and the fix when there is one. `{}` (Display) and `{:?}` (Debug) both print that
+/// message, so `fn main() -> cuda_embed::Result<()>` reports it readably; `{:#?}` shows the fields.
+/// Match on the variants for structured handling.
+///
+/// [`Program`]: crate::Program
+///
 /// ```
 /// let e = cuda_embed_runtime::Error::NoDriver { detail: "libcuda.so not found".into() };
 /// assert!(e.to_string().contains("NVIDIA driver"));
+/// assert_eq!(format!("{e:?}"), e.to_string());
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No CUDA driver library (`libcuda.so` / `nvcuda.dll`) could be loaded.
@@ -51,14 +61,26 @@ pub enum Error {
         cause: DriverCode,
     },
 
-    /// The embedded module could not be loaded on a device.
+    /// Compiling CUDA source at run time failed: NVRTC rejected it (the log is in `cause`), NVRTC
+    /// is missing, or a name expression names nothing.
+    #[error("cannot compile the CUDA source of {origin} for sm_{arch}: {cause}")]
+    Compile {
+        /// `file:line` of the `cuda_kernel!` invocation, or ``program `name` ``.
+        origin: String,
+        /// Target architecture, e.g. `90`.
+        arch: u32,
+        /// What failed, with NVRTC's log.
+        cause: String,
+    },
+
+    /// Compiled code could not be loaded on a device.
     #[error(
         "cannot load the CUDA module of {origin} on device {device} ({device_name}, sm_{arch}): {cause}{}",
         fix_suffix(fix)
     )]
     Load {
-        /// `file:line` of the `cuda_kernel!` invocation.
-        origin: &'static str,
+        /// `file:line` of the `cuda_kernel!` invocation, or ``program `name` ``.
+        origin: String,
         /// Device ordinal.
         device: usize,
         /// Device name as reported by the driver.
@@ -71,33 +93,55 @@ pub enum Error {
         fix: Option<String>,
     },
 
-    /// NVRTC rejected the embedded source at first use (no nvcc was found at build time).
-    #[error("NVRTC failed to compile the CUDA source of {origin} for sm_{arch}:\n{log}")]
-    Nvrtc {
-        /// `file:line` of the `cuda_kernel!` invocation.
-        origin: &'static str,
-        /// Target architecture.
-        arch: u32,
-        /// NVRTC's log, or the reason it could not run.
-        log: String,
-    },
-
     /// A kernel's compiled parameter list disagrees with the signature the launcher was built for.
     #[error("kernel `{kernel}` of {origin}: {detail}")]
     Signature {
         /// Kernel name.
-        kernel: &'static str,
-        /// `file:line` of the `cuda_kernel!` invocation.
-        origin: &'static str,
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
         /// What differs.
         detail: String,
     },
 
-    /// A launch was rejected before or by the driver.
-    #[error("launch of kernel `{kernel}` on device {device} failed: {cause}{}", fix_suffix(fix))]
+    /// A module was asked for a kernel it does not have.
+    #[error(
+        "{origin} has no kernel `{kernel}`; it has: {}. Template instances are found by the name \
+         expression given to `Program::name_expression` (e.g. `axpy<float>`), extern \"C\" kernels by \
+         their name",
+        known.join(", ")
+    )]
+    UnknownKernel {
+        /// Where the module comes from.
+        origin: String,
+        /// The name that was asked for.
+        kernel: String,
+        /// The name expressions and symbols the module does have.
+        known: Vec<String>,
+    },
+
+    /// A dynamic argument list disagrees with the kernel's compiled parameter list (count or a
+    /// size). Nothing was launched.
+    #[error("kernel `{kernel}` of {origin}: {}", argument_mismatch(expected, given))]
+    Arguments {
+        /// Kernel name.
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
+        /// Byte size of every parameter of the compiled kernel.
+        expected: Vec<usize>,
+        /// Byte size of every argument given.
+        given: Vec<usize>,
+    },
+
+    /// A launch, or a change of a kernel's launch attributes, was rejected before or by the
+    /// driver.
+    #[error("launch of kernel `{kernel}` of {origin} on device {device} failed: {cause}{}", fix_suffix(fix))]
     Launch {
         /// Kernel name.
-        kernel: &'static str,
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
         /// Device ordinal.
         device: usize,
         /// What is wrong, with the values involved.
@@ -105,82 +149,6 @@ pub enum Error {
         /// What to do about it, when known.
         fix: Option<String>,
     },
-
-    /// Reading or writing the on-disk compile cache failed.
-    #[error("cuda-embed cache at {path}: {source}")]
-    Cache {
-        /// The file or directory involved.
-        path: std::path::PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-
-    /// A run-time [`Program`](crate::Program) could not be built for a device: NVRTC rejected the
-    /// source (the log is in `cause`), a name expression names no kernel, NVRTC is missing, or the
-    /// driver could not load the result.
-    #[error("CUDA program `{program}` for sm_{arch}: {cause}")]
-    Program {
-        /// The program's name ([`Program::name`](crate::Program::name)).
-        program: String,
-        /// Target architecture, e.g. `90`.
-        arch: u32,
-        /// What failed, with NVRTC's or the driver's log.
-        cause: String,
-    },
-
-    /// [`ProgramModule::kernel`](crate::ProgramModule::kernel) was asked for a kernel the module
-    /// does not have.
-    #[error(
-        "CUDA program `{program}` has no kernel `{kernel}`; it has: {}. Template instances are found by \
-         the name expression given to `Program::name_expression` (e.g. `axpy<float>`), extern \"C\" \
-         kernels by their name",
-        known.join(", ")
-    )]
-    UnknownKernel {
-        /// The program's name.
-        program: String,
-        /// The name that was asked for.
-        kernel: String,
-        /// The name expressions and symbols the module does have.
-        known: Vec<String>,
-    },
-
-    /// The argument list of a [`ProgramKernel`](crate::ProgramKernel) launch disagrees with the
-    /// kernel's compiled parameter list (count or a size). Nothing was launched.
-    #[error("kernel `{kernel}` of CUDA program `{program}`: {}", argument_mismatch(expected, given))]
-    Arguments {
-        /// The program's name.
-        program: String,
-        /// The kernel, as it was looked up.
-        kernel: String,
-        /// Byte size of every parameter of the compiled kernel.
-        expected: Vec<usize>,
-        /// Byte size of every argument given.
-        given: Vec<usize>,
-    },
-
-    /// A launch of a [`ProgramKernel`](crate::ProgramKernel) was rejected before the driver was
-    /// called (launch limits, a stream of another device) or by the driver.
-    #[error(
-        "launch of kernel `{kernel}` of CUDA program `{program}` on device {device} failed: {cause}{}",
-        fix_suffix(fix)
-    )]
-    ProgramLaunch {
-        /// The program's name.
-        program: String,
-        /// The kernel, as it was looked up.
-        kernel: String,
-        /// Device ordinal of the launch stream.
-        device: usize,
-        /// What is wrong, with the values involved.
-        cause: String,
-        /// What to do about it, when known.
-        fix: Option<String>,
-    },
-
-    /// Any other driver error reached through `?` on a cudarc call.
-    #[error("CUDA driver error: {0}")]
-    Cudarc(#[from] cudarc::driver::DriverError),
 
     /// A `__constant__`/`__device__` variable could not be used as asked.
     #[error("CUDA global `{name}` of {origin} on device {device}: {cause}{}", fix_suffix(fix))]
@@ -196,6 +164,80 @@ pub enum Error {
         /// What to do about it, when known.
         fix: Option<String>,
     },
+
+    /// A driver error from a cudarc call in user code, reached through `?`.
+    #[error("CUDA driver error: {0}")]
+    Cudarc(#[from] cudarc::driver::DriverError),
+}
+
+/// Debug prints the message (as `anyhow` does), so `fn main() -> Result<()>` is readable;
+/// the alternate form `{:#?}` prints the variant's fields.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            return fmt::Display::fmt(self, f);
+        }
+        match self {
+            Error::NoDriver { detail } => f.debug_struct("NoDriver").field("detail", detail).finish(),
+            Error::NoDevice { ordinal, count, cause } => f
+                .debug_struct("NoDevice")
+                .field("ordinal", ordinal)
+                .field("count", count)
+                .field("cause", cause)
+                .finish(),
+            Error::Driver { call, device, cause } => {
+                f.debug_struct("Driver").field("call", call).field("device", device).field("cause", cause).finish()
+            }
+            Error::Compile { origin, arch, cause } => {
+                f.debug_struct("Compile").field("origin", origin).field("arch", arch).field("cause", cause).finish()
+            }
+            Error::Load { origin, device, device_name, arch, cause, fix } => f
+                .debug_struct("Load")
+                .field("origin", origin)
+                .field("device", device)
+                .field("device_name", device_name)
+                .field("arch", arch)
+                .field("cause", cause)
+                .field("fix", fix)
+                .finish(),
+            Error::Signature { kernel, origin, detail } => f
+                .debug_struct("Signature")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("detail", detail)
+                .finish(),
+            Error::UnknownKernel { origin, kernel, known } => f
+                .debug_struct("UnknownKernel")
+                .field("origin", origin)
+                .field("kernel", kernel)
+                .field("known", known)
+                .finish(),
+            Error::Arguments { kernel, origin, expected, given } => f
+                .debug_struct("Arguments")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("expected", expected)
+                .field("given", given)
+                .finish(),
+            Error::Launch { kernel, origin, device, cause, fix } => f
+                .debug_struct("Launch")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("device", device)
+                .field("cause", cause)
+                .field("fix", fix)
+                .finish(),
+            Error::Global { name, origin, device, cause, fix } => f
+                .debug_struct("Global")
+                .field("name", name)
+                .field("origin", origin)
+                .field("device", device)
+                .field("cause", cause)
+                .field("fix", fix)
+                .finish(),
+            Error::Cudarc(e) => f.debug_tuple("Cudarc").field(e).finish(),
+        }
+    }
 }
 
 fn fix_suffix(fix: &Option<String>) -> String {

@@ -7,28 +7,16 @@
 //! write is ordered before later launches on that stream, and a read waits for earlier work.
 
 use crate::error::{DriverCode, Error, Result};
-use crate::module::{c_string, Module};
+use crate::limits::bind;
+use crate::load::c_string;
+use crate::module::Module;
+use crate::spec::GlobalSpec;
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-
-/// What the macro knows about one global variable. Built by generated code only.
-#[derive(Debug)]
-pub struct GlobalSpec {
-    /// The name as written in C++ (`coeffs`, `ns::table`).
-    pub name: &'static str,
-    /// The symbol in the compiled image when known at build time (nvcc path), else empty.
-    pub symbol: &'static str,
-    /// NVRTC name expression yielding the symbol (`&ns::table`).
-    pub name_expression: &'static str,
-    /// Size in bytes when known at build time, else 0 (checked against the module at run time).
-    pub bytes: u64,
-    /// Size of one element (the Rust type's size).
-    pub elem_size: usize,
-}
 
 /// A typed handle to one CUDA global variable of a `cuda_kernel!` module (see the module docs).
 ///
@@ -53,12 +41,19 @@ impl<T> std::fmt::Debug for Global<T> {
 }
 
 impl<T> Global<T> {
-    /// The handle of global `index` of `module`. Used by generated code.
-    pub const fn new(module: &'static Module, index: usize) -> Self {
+    /// The handle of global `index` of `module`.
+    ///
+    /// # Safety
+    /// `index` must be a global of `module` whose C++ element type has `T`'s layout and whose
+    /// every bit pattern the device can write is a valid `T` (reads hand the device's bytes out
+    /// as `T` from safe code). Only `cuda_kernel!` makes handles.
+    #[doc(hidden)]
+    pub const unsafe fn new(module: &'static Module, index: usize) -> Self {
         Global { module, index, _elem: PhantomData }
     }
 
     fn spec(&self) -> &'static GlobalSpec {
+        // A handle is only made for an existing index (the constructor's contract).
         &self.module.spec().globals[self.index]
     }
 }
@@ -73,7 +68,7 @@ impl<T: DeviceSafe> Global<T> {
     /// for arrays with literal extents). [`Global::len`] asks the loaded module instead.
     pub fn static_len(&self) -> Option<usize> {
         let s = self.spec();
-        (s.bytes > 0 && s.elem_size > 0).then(|| s.bytes as usize / s.elem_size)
+        s.bytes.filter(|_| s.elem_size > 0).map(|b| b as usize / s.elem_size)
     }
 
     /// The device address and size in bytes on `ctx`'s device, loading the module there first
@@ -81,24 +76,20 @@ impl<T: DeviceSafe> Global<T> {
     pub fn device_ptr(&self, ctx: &Arc<CudaContext>) -> Result<(sys::CUdeviceptr, usize)> {
         let spec = self.spec();
         let loaded = self.module.loaded(ctx)?;
-        let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol, String::as_str);
+        let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol.unwrap_or(spec.name), String::as_str);
         let name = c_string(symbol).map_err(|e| self.error(ctx, e, None))?;
-        ctx.bind_to_thread().map_err(|e| Error::Driver {
-            call: "cuCtxSetCurrent",
-            device: ctx.ordinal(),
-            cause: DriverCode(e.0),
-        })?;
+        bind(ctx)?;
         let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: `loaded.module` is a live module of `ctx` (made current above); the name is a
         // valid C string; both out-pointers are valid.
-        let r = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, loaded.module, name.as_ptr()) };
+        let r = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, loaded.raw_module, name.as_ptr()) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(self.error(ctx, format!("symbol `{symbol}` not found in the module: {}", DriverCode(r)), None));
         }
-        if spec.bytes != 0 && spec.bytes as usize != bytes {
+        if spec.bytes.is_some_and(|b| b as usize != bytes) {
             return Err(self.error(
                 ctx,
-                format!("the module's variable is {bytes} bytes, the handle was generated for {}", spec.bytes),
+                format!("the module's variable is {bytes} bytes, the handle was generated for {}", spec.bytes.unwrap_or(0)),
                 Some("rebuild: the CUDA source changed after the handle was generated".into()),
             ));
         }

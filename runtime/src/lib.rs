@@ -6,24 +6,38 @@
 
 #![warn(missing_docs)]
 
-mod control;
-mod error;
-mod global;
-mod load;
-mod module;
-pub mod nvrtc;
-mod params;
-mod program;
-mod types;
+// Layered bottom-up: each module uses only those above it in this list.
+mod error; // Error, DriverCode
+mod types; // by-value CUDA types, DeviceSafe
+mod params; // the driver's view of a kernel's parameter list
+mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod limits; // launch limits and attribute readers
+pub mod nvrtc; // run-time compilation and its disk cache
+mod load; // one module on one device
+mod module; // the registry: lazy per-device loading
+mod launch; // the one launch routine
+pub mod args; // typed argument lists
+mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
+mod global; // Global<T>
+mod program; // run-time Program / ProgramModule / ProgramKernel
 
-pub use control::{ClusterDim, KernelAttributes};
 pub use cudarc;
-pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use error::{DriverCode, Error, Result};
-pub use global::{Global, GlobalSpec};
-pub use module::{BuildPath, Image, KernelSpec, Module, ModuleSpec, FAST_DEVICE_SLOTS};
+pub use global::Global;
+pub use kernel::{Kernel, KernelRef};
+pub use launch::{ClusterDim, LaunchKind};
+pub use limits::KernelAttributes;
+pub use module::Module;
 pub use program::{Arg, Program, ProgramKernel, ProgramModule};
-pub use types::*;
+pub use spec::BuildPath;
+pub use types::{
+    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2, Double3, Double4,
+    FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,
+    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject, UChar1,
+    UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
+    ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
+};
 
 use std::sync::Arc;
 
@@ -65,11 +79,29 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::types::check_layout;
-    pub use crate::types::DeviceSafe;
+    pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
+    pub use crate::types::{check_layout, DeviceSafe};
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
     pub use std::ffi::c_void;
 
     /// Compile-time proof that `T` is marked device-safe.
     pub const fn assert_device_safe<T: DeviceSafe>() {}
+
+    /// A plain launch without the launch-limit checks; exists only so the launch benchmark can
+    /// measure what the checks cost. Invalid configurations reach the driver and come back as its
+    /// error code.
+    ///
+    /// # Safety
+    /// As for [`KernelRef::launch_raw`](crate::KernelRef::launch_raw).
+    #[inline]
+    pub unsafe fn launch_unchecked(
+        kernel: crate::KernelRef,
+        stream: &crate::CudaStream,
+        cfg: &crate::LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> crate::Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { kernel.launch_unchecked(stream, cfg, args) }
+    }
 }

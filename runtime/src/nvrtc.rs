@@ -139,10 +139,10 @@ pub fn compile(
     arch: u32,
 ) -> Result<Compiled> {
     let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions };
-    unit.compile(arch, &Store::new(cuda_embed_build::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Nvrtc {
-        origin,
+    unit.compile(arch, &Store::new(cuda_embed_build::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
+        origin: origin.to_string(),
         arch,
-        log,
+        cause: log,
     })
 }
 

@@ -17,7 +17,8 @@
 //! [`nvrtc::cache_dir`](crate::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
 
 use crate::error::{DriverCode, Error, Result};
-use crate::module::{check_config, Violation};
+use crate::launch::{self, attrs, LaunchKind, Target, Who};
+use crate::limits::{bind, func_attr, KernelAttributes};
 use crate::nvrtc::{self, Compiled, Unit};
 use crate::types::DeviceSafe;
 use cuda_embed_build::cache::{Store, NVRTC_SUBDIR};
@@ -25,7 +26,7 @@ use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, Laun
 use std::ffi::{c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 const DEFAULT_NAME: &str = "program.cu";
@@ -227,7 +228,7 @@ impl Program {
     }
 
     fn error(&self, arch: u32, cause: String) -> Error {
-        Error::Program { program: self.name.clone(), arch, cause }
+        Error::Compile { origin: origin_of(&self.name), arch, cause }
     }
 
     /// Compiles the program for `sm_{arch}`, or takes the cubin from the disk cache. Needs NVRTC,
@@ -282,24 +283,25 @@ impl Program {
     /// ```
     pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<ProgramModule> {
         let device = ctx.ordinal();
-        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
-        let (major, minor) = ctx.compute_capability()?;
+        bind(ctx)?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device, cause: DriverCode(e.0) })?;
         let arch = (major * 10 + minor) as u32;
         let compiled = self.compile(arch)?;
-        let module = crate::load::load_image(compiled.cubin.as_ptr() as *const c_void).map_err(|(code, log)| {
-            let gpu = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
-            self.error(
-                arch,
-                format!(
-                    "the driver could not load the compiled cubin on device {device} ({gpu}): {}",
-                    crate::load::with_log(code, &log)
-                ),
-            )
+        let module = crate::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Load {
+            origin: origin_of(&self.name),
+            device,
+            device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+            arch,
+            cause: crate::load::with_log(code, &log),
+            fix: None,
         })?;
         Ok(ProgramModule {
             inner: Arc::new(ModuleInner {
                 ctx: ctx.clone(),
                 module,
+                origin: origin_of(&self.name),
                 program: self.name.clone(),
                 arch,
                 names: self.name_expressions.iter().cloned().zip(compiled.symbols).collect(),
@@ -314,6 +316,8 @@ struct ModuleInner {
     // Keeps the context (and so the module) alive while any module or kernel handle exists.
     ctx: Arc<CudaContext>,
     module: sys::CUmodule,
+    /// ``program `name` ``, for errors.
+    origin: String,
     program: String,
     arch: u32,
     /// (name expression, lowered symbol)
@@ -402,15 +406,10 @@ impl ProgramModule {
     pub fn kernel(&self, name: &str) -> Result<ProgramKernel> {
         let m = &self.inner;
         let device = m.ctx.ordinal();
-        let unknown =
-            || Error::UnknownKernel { program: m.program.clone(), kernel: name.into(), known: self.kernels() };
+        let unknown = || Error::UnknownKernel { origin: m.origin.clone(), kernel: name.into(), known: self.kernels() };
         let symbol = self.lowered_name(name).unwrap_or(name);
         let c_symbol = CString::new(symbol).map_err(|_| unknown())?;
-        m.ctx.bind_to_thread().map_err(|e| Error::Driver {
-            call: "cuCtxSetCurrent",
-            device,
-            cause: DriverCode(e.0),
-        })?;
+        bind(&m.ctx)?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: a live module of the now-current context; a valid C string; a valid out-pointer.
         let r = unsafe { sys::cuModuleGetFunction(&mut f, m.module, c_symbol.as_ptr()) };
@@ -421,7 +420,7 @@ impl ProgramModule {
         }
         use sys::CUfunction_attribute::*;
         // A limit the driver cannot report is not checked (u32::MAX), rather than failing the lookup.
-        let limit = |a| crate::control::attr(f, a).unwrap_or(u32::MAX);
+        let limit = |a| func_attr(f, a).unwrap_or(u32::MAX);
         Ok(ProgramKernel {
             module: m.clone(),
             name: name.into(),
@@ -521,23 +520,54 @@ impl ProgramKernel {
         self.function
     }
 
+    fn target(&self) -> Target<'_> {
+        Target {
+            f: self.function,
+            max_threads: self.max_threads,
+            max_dyn_smem: &self.max_dyn_smem,
+            who: Who {
+                kernel: &self.name,
+                origin: &self.module.origin,
+                raise_smem: "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on `cu_function()`, \
+                             or `ProgramKernel::set_max_dynamic_shared_memory`",
+            },
+        }
+    }
+
     /// Launches the kernel on `stream` with `args`, one per kernel parameter.
     ///
     /// Before the driver is called, the argument count and every argument's byte size are
     /// compared with the compiled kernel's parameters ([`Error::Arguments`] on a mismatch), the
     /// block size, grid and dynamic shared memory with the kernel's limits, and the stream's
-    /// device with the module's ([`Error::ProgramLaunch`]). Buffers are ordered with the other
-    /// work on them the way cudarc orders its own launches.
+    /// device with the module's ([`Error::Launch`]). Buffers are ordered with the other work on
+    /// them the way cudarc orders its own launches.
     ///
     /// # Safety
     /// The kernel body can do anything: each argument must be what the kernel expects (a buffer
     /// of the element type it reads and long enough, a value of the C++ type), and the kernel
     /// must be safe to run with them. Only the sizes are checked.
     pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_as(stream, cfg, LaunchKind::Plain, args) }.map(drop)
+    }
+
+    /// Launches as `kind` says (plain, timed, cooperative, with clusters), with the checks of
+    /// [`ProgramKernel::launch`]. Returns the GPU time in milliseconds for [`LaunchKind::Timed`].
+    ///
+    /// # Safety
+    /// As for [`ProgramKernel::launch`].
+    pub unsafe fn launch_as(
+        &self,
+        stream: &CudaStream,
+        cfg: LaunchConfig,
+        kind: LaunchKind,
+        args: &mut [Arg<'_>],
+    ) -> Result<Option<f32>> {
         let ctx = stream.context();
         let device = ctx.ordinal();
+        let target = self.target();
         if ctx.cu_ctx() != self.module.ctx.cu_ctx() {
-            return Err(self.launch_error(
+            return Err(target.who.error(
                 device,
                 format!(
                     "the stream belongs to device {device} but the module was loaded on device {}",
@@ -547,11 +577,8 @@ impl ProgramKernel {
             ));
         }
         self.check_args(args)?;
-        self.check_limits(device, &cfg)?;
-        ctx.bind_to_thread().map_err(|e| Error::Driver { call: "cuCtxSetCurrent", device, cause: DriverCode(e.0) })?;
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
-        let f = self.function;
-        let mut launch = |pointers: &[sys::CUdeviceptr]| {
+        let mut go = |pointers: &[sys::CUdeviceptr]| {
             let mut params: Vec<*mut c_void> = args
                 .iter()
                 .zip(pointers)
@@ -563,45 +590,32 @@ impl ProgramKernel {
             // SAFETY: `f` belongs to the stream's context (checked above); `params` holds one
             // pointer per parameter, each to a value of the parameter's size (checked above),
             // alive for the call; the kernel's own safety is the caller's contract.
-            unsafe {
-                sys::cuLaunchKernel(
-                    f,
-                    cfg.grid_dim.0,
-                    cfg.grid_dim.1,
-                    cfg.grid_dim.2,
-                    cfg.block_dim.0,
-                    cfg.block_dim.1,
-                    cfg.block_dim.2,
-                    cfg.shared_mem_bytes,
-                    stream.cu_stream(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            }
+            unsafe { launch::launch(&target, stream, &cfg, kind, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        let r = unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut launch) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            let (g, b) = (cfg.grid_dim, cfg.block_dim);
-            Err(self.launch_error(
-                device,
-                format!(
-                    "{} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
-                    DriverCode(r),
-                    cfg.shared_mem_bytes
-                ),
-                None,
-            ))
-        }
+        unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut go) }
+    }
+
+    /// Registers, thread and memory limits of this kernel.
+    pub fn attributes(&self) -> Result<KernelAttributes> {
+        attrs::attributes(&self.target(), self.module.ctx.ordinal())
+    }
+
+    /// Lets this kernel use up to `bytes` of dynamic shared memory per block (above 48 KiB).
+    pub fn set_max_dynamic_shared_memory(&self, bytes: u32) -> Result<()> {
+        attrs::set_max_dynamic_shared_memory(&self.target(), &self.module.ctx, bytes)
+    }
+
+    /// A 1-D configuration covering `n` threads with the occupancy-maximising block size.
+    pub fn occupancy_config(&self, n: u32, dynamic_shared_bytes: u32) -> Result<LaunchConfig> {
+        attrs::occupancy_config(&self.target(), &self.module.ctx, n, dynamic_shared_bytes)
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
         let Some(params) = &self.params else { return Ok(()) };
         if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {
             return Err(Error::Arguments {
-                program: self.module.program.clone(),
+                origin: self.module.origin.clone(),
                 kernel: self.name.clone(),
                 expected: params.iter().map(|p| p.1).collect(),
                 given: args.iter().map(|a| a.size).collect(),
@@ -609,31 +623,11 @@ impl ProgramKernel {
         }
         Ok(())
     }
+}
 
-    fn check_limits(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
-        let mut checked = check_config(cfg, self.max_threads, self.max_dyn_smem.load(Ordering::Relaxed));
-        if let Err(Violation::SharedMemory { .. }) = checked {
-            // The limit may have been raised through `cu_function()` since it was read: ask again.
-            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-            let max = crate::control::attr(self.function, attr).unwrap_or(u32::MAX);
-            self.max_dyn_smem.store(max, Ordering::Relaxed);
-            checked = check_config(cfg, self.max_threads, max);
-        }
-        checked.map_err(|v| {
-            let (cause, mut fix) = v.describe(cfg);
-            if let Violation::SharedMemory { .. } = v {
-                fix = "request less, or raise the kernel's limit first with cuFuncSetAttribute(\
-                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on `cu_function()`"
-                    .into();
-            }
-            self.launch_error(device, cause, Some(fix))
-        })
-    }
-
-    #[cold]
-    fn launch_error(&self, device: usize, cause: String, fix: Option<String>) -> Error {
-        Error::ProgramLaunch { program: self.module.program.clone(), kernel: self.name.clone(), device, cause, fix }
-    }
+/// ``program `name` ``: how errors name where a run-time program's kernels come from.
+fn origin_of(program: &str) -> String {
+    format!("program `{program}`")
 }
 
 /// Binds buffer arguments `i..` on `stream` (each buffer's cudarc ordering guard stays alive on
@@ -648,8 +642,8 @@ unsafe fn bind_buffers(
     i: usize,
     stream: &CudaStream,
     pointers: &mut [sys::CUdeviceptr],
-    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> sys::CUresult,
-) -> sys::CUresult {
+    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
+) -> Result<Option<f32>> {
     let Some(arg) = args.get(i) else { return launch(pointers) };
     match arg.kind {
         // SAFETY: forwarded from the caller.
@@ -668,15 +662,16 @@ unsafe fn bind_buffers(
 }
 
 /// Takes a buffer's device pointer on a stream, keeps cudarc's guard alive while `then` runs.
-type Bind = unsafe fn(*mut (), &CudaStream, &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult) -> sys::CUresult;
+type Bind =
+    unsafe fn(*mut (), &CudaStream, &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>) -> Result<Option<f32>>;
 
 /// # Safety
 /// `object` must point at a live `S`, shared-borrowed for the call.
 unsafe fn bind_shared<T, S: DevicePtr<T>>(
     object: *mut (),
     stream: &CudaStream,
-    then: &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult,
-) -> sys::CUresult {
+    then: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
+) -> Result<Option<f32>> {
     // SAFETY: the caller's contract; `Arg::slice` made `object` from a `&S`.
     let buffer = unsafe { &*(object as *const S) };
     let (pointer, _guard) = buffer.device_ptr(stream);
@@ -688,8 +683,8 @@ unsafe fn bind_shared<T, S: DevicePtr<T>>(
 unsafe fn bind_exclusive<T, S: DevicePtrMut<T>>(
     object: *mut (),
     stream: &CudaStream,
-    then: &mut dyn FnMut(sys::CUdeviceptr) -> sys::CUresult,
-) -> sys::CUresult {
+    then: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
+) -> Result<Option<f32>> {
     // SAFETY: the caller's contract; `Arg::slice_mut` made `object` from a `&mut S`.
     let buffer = unsafe { &mut *(object as *mut S) };
     let (pointer, _guard) = buffer.device_ptr_mut(stream);

@@ -1,0 +1,151 @@
+//! Typed argument lists for [`Kernel`](crate::Kernel) values.
+//!
+//! A kernel's signature is a tuple of markers, one per parameter: the Rust value type for a
+//! by-value parameter (`f32` for `float`, a `#[derive(DeviceSafe)]` struct, ...), [`In<T>`] for
+//! `const T*`, [`Out<T>`] for `T*`, [`InAny`]/[`OutAny`] for `const void*`/`void*` and pointers to
+//! opaque types. An argument tuple matches a signature when each element is what the generated
+//! `launch` takes for that parameter: the value, `&CudaSlice<T>`/`&CudaView<T>` for `In<T>`,
+//! `&mut CudaSlice<T>`/`&mut CudaViewMut<T>` for `Out<T>`. Kernels of up to 20 parameters have a
+//! typed [`Kernel`](crate::Kernel) value.
+
+use crate::types::DeviceSafe;
+use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+/// Marks a `const T*` parameter: the kernel reads a buffer of `T`.
+pub struct In<T: ?Sized>(PhantomData<fn() -> *const T>);
+/// Marks a `T*` parameter: the kernel may write a buffer of `T`.
+pub struct Out<T: ?Sized>(PhantomData<fn() -> *mut T>);
+/// Marks a `const void*` parameter (or a pointer to an opaque type): any buffer, read.
+pub struct InAny(());
+/// Marks a `void*` parameter (or a pointer to an opaque type): any buffer, written.
+pub struct OutAny(());
+
+/// One argument for a parameter marked `M`.
+///
+/// # Safety
+/// [`KernelArg::param`] must point at a live value with the layout of the C++ parameter `M`
+/// stands for (the value itself, or a `u64` device address of a buffer of the right element type).
+pub unsafe trait KernelArg<M> {
+    /// The argument prepared for a launch on a stream; holds cudarc's ordering guard for buffers.
+    type Bound<'s>
+    where
+        Self: 's;
+    /// Prepares the argument for a launch on `stream`.
+    fn bind<'s>(self, stream: &'s CudaStream) -> Self::Bound<'s>
+    where
+        Self: 's;
+    /// The pointer `cuLaunchKernel` reads the parameter through.
+    fn param<'s>(bound: &Self::Bound<'s>) -> *mut c_void
+    where
+        Self: 's;
+}
+
+// SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
+unsafe impl<T: DeviceSafe> KernelArg<T> for T {
+    type Bound<'s>
+        = T
+    where
+        T: 's;
+    #[inline(always)]
+    fn bind<'s>(self, _: &'s CudaStream) -> T
+    where
+        T: 's,
+    {
+        self
+    }
+    #[inline(always)]
+    fn param<'s>(bound: &T) -> *mut c_void
+    where
+        T: 's,
+    {
+        bound as *const T as *mut c_void
+    }
+}
+
+macro_rules! buffer_arg {
+    ($marker:ty, [$($g:tt)*], $self_ty:ty, $method:ident) => {
+        // SAFETY: the parameter is the buffer's device address (a u64), taken on the launch
+        // stream; the guard keeps cudarc's event tracking ordered around the launch.
+        unsafe impl<'a, $($g)*> KernelArg<$marker> for $self_ty {
+            type Bound<'s>
+                = (sys::CUdeviceptr, SyncOnDrop<'s>)
+            where
+                Self: 's;
+            #[inline(always)]
+            fn bind<'s>(self, stream: &'s CudaStream) -> Self::Bound<'s>
+            where
+                Self: 's,
+            {
+                self.$method(stream)
+            }
+            #[inline(always)]
+            fn param<'s>(bound: &Self::Bound<'s>) -> *mut c_void
+            where
+                Self: 's,
+            {
+                &bound.0 as *const sys::CUdeviceptr as *mut c_void
+            }
+        }
+    };
+}
+
+buffer_arg!(In<T>, [T, S: DevicePtr<T>], &'a S, device_ptr);
+buffer_arg!(Out<T>, [T, S: DevicePtrMut<T>], &'a mut S, device_ptr_mut);
+buffer_arg!(InAny, [T], &'a CudaSlice<T>, device_ptr);
+buffer_arg!(InAny, [T], &'a CudaView<'_, T>, device_ptr);
+buffer_arg!(InAny, [T], &'a CudaViewMut<'_, T>, device_ptr);
+buffer_arg!(OutAny, [T], &'a mut CudaSlice<T>, device_ptr_mut);
+buffer_arg!(OutAny, [T], &'a mut CudaViewMut<'_, T>, device_ptr_mut);
+
+/// A whole argument list for a kernel of signature `Sig` (a tuple of markers): implemented for
+/// tuples whose elements are [`KernelArg`]s of the markers, in order.
+///
+/// # Safety
+/// `with_params` must call `f` with one pointer per marker, each as [`KernelArg::param`] gives it,
+/// valid for the call.
+pub unsafe trait KernelArgs<Sig> {
+    /// Binds every argument on `stream` and calls `f` with the parameter pointers.
+    fn with_params<R>(self, stream: &CudaStream, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+}
+
+macro_rules! tuple {
+    ($($a:ident $m:ident $b:ident),*) => {
+        // SAFETY: one pointer per element, each from its own `KernelArg::param`, alive (bound on
+        // this stack frame) for the call of `f`.
+        unsafe impl<$($m, $a: KernelArg<$m>,)*> KernelArgs<($($m,)*)> for ($($a,)*) {
+            #[inline(always)]
+            #[allow(unused_variables, non_snake_case)]
+            fn with_params<R>(self, stream: &CudaStream, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+                let ($($b,)*) = self;
+                $(let $b = $b.bind(stream);)*
+                let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
+                    [$(<$a as KernelArg<$m>>::param(&$b)),*];
+                f(&mut params)
+            }
+        }
+    };
+}
+
+tuple!();
+tuple!(A0 M0 a0);
+tuple!(A0 M0 a0, A1 M1 a1);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18);
+tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18, A19 M19 a19);

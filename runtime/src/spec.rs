@@ -1,0 +1,127 @@
+//! What `cuda_kernel!` embeds for one invocation: the compiled image (or the source for NVRTC),
+//! the kernels and the global variables, in the order the generated code indexes them.
+//!
+//! Everything here is built by generated code only and reached through
+//! [`__private`](crate::__private); the constructors that let bytes reach the driver are `unsafe`.
+
+/// What the macro embedded for one `cuda_kernel!` invocation.
+#[derive(Debug)]
+pub struct ModuleSpec {
+    /// `file:line` of the invocation, for messages.
+    pub origin: &'static str,
+    /// The compiled image or the source to compile at first use.
+    pub image: Image,
+    /// The kernels, in the order the generated launchers index them.
+    pub kernels: &'static [KernelSpec],
+    /// The `__constant__`/`__device__` variables, in the order the generated handles index them.
+    pub globals: &'static [GlobalSpec],
+}
+
+/// The code embedded in the binary: a fatbin built at build time, or source for NVRTC.
+#[derive(Debug)]
+pub struct Image(pub(crate) ImageKind);
+
+#[derive(Debug)]
+pub(crate) enum ImageKind {
+    Fatbin { bytes: &'static [u8], targets: &'static [&'static str], compiler: &'static str },
+    Source {
+        source: &'static str,
+        options: &'static [&'static str],
+        headers: &'static [(&'static str, &'static str)],
+        reason: &'static str,
+    },
+}
+
+impl Image {
+    /// A fatbin built by nvcc at build time, holding `targets` (`["sm_80", "sm_90", "compute_80"]`).
+    ///
+    /// # Safety
+    /// `bytes` must be a complete, 8-byte aligned fatbin or cubin image: the driver reads it
+    /// without a length.
+    pub const unsafe fn fatbin(
+        bytes: &'static [u8],
+        targets: &'static [&'static str],
+        compiler: &'static str,
+    ) -> Image {
+        Image(ImageKind::Fatbin { bytes, targets, compiler })
+    }
+
+    /// CUDA source compiled by NVRTC for the device at first use. `source` starts with a `#line`
+    /// directive naming the Rust file; `options` go to NVRTC (the architecture is the device's);
+    /// `headers` are the user headers the source includes, as (name as included, text); `reason`
+    /// says why nvcc was not used (shown by [`Module::build_info`](crate::Module::build_info)).
+    pub const fn source(
+        source: &'static str,
+        options: &'static [&'static str],
+        headers: &'static [(&'static str, &'static str)],
+        reason: &'static str,
+    ) -> Image {
+        Image(ImageKind::Source { source, options, headers, reason })
+    }
+
+    /// The fatbin bytes, when the image is one.
+    pub fn fatbin_bytes(&self) -> Option<&'static [u8]> {
+        match self.0 {
+            ImageKind::Fatbin { bytes, .. } => Some(bytes),
+            ImageKind::Source { .. } => None,
+        }
+    }
+}
+
+/// One kernel of a module.
+#[derive(Debug)]
+pub struct KernelSpec {
+    /// The name as written in C++ (`saxpy`, `ns::scale`, `axpy<float>`).
+    pub name: &'static str,
+    /// The symbol in the compiled image when known at build time (nvcc path).
+    pub symbol: Option<&'static str>,
+    /// The NVRTC name expression that yields the symbol (`saxpy`, `&ns::scale`); C linkage uses
+    /// the plain name.
+    pub name_expression: &'static str,
+    /// Byte size of every parameter, as the launcher packs them.
+    pub param_sizes: &'static [u32],
+}
+
+/// What the macro knows about one global variable.
+#[derive(Debug)]
+pub struct GlobalSpec {
+    /// The name as written in C++ (`coeffs`, `ns::table`).
+    pub name: &'static str,
+    /// The symbol in the compiled image when known at build time (nvcc path).
+    pub symbol: Option<&'static str>,
+    /// NVRTC name expression yielding the symbol (`&ns::table`).
+    pub name_expression: &'static str,
+    /// Size in bytes when known at build time (checked against the module at run time).
+    pub bytes: Option<u64>,
+    /// Size of one element (the Rust type's size).
+    pub elem_size: usize,
+}
+
+/// How a module's code was produced, for users checking which path a build took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildPath {
+    /// nvcc at build time; the fatbin holds these targets.
+    Nvcc {
+        /// e.g. `["sm_80", "sm_90", "compute_80"]`.
+        targets: Vec<String>,
+        /// nvcc release.
+        compiler: String,
+    },
+    /// NVRTC at first use, for the device's own architecture.
+    Nvrtc {
+        /// Why nvcc was not used at build time.
+        reason: String,
+    },
+}
+
+impl ModuleSpec {
+    pub(crate) fn build_path(&self) -> BuildPath {
+        match &self.image.0 {
+            ImageKind::Fatbin { targets, compiler, .. } => BuildPath::Nvcc {
+                targets: targets.iter().map(|s| s.to_string()).collect(),
+                compiler: compiler.to_string(),
+            },
+            ImageKind::Source { reason, .. } => BuildPath::Nvrtc { reason: reason.to_string() },
+        }
+    }
+}
