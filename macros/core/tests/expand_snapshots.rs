@@ -231,3 +231,17 @@ fn templates_and_globals_nvrtc() {
         quote!(#source, compiler = "nvrtc", instances = ["axpy<float>", "axpy<double>", "block_sum<float, 256>"]),
     );
 }
+
+#[test]
+fn every_bad_instance_is_reported() {
+    setup();
+    let out = expand(
+        quote!(#TEMPLATES, compiler = "nvrtc", instances = ["nope<float>", "axpy<float*>", "axpy<float>"]),
+        site(),
+    )
+    .to_string();
+    assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+    assert!(out.contains("no template kernel `nope`"), "{out}");
+    assert!(out.contains("`axpy<float*>`: `float*` is a pointer or reference"), "{out}");
+    assert!(out.contains("pub mod axpy { }"), "the fallback modules stay: {out}");
+}
