@@ -11,35 +11,39 @@
 //! # Wiring into the macro's checking pass
 //!
 //! The field check sits next to the size/alignment assertion the macro already emits for
-//! `Mapped::User { name, layout }` parameters. Four steps, all in the macro's check/generate code
-//! (today `expand.rs`; keys below are examples, any identifier-safe ones do):
+//! `Mapped::User { name, layout }` parameters (`gen/kernel.rs`). Four small edits:
 //!
-//! 1. Before compiling, find the structs once: `let cuda_structs = structs::structs(&source);`
-//!    (optionally also over the text of each header in `headers`).
-//! 2. When building the probes (`probes_for`), for each struct used by value by some kernel
-//!    parameter — a parameter whose `base` is `s.name` or `s.qualified_name()` — with
-//!    `Some(members)`, add its probes to the **extra** list (the one dropped when the probes do not
-//!    compile; `structs` already gives `None` for non-public members, the usual cause):
+//! 1. `probe.rs`: two keys, `ProbeKey::StructOffset { st: usize, member: usize }` and
+//!    `ProbeKey::StructSize { st, member }`, displayed as `so{st}_{member}` / `ss{st}_{member}`.
+//! 2. `oracle.rs`, `questions`: find the structs once, `let cuda = structs::structs(&module.source);`
+//!    (the text of `module.headers` may be added the same way); for each `(st, s)` with
+//!    `Some(members)` whose name (`s.name` or `s.qualified_name()`) is the `base` of some kernel
+//!    parameter, ask into the **extra** list (the one dropped if the probes do not compile):
 //!    ```ignore
-//!    for (key, expr) in structs::layout_probes(&format!("sl{si}"), &s.qualified_name(), members) {
-//!        extra.push(Probe::Value { key, expr });
+//!    for (member, (offset, size)) in structs::layout_exprs(&s.qualified_name(), members).into_iter().enumerate() {
+//!        extra.push(Probe::Value { key: ProbeKey::StructOffset { st, member }, expr: offset });
+//!        extra.push(Probe::Value { key: ProbeKey::StructSize { st, member }, expr: size });
 //!    }
 //!    ```
-//! 3. After compiling, read the answers back into `(name, offset, size)` triples:
+//! 3. After compiling, read the answers into `(name, offset, size)` triples and keep them with
+//!    the struct (e.g. next to `layout` in `Mapped::User`):
 //!    ```ignore
-//!    let fields = structs::read_layout(&format!("sl{si}"), members, |k| crate::probe::number(&answers, k));
+//!    let fields = structs::read_layout(members, |member| {
+//!        Some((answers.number(ProbeKey::StructOffset { st, member })?, answers.number(ProbeKey::StructSize { st, member })?))
+//!    });
 //!    ```
-//!    `None` (a probe missing because the extra probes were dropped) means: skip the check.
-//! 4. Where the `Mapped::User` checks are generated, for the struct named `tn` with
-//!    `Some(fields)`, push the generated assertion (same `span` as the size check):
-//!    ```ignore
-//!    checks.push(structs::layout_check(quote!(super::super::#ty), tn, &fields, span));
-//!    ```
-//!    which expands to
+//!    `None` (the extra probes were dropped) means: no field check for that struct.
+//! 4. `gen/kernel.rs`, in the `Mapped::User { name: tn, .. }` arm, when the struct's `fields` are
+//!    known: `checks.push(structs::layout_check(quote!(super::super::#ty), tn, &fields, span));`,
+//!    which generates
 //!    `const _: () = ::cuda_embed::__private::check_layout::<super::super::P>("P", &[("a", 0, 4), ...]);`
+//!    (the path may go through `gen/paths.rs` like the other `__private` items).
 //!    `check_layout` (runtime `types.rs`) does nothing for a hand-written `unsafe impl DeviceSafe`
-//!    (no `LAYOUT`) and otherwise fails the build with "field `n` of `P` is at offset 4 in Rust but
-//!    at 0 in the CUDA struct: declare the fields in the CUDA order".
+//!    (no `LAYOUT`), and otherwise fails the build with e.g. "field `n` of `Params` is at offset 0
+//!    in Rust but at 4 in the CUDA struct: declare the fields in the CUDA order".
+//!
+//! A struct defined only in a header the reader was not given, or one it cannot describe, has no
+//! field check; size and alignment are still checked.
 
 use crate::lex::{lex, Token};
 use proc_macro2::{Span, TokenStream};
@@ -151,34 +155,23 @@ pub fn member_names(source: &str, name: &str) -> Option<Vec<String>> {
     }
 }
 
-/// The compile-time questions for one struct: `(key, C++ integral constant expression)` pairs,
-/// for each member `m` (index `i`) `{key}_o{i}` = `offsetof(NAME, m)` and `{key}_s{i}` =
-/// `sizeof(((NAME*)0)->m)`. Each pair becomes a `probe::Probe::Value { key, expr }`. `key` must
-/// be identifier-safe; `cxx_name` is the struct as C++ names it from the global scope
-/// ([`CudaStruct::qualified_name`]).
-pub fn layout_probes(key: &str, cxx_name: &str, members: &[String]) -> Vec<(String, String)> {
+/// The compile-time questions for one struct, per member in order: the C++ integral constant
+/// expressions `(offsetof(NAME, m), sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`.
+/// `cxx_name` is the struct as C++ names it ([`CudaStruct::qualified_name`]); it is looked up from
+/// the global scope.
+pub fn layout_exprs(cxx_name: &str, members: &[String]) -> Vec<(String, String)> {
     let ty = format!("::{}", cxx_name.trim_start_matches("::"));
-    let mut out = Vec::with_capacity(members.len() * 2);
-    for (i, m) in members.iter().enumerate() {
-        out.push((format!("{key}_o{i}"), format!("offsetof({ty}, {m})")));
-        out.push((format!("{key}_s{i}"), format!("sizeof((({ty}*)0)->{m})")));
-    }
-    out
+    members.iter().map(|m| (format!("offsetof({ty}, {m})"), format!("sizeof((({ty}*)0)->{m})"))).collect()
 }
 
-/// The answers to [`layout_probes`] as `(member, offset, size)` triples in declaration order;
-/// `None` when any answer is missing. `number` looks a key up in the probe answers (e.g.
-/// `|k| probe::number(&answers, k)`).
+/// The answers to [`layout_exprs`] as `(member, offset, size)` triples in declaration order;
+/// `None` when any is missing. `answer(i)` gives member `i`'s `(offset, size)` from the probe
+/// answers.
 pub fn read_layout(
-    key: &str,
     members: &[String],
-    number: impl Fn(&str) -> Option<u64>,
+    answer: impl Fn(usize) -> Option<(u64, u64)>,
 ) -> Option<Vec<(String, u64, u64)>> {
-    members
-        .iter()
-        .enumerate()
-        .map(|(i, m)| Some((m.clone(), number(&format!("{key}_o{i}"))?, number(&format!("{key}_s{i}"))?)))
-        .collect()
+    members.iter().enumerate().map(|(i, m)| answer(i).map(|(offset, size)| (m.clone(), offset, size))).collect()
 }
 
 /// The generated assertion comparing the Rust type `ty`'s `DeviceSafe::LAYOUT` with the CUDA
@@ -563,21 +556,18 @@ mod tests {
     #[test]
     fn probes_read_back_and_check_tokens() {
         let members: Vec<String> = vec!["scale".into(), "n".into()];
-        let probes = layout_probes("sl0", "ns::P", &members);
+        let exprs = layout_exprs("ns::P", &members);
         assert_eq!(
-            probes,
+            exprs,
             [
-                ("sl0_o0".to_string(), "offsetof(::ns::P, scale)".to_string()),
-                ("sl0_s0".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
-                ("sl0_o1".to_string(), "offsetof(::ns::P, n)".to_string()),
-                ("sl0_s1".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
+                ("offsetof(::ns::P, scale)".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
+                ("offsetof(::ns::P, n)".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
             ]
         );
-        let answers = [("sl0_o0", 0u64), ("sl0_s0", 4), ("sl0_o1", 4), ("sl0_s1", 4)];
-        let lookup = |k: &str| answers.iter().find(|a| a.0 == k).map(|a| a.1);
-        let fields = read_layout("sl0", &members, lookup).unwrap();
+        let answers = [(0u64, 4u64), (4, 4)];
+        let fields = read_layout(&members, |i| answers.get(i).copied()).unwrap();
         assert_eq!(fields, [("scale".to_string(), 0, 4), ("n".to_string(), 4, 4)]);
-        assert_eq!(read_layout("sl0", &members, |k| if k == "sl0_s1" { None } else { Some(0) }), None);
+        assert_eq!(read_layout(&members, |i| (i == 0).then_some((0, 4))), None);
         let tokens = layout_check(quote!(super::super::P), "P", &fields, Span::call_site()).to_string();
         let want = "const _ : () = :: cuda_embed :: __private :: check_layout :: < super :: super :: P > \
                     (\"P\" , & [(\"scale\" , 0usize , 4usize) , (\"n\" , 4usize , 4usize)]) ;";
