@@ -124,7 +124,9 @@ fn run() -> cuda_embed::Result<()> {
                                 &s as *const f32 as *mut c_void,
                             ];
                             // SAFETY: kernel 0 of the module is empty4; args match its parameters.
-                            unsafe { cuda_embed::__private::launch_unchecked(*empty4::KERNEL, &stream, &cfg, &mut args)? };
+                            unsafe {
+                                cuda_embed::__private::launch_unchecked(*empty4::KERNEL, &stream, &cfg, &mut args)?
+                            };
                         }
                     }
                     _ => {

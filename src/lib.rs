@@ -66,7 +66,7 @@
 //! | `bool`, `char`/`signed char`/`unsigned char`, `short`, `int`, `unsigned`, `long`, `long long`, `intN_t`, `uintN_t` | `bool`, `i8`/`i8`/`u8`, `i16`, `i32`, `u32`, `i64`, `i64`, `iN`, `uN` |
 //! | `size_t`, `uintptr_t` / `ssize_t`, `ptrdiff_t`, `intptr_t` | `usize` / `isize` |
 //! | `float`, `double` | `f32`, `f64` |
-//! | `__half`, `__nv_bfloat16`, `__half2`, `__nv_bfloat162` | [`f16`], [`bf16`], [`Half2`], [`Bf162`] |
+//! | `__half`, `__nv_bfloat16`, `__half2`, `__nv_bfloat162` | [`f16`](struct@f16), [`bf16`](struct@bf16), [`Half2`], [`Bf162`] |
 //! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2` | [`F8E4M3`], [`F8E5M2`] |
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
@@ -99,15 +99,15 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
 };
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
-pub use cuda_embed_runtime::{
-    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, Double1, Double2, Double3, Double4, FieldLayout,
-    Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1, LongLong2,
-    LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject, UChar1, UChar2,
-    UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2, ULongLong3,
-    ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
-};
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
 pub use cuda_embed_runtime::DeviceSafe;
+pub use cuda_embed_runtime::{
+    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, Double1, Double2, Double3, Double4,
+    FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,
+    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject,
+    UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
+    ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
+};
 
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]

@@ -20,7 +20,7 @@ type Writer = Kernel<(Out<i32>, i32, i32)>;
 /// Generic code over any kernel of one signature.
 fn run_all(
     kernels: &[Writer],
-    stream: &cuda_embed::CudaStream,
+    stream: &std::sync::Arc<cuda_embed::CudaStream>,
     out: &mut cuda_embed::CudaSlice<i32>,
     n: i32,
 ) -> cuda_embed::Result<Vec<Vec<i32>>> {

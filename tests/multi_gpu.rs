@@ -66,7 +66,9 @@ fn many_threads_many_devices_load_each_module_once_per_device() {
                 barrier.wait();
                 for (kernel, m) in kernels {
                     let base = (ctx.ordinal() * 1000 + t) as i32;
-                    unsafe { kernel.launch(&stream, LaunchConfig::for_num_elems(n as u32), (&mut out, base, n)).unwrap() };
+                    unsafe {
+                        kernel.launch(&stream, LaunchConfig::for_num_elems(n as u32), (&mut out, base, n)).unwrap()
+                    };
                     let got = stream.clone_dtoh(&out).unwrap();
                     assert!(
                         got.iter().enumerate().all(|(i, v)| *v == base + m * i as i32),

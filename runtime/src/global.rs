@@ -89,7 +89,10 @@ impl<T: DeviceSafe> Global<T> {
         if spec.bytes.is_some_and(|b| b as usize != bytes) {
             return Err(self.error(
                 ctx,
-                format!("the module's variable is {bytes} bytes, the handle was generated for {}", spec.bytes.unwrap_or(0)),
+                format!(
+                    "the module's variable is {bytes} bytes, the handle was generated for {}",
+                    spec.bytes.unwrap_or(0)
+                ),
                 Some("rebuild: the CUDA source changed after the handle was generated".into()),
             ));
         }

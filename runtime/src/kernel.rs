@@ -87,7 +87,11 @@ impl KernelRef {
             kernel: format!("#{}", self.index),
             origin: self.module.origin().to_string(),
             device: ctx.ordinal(),
-            cause: format!("the module has {} kernels, there is no kernel {}", self.module.spec().kernels.len(), self.index),
+            cause: format!(
+                "the module has {} kernels, there is no kernel {}",
+                self.module.spec().kernels.len(),
+                self.index
+            ),
             fix: None,
         }
     }
@@ -263,7 +267,12 @@ impl<Sig> Kernel<Sig> {
     ///
     /// # Safety
     /// As for [`Kernel::launch`].
-    pub unsafe fn launch_timed(&self, stream: &CudaStream, config: LaunchConfig, args: impl KernelArgs<Sig>) -> Result<f32> {
+    pub unsafe fn launch_timed(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<f32> {
         // SAFETY: the caller's contract.
         unsafe { self.go(stream, config, LaunchKind::Timed, args) }.map(|t| t.unwrap_or(0.0))
     }

@@ -404,13 +404,25 @@ pub(crate) mod attrs {
         Ok(())
     }
 
-    pub(crate) fn occupancy_config(t: &Target<'_>, ctx: &CudaContext, n: u32, dynamic_shared_bytes: u32) -> Result<LaunchConfig> {
+    pub(crate) fn occupancy_config(
+        t: &Target<'_>,
+        ctx: &CudaContext,
+        n: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<LaunchConfig> {
         let device = ctx.ordinal();
         bind(ctx)?;
         let (mut min_grid, mut block) = (0i32, 0i32);
         // SAFETY: live function handle; out-pointers valid; no block-size callback.
         let r = unsafe {
-            sys::cuOccupancyMaxPotentialBlockSize(&mut min_grid, &mut block, t.f, None, dynamic_shared_bytes as usize, 0)
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut min_grid,
+                &mut block,
+                t.f,
+                None,
+                dynamic_shared_bytes as usize,
+                0,
+            )
         };
         if r != sys::CUresult::CUDA_SUCCESS || block <= 0 {
             return Err(t.who.driver_error(device, "cuOccupancyMaxPotentialBlockSize", r));

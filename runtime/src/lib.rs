@@ -7,19 +7,19 @@
 #![warn(missing_docs)]
 
 // Layered bottom-up: each module uses only those above it in this list.
+pub mod args; // typed argument lists
 mod error; // Error, DriverCode
-mod types; // by-value CUDA types, DeviceSafe
-mod params; // the driver's view of a kernel's parameter list
-mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod global; // Global<T>
+mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
+mod launch; // the one launch routine
 mod limits; // launch limits and attribute readers
-pub mod nvrtc; // run-time compilation and its disk cache
 mod load; // one module on one device
 mod module; // the registry: lazy per-device loading
-mod launch; // the one launch routine
-pub mod args; // typed argument lists
-mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
-mod global; // Global<T>
-mod program; // run-time Program / ProgramModule / ProgramKernel
+pub mod nvrtc; // run-time compilation and its disk cache
+mod params; // the driver's view of a kernel's parameter list
+mod program;
+mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
@@ -34,8 +34,8 @@ pub use spec::BuildPath;
 pub use types::{
     bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2, Double3, Double4,
     FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,
-    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject, UChar1,
-    UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
+    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject,
+    UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
     ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
 };
 

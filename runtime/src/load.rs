@@ -113,7 +113,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 .chain(spec.globals.iter().map(|g| g.name_expression))
                 .collect();
             let compiled = crate::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
-            let module = load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
+            let module =
+                load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
             let mut symbols = compiled.symbols;
             let globals = symbols.split_off(spec.kernels.len());
             (module, symbols, globals, compiled.from_cache)
@@ -126,7 +127,9 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         if symbol.contains('\0') {
             return Err(not_found("has a NUL byte in its symbol".into()));
         }
-        let f = module.load_function(symbol).map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
+        let f = module
+            .load_function(symbol)
+            .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
         if matches!(spec.image.0, ImageKind::Source { .. }) {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             check_params(spec, k, f.cu_function())?;

@@ -284,9 +284,11 @@ impl Program {
     pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<ProgramModule> {
         let device = ctx.ordinal();
         bind(ctx)?;
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device, cause: DriverCode(e.0) })?;
+        let (major, minor) = ctx.compute_capability().map_err(|e| Error::Driver {
+            call: "cuDeviceGetAttribute",
+            device,
+            cause: DriverCode(e.0),
+        })?;
         let arch = (major * 10 + minor) as u32;
         let compiled = self.compile(arch)?;
         let module = crate::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Load {

@@ -23,7 +23,11 @@ pub struct Image(pub(crate) ImageKind);
 
 #[derive(Debug)]
 pub(crate) enum ImageKind {
-    Fatbin { bytes: &'static [u8], targets: &'static [&'static str], compiler: &'static str },
+    Fatbin {
+        bytes: &'static [u8],
+        targets: &'static [&'static str],
+        compiler: &'static str,
+    },
     Source {
         source: &'static str,
         options: &'static [&'static str],

@@ -65,9 +65,13 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
         module.site.file,
         module.site.line
     );
+    // A template with one type parameter implements `Listed` on the type itself, so generic code
+    // writes `T: axpy::Listed`; others name the instance through the `Instance` marker.
+    let single = matches!(tparams, [p] if matches!(p.kind, TemplateKind::Type));
     let impls = mine.iter().map(|(index, ii)| {
         let inst = &module.instances[*ii];
         let args = checked.instances[*ii].args.iter().map(generic_arg);
+        let target = if single { quote!(#(#args),*) } else { quote!(Instance<#(#args),*>) };
         let doc = format!("`{}`", inst.expr);
         let checks = checked.instances[*ii].args.iter().filter_map(|a| match a {
             crate::ir::GenericArg::User(t) => {
@@ -80,7 +84,7 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
         quote! {
             #(#checks)*
             #[doc = #doc]
-            impl Listed for Instance<#(#args),*> {
+            impl Listed for #target {
                 const INDEX: usize = #index;
             }
         }
@@ -89,11 +93,25 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
         "Names one instance of the template kernel `{qualified}` by its Rust generic arguments; \
          only the instances listed in the macro implement [`Listed`]."
     );
+    let marker = if single {
+        quote!()
+    } else {
+        quote! {
+            #[doc = #instance_doc]
+            pub struct Instance<#(#generics),*>(::core::marker::PhantomData<fn() -> (#(#phantom,)*)>);
+        }
+    };
+    let listed_doc = if single {
+        format!(
+            "Implemented for every type `{qualified}` was instantiated with; gives the instance's index in the module."
+        )
+    } else {
+        "Implemented for every instance the macro compiled; gives its index in the module.".to_string()
+    };
     let items = quote! {
-        #[doc = #instance_doc]
-        pub struct Instance<#(#generics),*>(::core::marker::PhantomData<fn() -> (#(#phantom,)*)>);
+        #marker
 
-        /// Implemented for every instance the macro compiled; gives its index in the module.
+        #[doc = #listed_doc]
         #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
         pub trait Listed {
             /// Index of the instance's kernel in the module.
@@ -103,14 +121,12 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
 
         #(#impls)*
     };
-    KernelGen {
-        decl,
-        params,
-        index: quote!(<Instance<#(#uses),*> as Listed>::INDEX),
-        generics,
-        where_clause: quote!(where Instance<#(#uses),*>: Listed),
-        items,
-    }
+    let (index, where_clause) = if single {
+        (quote!(<#(#uses),* as Listed>::INDEX), quote!(where #(#uses),*: Listed))
+    } else {
+        (quote!(<Instance<#(#uses),*> as Listed>::INDEX), quote!(where Instance<#(#uses),*>: Listed))
+    };
+    KernelGen { decl, params, index, generics, where_clause, items }
 }
 
 /// The Rust module of one kernel (`pub mod saxpy { ... }`).
@@ -130,6 +146,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let mut packed = Vec::new();
     let mut checks = Vec::new();
     let mut doc_rows = String::new();
+    // One marker per parameter for the typed `Kernel<Sig>` value.
+    let mut sig = Vec::new();
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
         let id = param_ident(&p.name, i);
         let sync = format_ident!("__sync_{}", i);
@@ -139,11 +157,13 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
             }
             Mapped::User { name: tn, layout } => {
                 let ty = format_ident!("{}", tn, span = span);
                 args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
+                sig.push(quote!(super::super::#ty));
                 let assert = paths::assert_device_safe(span);
                 checks.push(quote_spanned! {span=>
                     const _: () = #assert::<super::super::#ty>();
@@ -163,6 +183,12 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 }
             }
             Mapped::Pointer { elem, mutable } => {
+                sig.push(match (elem, mutable) {
+                    (Some(t), true) => paths::marker("Out", Some(rust_type(t))),
+                    (Some(t), false) => paths::marker("In", Some(rust_type(t))),
+                    (None, true) => paths::marker("OutAny", None),
+                    (None, false) => paths::marker("InAny", None),
+                });
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
@@ -183,6 +209,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             Mapped::RawPointer => {
                 args.push(quote!(#id: #raw));
                 packed.push(quote!(&#id as *const #raw as *mut #c_void));
+                sig.push(raw.clone());
             }
         }
     }
@@ -225,34 +252,42 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
         quote!(<#(#g),*>)
     };
     // The launch variants differ only in name, docs, an optional extra parameter, the return type
-    // and the Module method they end in; the argument packing is the same for all.
+    // and the launch kind; the argument packing is the same for all, and all end in the one
+    // launch routine (`KernelRef::launch_raw`).
     let (cluster_dim, attributes) = (paths::cluster_dim(), paths::kernel_attributes());
+    let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let safety = "\n\n# Safety\nAs for `launch`.";
     let variants = [
-        (quote!(launch), launch_doc, quote!(), quote!(()), quote!(launch(#index, stream, &config, &mut __args))),
+        (quote!(launch), launch_doc, quote!(), quote!(()), quote!(#kind::Plain), quote!(.map(drop))),
         (
             quote!(launch_timed),
             format!("Like `launch`, and returns the kernel's GPU time in milliseconds (an event pair around it on `stream`; waits for the kernel to finish).{safety}"),
             quote!(),
             quote!(f32),
-            quote!(launch_timed(#index, stream, &config, &mut __args)),
+            quote!(#kind::Timed),
+            quote!(.map(|t| t.unwrap_or(0.0))),
         ),
         (
             quote!(launch_cooperative),
             format!("Launches cooperatively, so the kernel may synchronise the whole grid (`cooperative_groups::this_grid().sync()`). A grid larger than what fits on the device at once is an Error, never silently clamped.{safety}"),
             quote!(),
             quote!(()),
-            quote!(launch_cooperative(#index, stream, &config, &mut __args)),
+            quote!(#kind::Cooperative),
+            quote!(.map(drop)),
         ),
         (
             quote!(launch_cluster),
             format!("Launches with thread-block clusters of shape `cluster` (sm_90 and newer); an older GPU or a grid that is not a whole number of clusters is an Error.{safety}"),
             quote!(cluster: #cluster_dim,),
             quote!(()),
-            quote!(launch_cluster(#index, stream, &config, cluster, &mut __args)),
+            quote!(#kind::Cluster(cluster)),
+            quote!(.map(drop)),
         ),
     ];
-    let launchers = variants.into_iter().map(|(fname, fdoc, extra, ret, call)| {
+    // SAFETY of every handle made below: `index` is this kernel's index in MODULE, and the
+    // launchers pack exactly its parameter types.
+    let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+    let launchers = variants.into_iter().map(|(fname, fdoc, extra, ret, kind, finish)| {
         quote! {
             #[doc = #fdoc]
             #[inline]
@@ -266,11 +301,34 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 let mut __args: [*mut #c_void; #n] = [#(#packed),*];
                 // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
                 // type (checked against the compiled kernel at build time).
-                unsafe { super::MODULE.#call }
+                unsafe { #kernel_ref::new(&super::MODULE, #index).launch_raw(stream, &config, #kind, &mut __args) } #finish
             }
         }
     });
+    // The typed value: a `static` for an ordinary kernel, a function for a template's instances.
+    let kernel_ty = paths::kernel();
+    let sig_ty = quote!((#(#sig,)*));
+    let value = if n > paths::MAX_TYPED_PARAMS {
+        quote!()
+    } else if gen.generics.is_empty() {
+        quote! {
+            /// The kernel as a typed, `Copy` value: store it, pass it to generic code, launch it
+            /// with a tuple of arguments (`KERNEL.launch(&stream, config, (a, &x, &mut y, n))`).
+            // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
+            pub static KERNEL: #kernel_ty<#sig_ty> = unsafe { #kernel_ty::new(&super::MODULE, #index) };
+        }
+    } else {
+        quote! {
+            /// The instance as a typed, `Copy` value: store it, pass it to generic code, launch it
+            /// with a tuple of arguments.
+            pub fn kernel #tgenerics () -> #kernel_ty<#sig_ty> #where_clause {
+                // SAFETY: the instance's index in MODULE; `Sig` describes its parameters.
+                unsafe { #kernel_ty::new(&super::MODULE, #index) }
+            }
+        }
+    };
     let items = &gen.items;
+    let function_ty = paths::cuda_function();
     quote! {
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
@@ -288,20 +346,28 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 
             #(#launchers)*
 
+            #value
+
+            /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
+            /// cudarc's launch builder and other cudarc APIs.
+            pub fn function #tgenerics (ctx: &::std::sync::Arc<#context>) -> #result<#function_ty> #where_clause {
+                #handle.function(ctx)
+            }
+
             /// Registers, thread and memory limits of this kernel on `ctx`'s device.
             pub fn attributes #tgenerics (ctx: &::std::sync::Arc<#context>) -> #result<#attributes> #where_clause {
-                super::MODULE.attributes(#index, ctx)
+                #handle.attributes(ctx)
             }
 
             /// Lets this kernel use up to `bytes` of dynamic shared memory per block on `ctx`'s
             /// device (needed above 48 KiB).
             pub fn set_max_dynamic_shared_memory #tgenerics (ctx: &::std::sync::Arc<#context>, bytes: u32) -> #result<()> #where_clause {
-                super::MODULE.set_max_dynamic_shared_memory(#index, ctx, bytes)
+                #handle.set_max_dynamic_shared_memory(ctx, bytes)
             }
 
             /// Sets the preferred L1/shared-memory carveout (percent) on `ctx`'s device.
             pub fn set_preferred_shared_carveout #tgenerics (ctx: &::std::sync::Arc<#context>, percent: u32) -> #result<()> #where_clause {
-                super::MODULE.set_preferred_shared_carveout(#index, ctx, percent)
+                #handle.set_preferred_shared_carveout(ctx, percent)
             }
 
             /// A 1-D configuration covering `n` threads with the occupancy-maximising block size on
@@ -311,7 +377,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 n: u32,
                 dynamic_shared_bytes: u32,
             ) -> #result<#config_ty> #where_clause {
-                super::MODULE.occupancy_config(#index, ctx, n, dynamic_shared_bytes)
+                #handle.occupancy_config(ctx, n, dynamic_shared_bytes)
             }
         }
     }

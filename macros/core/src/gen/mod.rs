@@ -78,21 +78,25 @@ fn image_expr(image: &Image) -> TokenStream {
                 #[repr(C, align(16))]
                 struct __Aligned([u8; #n]);
                 static __IMAGE: __Aligned = __Aligned(*#bytes);
-                #image_ty::Fatbin { bytes: &__IMAGE.0, targets: &[#(#targets),*], compiler: #release }
+                // SAFETY: the bytes are the complete fatbin nvcc built for this source, 16-byte aligned.
+                unsafe { #image_ty::fatbin(&__IMAGE.0, &[#(#targets),*], #release) }
             }}
         }
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);
             quote! {
-                #image_ty::Source {
-                    source: #text,
-                    options: &[#(#options),*],
-                    headers: &[#((#header_names, #header_texts)),*],
-                    reason: #reason,
-                }
+                #image_ty::source(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason)
             }
         }
+    }
+}
+
+/// `Some("text")` or `None`, as an expression.
+fn option(s: Option<&str>) -> TokenStream {
+    match s {
+        Some(s) => quote!(::core::option::Option::Some(#s)),
+        None => quote!(::core::option::Option::None),
     }
 }
 
@@ -109,9 +113,12 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     };
     let id = rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name"));
     let qualified = g.var.qualified_name();
-    let symbol = g.symbol.as_deref().unwrap_or_default();
+    let symbol = option(g.symbol.as_deref());
     let expr = format!("&{qualified}");
-    let bytes = g.bytes.unwrap_or(0);
+    let bytes = match g.bytes {
+        Some(b) => quote!(::core::option::Option::Some(#b)),
+        None => quote!(::core::option::Option::None),
+    };
     let space = &g.var.space;
     let dims: String = g.var.dims.iter().map(|d| format!("[{d}]")).collect();
     let doc = format!(
@@ -146,7 +153,8 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     items.push(quote! {
         #check
         #[doc = #doc]
-        pub static #id: #global<#ty> = #global::new(&MODULE, #gi);
+        // SAFETY: global #gi of MODULE, whose element type the checker mapped to this Rust type.
+        pub static #id: #global<#ty> = unsafe { #global::new(&MODULE, #gi) };
     });
     (spec, quote!(#(#items)*))
 }
@@ -169,7 +177,7 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
     let kernel_spec = paths::kernel_spec();
     let specs = checked.kernels.iter().map(|t| {
         let name = &t.unit.display;
-        let symbol = t.symbol.as_deref().unwrap_or_default();
+        let symbol = option(t.symbol.as_deref());
         let expr = if t.unit.kernel.extern_c {
             t.unit.kernel.name.clone()
         } else {
@@ -240,7 +248,10 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
                     kernels: &[#(#specs),*],
                     globals: &[#(#global_specs),*],
                 };
-                #module_ty::new(&__SPEC)
+                // SAFETY: the spec was generated from the compiled code: symbols and parameter
+                // sizes are the compiler's (checked against its PTX on the nvcc path, at load
+                // on the NVRTC path).
+                unsafe { #module_ty::new(&__SPEC) }
             };
             #(#global_items)*
             #(#modules)*

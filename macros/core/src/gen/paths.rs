@@ -35,22 +35,22 @@ pub fn module() -> TokenStream {
 
 /// The static description of a module: origin, image, kernels, globals.
 pub fn module_spec() -> TokenStream {
-    public("ModuleSpec")
+    private("ModuleSpec", Span::call_site())
 }
 
 /// One kernel's entry in a [`module_spec`].
 pub fn kernel_spec() -> TokenStream {
-    public("KernelSpec")
+    private("KernelSpec", Span::call_site())
 }
 
 /// One global's entry in a [`module_spec`].
 pub fn global_spec() -> TokenStream {
-    public("GlobalSpec")
+    private("GlobalSpec", Span::call_site())
 }
 
 /// The embedded image: `Image::Fatbin { .. }` or `Image::Source { .. }`.
 pub fn image() -> TokenStream {
-    public("Image")
+    private("Image", Span::call_site())
 }
 
 /// The typed handle of a global variable, `Global<T>`.
@@ -113,3 +113,36 @@ pub fn device_ptr_mut() -> TokenStream {
 pub fn assert_device_safe(span: Span) -> TokenStream {
     private("assert_device_safe", span)
 }
+
+/// The untyped kernel handle every launcher goes through (`KernelRef`).
+pub fn kernel_ref() -> TokenStream {
+    public("KernelRef")
+}
+
+/// The typed kernel value, `Kernel<Sig>`.
+pub fn kernel() -> TokenStream {
+    public("Kernel")
+}
+
+/// How a launch is made (`LaunchKind::Plain`, ...).
+pub fn launch_kind() -> TokenStream {
+    public("LaunchKind")
+}
+
+/// cudarc's function handle.
+pub fn cuda_function() -> TokenStream {
+    public("CudaFunction")
+}
+
+/// A parameter marker of a kernel signature: `In<T>`, `Out<T>`, `InAny`, `OutAny`.
+pub fn marker(name: &str, elem: Option<TokenStream>) -> TokenStream {
+    let path = private(name, Span::call_site());
+    match elem {
+        Some(t) => quote!(#path<#t>),
+        None => path,
+    }
+}
+
+/// Kernels with more parameters than this have no typed `Kernel` value (the runtime implements
+/// argument tuples up to this length); their launchers are unaffected.
+pub const MAX_TYPED_PARAMS: usize = 20;
