@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds the signature corpus read by `macros/core/tests/corpus.rs`.
+"""Builds the signature corpus read by `macros/core/examples/corpus.rs`.
 
 Usage: extract.py OUT_FILE REPO_LABEL SRC_DIR [COMMIT]
 

@@ -3,9 +3,10 @@
 //! and map without a compiler probe.
 //!
 //! The extracted signatures are other projects' text, so they are not kept in this repository:
-//! only the extractor and the figures (BENCHMARKS.md) are. To run the test, check the projects out
-//! in a temporary folder, extract each into `$CUDA_EMBED_CORPUS_DIR/<name>.txt` and run
-//! `CUDA_EMBED_CORPUS_DIR=... cargo test -p cuda-embed-macros-core --test corpus -- --ignored --nocapture`.
+//! only the extractor, this tool and the figures (BENCHMARKS.md) are. To measure, check the
+//! projects out in a temporary folder, extract each into `DIR/<name>.txt` and run
+//! `cargo run -p cuda-embed-macros-core --example corpus -- DIR` (or set `CUDA_EMBED_CORPUS_DIR`).
+//! It prints the table and exits non-zero when acceptance falls below the bars at the end.
 //!
 //! Each entry starts with a `//@ <repo> <path>:<line>` line and holds one `__global__` declaration
 //! (signature only) with the `#define`/`typedef`/`using` lines of its file that it names. An entry
@@ -18,8 +19,8 @@
 //! Kernels that candle generates with function-like macros (`UNARY_OP(float, uneg_f32, -x)`) are
 //! expanded by the extractor, as the preprocessor would; the lexer expands object-like macros only.
 //!
-//! `cargo test -p cuda-embed-macros-core --test corpus -- --nocapture` prints the per-repo table and
-//! the top rejection reasons; `CORPUS_VERBOSE=1` also lists every rejected entry, and
+//! It prints the per-repo table and the top rejection reasons; `CORPUS_VERBOSE=1` also lists every
+//! rejected entry, and
 //! `CORPUS_DUMP=1` prints every accepted kernel's mapping (to eyeball for wrong accepts).
 
 use cuda_embed_macros_core::{signature, types};
@@ -42,9 +43,11 @@ struct Entry {
 }
 
 fn entries() -> Vec<Entry> {
-    let dir = std::env::var_os("CUDA_EMBED_CORPUS_DIR")
+    let dir = std::env::args_os()
+        .nth(1)
+        .or_else(|| std::env::var_os("CUDA_EMBED_CORPUS_DIR"))
         .map(PathBuf::from)
-        .expect("set CUDA_EMBED_CORPUS_DIR to a folder of corpus files made by tests/corpus/extract.py");
+        .expect("usage: corpus DIR (a folder of corpus files made by tests/corpus/extract.py)");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read the corpus folder {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -76,9 +79,7 @@ fn reason_key(err: &str, param: &str) -> String {
     msg.split("; supported:").next().unwrap_or(&msg).to_string()
 }
 
-#[test]
-#[ignore = "needs an extracted corpus in CUDA_EMBED_CORPUS_DIR (see the module docs)"]
-fn corpus_acceptance() {
+fn main() {
     let verbose = std::env::var_os("CORPUS_VERBOSE").is_some();
     let dump = std::env::var_os("CORPUS_DUMP").is_some();
     let mut per_repo: BTreeMap<String, Tally> = BTreeMap::new();
