@@ -48,10 +48,11 @@
 //! - `options`: extra compiler options, passed to nvcc at build time and to NVRTC at run time
 //!   alike. Nothing is added behind your back (no forced `-ftz`, no fast math).
 //!
-//! For each kernel `NAME` it generates `pub mod NAME` with:
-//! - `unsafe fn launch(stream, config, args...) -> Result<()>`,
-//! - `const NAME: &str`, and `fn module() -> &'static Module` (introspection: how it was built,
-//!   how often it was loaded).
+//! For each kernel `NAME` it generates `pub mod NAME` with `launch`, `launch_timed`,
+//! `launch_cooperative`, `launch_cluster`, `KERNEL` (a typed [`Kernel`] value; `kernel::<T>()`
+//! for templates), `function(&ctx)` (cudarc's [`CudaFunction`]), `attributes`, the shared-memory
+//! and occupancy helpers, `NAME` and `module()`. The [`cuda_kernel!`] page documents every option
+//! and item.
 //!
 //! It works at module level and inside function bodies.
 //!

@@ -4,8 +4,7 @@
 
 use proc_macro::TokenStream;
 
-/// Compiles inline CUDA C++ at build time and generates a typed launcher per `__global__`
-/// function. See the `cuda-embed` crate for the full documentation.
+#[doc = include_str!("../cuda_kernel.md")]
 #[proc_macro]
 pub fn cuda_kernel(input: TokenStream) -> TokenStream {
     let site = call_site(&input);

@@ -10,15 +10,14 @@
 //!   `CUDA_EMBED_UI_REQUIRE_NVCC=1` (as CI should) to make a missing nvcc a failure.
 //!
 //! The `.stderr` files are specific to the rustc and nvcc versions CI uses (nvcc 13.0 from the
-//! pinned PyPI wheels, see DESIGN.md). Regenerate them with
+//! pinned PyPI wheels that `scripts/with-cuda` installs). Regenerate them with
 //!
 //! ```sh
 //! TRYBUILD=overwrite cargo test -p cuda-embed-ui-tests
 //! ```
 //!
 //! and read every changed `.stderr`: each message must say what is wrong and point at the line
-//! to fix. `pending/` holds bad inputs whose current result is wrong (see its README); it is not
-//! run.
+//! to fix.
 
 use cuda_embed_macros_core::compile::find_nvcc;
 
