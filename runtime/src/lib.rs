@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 // Layered bottom-up: each module uses only those above it in this list.
+mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
 mod error; // Error, DriverCode
 mod global; // Global<T>
@@ -21,6 +22,7 @@ mod program;
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
+pub use arg::Arg;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use error::{DriverCode, Error, Result};
@@ -29,7 +31,7 @@ pub use kernel::{Kernel, KernelRef};
 pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;
 pub use module::Module;
-pub use program::{Arg, Program, ProgramKernel, ProgramModule};
+pub use program::{Program, ProgramKernel, ProgramModule};
 pub use spec::BuildPath;
 pub use types::{
     bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2, Double3, Double4,

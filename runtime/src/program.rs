@@ -16,15 +16,14 @@
 //! scanner of `cuda_embed_build::includes`). Entries live in
 //! [`nvrtc::cache_dir`](crate::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
 
+use crate::arg::{bind_buffers, Arg, ArgKind};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::{self, attrs, LaunchKind, Target, Who};
 use crate::limits::{bind, func_attr, KernelAttributes};
 use crate::nvrtc::{self, Compiled, Unit};
-use crate::types::DeviceSafe;
 use cuda_embed_build::cache::{Store, NVRTC_SUBDIR};
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::{c_void, CStr, CString};
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -630,142 +629,4 @@ impl ProgramKernel {
 /// ``program `name` ``: how errors name where a run-time program's kernels come from.
 fn origin_of(program: &str) -> String {
     format!("program `{program}`")
-}
-
-/// Binds buffer arguments `i..` on `stream` (each buffer's cudarc ordering guard stays alive on
-/// this call stack), then runs `launch` with every device pointer, then releases the guards, so
-/// cudarc records each buffer's use after the launch — as its own launches do.
-///
-/// # Safety
-/// Every buffer argument's object must be alive and borrowed (shared or exclusive, as its `Arg`
-/// says) for the duration of the call.
-unsafe fn bind_buffers(
-    args: &[Arg<'_>],
-    i: usize,
-    stream: &CudaStream,
-    pointers: &mut [sys::CUdeviceptr],
-    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
-) -> Result<Option<f32>> {
-    let Some(arg) = args.get(i) else { return launch(pointers) };
-    match arg.kind {
-        // SAFETY: forwarded from the caller.
-        ArgKind::Value(_) => unsafe { bind_buffers(args, i + 1, stream, pointers, launch) },
-        ArgKind::Buffer { object, bind } => {
-            let mut then = |p: sys::CUdeviceptr| {
-                pointers[i] = p;
-                // SAFETY: forwarded from the caller.
-                unsafe { bind_buffers(args, i + 1, stream, pointers, launch) }
-            };
-            // SAFETY: `bind` was made for `object`'s type by the `Arg` constructor; the object is
-            // alive and borrowed (caller's contract).
-            unsafe { bind(object, stream, &mut then) }
-        }
-    }
-}
-
-/// Takes a buffer's device pointer on a stream, keeps cudarc's guard alive while `then` runs.
-type Bind =
-    unsafe fn(*mut (), &CudaStream, &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>) -> Result<Option<f32>>;
-
-/// # Safety
-/// `object` must point at a live `S`, shared-borrowed for the call.
-unsafe fn bind_shared<T, S: DevicePtr<T>>(
-    object: *mut (),
-    stream: &CudaStream,
-    then: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
-) -> Result<Option<f32>> {
-    // SAFETY: the caller's contract; `Arg::slice` made `object` from a `&S`.
-    let buffer = unsafe { &*(object as *const S) };
-    let (pointer, _guard) = buffer.device_ptr(stream);
-    then(pointer)
-}
-
-/// # Safety
-/// `object` must point at a live `S`, exclusively borrowed for the call.
-unsafe fn bind_exclusive<T, S: DevicePtrMut<T>>(
-    object: *mut (),
-    stream: &CudaStream,
-    then: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
-) -> Result<Option<f32>> {
-    // SAFETY: the caller's contract; `Arg::slice_mut` made `object` from a `&mut S`.
-    let buffer = unsafe { &mut *(object as *mut S) };
-    let (pointer, _guard) = buffer.device_ptr_mut(stream);
-    then(pointer)
-}
-
-#[derive(Clone, Copy)]
-enum ArgKind {
-    Value(*const c_void),
-    Buffer { object: *mut (), bind: Bind },
-}
-
-/// One argument of a [`ProgramKernel::launch`]: a value passed by value, or a device buffer
-/// passed as its pointer. Borrows what it refers to for `'a`, shared or exclusive as the kernel
-/// uses it, so a buffer the kernel writes cannot also be passed as an input.
-///
-/// ```no_run
-/// use cuda_embed_runtime::Arg;
-/// let ctx = cuda_embed_runtime::context(0)?;
-/// let stream = ctx.default_stream();
-/// let x = stream.clone_htod(&[1.0f32, 2.0])?;
-/// let mut y = stream.alloc_zeros::<f32>(2)?;
-/// let n = 2i32;
-/// let args = [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::value(&n)];
-/// assert_eq!(args.iter().map(Arg::size).collect::<Vec<_>>(), [8, 8, 4]);
-/// # Ok::<(), cuda_embed_runtime::Error>(())
-/// ```
-pub struct Arg<'a> {
-    size: usize,
-    kind: ArgKind,
-    _borrow: PhantomData<&'a mut ()>,
-}
-
-impl std::fmt::Debug for Arg<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.kind {
-            ArgKind::Value(_) => "value",
-            ArgKind::Buffer { .. } => "buffer",
-        };
-        f.debug_struct("Arg").field("kind", &kind).field("size", &self.size).finish()
-    }
-}
-
-impl<'a> Arg<'a> {
-    /// A value passed by value: a scalar (`f32` for `float`, `i32` for `int`, `usize` for
-    /// `size_t`, ...), a CUDA vector type, or a `#[repr(C)]` struct marked [`DeviceSafe`].
-    ///
-    /// ```
-    /// let n = 10i32;
-    /// assert_eq!(cuda_embed_runtime::Arg::value(&n).size(), 4);
-    /// ```
-    pub fn value<T: DeviceSafe>(value: &'a T) -> Self {
-        Arg {
-            size: std::mem::size_of::<T>(),
-            kind: ArgKind::Value(value as *const T as *const c_void),
-            _borrow: PhantomData,
-        }
-    }
-
-    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`.
-    pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
-        Arg {
-            size: std::mem::size_of::<sys::CUdeviceptr>(),
-            kind: ArgKind::Buffer { object: buffer as *const S as *mut (), bind: bind_shared::<T, S> },
-            _borrow: PhantomData,
-        }
-    }
-
-    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
-        Arg {
-            size: std::mem::size_of::<sys::CUdeviceptr>(),
-            kind: ArgKind::Buffer { object: buffer as *mut S as *mut (), bind: bind_exclusive::<T, S> },
-            _borrow: PhantomData,
-        }
-    }
-
-    /// The argument's size in bytes, as the launch checks it (8 for a buffer).
-    pub fn size(&self) -> usize {
-        self.size
-    }
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`input`]: the macro's arguments.
 //! - [`lex`] and [`signature`]: find every `__global__` function and global and read their
-//!   declarations; [`includes`]: the headers the source includes.
+//!   declarations ([`cxx`]: small C++ token readers they share); [`includes`]: the headers the source includes.
 //! - [`ir`]: the typed IR of one module, as read and as checked.
 //! - [`front`]: macro input to IR (source, declarations, template instances, includes).
 //! - [`types`]: the CUDA-to-Rust type tables and the mapping of one parameter.
@@ -20,6 +20,7 @@
 
 pub mod check;
 pub mod compile;
+pub mod cxx;
 pub mod derive;
 pub mod expand;
 pub mod front;
