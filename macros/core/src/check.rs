@@ -1,7 +1,7 @@
 //! The checker: one pass over a [`Module`] that maps every type to Rust and checks it, against
 //! what the compiler said when one ran (`None`: no compiler, the source text is all there is).
 
-use crate::ir::{Checked, GenericArg, Global, InstanceArgs, Module, TypedKernel, Unit};
+use crate::ir::{Checked, Fields, GenericArg, Global, InstanceArgs, Module, TypedKernel, Unit};
 use crate::oracle::Compiled;
 use crate::probe::ProbeKey;
 use crate::ptx;
@@ -41,7 +41,8 @@ pub fn check(module: &Module, compiled: Option<&Compiled>) -> syn::Result<Checke
                     None => (None, g.literal_len().zip(elem.size()).map(|(n, s)| n * u64::from(s))),
                 };
                 let size_error = size_error(g, &elem, bytes);
-                globals.push(Global { var: g.clone(), elem, symbol, bytes, size_error });
+                let fields = struct_fields(&elem, compiled, &g.namespaces, &g.elem);
+                globals.push(Global { var: g.clone(), elem, symbol, bytes, size_error, fields });
             }
             Err(e) => errors.error(span, e),
         }
@@ -63,10 +64,14 @@ fn check_kernel(
 ) -> TypedKernel {
     let span = module.span();
     let mut params = Vec::new();
+    let mut fields = Vec::new();
     for (pi, p) in unit.kernel.params.iter().enumerate() {
         let probed = compiled.and_then(|c| c.answers.probed(ProbeKey::ParamType { kernel: ui, param: pi }));
         match types::map(p, &module.parsed, probed.as_ref()) {
-            Ok(m) => params.push(m),
+            Ok(m) => {
+                fields.push(struct_fields(&m, compiled, &unit.kernel.namespaces, p));
+                params.push(m);
+            }
             Err(e) => {
                 errors.error(span, format!("kernel `{}` ({}): {e}", unit.display, module.rust_line(&unit.kernel)))
             }
@@ -98,7 +103,16 @@ fn check_kernel(
             }
         }
     }
-    TypedKernel { unit: unit.clone(), params, symbol }
+    TypedKernel { unit: unit.clone(), params, fields, symbol }
+}
+
+/// The CUDA members of a struct passed by value (`m` is `Mapped::User`), when the compiler told
+/// where they lie; `p` is the type as written in namespace `scope`.
+fn struct_fields(m: &Mapped, compiled: Option<&Compiled>, scope: &[String], p: &Param) -> Option<Fields> {
+    match m {
+        Mapped::User { .. } if p.pointer_depth == 0 && !p.reference => compiled?.fields(scope, &p.base),
+        _ => None,
+    }
 }
 
 /// Compares the parsed signature with the compiled entry: parameter count, each size, and the

@@ -108,6 +108,10 @@ pub struct Checked {
     pub globals: Vec<Global>,
 }
 
+/// A C++ struct's data members as the compiler laid them out: `(member, offset, size)` in
+/// declaration order, for the generated field-order check (`check_layout`).
+pub type Fields = Vec<(String, u64, u64)>;
+
 /// A kernel with its Rust parameter types.
 #[derive(Debug, Clone)]
 pub struct TypedKernel {
@@ -115,6 +119,9 @@ pub struct TypedKernel {
     pub unit: Unit,
     /// The Rust side of each parameter.
     pub params: Vec<Mapped>,
+    /// For each parameter that is a struct by value, its CUDA members when the compiler told
+    /// them (`None` otherwise: no field check).
+    pub fields: Vec<Option<Fields>>,
     /// The symbol in the compiled image, when a compiler ran.
     pub symbol: Option<String>,
 }
@@ -148,6 +155,8 @@ pub struct Global {
     pub var: GlobalVar,
     /// The Rust element type.
     pub elem: Mapped,
+    /// For a struct element, its CUDA members when the compiler told them.
+    pub fields: Option<Fields>,
     /// The symbol in the compiled image, when a compiler ran.
     pub symbol: Option<String>,
     /// Size in bytes, when known at build time.

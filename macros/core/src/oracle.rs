@@ -6,10 +6,11 @@
 //! is the one there is; [`consult`] does the rest for any of them.
 
 use crate::compile::{self, Request};
-use crate::ir::{Image, Module};
+use crate::ir::{Fields, Image, Module};
 use crate::probe::{self, Answers, Probe, ProbeKey};
 use crate::ptx;
-use crate::signature::TemplateKind;
+use crate::signature::{Param, TemplateKind};
+use crate::structs::{self, CudaStruct};
 use crate::types;
 use std::path::PathBuf;
 
@@ -43,6 +44,25 @@ pub struct Compiled {
     pub image: Image,
     /// Files the compiler read.
     pub deps: Vec<PathBuf>,
+    /// The structs of the source and its headers, as [`ProbeKey::StructOffset`] numbers them.
+    pub structs: Vec<CudaStruct>,
+}
+
+impl Compiled {
+    /// The `(member, offset, size)` triples, in declaration order, of the struct that the type
+    /// name `name` written in namespace `scope` refers to, as the compiler laid it out; `None`
+    /// when it was not asked (not a struct this module's reader can describe) or not answered
+    /// (the layout probes did not compile).
+    pub fn fields(&self, scope: &[String], name: &str) -> Option<Fields> {
+        let st = structs::lookup(&self.structs, scope, name)?;
+        let members = self.structs[st].members.as_deref()?;
+        structs::read_layout(members, |member| {
+            Some((
+                self.answers.number(ProbeKey::StructOffset { st, member })?,
+                self.answers.number(ProbeKey::StructSize { st, member })?,
+            ))
+        })
+    }
 }
 
 /// nvcc at build time: a fatbin of every arch, PTX for the probes.
@@ -72,34 +92,55 @@ impl Oracle for Nvcc {
     }
 }
 
-/// Compiles the module with its probes and reads the answers. If the type probes do not compile
-/// (an unusual declaration), retries with what cannot be left out (template instantiations,
-/// symbols), so that errors then are the user's own.
+/// Compiles the module with its probes and reads the answers. If the probes do not compile (an
+/// unusual declaration), retries without the struct layout probes, then with only what cannot
+/// be left out (template instantiations, symbols), so that errors then are the user's own.
 pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String> {
-    let (essential, extra) = questions(module);
-    let full = format!(
-        "{}\n#line 1 \"cuda-embed-probe\"\n{}",
-        module.source,
-        probe::code(&[essential.clone(), extra].concat())
-    );
-    let built = oracle.compile(module, &full).or_else(|_| {
-        let text = format!("{}\n#line 1 \"cuda_kernel! instances\"\n{}", module.source, probe::code(&essential));
-        oracle.compile(module, &text)
-    });
+    let mut cuda = structs::structs(&module.source);
+    for h in &module.headers {
+        cuda.extend(structs::structs(&h.text));
+    }
+    let (essential, extra, layout) = questions(module, &cuda);
+    let with = |label: &str, probes: &[Probe<ProbeKey>]| {
+        oracle.compile(module, &format!("{}\n#line 1 \"{label}\"\n{}", module.source, probe::code(probes)))
+    };
+    let all = [essential.clone(), extra.clone(), layout.clone()].concat();
+    let mut built = with("cuda-embed-probe", &all);
+    if built.is_err() && !layout.is_empty() {
+        built = with("cuda-embed-probe", &[essential.clone(), extra].concat());
+    }
+    let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
     let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
     Ok(Compiled {
         answers: Answers::from_ptx(&built.ptx),
         entries: ptx::entries(&built.ptx),
         image: built.image,
         deps: built.deps,
+        structs: cuda,
     })
 }
 
+/// The `(essential, extra, layout)` probe lists of [`questions`].
+type Questions = (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>);
+
 /// Questions for the compiler: `essential` ones (symbols of instances and globals, which also
-/// instantiate templates, and non-type argument values) and `extra` ones (parameter types).
-fn questions(module: &Module) -> (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>) {
+/// instantiate templates, and non-type argument values), `extra` ones (parameter types) and
+/// `layout` ones (where each member lies in the structs passed by value or held in globals, for
+/// the field-order check; numbered by their index in `cuda`).
+fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     let mut essential = Vec::new();
     let mut extra = Vec::new();
+    // Structs whose layout to ask for, by index into `cuda`.
+    let mut wanted: Vec<usize> = Vec::new();
+    let mut want = |scope: &[String], p: &Param| {
+        if p.pointer_depth == 0 && !p.reference && types::builtin(&p.base).is_none() {
+            if let Some(st) = structs::lookup(cuda, scope, &p.base) {
+                if cuda[st].members.is_some() && !wanted.contains(&st) {
+                    wanted.push(st);
+                }
+            }
+        }
+    };
     for (ui, u) in module.units.iter().enumerate() {
         if let Some(ii) = u.instance {
             essential.push(Probe::Address { key: ProbeKey::KernelSymbol(ui), expr: u.expr.clone() });
@@ -117,12 +158,14 @@ fn questions(module: &Module) -> (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>) {
             }
         }
         for (pi, p) in u.kernel.params.iter().enumerate() {
+            want(&u.kernel.namespaces, p);
             if types::builtin(&p.base).is_none() && p.base != "void" && !p.reference {
                 extra.push(probe::param(ProbeKey::ParamType { kernel: ui, param: pi }, &u.expr, pi));
             }
         }
     }
     for (gi, g) in module.parsed.globals.iter().enumerate() {
+        want(&g.namespaces, &g.elem);
         let expr = format!("::{}", g.qualified_name());
         essential.push(Probe::Address { key: ProbeKey::GlobalSymbol(gi), expr: expr.clone() });
         essential.push(Probe::Value { key: ProbeKey::GlobalBytes(gi), expr: format!("sizeof({expr})") });
@@ -131,5 +174,15 @@ fn questions(module: &Module) -> (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>) {
             ty: format!("cuda_embed_probe::RE<decltype({expr})>::t"),
         });
     }
-    (essential, extra)
+    let mut layout = Vec::new();
+    for st in wanted {
+        let members = cuda[st].members.as_deref().unwrap_or_default();
+        for (member, (offset, size)) in
+            structs::layout_exprs(&cuda[st].qualified_name(), members).into_iter().enumerate()
+        {
+            layout.push(Probe::Value { key: ProbeKey::StructOffset { st, member }, expr: offset });
+            layout.push(Probe::Value { key: ProbeKey::StructSize { st, member }, expr: size });
+        }
+    }
+    (essential, extra, layout)
 }

@@ -46,6 +46,21 @@ pub enum ProbeKey {
     GlobalBytes(usize),
     /// The element type of a global variable (arrays stripped).
     GlobalElem(usize),
+    /// The offset of data member `member` of struct `st` (indices into the module's
+    /// `structs::CudaStruct` list and its `members`).
+    StructOffset {
+        /// Struct index.
+        st: usize,
+        /// Member index.
+        member: usize,
+    },
+    /// The size of data member `member` of struct `st`.
+    StructSize {
+        /// Struct index.
+        st: usize,
+        /// Member index.
+        member: usize,
+    },
 }
 
 /// The identifier-safe name of a key in the probe's C++ and the PTX. Only this module writes and
@@ -60,6 +75,8 @@ impl std::fmt::Display for ProbeKey {
             ProbeKey::GlobalSymbol(g) => write!(f, "g{g}"),
             ProbeKey::GlobalBytes(g) => write!(f, "gs{g}"),
             ProbeKey::GlobalElem(g) => write!(f, "ge{g}"),
+            ProbeKey::StructOffset { st, member } => write!(f, "so{st}_{member}"),
+            ProbeKey::StructSize { st, member } => write!(f, "ss{st}_{member}"),
         }
     }
 }
@@ -269,9 +286,11 @@ mod tests {
             ProbeKey::GlobalSymbol(4),
             ProbeKey::GlobalBytes(4),
             ProbeKey::GlobalElem(4),
+            ProbeKey::StructOffset { st: 2, member: 0 },
+            ProbeKey::StructSize { st: 2, member: 1 },
         ];
         let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4"]);
+        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4", "so2_0", "ss2_1"]);
         let ptx = ".global .align 8 .u64 __cuda_embed_probe_gs4 = 20;\n";
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(4)), Some(20));
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(5)), None);

@@ -8,42 +8,33 @@
 //! A struct this reader cannot describe exactly (bit-fields, anonymous unions, base classes,
 //! function-pointer or reference members) has `members: None`: "cannot check", never a guess.
 //!
-//! # Wiring into the macro's checking pass
+//! # How the macro uses it
 //!
-//! The field check sits next to the size/alignment assertion the macro already emits for
-//! `Mapped::User { name, layout }` parameters (`gen/kernel.rs`). Four small edits:
+//! The field check sits next to the size/alignment assertion the macro emits for a
+//! `Mapped::User { name, layout }` parameter, and only runs when nvcc answers at build time
+//! (NVRTC at run time has no probe, so no field check there, as for size and alignment):
 //!
-//! 1. `probe.rs`: two keys, `ProbeKey::StructOffset { st: usize, member: usize }` and
-//!    `ProbeKey::StructSize { st, member }`, displayed as `so{st}_{member}` / `ss{st}_{member}`.
-//! 2. `oracle.rs`, `questions`: find the structs once, `let cuda = structs::structs(&module.source);`
-//!    (the text of `module.headers` may be added the same way); for each `(st, s)` with
-//!    `Some(members)` whose name (`s.name` or `s.qualified_name()`) is the `base` of some kernel
-//!    parameter, ask into the **extra** list (the one dropped if the probes do not compile):
-//!    ```ignore
-//!    for (member, (offset, size)) in structs::layout_exprs(&s.qualified_name(), members).into_iter().enumerate() {
-//!        extra.push(Probe::Value { key: ProbeKey::StructOffset { st, member }, expr: offset });
-//!        extra.push(Probe::Value { key: ProbeKey::StructSize { st, member }, expr: size });
-//!    }
-//!    ```
-//! 3. After compiling, read the answers into `(name, offset, size)` triples and keep them with
-//!    the struct (e.g. next to `layout` in `Mapped::User`):
-//!    ```ignore
-//!    let fields = structs::read_layout(members, |member| {
-//!        Some((answers.number(ProbeKey::StructOffset { st, member })?, answers.number(ProbeKey::StructSize { st, member })?))
-//!    });
-//!    ```
-//!    `None` (the extra probes were dropped) means: no field check for that struct.
-//! 4. `gen/kernel.rs`, in the `Mapped::User { name: tn, .. }` arm, when the struct's `fields` are
-//!    known: `checks.push(structs::layout_check(quote!(super::super::#ty), tn, &fields, span));`,
-//!    which generates
-//!    `const _: () = ::cuda_embed::__private::check_layout::<super::super::P>("P", &[("a", 0, 4), ...]);`
-//!    (the path may go through `gen/paths.rs` like the other `__private` items).
+//! 1. `oracle.rs` (`consult`): [`structs`] of the source and of each user header it includes; a
+//!    by-value kernel parameter or a global whose type name [`lookup`] finds (C++ lookup from the
+//!    kernel's or global's namespace) among them, with `Some(members)`, gets one
+//!    `Probe::Value` per [`layout_exprs`] expression, keyed `ProbeKey::StructOffset { st, member }`
+//!    / `ProbeKey::StructSize { st, member }` (`so{st}_{member}` / `ss{st}_{member}` in the PTX;
+//!    `st` indexes the struct list, which `Compiled::structs` keeps). These questions are the
+//!    last tier: if they do not compile, the module is compiled again without them (the
+//!    parameter type probes kept), then with only the essential probes; a struct the probes
+//!    cannot describe simply gets no field check.
+//! 2. `check.rs`: `Compiled::fields` reads the answers back with [`read_layout`] into
+//!    `(member, offset, size)` triples, kept per parameter in `TypedKernel::fields` and per
+//!    global in `Global::fields` (`ir::Fields`); `None` means no field check.
+//! 3. `gen/kernel.rs` (by-value parameters; per instance for a template's `T p` given a struct)
+//!    and `gen/mod.rs` (globals) emit [`layout_check`]:
+//!    `const _: () = ::cuda_embed::__private::check_layout::<super::super::P>("P", &[("a", 0, 4), ...]);`.
 //!    `check_layout` (runtime `types.rs`) does nothing for a hand-written `unsafe impl DeviceSafe`
 //!    (no `LAYOUT`), and otherwise fails the build with e.g. "field `n` of `Params` is at offset 0
 //!    in Rust but at 4 in the CUDA struct: declare the fields in the CUDA order".
 //!
-//! A struct defined only in a header the reader was not given, or one it cannot describe, has no
-//! field check; size and alignment are still checked.
+//! A struct defined only in a header the reader was not given, reached through a typedef or a
+//! `using`, or one it cannot describe, has no field check; size and alignment are still checked.
 
 use crate::lex::{lex, Token};
 use proc_macro2::{Span, TokenStream};
@@ -153,6 +144,29 @@ pub fn member_names(source: &str, name: &str) -> Option<Vec<String>> {
         (Some(s), None) => s.members.clone(),
         _ => None,
     }
+}
+
+/// The struct a type name written in namespace `scope` (outermost first) refers to, as C++ name
+/// lookup finds it among `all`: `P` inside `a::b` is `a::b::P`, else `a::P`, else `::P`; a name
+/// written `::P` is only looked up at global scope. `None` when no listed struct is found that
+/// way (a typedef, a `using`, a type from an unread header): such a type gets no field check.
+pub fn lookup(all: &[CudaStruct], scope: &[String], name: &str) -> Option<usize> {
+    let (name, scope) = match name.strip_prefix("::") {
+        Some(global) => (global, &[][..]),
+        None => (name, scope),
+    };
+    for depth in (0..=scope.len()).rev() {
+        let wanted: Vec<&str> = scope[..depth].iter().map(String::as_str).chain(std::iter::once(name)).collect();
+        let wanted = wanted.join("::");
+        let mut found = all.iter().enumerate().filter(|(_, s)| s.qualified_name() == wanted);
+        match (found.next(), found.next()) {
+            (None, _) => continue,
+            (Some((i, _)), None) => return Some(i),
+            // Two definitions of one name (under different `#if` branches): cannot tell which.
+            (Some(_), Some(_)) => return None,
+        }
+    }
+    None
 }
 
 /// The compile-time questions for one struct, per member in order: the C++ integral constant
@@ -545,6 +559,21 @@ mod tests {
         assert_eq!(names(src, "Local"), None);
         assert_eq!(names(src, "Outer"), v(&["nested"]));
         assert_eq!(all[0].line, 2);
+    }
+
+    #[test]
+    fn lookup_follows_cxx_scopes() {
+        let all = structs("struct P { int a; }; namespace ns { struct P { float b; }; struct Q { int c; }; }");
+        let ns = ["ns".to_string()];
+        let at = |scope: &[String], name: &str| lookup(&all, scope, name).map(|i| all[i].qualified_name());
+        assert_eq!(at(&[], "P").as_deref(), Some("P"));
+        assert_eq!(at(&ns, "P").as_deref(), Some("ns::P"), "the innermost scope first");
+        assert_eq!(at(&ns, "::P").as_deref(), Some("P"));
+        assert_eq!(at(&[], "Q"), None, "not visible from the global scope");
+        assert_eq!(at(&ns, "Q").as_deref(), Some("ns::Q"));
+        assert_eq!(at(&[], "ns::Q").as_deref(), Some("ns::Q"));
+        let twice = structs("#if A\nstruct P { int a; };\n#else\nstruct P { float a; };\n#endif\n");
+        assert_eq!(lookup(&twice, &[], "P"), None, "two definitions: cannot tell which");
     }
 
     #[test]

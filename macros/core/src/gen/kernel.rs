@@ -3,8 +3,9 @@
 
 use super::paths;
 use super::{generic_arg, generic_ident, param_ident, rust_type};
-use crate::ir::{rust_name, Checked, Module};
+use crate::ir::{rust_name, Checked, Fields, Module};
 use crate::signature::{Kernel, TemplateKind};
+use crate::structs;
 use crate::types::{self, Mapped};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -15,6 +16,9 @@ pub struct KernelGen<'a> {
     pub decl: &'a Kernel,
     /// The Rust side of each parameter (generic parameters appear as their Rust name).
     pub params: &'a [Mapped],
+    /// For each parameter that is a struct by value, its CUDA members when the compiler told
+    /// them: the field-order check.
+    pub fields: Vec<Option<Fields>>,
     /// The kernel's index in the module, as an expression.
     pub index: TokenStream,
     /// Generic parameters every function of the module takes (`T`, `const B: i32`).
@@ -73,14 +77,33 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
         let args = checked.instances[*ii].args.iter().map(generic_arg);
         let target = if single { quote!(#(#args),*) } else { quote!(Instance<#(#args),*>) };
         let doc = format!("`{}`", inst.expr);
-        let checks = checked.instances[*ii].args.iter().filter_map(|a| match a {
-            crate::ir::GenericArg::User(t) => {
-                let ty = format_ident!("{}", t);
-                let assert = paths::assert_device_safe(inst.lit.span());
-                Some(quote_spanned!(inst.lit.span()=> const _: () = #assert::<super::super::#ty>();))
+        let span = inst.lit.span();
+        // A struct given as a type argument and passed by value (`T p`, `T = Params`): its fields
+        // are checked per instance (the launcher's own parameter is generic). That check requires
+        // `DeviceSafe` too, so such a type gets no separate `assert_device_safe`.
+        let kernel = &checked.kernels[*index];
+        let mut checks: Vec<TokenStream> = Vec::new();
+        let mut field_checked: Vec<&str> = Vec::new();
+        for (pi, m) in kernel.params.iter().enumerate() {
+            if let (Mapped::User { name: tn, .. }, Some(fields), false) =
+                (m, &kernel.fields[pi], matches!(params.get(pi), Some(Mapped::User { .. })))
+            {
+                if !field_checked.contains(&tn.as_str()) {
+                    let ty = format_ident!("{}", tn, span = span);
+                    checks.push(structs::layout_check(quote_spanned!(span=> super::super::#ty), tn, fields, span));
+                    field_checked.push(tn);
+                }
             }
-            _ => None,
-        });
+        }
+        for a in &checked.instances[*ii].args {
+            if let crate::ir::GenericArg::User(t) = a {
+                if !field_checked.contains(&t.as_str()) {
+                    let ty = format_ident!("{}", t);
+                    let assert = paths::assert_device_safe(span);
+                    checks.push(quote_spanned!(span=> const _: () = #assert::<super::super::#ty>();));
+                }
+            }
+        }
         quote! {
             #(#checks)*
             #[doc = #doc]
@@ -126,7 +149,18 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
     } else {
         (quote!(<Instance<#(#uses),*> as Listed>::INDEX), quote!(where Instance<#(#uses),*>: Listed))
     };
-    KernelGen { decl, params, index, generics, where_clause, items }
+    // A parameter of one struct type in every instance: checked once, with the first instance's
+    // layout (the check.rs template signature made sure they agree on the type).
+    let first = mine.first().map(|(index, _)| &checked.kernels[*index]);
+    let fields = params
+        .iter()
+        .enumerate()
+        .map(|(pi, m)| match m {
+            Mapped::User { .. } => first.and_then(|k| k.fields.get(pi).cloned().flatten()),
+            _ => None,
+        })
+        .collect();
+    KernelGen { decl, params, fields, index, generics, where_clause, items }
 }
 
 /// The Rust module of one kernel (`pub mod saxpy { ... }`).
@@ -164,10 +198,18 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
                 sig.push(quote!(super::super::#ty));
-                let assert = paths::assert_device_safe(span);
-                checks.push(quote_spanned! {span=>
-                    const _: () = #assert::<super::super::#ty>();
-                });
+                // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
+                match gen.fields.get(i).and_then(Option::as_ref) {
+                    Some(fields) => {
+                        checks.push(structs::layout_check(quote_spanned!(span=> super::super::#ty), tn, fields, span))
+                    }
+                    None => {
+                        let assert = paths::assert_device_safe(span);
+                        checks.push(quote_spanned! {span=>
+                            const _: () = #assert::<super::super::#ty>();
+                        });
+                    }
+                }
                 if let Some((size, align)) = layout {
                     let (size, align) = (*size as usize, *align as usize);
                     let msg = format!(

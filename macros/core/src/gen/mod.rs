@@ -106,8 +106,15 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
         Mapped::Value(t) => (rust_type(t), quote!()),
         Mapped::User { name, .. } => {
             let ty = format_ident!("{}", name, span = span);
-            let assert = paths::assert_device_safe(span);
-            (quote!(super::#ty), quote_spanned!(span=> const _: () = #assert::<super::#ty>();))
+            // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
+            let check = match &g.fields {
+                Some(fields) => crate::structs::layout_check(quote_spanned!(span=> super::#ty), name, fields, span),
+                None => {
+                    let assert = paths::assert_device_safe(span);
+                    quote_spanned!(span=> const _: () = #assert::<super::#ty>();)
+                }
+            };
+            (quote!(super::#ty), check)
         }
         _ => (paths::raw_device_ptr(), quote!()),
     };
@@ -201,6 +208,7 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
         let gen = KernelGen {
             decl: &t.unit.kernel,
             params: &t.params,
+            fields: t.fields.clone(),
             index: quote!(#index),
             generics: Vec::new(),
             where_clause: quote!(),
