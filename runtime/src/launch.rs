@@ -349,6 +349,24 @@ pub(crate) mod attrs {
         KernelAttributes::read(t.f).map_err(|r| t.who.driver_error(device, "cuFuncGetAttribute", r))
     }
 
+    /// `cuFuncSetAttribute(attr, value)` in `ctx`; a failure names the kernel, the device and `call`.
+    fn set_attr(
+        t: &Target<'_>,
+        ctx: &CudaContext,
+        attr: sys::CUfunction_attribute,
+        value: u32,
+        call: &str,
+    ) -> Result<()> {
+        bind(ctx)?;
+        // SAFETY: live function handle of this context; both attributes set here take a
+        // non-negative integer (a byte count, a percentage) checked by the callers.
+        let r = unsafe { sys::cuFuncSetAttribute(t.f, attr, value as i32) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(t.who.driver_error(ctx.ordinal(), call, r));
+        }
+        Ok(())
+    }
+
     pub(crate) fn set_max_dynamic_shared_memory(t: &Target<'_>, ctx: &CudaContext, bytes: u32) -> Result<()> {
         let device = ctx.ordinal();
         let optin = device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
@@ -364,18 +382,8 @@ pub(crate) mod attrs {
                 Some(format!("ask for at most {allowed} bytes")),
             ));
         }
-        bind(ctx)?;
-        // SAFETY: live function handle of this context; the attribute takes a byte count.
-        let r = unsafe {
-            sys::cuFuncSetAttribute(
-                t.f,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as i32,
-            )
-        };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(t.who.driver_error(device, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r));
-        }
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        set_attr(t, ctx, attr, bytes, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
         t.max_dyn_smem.store(bytes, Ordering::Relaxed);
         Ok(())
     }
@@ -389,19 +397,8 @@ pub(crate) mod attrs {
                 Some("give a percentage from 0 to 100".into()),
             ));
         }
-        bind(ctx)?;
-        // SAFETY: live function handle of this context; the attribute takes a percentage.
-        let r = unsafe {
-            sys::cuFuncSetAttribute(
-                t.f,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                percent as i32,
-            )
-        };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(t.who.driver_error(device, "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)", r));
-        }
-        Ok(())
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+        set_attr(t, ctx, attr, percent, "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)")
     }
 
     pub(crate) fn occupancy_config(

@@ -46,9 +46,10 @@ pub fn strip_std(s: &str) -> String {
     s.to_string()
 }
 
-/// Index of the bracket closing the one at `open`.
+/// Index of the bracket closing the one at `open` (`None` when `open` is not an opening bracket
+/// or it is never closed).
 pub(crate) fn matching(t: &[Token], open: usize) -> Option<usize> {
-    let (o, c) = match t[open].text.as_str() {
+    let (o, c) = match t.get(open)?.text.as_str() {
         "(" => ("(", ")"),
         "[" => ("[", "]"),
         "{" => ("{", "}"),

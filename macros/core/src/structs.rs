@@ -36,6 +36,7 @@
 //! A struct defined only in a header the reader was not given, reached through a typedef or a
 //! `using`, or one it cannot describe, has no field check; size and alignment are still checked.
 
+use crate::cxx::matching;
 use crate::lex::{lex, Token};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -420,28 +421,6 @@ fn skip_function(body: &[Token], open: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// The index of the bracket closing the one at `open`.
-fn matching(t: &[Token], open: usize) -> Option<usize> {
-    let (o, c) = match t.get(open)?.text.as_str() {
-        "(" => ("(", ")"),
-        "[" => ("[", "]"),
-        "{" => ("{", "}"),
-        _ => return None,
-    };
-    let mut depth = 0usize;
-    for (k, x) in t.iter().enumerate().skip(open) {
-        if x.is(o) {
-            depth += 1;
-        } else if x.is(c) {
-            depth -= 1;
-            if depth == 0 {
-                return Some(k);
-            }
-        }
-    }
-    None
 }
 
 /// Splits on commas outside brackets and template argument lists.
