@@ -82,17 +82,16 @@ fn missing_nvrtc() -> String {
 }
 
 /// Where the dynamic loader will find libnvrtc, approximated without loading it: the
-/// directories of `LD_LIBRARY_PATH`, then the toolkit (`CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda`),
+/// directories of `LD_LIBRARY_PATH`, then the toolkit roots (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
+/// `CUDA_HOME`, `/usr/local/cuda`),
 /// then the system library directories. Returns the resolved file name (which carries the full
 /// version, e.g. `libnvrtc.so.13.0.88`) with its size and modification time.
 fn library_identity() -> Option<String> {
     let mut dirs: Vec<PathBuf> =
         std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(root) = std::env::var_os(var).filter(|s| !s.is_empty()) {
-            dirs.push(PathBuf::from(&root).join("lib64"));
-            dirs.push(PathBuf::from(root).join("lib"));
-        }
+    for root in cuda_embed_build::options::toolkit_roots() {
+        dirs.push(root.join("lib64"));
+        dirs.push(root.join("lib"));
     }
     for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"] {
         dirs.push(PathBuf::from(d));

@@ -148,15 +148,27 @@ pub fn include_dirs<S: AsRef<str>>(options: &[S]) -> Vec<PathBuf> {
     dirs
 }
 
-/// The include directories of the CUDA toolkit NVRTC needs for headers that are not built in
-/// (e.g. `cuda_fp16.h` pulls in `nv/target` from CCCL): `include/` (and `include/cccl/` when
-/// present) of the first of `$CUDA_PATH`, `$CUDA_HOME`, `/usr/local/cuda` that has `cuda_fp16.h`.
-/// Empty when none does.
-pub fn toolkit_include_dirs() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+/// The variables naming a CUDA toolkit root, in the order they are consulted:
+/// `CUDA_EMBED_TOOLKIT` (cuda-embed's own: `scripts/with-cuda` sets only this one, so switching
+/// between it and plain cargo does not make cudarc's build script, which watches `CUDA_PATH` and
+/// `CUDA_HOME`, rebuild cudarc and everything above it), then `CUDA_PATH`, then `CUDA_HOME`.
+pub const TOOLKIT_ROOT_VARS: [&str; 3] = ["CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"];
+
+/// The toolkit roots named by [`TOOLKIT_ROOT_VARS`] that are set and not empty, in that order.
+/// Callers add their own fixed fallbacks (`/usr/local/cuda`, `PATH`).
+pub fn toolkit_roots() -> Vec<PathBuf> {
+    TOOLKIT_ROOT_VARS
         .iter()
         .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
-        .collect();
+        .collect()
+}
+
+/// The include directories of the CUDA toolkit NVRTC needs for headers that are not built in
+/// (e.g. `cuda_fp16.h` pulls in `nv/target` from CCCL): `include/` (and `include/cccl/` when
+/// present) of the first of [`toolkit_roots`] and `/usr/local/cuda` that has `cuda_fp16.h`.
+/// Empty when none does.
+pub fn toolkit_include_dirs() -> Vec<PathBuf> {
+    let mut roots = toolkit_roots();
     roots.push(PathBuf::from("/usr/local/cuda"));
     for root in roots {
         let inc = root.join("include");

@@ -58,7 +58,8 @@ impl std::fmt::Display for NoNvcc {
     }
 }
 
-/// Finds nvcc: `NVCC`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, then `PATH`. An `NVCC` that is set
+/// Finds nvcc: `NVCC`, `bin/` of each toolkit root (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
+/// `CUDA_HOME`: [`cuda_embed_build::options::toolkit_roots`]), then `PATH`. An `NVCC` that is set
 /// but does not run is an error, not a silent fallback.
 pub fn find_nvcc() -> Result<Result<Nvcc, NoNvcc>, String> {
     if std::env::var("CUDA_EMBED_FORCE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false") {
@@ -68,11 +69,8 @@ pub fn find_nvcc() -> Result<Result<Nvcc, NoNvcc>, String> {
         let p = PathBuf::from(explicit);
         return probe_nvcc(&p).map(Ok).map_err(|e| format!("NVCC={}: {e}", p.display()));
     }
-    let mut candidates: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()))
-        .map(|root| PathBuf::from(root).join("bin").join("nvcc"))
-        .collect();
+    let mut candidates: Vec<PathBuf> =
+        cuda_embed_build::options::toolkit_roots().into_iter().map(|root| root.join("bin").join("nvcc")).collect();
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join("nvcc")));
     }
@@ -83,7 +81,7 @@ pub fn find_nvcc() -> Result<Result<Nvcc, NoNvcc>, String> {
             }
         }
     }
-    Ok(Err(NoNvcc::NotFound("looked at NVCC, $CUDA_PATH/bin, $CUDA_HOME/bin and PATH".into())))
+    Ok(Err(NoNvcc::NotFound("looked at NVCC, bin/ of $CUDA_EMBED_TOOLKIT, $CUDA_PATH and $CUDA_HOME, and PATH".into())))
 }
 
 fn probe_nvcc(path: &Path) -> Result<Nvcc, String> {

@@ -70,7 +70,7 @@ fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, NoNvcc>, 
             Ok(n) => Ok(n),
             Err(why) => {
                 return Err(format!(
-                    "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH, or use `compiler = \"auto\"`"
+                    "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH (or run under scripts/with-cuda), or use `compiler = \"auto\"`"
                 ))
             }
         },
