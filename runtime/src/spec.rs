@@ -118,6 +118,19 @@ pub enum BuildPath {
     },
 }
 
+/// One line for logs: `nvcc 13.0 at build time (sm_80, sm_90, compute_80)` or
+/// `NVRTC at first use (no nvcc found ...)`.
+impl std::fmt::Display for BuildPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildPath::Nvcc { targets, compiler } => {
+                write!(f, "nvcc {compiler} at build time ({})", targets.join(", "))
+            }
+            BuildPath::Nvrtc { reason } => write!(f, "NVRTC at first use ({reason})"),
+        }
+    }
+}
+
 impl ModuleSpec {
     pub(crate) fn build_path(&self) -> BuildPath {
         match &self.image.0 {

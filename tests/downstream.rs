@@ -1,0 +1,100 @@
+//! A crate outside this workspace that depends on `cuda-embed` by path and uses `cuda_kernel!`,
+//! built the way the README's "Use it from your own crate" section tells a user: a plain
+//! `Cargo.toml` dependency, and `cargo build` under whatever compiler the environment offers
+//! (`scripts/with-cuda` puts the pinned nvcc on PATH for the whole test run).
+//!
+//! The crate lives in this test binary's scratch folder (`CARGO_TARGET_TMPDIR/downstream`) with
+//! its own target folder, reused between runs, and gets this workspace's `Cargo.lock` so that it
+//! builds the same dependency versions offline. Its binary is run too: with a GPU it prints the
+//! kernel's result; without one, `fn main() -> cuda_embed::Result<()>` must print the readable
+//! message (not the `Debug` form of the variant).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MANIFEST: &str = r#"[package]
+name = "downstream-user"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+cuda-embed = { path = "@PATH@" }
+
+[workspace]
+"#;
+
+const MAIN: &str = r##"use cuda_embed::{cuda_kernel, LaunchConfig};
+
+cuda_kernel!(r#"
+    extern "C" __global__ void add_one(float* x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] += 1.0f;
+    }
+"#);
+
+fn main() -> cuda_embed::Result<()> {
+    println!("build: {}", add_one::module().build_info());
+    let ctx = cuda_embed::context(0)?;
+    let stream = ctx.default_stream();
+    let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+    // SAFETY: the kernel touches x[0..n) with n = x.len().
+    unsafe { add_one::launch(&stream, LaunchConfig::for_num_elems(3), &mut x, 3)? };
+    println!("result: {:?}", stream.clone_dtoh(&x)?);
+    Ok(())
+}
+"##;
+
+fn write(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
+
+#[test]
+fn a_crate_outside_the_workspace_builds_and_runs() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = MANIFEST.replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
+    write(&dir.join("Cargo.toml"), &manifest);
+    write(&dir.join("src/main.rs"), MAIN);
+    if !dir.join("Cargo.lock").exists() {
+        std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = |offline: bool| {
+        let mut c = Command::new(&cargo);
+        c.arg("build").arg("--quiet").current_dir(&dir).env("CARGO_TARGET_DIR", dir.join("target"));
+        // The outer cargo's settings for this workspace must not leak into the user's build.
+        for var in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"] {
+            c.env_remove(var);
+        }
+        if offline {
+            c.arg("--offline");
+        }
+        c.output().expect("running cargo")
+    };
+    // Offline first (the workspace build has fetched every dependency); online if that fails.
+    let mut out = build(true);
+    if !out.status.success() {
+        out = build(false);
+    }
+    assert!(out.status.success(), "the downstream crate did not build:\n{}", String::from_utf8_lossy(&out.stderr));
+
+    let run = Command::new(dir.join("target/debug/downstream-user")).output().expect("running the downstream binary");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stdout.contains("build: "), "no build info printed: {stdout}{stderr}");
+    if std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_some() && std::env::var_os("CUDA_EMBED_FORCE_NVRTC").is_none()
+    {
+        assert!(stdout.contains("nvcc"), "with a toolkit the downstream crate should be built by nvcc: {stdout}");
+    }
+    if run.status.success() {
+        assert!(stdout.contains("result: [2.0, 3.0, 4.0]"), "wrong result: {stdout}");
+    } else {
+        // No GPU here: the error from `main` must be the readable message, not a Debug dump.
+        assert!(stderr.starts_with("Error: "), "unexpected failure: {stderr}");
+        assert!(!stderr.contains("detail:") && !stderr.contains(" {"), "main printed the Debug form: {stderr}");
+    }
+}
