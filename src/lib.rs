@@ -60,8 +60,8 @@
 //!
 //! | CUDA parameter | Rust argument |
 //! |---|---|
-//! | `const T*` (`T` known) | `&impl DevicePtr<T>`: `&CudaSlice<T>`, `&CudaView<T>` |
-//! | `T*` | `&mut impl DevicePtrMut<T>`: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>` |
+//! | `const T*` (`T` known) | `&impl` [`DeviceBuffer<T>`]: `&CudaSlice<T>`, `&CudaView<T>`, `&CudaViewMut<T>` |
+//! | `T*` | `&mut impl` [`DeviceBufferMut<T>`]: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>` |
 //! | `const void*`, `void*`, pointers to opaque or user types | the same, for any element type |
 //! | `T**` and deeper | [`RawDevicePtr`] |
 //! | `bool`, `char`/`signed char`/`unsigned char`, `short`, `int`, `unsigned`, `long`, `long long`, `intN_t`, `uintN_t` | `bool`, `i8`/`i8`/`u8`, `i16`, `i32`, `u32`, `i64`, `i64`, `iN`, `uN` |
@@ -96,8 +96,8 @@
 pub use cuda_embed_macros::{cuda_kernel, DeviceSafe};
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
-    CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig,
-    LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
+    CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, Error, Global, Kernel,
+    KernelAttributes, KernelRef, LaunchConfig, LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
 };
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).

@@ -9,6 +9,7 @@
 // Layered bottom-up: each module uses only those above it in this list.
 mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
+mod buffer; // DeviceBuffer, DeviceBufferMut
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
@@ -23,6 +24,7 @@ mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
 pub use arg::Arg;
+pub use buffer::{DeviceBuffer, DeviceBufferMut};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use error::{DriverCode, Error, Result};

@@ -6,7 +6,7 @@
 //! - `cases/nvcc/*.rs` need nvcc at build time: CUDA compile errors with nvcc's log, the PTX
 //!   cross-check, the compiler's answers about types, and structs passed by value (their layout
 //!   comes from the compiled code). They run when the macro finds an nvcc (`NVCC`,
-//!   `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `PATH`) and are skipped with a note otherwise; set
+//!   `bin/` of `$CUDA_EMBED_TOOLKIT`, `$CUDA_PATH`, `$CUDA_HOME`, `PATH`) and are skipped with a note otherwise; set
 //!   `CUDA_EMBED_UI_REQUIRE_NVCC=1` (as CI should) to make a missing nvcc a failure.
 //!
 //! The `.stderr` files are specific to the rustc and nvcc versions CI uses (nvcc 13.0 from the

@@ -157,10 +157,7 @@ pub const TOOLKIT_ROOT_VARS: [&str; 3] = ["CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CU
 /// The toolkit roots named by [`TOOLKIT_ROOT_VARS`] that are set and not empty, in that order.
 /// Callers add their own fixed fallbacks (`/usr/local/cuda`, `PATH`).
 pub fn toolkit_roots() -> Vec<PathBuf> {
-    TOOLKIT_ROOT_VARS
-        .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
-        .collect()
+    TOOLKIT_ROOT_VARS.iter().filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from)).collect()
 }
 
 /// The include directories of the CUDA toolkit NVRTC needs for headers that are not built in

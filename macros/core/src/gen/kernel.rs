@@ -169,6 +169,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
         (paths::c_void(), paths::stream(), paths::launch_config(), paths::result());
     let (context, module_ty, raw) = (paths::context(), paths::module(), paths::raw_device_ptr());
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let k = gen.decl;
     let index = &gen.index;
     let where_clause = &gen.where_clause;
@@ -240,10 +241,10 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                     }
                 };
                 if *mutable {
-                    args.push(quote!(#id: &mut impl #device_ptr_mut<#ty>));
+                    args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
                     prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, stream);));
                 } else {
-                    args.push(quote!(#id: &impl #device_ptr<#ty>));
+                    args.push(quote!(#id: &impl #device_buffer<#ty>));
                     prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, stream);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));

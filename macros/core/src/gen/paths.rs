@@ -108,6 +108,16 @@ pub fn device_ptr_mut() -> TokenStream {
     private("DevicePtrMut", Span::call_site())
 }
 
+/// The parameter bound of a `const T*` argument: `&impl DeviceBuffer<T>`.
+pub fn device_buffer() -> TokenStream {
+    public("DeviceBuffer")
+}
+
+/// The parameter bound of a `T*` argument: `&mut impl DeviceBufferMut<T>`.
+pub fn device_buffer_mut() -> TokenStream {
+    public("DeviceBufferMut")
+}
+
 /// The `const fn` that fails to compile for a user type that cannot be copied to the device;
 /// at `span`, so that the error points at the user's type.
 pub fn assert_device_safe(span: Span) -> TokenStream {
