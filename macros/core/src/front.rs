@@ -53,6 +53,36 @@ fn source_text(input: &Input, site: &CallSite) -> Result<SourceText, String> {
     }
 }
 
+/// The CUDA headers that declare the reduced-precision types the source names, as CuPy adds
+/// them: `__half`/`__half2` (`cuda_fp16.h`), `__nv_bfloat16`/`__nv_bfloat162` (`cuda_bf16.h`),
+/// `__nv_fp8_*` (`cuda_fp8.h`), so a kernel taking `__half` compiles without the user knowing
+/// which header to include. Each is one `#include` line before the `#line` directive (so no
+/// line number moves); the headers have include guards, so a source that includes them itself
+/// is unaffected. `extra` is text outside the source that names types too (template instances).
+pub fn automatic_includes(source: &str, extra: &str) -> String {
+    let mut found = [false; 3];
+    for text in [source, extra] {
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            match word {
+                "__half" | "__half2" | "__half_raw" => found[0] = true,
+                "__nv_bfloat16" | "__nv_bfloat162" => found[1] = true,
+                w if w.starts_with("__nv_fp8") => found[2] = true,
+                _ => {}
+            }
+        }
+    }
+    ["cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h"]
+        .iter()
+        .zip(found)
+        .filter(|(_, f)| *f)
+        .map(|(h, _)| format!("#include <{h}>\n"))
+        .collect()
+}
+
+fn instances_text(input: &Input) -> String {
+    input.instances.iter().map(|l| l.value()).collect::<Vec<_>>().join(" ")
+}
+
 /// Reads the macro input into a [`Module`].
 pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     let lit = input.source.lit();
@@ -99,11 +129,12 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
             instance: Some(ii),
         });
     }
+    let prologue = format!("{}{}", automatic_includes(&src.text, &instances_text(input)), src.line_directive);
     Ok(Module {
         lit: lit.clone(),
         site: site.clone(),
         source: src.text,
-        line_directive: src.line_directive,
+        line_directive: prologue,
         include_dirs: src.include_dirs,
         file: src.file,
         headers,

@@ -28,7 +28,9 @@ pub struct Module {
     pub site: CallSite,
     /// The CUDA source text.
     pub source: String,
-    /// `#line N "file"` mapping the source's first line to where it was written.
+    /// The prologue compiled before the source: the headers of the reduced-precision types it
+    /// names ([`automatic_includes`](crate::front::automatic_includes)), then `#line N "file"`
+    /// mapping the source's first line to where it was written.
     pub line_directive: String,
     /// Directories searched for `#include "..."`, in order.
     pub include_dirs: Vec<PathBuf>,
