@@ -4,6 +4,7 @@
 //! - [`cache`]: where compiled code is cached (`CUDA_EMBED_CACHE_DIR`, `$XDG_CACHE_HOME/cuda-embed`,
 //!   `~/.cache/cuda-embed`; `build/` for nvcc, `nvrtc/` for run-time compiles) and the one format
 //!   of a cache entry (atomic writes, validated reads, dependency hashes).
+//! - [`host`]: nvcc's host compiler (`-ccbin`), from the variables the `cc` crate reads.
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod host;
 pub mod includes;
 pub mod key;
 pub mod options;

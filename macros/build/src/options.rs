@@ -83,7 +83,8 @@ pub struct NvccArgs {
 }
 
 /// nvcc's arguments: SASS for every arch in `archs` (sorted, duplicates dropped) and PTX for the
-/// lowest, so newer GPUs JIT it; `-I` for each of `include_dirs`; then `options` as written.
+/// lowest, so newer GPUs JIT it; `-I` for each of `include_dirs`; `-ccbin` when [`crate::host::ccbin`]
+/// finds the host C++ compiler set the way cargo C/C++ builds set it (`CXX`, ...); then `options` as written.
 ///
 /// ```
 /// use cuda_embed_build::options::{nvcc_args, Arch};
@@ -109,6 +110,9 @@ pub fn nvcc_args(archs: &[Arch], include_dirs: &[PathBuf], options: &[String]) -
     }
     targets.extend(archs.first().map(Arch::compute));
     args.extend(include_dirs.iter().map(|d| format!("-I{}", d.display())));
+    if let Some(ccbin) = crate::host::ccbin(options) {
+        args.push(format!("-ccbin={}", ccbin.display()));
+    }
     args.extend(options.iter().cloned());
     NvccArgs { args, targets }
 }

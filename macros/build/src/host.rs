@@ -1,0 +1,75 @@
+//! nvcc's host compiler (`-ccbin`), chosen the way the `cc` crate chooses the C++ compiler for every
+//! other C/C++ build in cargo.
+//!
+//! nvcc runs the host C++ compiler even for device-only output (to preprocess the source), and
+//! fails when its default (`g++` on `PATH`) is missing or a version it does not support. Users
+//! already tell cargo's C++ builds which compiler to use through `CXX_<target>`,
+//! `CXX_<target_with_underscores>`, `HOST_CXX` and `CXX`; when one of those is set, the `cc` crate
+//! resolves it (wrappers such as `ccache g++` included) and nvcc gets that compiler as `-ccbin`.
+//! When none is set, nvcc keeps its own default. `NVCC_CCBIN` (which nvcc reads itself) or a
+//! `-ccbin` in the macro's options always wins.
+
+use std::path::PathBuf;
+
+/// The host triple this crate was built for (the macro runs on the host).
+const HOST: &str = env!("CUDA_EMBED_BUILD_HOST");
+
+/// The variables the `cc` crate consults for the host's C++ compiler, most specific first.
+pub fn cxx_vars() -> Vec<String> {
+    vec![format!("CXX_{HOST}"), format!("CXX_{}", HOST.replace('-', "_")), "HOST_CXX".into(), "CXX".into()]
+}
+
+/// The `-ccbin` to give nvcc, or `None` to leave nvcc's own choice: see the module docs.
+/// `options` are the macro's nvcc options.
+pub fn ccbin(options: &[String]) -> Option<PathBuf> {
+    let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
+    if set("NVCC_CCBIN")
+        || options.iter().any(|o| o == "-ccbin" || o.starts_with("-ccbin=") || o.starts_with("--compiler-bindir"))
+    {
+        return None;
+    }
+    if !cxx_vars().iter().any(|v| set(v)) {
+        return None;
+    }
+    let tool = cc::Build::new()
+        .cpp(true)
+        .target(HOST)
+        .host(HOST)
+        .opt_level(0)
+        .debug(false)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .try_get_compiler()
+        .ok()?;
+    Some(tool.path().to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ccbin_rules() {
+        // One test owns the environment variables (tests run in parallel threads).
+        let mut vars = cxx_vars();
+        vars.push("NVCC_CCBIN".into());
+        let saved: Vec<_> = vars.iter().map(std::env::var_os).collect();
+        for v in &vars {
+            std::env::remove_var(v);
+        }
+        assert_eq!(ccbin(&[]), None, "nothing set: nvcc's own default");
+        std::env::set_var("CXX", "/opt/gcc-12/bin/g++");
+        assert_eq!(ccbin(&[]), Some(PathBuf::from("/opt/gcc-12/bin/g++")), "CXX, as cc reads it");
+        std::env::set_var(format!("CXX_{}", HOST.replace('-', "_")), "/opt/gcc-13/bin/g++");
+        assert_eq!(ccbin(&[]), Some(PathBuf::from("/opt/gcc-13/bin/g++")), "the target-specific variable wins");
+        assert_eq!(ccbin(&["-ccbin=/x/g++".into()]), None, "the macro's own -ccbin wins");
+        std::env::set_var("NVCC_CCBIN", "/y/g++");
+        assert_eq!(ccbin(&[]), None, "nvcc reads NVCC_CCBIN itself");
+        for (v, s) in vars.iter().zip(saved) {
+            match s {
+                Some(s) => std::env::set_var(v, s),
+                None => std::env::remove_var(v),
+            }
+        }
+    }
+}
