@@ -9,6 +9,7 @@
 // Layered bottom-up: each module uses only those above it in this list.
 mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
+mod cubin; // parameter counts read from a cubin
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
