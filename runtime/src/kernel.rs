@@ -246,9 +246,12 @@ impl<Sig> Kernel<Sig> {
         kind: LaunchKind,
         args: impl KernelArgs<Sig>,
     ) -> Result<Option<f32>> {
+        let wrong = |i: usize, device: usize| {
+            crate::args::wrong_device(self.name(), self.raw.module().origin(), &format!("#{i}"), device, stream)
+        };
         // SAFETY: `KernelArgs<Sig>` packs one pointer per parameter of the types `Sig` names,
         // which are the kernel's (the constructor's contract); the kernel itself is the caller's.
-        args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) })
+        args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) }, wrong)
     }
 
     /// Launches the kernel on `stream` with `config` and `args`, a tuple with one argument per

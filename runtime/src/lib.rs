@@ -82,7 +82,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};

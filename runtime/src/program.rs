@@ -587,6 +587,21 @@ impl ProgramKernel {
             ));
         }
         self.check_args(args)?;
+        let here = ctx.cu_ctx();
+        for (i, a) in args.iter().enumerate() {
+            if let ArgKind::Buffer { placement: (c, buffer_device), .. } = a.kind {
+                if c != here {
+                    let who = &target.who;
+                    return Err(crate::args::wrong_device(
+                        who.kernel,
+                        who.origin,
+                        &format!("#{i}"),
+                        buffer_device,
+                        stream,
+                    ));
+                }
+            }
+        }
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let mut go = |pointers: &[sys::CUdeviceptr]| {
             let mut params: Vec<*mut c_void> = args
