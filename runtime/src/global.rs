@@ -5,13 +5,22 @@
 //! `Global<f32>` of 16 elements). The handle works per device: the first use on a device loads the
 //! module there (as a launch would) and looks the symbol up. Copies run on the given stream, so a
 //! write is ordered before later launches on that stream, and a read waits for earlier work.
+//!
+//! Between streams, copies and the module's kernel launches are ordered with events the way cudarc
+//! orders a `CudaSlice` (see `order.rs`): once the context has several streams, a launch waits for
+//! the last write to a global of its module, and a copy waits for the module's last launch and
+//! last write. A write returns only once the host memory it was given has been consumed: from
+//! pageable memory the driver has staged it when the call returns; from page-locked memory
+//! (cudarc's `PinnedHostSlice::as_slice`, `cuMemHostRegister`ed or managed memory), where the copy
+//! is truly asynchronous, the write waits for the copy to finish. Reading needs a type of which
+//! every bit pattern is valid ([`AnyBitPattern`]): not `bool`.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
 use crate::load::c_string;
 use crate::module::Module;
 use crate::spec::GlobalSpec;
-use crate::types::DeviceSafe;
+use crate::types::{AnyBitPattern, DeviceSafe};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -166,9 +175,14 @@ impl<T: DeviceSafe> Global<T> {
         if values.is_empty() {
             return Ok(());
         }
+        let order = self.order(stream)?;
+        if let Some(o) = order {
+            o.before_copy(stream)?;
+        }
         // SAFETY: `dst` addresses at least `size_of_val(values)` bytes of the variable (checked by
-        // the callers); the source is a live host slice. From pageable memory the copy has
-        // consumed the slice when the call returns.
+        // the callers); the source is a live host slice, borrowed until this function returns, and
+        // it has been consumed by then: from pageable memory the driver stages the bytes before
+        // returning, and from page-locked memory the stream is synchronised below.
         let r = unsafe {
             sys::cuMemcpyHtoDAsync_v2(
                 dst,
@@ -177,7 +191,27 @@ impl<T: DeviceSafe> Global<T> {
                 stream.cu_stream(),
             )
         };
-        self.check(stream, r, "cuMemcpyHtoDAsync")
+        self.check(stream, r, "cuMemcpyHtoDAsync")?;
+        if let Some(o) = order {
+            o.after_write(stream)?;
+        }
+        if known_to_driver(values.as_ptr() as *const c_void) {
+            stream.synchronize().map_err(|e| Error::Driver {
+                call: "cuStreamSynchronize",
+                device: stream.context().ordinal(),
+                cause: DriverCode(e.0),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The module's cross-stream ordering on `stream`'s device, when cudarc orders buffers
+    /// between streams there (see `order.rs`).
+    fn order(&self, stream: &CudaStream) -> Result<Option<&'static crate::order::GlobalOrder>> {
+        if !crate::order::tracking(stream) {
+            return Ok(None);
+        }
+        Ok(self.module.loaded(stream.context())?.order.as_ref())
     }
 
     /// Sets a one-element variable (`__device__ int counter;`).
@@ -185,6 +219,16 @@ impl<T: DeviceSafe> Global<T> {
         self.write(stream, std::slice::from_ref(&value))
     }
 
+    fn check(&self, stream: &CudaStream, r: sys::CUresult, call: &'static str) -> Result<()> {
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) })
+        }
+    }
+}
+
+impl<T: AnyBitPattern> Global<T> {
     /// Reads the whole variable back (waits for earlier work on `stream`).
     pub fn read(&self, stream: &CudaStream) -> Result<Vec<T>> {
         let (src, bytes) = self.device_ptr(stream.context())?;
@@ -193,8 +237,8 @@ impl<T: DeviceSafe> Global<T> {
         // SAFETY: MaybeUninit needs no initialisation.
         unsafe { out.set_len(len) };
         self.copy_out(stream, src, &mut out)?;
-        // SAFETY: every element was written by the completed copy; `DeviceSafe` types are plain
-        // data whose device bytes are valid host values.
+        // SAFETY: every element was written by the completed copy, and every bit pattern is a
+        // valid `T` (`AnyBitPattern`).
         Ok(out.into_iter().map(|v| unsafe { v.assume_init() }).collect())
     }
 
@@ -222,6 +266,9 @@ impl<T: DeviceSafe> Global<T> {
         if out.is_empty() {
             return Ok(());
         }
+        if let Some(o) = self.order(stream)? {
+            o.before_copy(stream)?;
+        }
         // SAFETY: `src` addresses at least `size_of_val(out)` bytes (checked by the callers); `out` is
         // a live, exclusively borrowed host buffer, and the stream is synchronised below before
         // it is used.
@@ -240,12 +287,19 @@ impl<T: DeviceSafe> Global<T> {
             cause: DriverCode(e.0),
         })
     }
+}
 
-    fn check(&self, stream: &CudaStream, r: sys::CUresult, call: &'static str) -> Result<()> {
-        if r == sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) })
-        }
-    }
+/// Whether the driver knows `p` (page-locked, registered, managed or device memory), where a
+/// host-to-device copy from it is truly asynchronous. Pageable memory — everything else — is not
+/// known to it. `cuPointerGetAttributes` never fails for an unknown pointer (it reports memory
+/// type 0), so this is no API error under compute-sanitizer.
+fn known_to_driver(p: *const c_void) -> bool {
+    let mut memory_type: u32 = 0;
+    let mut attribute = [sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE];
+    let mut data = [&mut memory_type as *mut u32 as *mut c_void];
+    // SAFETY: one attribute with one out-pointer to a u32 (`CUmemorytype` is a 32-bit enum); any
+    // pointer value may be queried.
+    let r = unsafe { sys::cuPointerGetAttributes(1, attribute.as_mut_ptr(), data.as_mut_ptr(), p as sys::CUdeviceptr) };
+    // When the driver cannot say, assume the worst: the copy may still be reading.
+    r != sys::CUresult::CUDA_SUCCESS || memory_type != 0
 }

@@ -52,6 +52,8 @@ pub(crate) struct Loaded {
     pub(crate) global_symbols: Box<[String]>,
     pub(crate) functions: Box<[Function]>,
     pub(crate) from_disk_cache: bool,
+    /// Stream ordering of global copies and launches, for modules with globals.
+    pub(crate) order: Option<crate::order::GlobalOrder>,
 }
 
 // SAFETY: CUDA driver handles (contexts, modules, functions) may be used from any thread; the
@@ -159,6 +161,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         global_symbols: global_symbols.into_boxed_slice(),
         functions: functions.into_boxed_slice(),
         from_disk_cache,
+        order: (!spec.globals.is_empty()).then(Default::default),
     })
 }
 
