@@ -9,11 +9,12 @@
 //! Between streams, copies and the module's kernel launches are ordered with events the way cudarc
 //! orders a `CudaSlice` (see `order.rs`): once the context has several streams, a launch waits for
 //! the last write to a global of its module, and a copy waits for the module's last launch and
-//! last write. A write returns only once the host memory it was given has been consumed: from
-//! pageable memory the driver has staged it when the call returns; from page-locked memory
-//! (cudarc's `PinnedHostSlice::as_slice`, `cuMemHostRegister`ed or managed memory), where the copy
-//! is truly asynchronous, the write waits for the copy to finish. Reading needs a type of which
-//! every bit pattern is valid ([`AnyBitPattern`]): not `bool`.
+//! last write. A write returns only once the host memory it was given has been consumed, even if
+//! it is page-locked (cudarc's `PinnedHostSlice::as_slice`, `cuMemHostRegister`ed or managed
+//! memory, where a copy is truly asynchronous): up to 64 KiB (every `__constant__` write) it is
+//! staged through a pageable buffer and the write stays asynchronous; a larger write waits for its
+//! copy to finish. Reading needs a type of which every bit pattern is valid ([`AnyBitPattern`]):
+//! not `bool`.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
@@ -26,6 +27,9 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
+
+/// Writes up to this many bytes are staged through a buffer of ours; larger ones wait for the copy.
+const STAGE_MAX: usize = 64 * 1024;
 
 /// A typed handle to one CUDA global variable of a `cuda_kernel!` module (see the module docs).
 ///
@@ -179,23 +183,34 @@ impl<T: DeviceSafe> Global<T> {
         if let Some(o) = order {
             o.before_copy(stream)?;
         }
-        // SAFETY: `dst` addresses at least `size_of_val(values)` bytes of the variable (checked by
-        // the callers); the source is a live host slice, borrowed until this function returns, and
-        // it has been consumed by then: from pageable memory the driver stages the bytes before
-        // returning, and from page-locked memory the stream is synchronised below.
-        let r = unsafe {
-            sys::cuMemcpyHtoDAsync_v2(
-                dst,
-                values.as_ptr() as *const c_void,
-                std::mem::size_of_val(values),
-                stream.cu_stream(),
-            )
-        };
+        // The caller may free or change `values` as soon as this returns, but the slice may be
+        // page-locked (cudarc's `PinnedHostSlice::as_slice`, registered or managed memory), where
+        // `cuMemcpyHtoDAsync` is truly asynchronous. So the copy never reads the caller's memory
+        // after returning: a small write (every `__constant__` one: at most 64 KiB) goes through a
+        // fresh pageable buffer of ours, which the driver has staged when the call returns; a
+        // larger one waits for the copy.
+        let bytes = std::mem::size_of_val(values);
+        let staged: Option<Vec<MaybeUninit<u8>>> = (bytes <= STAGE_MAX).then(|| {
+            let mut v = Vec::with_capacity(bytes);
+            // SAFETY: `v` has room for `bytes` bytes; `values` is `bytes` bytes of plain data
+            // (possibly with padding, hence `MaybeUninit<u8>`); the regions do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(values.as_ptr() as *const MaybeUninit<u8>, v.as_mut_ptr(), bytes);
+                v.set_len(bytes);
+            }
+            v
+        });
+        let src = staged.as_ref().map_or(values.as_ptr() as *const c_void, |v| v.as_ptr() as *const c_void);
+        // SAFETY: `dst` addresses at least `bytes` bytes of the variable (checked by the callers);
+        // `src` is `bytes` bytes of live host memory: our pageable buffer, consumed (staged by the
+        // driver) when the call returns, or the caller's slice, borrowed until the stream is
+        // synchronised below.
+        let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream.cu_stream()) };
         self.check(stream, r, "cuMemcpyHtoDAsync")?;
         if let Some(o) = order {
             o.after_write(stream)?;
         }
-        if known_to_driver(values.as_ptr() as *const c_void) {
+        if staged.is_none() {
             stream.synchronize().map_err(|e| Error::Driver {
                 call: "cuStreamSynchronize",
                 device: stream.context().ordinal(),
@@ -287,19 +302,4 @@ impl<T: AnyBitPattern> Global<T> {
             cause: DriverCode(e.0),
         })
     }
-}
-
-/// Whether the driver knows `p` (page-locked, registered, managed or device memory), where a
-/// host-to-device copy from it is truly asynchronous. Pageable memory — everything else — is not
-/// known to it. `cuPointerGetAttributes` never fails for an unknown pointer (it reports memory
-/// type 0), so this is no API error under compute-sanitizer.
-fn known_to_driver(p: *const c_void) -> bool {
-    let mut memory_type: u32 = 0;
-    let mut attribute = [sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE];
-    let mut data = [&mut memory_type as *mut u32 as *mut c_void];
-    // SAFETY: one attribute with one out-pointer to a u32 (`CUmemorytype` is a 32-bit enum); any
-    // pointer value may be queried.
-    let r = unsafe { sys::cuPointerGetAttributes(1, attribute.as_mut_ptr(), data.as_mut_ptr(), p as sys::CUdeviceptr) };
-    // When the driver cannot say, assume the worst: the copy may still be reading.
-    r != sys::CUresult::CUDA_SUCCESS || memory_type != 0
 }
