@@ -130,6 +130,11 @@ impl<T: DeviceSafe> Global<T> {
 
     /// The variable's device address as a kernel argument (for `T**`-style parameters or to hand
     /// a `__device__` array to another kernel).
+    ///
+    /// The address is valid on `ctx`'s device only. A [`RawDevicePtr`](crate::RawDevicePtr)
+    /// carries no context, so launches cannot check it as they check buffers: pass it only to
+    /// kernels launched on a stream of `ctx`. Launches through it are not ordered by the
+    /// module's global events either (it is a plain address).
     pub fn address(&self, ctx: &Arc<CudaContext>) -> Result<crate::RawDevicePtr> {
         self.device_ptr(ctx).map(|(p, _)| crate::RawDevicePtr(p))
     }
