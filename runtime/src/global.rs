@@ -133,8 +133,8 @@ impl<T: DeviceSafe> Global<T> {
     ///
     /// The address is valid on `ctx`'s device only. A [`RawDevicePtr`](crate::RawDevicePtr)
     /// carries no context, so launches cannot check it as they check buffers: pass it only to
-    /// kernels launched on a stream of `ctx`. Launches through it are not ordered by the
-    /// module's global events either (it is a plain address).
+    /// kernels launched on a stream of `ctx`. Kernels of other modules that use the variable
+    /// through it are not ordered with its copies between streams (only this module's are).
     pub fn address(&self, ctx: &Arc<CudaContext>) -> Result<crate::RawDevicePtr> {
         self.device_ptr(ctx).map(|(p, _)| crate::RawDevicePtr(p))
     }
