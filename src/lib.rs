@@ -103,11 +103,11 @@ pub use cuda_embed_runtime::{
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
 pub use cuda_embed_runtime::DeviceSafe;
 pub use cuda_embed_runtime::{
-    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, Double1, Double2, Double3, Double4,
-    FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,
-    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject,
-    UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
-    ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
+    bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, Double1, Double2, Double3,
+    Double4, FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4,
+    LongLong1, LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject,
+    TextureObject, UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4,
+    ULongLong1, ULongLong2, ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
 };
 
 /// Support for generated code. Not a public API: may change in any release.

@@ -14,6 +14,8 @@ pub struct Affine {
     scale: f32,
     shift: f32,
 }
+// SAFETY: two f32 fields: every bit pattern is valid (needed to read it back).
+unsafe impl cuda_embed::AnyBitPattern for Affine {}
 
 cuda_kernel!(
     r#"

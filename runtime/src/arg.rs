@@ -26,7 +26,7 @@ pub(crate) unsafe fn bind_buffers(
     match arg.kind {
         // SAFETY: forwarded from the caller.
         ArgKind::Value(_) => unsafe { bind_buffers(args, i + 1, stream, pointers, launch) },
-        ArgKind::Buffer { object, bind } => {
+        ArgKind::Buffer { object, bind, .. } => {
             let mut then = |p: sys::CUdeviceptr| {
                 pointers[i] = p;
                 // SAFETY: forwarded from the caller.
@@ -69,10 +69,19 @@ unsafe fn bind_exclusive<T, S: DevicePtrMut<T>>(
     then(pointer)
 }
 
+fn placement_of(stream: &CudaStream) -> (sys::CUcontext, usize) {
+    (stream.context().cu_ctx(), stream.context().ordinal())
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum ArgKind {
     Value(*const c_void),
-    Buffer { object: *mut (), bind: Bind },
+    /// `placement`: the buffer's context and its device ordinal, checked against the stream's.
+    Buffer {
+        object: *mut (),
+        bind: Bind,
+        placement: (sys::CUcontext, usize),
+    },
 }
 
 /// One argument of a [`ProgramKernel::launch`](crate::ProgramKernel::launch): a value passed by value, or a device buffer
@@ -126,7 +135,11 @@ impl<'a> Arg<'a> {
     pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
-            kind: ArgKind::Buffer { object: buffer as *const S as *mut (), bind: bind_shared::<T, S> },
+            kind: ArgKind::Buffer {
+                object: buffer as *const S as *mut (),
+                bind: bind_shared::<T, S>,
+                placement: placement_of(buffer.stream()),
+            },
             _borrow: PhantomData,
         }
     }
@@ -135,7 +148,11 @@ impl<'a> Arg<'a> {
     pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
-            kind: ArgKind::Buffer { object: buffer as *mut S as *mut (), bind: bind_exclusive::<T, S> },
+            kind: ArgKind::Buffer {
+                object: buffer as *mut S as *mut (),
+                bind: bind_exclusive::<T, S>,
+                placement: placement_of(buffer.stream()),
+            },
             _borrow: PhantomData,
         }
     }

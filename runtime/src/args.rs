@@ -8,8 +8,11 @@
 //! `&mut CudaSlice<T>`/`&mut CudaViewMut<T>` for `Out<T>`. Kernels of up to 20 parameters have a
 //! typed [`Kernel`](crate::Kernel) value.
 
+use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
-use cudarc::driver::{sys, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{
+    sys, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop,
+};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
@@ -40,6 +43,72 @@ pub unsafe trait KernelArg<M> {
     fn param<'s>(bound: &Self::Bound<'s>) -> *mut c_void
     where
         Self: 's;
+    /// For device memory: the context it was allocated in and that context's device ordinal,
+    /// which every launch compares with the stream's before the driver is called. `None` (the
+    /// default) for values.
+    #[inline(always)]
+    fn placement(&self) -> Option<(sys::CUcontext, usize)> {
+        None
+    }
+}
+
+/// The context and device of a cudarc buffer or view (see [`KernelArg::placement`]).
+#[inline(always)]
+fn placement_of<T, S: DeviceSlice<T> + ?Sized>(buffer: &S) -> (sys::CUcontext, usize) {
+    let ctx = buffer.stream().context();
+    (ctx.cu_ctx(), ctx.ordinal())
+}
+
+/// Checks that `buffer`, passed for parameter `param` (`` `x` `` or `#2`) of `kernel`, lives in the context of
+/// `stream`, before a launch. A pointer compare; the error is built off the hot path.
+///
+/// A kernel handed memory of another device faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, a sticky
+/// error that leaves the stream's context unusable for the rest of the process; this turns it
+/// into an [`Error::Launch`] naming the kernel, the parameter and both devices. Support for the
+/// code `cuda_kernel!` generates: not a stable API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn check_device<T, S: DeviceSlice<T> + ?Sized>(
+    buffer: &S,
+    stream: &CudaStream,
+    kernel: crate::KernelRef,
+    param: &'static str,
+) -> Result<()> {
+    let (ctx, device) = placement_of(buffer);
+    if ctx == stream.context().cu_ctx() {
+        Ok(())
+    } else {
+        Err(wrong_device(kernel.name(), kernel.module().origin(), param, device, stream))
+    }
+}
+
+/// The error for device memory of context `buffer_device` passed to a launch on `stream`.
+#[cold]
+#[inline(never)]
+pub(crate) fn wrong_device(
+    kernel: &str,
+    origin: &str,
+    param: &str,
+    buffer_device: usize,
+    stream: &CudaStream,
+) -> Error {
+    let device = stream.context().ordinal();
+    let cause = if buffer_device == device {
+        format!(
+            "parameter {param} is device memory of another CUDA context on device {device} than the launch stream's"
+        )
+    } else {
+        format!(
+            "parameter {param} is device memory of device {buffer_device}, but the launch stream is on device {device}"
+        )
+    };
+    Error::Launch {
+        kernel: kernel.to_string(),
+        origin: origin.to_string(),
+        device,
+        cause,
+        fix: Some(format!("launch on a stream of device {buffer_device}, or copy the buffer to device {device} first")),
+    }
 }
 
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
@@ -87,6 +156,10 @@ macro_rules! buffer_arg {
             {
                 &bound.0 as *const sys::CUdeviceptr as *mut c_void
             }
+            #[inline(always)]
+            fn placement(&self) -> Option<(sys::CUcontext, usize)> {
+                Some(placement_of::<T, _>(&**self))
+            }
         }
     };
 }
@@ -106,8 +179,15 @@ buffer_arg!(OutAny, [T], &'a mut CudaViewMut<'_, T>, device_ptr_mut);
 /// `with_params` must call `f` with one pointer per marker, each as [`KernelArg::param`] gives it,
 /// valid for the call.
 pub unsafe trait KernelArgs<Sig> {
-    /// Binds every argument on `stream` and calls `f` with the parameter pointers.
-    fn with_params<R>(self, stream: &CudaStream, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+    /// Checks that every device-memory argument lives in `stream`'s context (else returns
+    /// `wrong(parameter index, the memory's device)` without calling `f`), binds every argument on
+    /// `stream` and calls `f` with the parameter pointers.
+    fn with_params<R>(
+        self,
+        stream: &CudaStream,
+        f: impl FnOnce(&mut [*mut c_void]) -> Result<R>,
+        wrong: impl FnOnce(usize, usize) -> Error,
+    ) -> Result<R>;
 }
 
 macro_rules! tuple {
@@ -116,9 +196,24 @@ macro_rules! tuple {
         // this stack frame) for the call of `f`.
         unsafe impl<$($m, $a: KernelArg<$m>,)*> KernelArgs<($($m,)*)> for ($($a,)*) {
             #[inline(always)]
-            #[allow(unused_variables, non_snake_case)]
-            fn with_params<R>(self, stream: &CudaStream, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+            #[allow(unused_variables, unused_mut, unused_assignments, non_snake_case)]
+            fn with_params<R>(
+                self,
+                stream: &CudaStream,
+                f: impl FnOnce(&mut [*mut c_void]) -> Result<R>,
+                wrong: impl FnOnce(usize, usize) -> Error,
+            ) -> Result<R> {
                 let ($($b,)*) = self;
+                let ctx = stream.context().cu_ctx();
+                let mut index = 0;
+                $(
+                    if let Some((c, device)) = <$a as KernelArg<$m>>::placement(&$b) {
+                        if c != ctx {
+                            return Err(wrong(index, device));
+                        }
+                    }
+                    index += 1;
+                )*
                 $(let $b = $b.bind(stream);)*
                 let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
                     [$(<$a as KernelArg<$m>>::param(&$b)),*];

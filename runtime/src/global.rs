@@ -5,18 +5,31 @@
 //! `Global<f32>` of 16 elements). The handle works per device: the first use on a device loads the
 //! module there (as a launch would) and looks the symbol up. Copies run on the given stream, so a
 //! write is ordered before later launches on that stream, and a read waits for earlier work.
+//!
+//! Between streams, copies and the module's kernel launches are ordered with events the way cudarc
+//! orders a `CudaSlice` (see `order.rs`): once the context has several streams, a launch waits for
+//! the last write to a global of its module, and a copy waits for the module's last launch and
+//! last write. A write returns only once the host memory it was given has been consumed, even if
+//! it is page-locked (cudarc's `PinnedHostSlice::as_slice`, `cuMemHostRegister`ed or managed
+//! memory, where a copy is truly asynchronous): up to 64 KiB (every `__constant__` write) it is
+//! staged through a pageable buffer and the write stays asynchronous; a larger write waits for its
+//! copy to finish. Reading needs a type of which every bit pattern is valid ([`AnyBitPattern`]):
+//! not `bool`.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
 use crate::load::c_string;
 use crate::module::Module;
 use crate::spec::GlobalSpec;
-use crate::types::DeviceSafe;
+use crate::types::{AnyBitPattern, DeviceSafe};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
+
+/// Writes up to this many bytes are staged through a buffer of ours; larger ones wait for the copy.
+const STAGE_MAX: usize = 64 * 1024;
 
 /// A typed handle to one CUDA global variable of a `cuda_kernel!` module (see the module docs).
 ///
@@ -117,6 +130,11 @@ impl<T: DeviceSafe> Global<T> {
 
     /// The variable's device address as a kernel argument (for `T**`-style parameters or to hand
     /// a `__device__` array to another kernel).
+    ///
+    /// The address is valid on `ctx`'s device only. A [`RawDevicePtr`](crate::RawDevicePtr)
+    /// carries no context, so launches cannot check it as they check buffers: pass it only to
+    /// kernels launched on a stream of `ctx`. Kernels of other modules that use the variable
+    /// through it are not ordered with its copies between streams (only this module's are).
     pub fn address(&self, ctx: &Arc<CudaContext>) -> Result<crate::RawDevicePtr> {
         self.device_ptr(ctx).map(|(p, _)| crate::RawDevicePtr(p))
     }
@@ -166,18 +184,54 @@ impl<T: DeviceSafe> Global<T> {
         if values.is_empty() {
             return Ok(());
         }
-        // SAFETY: `dst` addresses at least `size_of_val(values)` bytes of the variable (checked by
-        // the callers); the source is a live host slice. From pageable memory the copy has
-        // consumed the slice when the call returns.
-        let r = unsafe {
-            sys::cuMemcpyHtoDAsync_v2(
-                dst,
-                values.as_ptr() as *const c_void,
-                std::mem::size_of_val(values),
-                stream.cu_stream(),
-            )
-        };
-        self.check(stream, r, "cuMemcpyHtoDAsync")
+        let order = self.order(stream)?;
+        if let Some(o) = order {
+            o.before_copy(stream)?;
+        }
+        // The caller may free or change `values` as soon as this returns, but the slice may be
+        // page-locked (cudarc's `PinnedHostSlice::as_slice`, registered or managed memory), where
+        // `cuMemcpyHtoDAsync` is truly asynchronous. So the copy never reads the caller's memory
+        // after returning: a small write (every `__constant__` one: at most 64 KiB) goes through a
+        // fresh pageable buffer of ours, which the driver has staged when the call returns; a
+        // larger one waits for the copy.
+        let bytes = std::mem::size_of_val(values);
+        let staged: Option<Vec<MaybeUninit<u8>>> = (bytes <= STAGE_MAX).then(|| {
+            let mut v = Vec::with_capacity(bytes);
+            // SAFETY: `v` has room for `bytes` bytes; `values` is `bytes` bytes of plain data
+            // (possibly with padding, hence `MaybeUninit<u8>`); the regions do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(values.as_ptr() as *const MaybeUninit<u8>, v.as_mut_ptr(), bytes);
+                v.set_len(bytes);
+            }
+            v
+        });
+        let src = staged.as_ref().map_or(values.as_ptr() as *const c_void, |v| v.as_ptr() as *const c_void);
+        // SAFETY: `dst` addresses at least `bytes` bytes of the variable (checked by the callers);
+        // `src` is `bytes` bytes of live host memory: our pageable buffer, consumed (staged by the
+        // driver) when the call returns, or the caller's slice, borrowed until the stream is
+        // synchronised below.
+        let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream.cu_stream()) };
+        self.check(stream, r, "cuMemcpyHtoDAsync")?;
+        if let Some(o) = order {
+            o.after_write(stream)?;
+        }
+        if staged.is_none() {
+            stream.synchronize().map_err(|e| Error::Driver {
+                call: "cuStreamSynchronize",
+                device: stream.context().ordinal(),
+                cause: DriverCode(e.0),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The module's cross-stream ordering on `stream`'s device, when cudarc orders buffers
+    /// between streams there (see `order.rs`).
+    fn order(&self, stream: &CudaStream) -> Result<Option<&'static crate::order::GlobalOrder>> {
+        if !crate::order::tracking(stream) {
+            return Ok(None);
+        }
+        Ok(self.module.loaded(stream.context())?.order.as_ref())
     }
 
     /// Sets a one-element variable (`__device__ int counter;`).
@@ -185,6 +239,16 @@ impl<T: DeviceSafe> Global<T> {
         self.write(stream, std::slice::from_ref(&value))
     }
 
+    fn check(&self, stream: &CudaStream, r: sys::CUresult, call: &'static str) -> Result<()> {
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) })
+        }
+    }
+}
+
+impl<T: AnyBitPattern> Global<T> {
     /// Reads the whole variable back (waits for earlier work on `stream`).
     pub fn read(&self, stream: &CudaStream) -> Result<Vec<T>> {
         let (src, bytes) = self.device_ptr(stream.context())?;
@@ -193,8 +257,8 @@ impl<T: DeviceSafe> Global<T> {
         // SAFETY: MaybeUninit needs no initialisation.
         unsafe { out.set_len(len) };
         self.copy_out(stream, src, &mut out)?;
-        // SAFETY: every element was written by the completed copy; `DeviceSafe` types are plain
-        // data whose device bytes are valid host values.
+        // SAFETY: every element was written by the completed copy, and every bit pattern is a
+        // valid `T` (`AnyBitPattern`).
         Ok(out.into_iter().map(|v| unsafe { v.assume_init() }).collect())
     }
 
@@ -222,6 +286,9 @@ impl<T: DeviceSafe> Global<T> {
         if out.is_empty() {
             return Ok(());
         }
+        if let Some(o) = self.order(stream)? {
+            o.before_copy(stream)?;
+        }
         // SAFETY: `src` addresses at least `size_of_val(out)` bytes (checked by the callers); `out` is
         // a live, exclusively borrowed host buffer, and the stream is synchronised below before
         // it is used.
@@ -239,13 +306,5 @@ impl<T: DeviceSafe> Global<T> {
             device: stream.context().ordinal(),
             cause: DriverCode(e.0),
         })
-    }
-
-    fn check(&self, stream: &CudaStream, r: sys::CUresult, call: &'static str) -> Result<()> {
-        if r == sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) })
-        }
     }
 }

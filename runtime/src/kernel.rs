@@ -113,9 +113,34 @@ impl KernelRef {
         kind: LaunchKind,
         args: &mut [*mut c_void],
     ) -> Result<Option<f32>> {
-        let (_, target) = self.target(stream.context())?;
-        // SAFETY: the function was looked up in the stream's context; the rest is the caller's.
-        unsafe { launch::launch(&target, stream, config, kind, args) }
+        let (loaded, target) = self.target(stream.context())?;
+        match &loaded.order {
+            // A module with globals, several streams: ordered with the global copies.
+            // SAFETY: as below.
+            Some(order) if crate::order::tracking(stream) => unsafe {
+                Self::launch_ordered(order, &target, stream, config, kind, args)
+            },
+            // SAFETY: the function was looked up in the stream's context; the rest is the caller's.
+            _ => unsafe { launch::launch(&target, stream, config, kind, args) },
+        }
+    }
+
+    /// A launch ordered after the last global write, recording its completion for global copies.
+    #[cold]
+    #[inline(never)]
+    unsafe fn launch_ordered(
+        order: &crate::order::GlobalOrder,
+        target: &Target<'_>,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        kind: LaunchKind,
+        args: &mut [*mut c_void],
+    ) -> Result<Option<f32>> {
+        order.before_launch(stream)?;
+        // SAFETY: forwarded from `launch_raw`.
+        let r = unsafe { launch::launch(target, stream, config, kind, args) }?;
+        order.after_launch(stream)?;
+        Ok(r)
     }
 
     /// [`KernelRef::launch_raw`] of a plain launch without the limit checks.
@@ -246,9 +271,12 @@ impl<Sig> Kernel<Sig> {
         kind: LaunchKind,
         args: impl KernelArgs<Sig>,
     ) -> Result<Option<f32>> {
+        let wrong = |i: usize, device: usize| {
+            crate::args::wrong_device(self.name(), self.raw.module().origin(), &format!("#{i}"), device, stream)
+        };
         // SAFETY: `KernelArgs<Sig>` packs one pointer per parameter of the types `Sig` names,
         // which are the kernel's (the constructor's contract); the kernel itself is the caller's.
-        args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) })
+        args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) }, wrong)
     }
 
     /// Launches the kernel on `stream` with `config` and `args`, a tuple with one argument per

@@ -10,6 +10,7 @@
 mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
 mod buffer; // DeviceBuffer, DeviceBufferMut
+mod cubin; // parameter counts read from a cubin
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
@@ -18,6 +19,7 @@ mod limits; // launch limits and attribute readers
 mod load; // one module on one device
 mod module; // the registry: lazy per-device loading
 pub mod nvrtc; // run-time compilation and its disk cache
+mod order; // stream ordering of Global copies and launches
 mod params; // the driver's view of a kernel's parameter list
 mod program;
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
@@ -36,11 +38,11 @@ pub use module::Module;
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use spec::BuildPath;
 pub use types::{
-    bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2, Double3, Double4,
-    FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,
-    LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject, TextureObject,
-    UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4, ULongLong1, ULongLong2,
-    ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
+    bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,
+    Double3, Double4, FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3,
+    Long4, LongLong1, LongLong2, LongLong3, LongLong4, RawDevicePtr, Short1, Short2, Short3, Short4, SurfaceObject,
+    TextureObject, UChar1, UChar2, UChar3, UChar4, UInt1, UInt2, UInt3, UInt4, ULong1, ULong2, ULong3, ULong4,
+    ULongLong1, ULongLong2, ULongLong3, ULongLong4, UShort1, UShort2, UShort3, UShort4, F8E4M3, F8E5M2,
 };
 
 use std::sync::Arc;
@@ -83,7 +85,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};

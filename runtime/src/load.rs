@@ -52,6 +52,8 @@ pub(crate) struct Loaded {
     pub(crate) global_symbols: Box<[String]>,
     pub(crate) functions: Box<[Function]>,
     pub(crate) from_disk_cache: bool,
+    /// Stream ordering of global copies and launches, for modules with globals.
+    pub(crate) order: Option<crate::order::GlobalOrder>,
 }
 
 // SAFETY: CUDA driver handles (contexts, modules, functions) may be used from any thread; the
@@ -74,6 +76,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
     bind(ctx)?;
 
+    // NVRTC path: each kernel's parameter count, read from the cubin (see `cubin.rs`).
+    let mut counts: Option<Vec<(String, usize)>> = None;
     let (module, symbols, global_symbols, from_disk_cache) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler } => {
             let module = load_module(ctx, bytes).map_err(|(code, log)| {
@@ -117,6 +121,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
             let mut symbols = compiled.symbols;
             let globals = symbols.split_off(spec.kernels.len());
+            counts = crate::cubin::param_counts(&compiled.cubin);
             (module, symbols, globals, compiled.from_cache)
         }
     };
@@ -132,7 +137,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
         if matches!(spec.image.0, ImageKind::Source { .. }) {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
-            check_params(spec, k, f.cu_function())?;
+            let count = counts.as_deref().and_then(|c| crate::cubin::lookup(c, symbol));
+            check_params(spec, k, f.cu_function(), count)?;
         }
         functions.push(Function::new(f));
     }
@@ -155,15 +161,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         global_symbols: global_symbols.into_boxed_slice(),
         functions: functions.into_boxed_slice(),
         from_disk_cache,
+        order: (!spec.globals.is_empty()).then(Default::default),
     })
 }
 
 /// Checks the loaded kernel's parameter layout against what the launcher packs. The macro checks
 /// this against PTX at build time on the nvcc path; this catches the NVRTC path, where the code is
 /// only compiled now.
-fn check_params(spec: &ModuleSpec, k: &KernelSpec, f: sys::CUfunction) -> Result<()> {
+fn check_params(spec: &ModuleSpec, k: &KernelSpec, f: sys::CUfunction, count: Option<usize>) -> Result<()> {
     // Nothing to check with on drivers older than CUDA 12.4 (no cuFuncGetParamInfo).
-    let Some(info) = crate::params::param_info(f) else {
+    let Some(info) = crate::params::param_info(f, count) else {
         return Ok(());
     };
     let sizes: Vec<u32> = info.iter().map(|&(_, size)| size as u32).collect();

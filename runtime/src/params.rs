@@ -63,10 +63,11 @@ const MAX_PARAMS: usize = 32764;
 /// `(offset, size)` in bytes of every parameter of `f`, or `None` when the driver cannot say
 /// (older than CUDA 12.4, which introduced `cuFuncGetParamInfo`).
 ///
-/// The count comes from `cuFuncGetParamCount` where the driver has it; otherwise from querying
-/// indices until one fails (that last, failing query shows up as an API error under
-/// compute-sanitizer, harmlessly).
-pub(crate) fn param_info(f: sys::CUfunction) -> Option<Vec<(usize, usize)>> {
+/// The count comes from `cuFuncGetParamCount` where the driver has it, else from `cubin_count`
+/// (read from the kernel's cubin, see `cubin.rs`), so only existing parameters are queried and no
+/// driver call fails. With neither, indices are queried until one fails (that last, failing query
+/// shows up as an API error under compute-sanitizer).
+pub(crate) fn param_info(f: sys::CUfunction, cubin_count: Option<usize>) -> Option<Vec<(usize, usize)>> {
     if driver_version() < 12040 {
         return None;
     }
@@ -76,12 +77,14 @@ pub(crate) fn param_info(f: sys::CUfunction) -> Option<Vec<(usize, usize)>> {
         let r = unsafe { sys::cuFuncGetParamInfo(f, i, &mut offset, &mut size) };
         (r == sys::CUresult::CUDA_SUCCESS).then_some((offset, size))
     };
-    let count = param_count_fn().and_then(|count_fn| {
-        let mut n = 0usize;
-        // SAFETY: `count_fn` is the driver's cuFuncGetParamCount; `f` is live; `n` is a valid out-pointer.
-        let r = unsafe { count_fn(f, &mut n) };
-        (r == sys::CUresult::CUDA_SUCCESS).then_some(n)
-    });
+    let count = param_count_fn()
+        .and_then(|count_fn| {
+            let mut n = 0usize;
+            // SAFETY: `count_fn` is the driver's cuFuncGetParamCount; `f` is live; `n` is a valid out-pointer.
+            let r = unsafe { count_fn(f, &mut n) };
+            (r == sys::CUresult::CUDA_SUCCESS).then_some(n)
+        })
+        .or(cubin_count.filter(|&n| n <= MAX_PARAMS));
     match count {
         Some(n) => (0..n).map(info).collect(),
         None => Some((0..MAX_PARAMS).map_while(info).collect()),

@@ -306,6 +306,7 @@ impl Program {
                 program: self.name.clone(),
                 arch,
                 names: self.name_expressions.iter().cloned().zip(compiled.symbols).collect(),
+                param_counts: crate::cubin::param_counts(&compiled.cubin),
                 from_cache: compiled.from_cache,
                 cache_file: compiled.cache_file,
             }),
@@ -323,6 +324,8 @@ struct ModuleInner {
     arch: u32,
     /// (name expression, lowered symbol)
     names: Vec<(String, String)>,
+    /// (kernel symbol, parameter count) read from the cubin, when it could be read.
+    param_counts: Option<Vec<(String, usize)>>,
     from_cache: bool,
     cache_file: Option<PathBuf>,
 }
@@ -410,6 +413,12 @@ impl ProgramModule {
         let unknown = || Error::UnknownKernel { origin: m.origin.clone(), kernel: name.into(), known: self.kernels() };
         let symbol = self.lowered_name(name).unwrap_or(name);
         let c_symbol = CString::new(symbol).map_err(|_| unknown())?;
+        // A name the cubin does not list is unknown without asking the driver (whose failing
+        // lookup compute-sanitizer would report as an API error).
+        let count = m.param_counts.as_deref().map(|c| crate::cubin::lookup(c, symbol));
+        if count == Some(None) {
+            return Err(unknown());
+        }
         bind(&m.ctx)?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: a live module of the now-current context; a valid C string; a valid out-pointer.
@@ -426,7 +435,7 @@ impl ProgramModule {
             module: m.clone(),
             name: name.into(),
             function: f,
-            params: crate::params::param_info(f).map(Vec::into_boxed_slice),
+            params: crate::params::param_info(f, count.flatten()).map(Vec::into_boxed_slice),
             max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
             max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
         })
@@ -578,6 +587,21 @@ impl ProgramKernel {
             ));
         }
         self.check_args(args)?;
+        let here = ctx.cu_ctx();
+        for (i, a) in args.iter().enumerate() {
+            if let ArgKind::Buffer { placement: (c, buffer_device), .. } = a.kind {
+                if c != here {
+                    let who = &target.who;
+                    return Err(crate::args::wrong_device(
+                        who.kernel,
+                        who.origin,
+                        &format!("#{i}"),
+                        buffer_device,
+                        stream,
+                    ));
+                }
+            }
+        }
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let mut go = |pointers: &[sys::CUdeviceptr]| {
             let mut params: Vec<*mut c_void> = args

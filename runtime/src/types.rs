@@ -257,6 +257,45 @@ device_safe!(bool, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize, f32, f64,
 // elements, the element's alignment).
 unsafe impl<T: DeviceSafe, const N: usize> DeviceSafe for [T; N] {}
 
+/// Marks a [`DeviceSafe`] type of which every bit pattern is a valid value, so that bytes read
+/// back from the device (where any kernel may have written anything) can be handed out as it:
+/// [`Global::read`](crate::Global::read) and friends require it.
+///
+/// Implemented for the integer and floating-point types, the CUDA vector types, `f16`, `bf16`,
+/// the fp8 types, the opaque handles and arrays of these; **not** for `bool` (only 0 and 1 are
+/// valid) nor `char`. A user struct gets it by an `unsafe impl` when every field has it (padding
+/// bytes may hold anything):
+///
+/// ```
+/// use cuda_embed_runtime::{AnyBitPattern, DeviceSafe};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Params { scale: f32, n: u32 }
+/// // SAFETY: repr(C), plain data, same fields as `struct Params { float scale; unsigned n; }`.
+/// unsafe impl DeviceSafe for Params {}
+/// // SAFETY: every field is valid for any bits.
+/// unsafe impl AnyBitPattern for Params {}
+/// ```
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value of the type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be read back from the device: not every bit pattern is a valid `{Self}`",
+    note = "reading device memory needs a type every bit pattern of which is valid (`AnyBitPattern`): read a `bool` as `u8`; a struct of such fields gets it by `unsafe impl cuda_embed::AnyBitPattern for ... {{}}`"
+)]
+pub unsafe trait AnyBitPattern: DeviceSafe {}
+
+macro_rules! any_bit_pattern {
+    ($($t:ty),* $(,)?) => { $(
+        // SAFETY: every bit pattern is a valid value of this plain integer/float type.
+        unsafe impl AnyBitPattern for $t {}
+    )* };
+}
+any_bit_pattern!(i8, i16, i32, i64, u8, u16, u32, u64, isize, usize, f32, f64, f16, bf16, F8E4M3, F8E5M2);
+
+// SAFETY: an array is valid for any bits when its element is.
+unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}
+
 macro_rules! vector_types {
     ($( $(#[$doc:meta])* $name:ident($elem:ty; $align:literal) { $($field:ident),+ } )*) => { $(
         $(#[$doc])*
@@ -275,6 +314,8 @@ macro_rules! vector_types {
         unsafe impl ValidAsZeroBits for $name {}
         // SAFETY: as above.
         unsafe impl DeviceSafe for $name {}
+        // SAFETY: repr(C) struct of integer/float components and at most tail padding.
+        unsafe impl AnyBitPattern for $name {}
     )* };
 }
 
@@ -431,6 +472,8 @@ macro_rules! handle_types {
         unsafe impl ValidAsZeroBits for $t {}
         // SAFETY: as above.
         unsafe impl DeviceSafe for $t {}
+        // SAFETY: repr(transparent) over u64.
+        unsafe impl AnyBitPattern for $t {}
     )* };
 }
 handle_types!(TextureObject, SurfaceObject, RawDevicePtr);

@@ -71,13 +71,14 @@ fn parse_param(p: &str) -> Option<PtxParam> {
         }
         k += 1;
     }
-    (elem > 0).then(|| PtxParam { size: elem * count, align: align.unwrap_or(elem) })
+    let size = elem.checked_mul(count)?;
+    (elem > 0).then(|| PtxParam { size, align: align.unwrap_or(elem) })
 }
 
 fn scalar_size(t: &str) -> Option<u32> {
     let t = t.strip_prefix('.')?;
-    let (_, bits) = t.split_at(1);
-    match (t.as_bytes()[0], bits.parse::<u32>().ok()?) {
+    let (kind, bits) = (*t.as_bytes().first()?, t.get(1..)?);
+    match (kind, bits.parse::<u32>().ok()?) {
         (b'u' | b's' | b'b' | b'f', n @ (8 | 16 | 32 | 64)) => Some(n / 8),
         _ => None,
     }

@@ -121,7 +121,7 @@ impl GlobalVar {
 
     /// The number of elements when every extent is an integer literal.
     pub fn literal_len(&self) -> Option<u64> {
-        self.dims.iter().try_fold(1u64, |acc, d| Some(acc * parse_int(d)?))
+        self.dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(parse_int(d)?))
     }
 }
 

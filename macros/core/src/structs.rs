@@ -94,7 +94,7 @@ pub fn structs(source: &str) -> Vec<CudaStruct> {
                         let members = if head.keyword == "union" || head.has_bases {
                             None
                         } else {
-                            data_members(&t[i + 1..close], head.keyword != "class")
+                            data_members(t.get(i + 1..close).unwrap_or_default(), head.keyword != "class")
                         };
                         let ns: Vec<String> = namespaces.iter().flatten().filter(|n| !n.is_empty()).cloned().collect();
                         let mut names: Vec<String> = head.tag.into_iter().collect();

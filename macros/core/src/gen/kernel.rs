@@ -170,6 +170,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let (context, module_ty, raw) = (paths::context(), paths::module(), paths::raw_device_ptr());
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
+    let kernel_ref = paths::kernel_ref();
     let k = gen.decl;
     let index = &gen.index;
     let where_clause = &gen.where_clause;
@@ -240,6 +241,11 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                         quote!(#g)
                     }
                 };
+                // Device memory of another context than the stream's is an Error, before the driver.
+                let check = paths::check_device();
+                let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
+                let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+                prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
                     prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, stream);));
@@ -298,7 +304,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     // and the launch kind; the argument packing is the same for all, and all end in the one
     // launch routine (`KernelRef::launch_raw`).
     let (cluster_dim, attributes) = (paths::cluster_dim(), paths::kernel_attributes());
-    let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
+    let kind = paths::launch_kind();
     let safety = "\n\n# Safety\nAs for `launch`.";
     let variants = [
         (quote!(launch), launch_doc, quote!(), quote!(()), quote!(#kind::Plain), quote!(.map(drop))),

@@ -138,13 +138,26 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
         items.push(quote_spanned!(span=> ::core::compile_error!(#msg);));
     }
     if let Mapped::User { .. } = &g.elem {
-        if let Some(b) = g.bytes {
-            let msg = format!(
-                "the Rust type for {space} `{qualified}` must divide its {b} bytes (use #[repr(C)] and the CUDA struct's fields)"
-            );
-            items.push(quote_spanned!(span=>
-                const _: () = ::core::assert!(#b as usize % ::core::mem::size_of::<#ty>() == 0, #msg);
-            ));
+        match (g.bytes, g.var.literal_len()) {
+            // The element count is known (a scalar is 1): the struct's size must be exact.
+            (Some(b), Some(n)) if n > 0 && b % n == 0 => {
+                let (n, size) = (n as usize, (b / n) as usize);
+                let msg = format!(
+                    "the Rust type for {space} `{qualified}` must be {size} bytes, the size of the CUDA struct (use #[repr(C)] and the CUDA struct's fields)"
+                );
+                items.push(quote_spanned!(span=>
+                    const _: () = ::core::assert!(#n * ::core::mem::size_of::<#ty>() == #b as usize, #msg);
+                ));
+            }
+            (Some(b), _) => {
+                let msg = format!(
+                    "the Rust type for {space} `{qualified}` must divide its {b} bytes (use #[repr(C)] and the CUDA struct's fields)"
+                );
+                items.push(quote_spanned!(span=>
+                    const _: () = ::core::assert!(#b as usize % ::core::mem::size_of::<#ty>() == 0, #msg);
+                ));
+            }
+            (None, _) => {}
         }
     }
     let (global_spec, global) = (paths::global_spec(), paths::global());

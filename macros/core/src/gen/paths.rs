@@ -118,6 +118,11 @@ pub fn device_buffer_mut() -> TokenStream {
     public("DeviceBufferMut")
 }
 
+/// The check that a device buffer lives in the launch stream's context (`check_device`).
+pub fn check_device() -> TokenStream {
+    private("check_device", Span::call_site())
+}
+
 /// The `const fn` that fails to compile for a user type that cannot be copied to the device;
 /// at `span`, so that the error points at the user's type.
 pub fn assert_device_safe(span: Span) -> TokenStream {

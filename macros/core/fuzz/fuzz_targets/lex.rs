@@ -1,0 +1,8 @@
+//! The lexer never panics or hangs on any text.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let _ = cuda_embed_macros_core::lex::lex(&text);
+});
