@@ -134,6 +134,18 @@ pub enum Error {
         given: Vec<usize>,
     },
 
+    /// The arrays given to a generated kernel (elementwise, reduction) do not have the lengths it
+    /// needs. Nothing was launched.
+    #[error("kernel `{kernel}` of {origin}: {detail}")]
+    Length {
+        /// Kernel name.
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
+        /// The parameters and their lengths, and what they should be.
+        detail: String,
+    },
+
     /// A launch, or a change of a kernel's launch attributes, was rejected before or by the
     /// driver.
     #[error("launch of kernel `{kernel}` of {origin} on device {device} failed: {cause}{}", fix_suffix(fix))]
@@ -218,6 +230,12 @@ impl fmt::Debug for Error {
                 .field("origin", origin)
                 .field("expected", expected)
                 .field("given", given)
+                .finish(),
+            Error::Length { kernel, origin, detail } => f
+                .debug_struct("Length")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("detail", detail)
                 .finish(),
             Error::Launch { kernel, origin, device, cause, fix } => f
                 .debug_struct("Launch")

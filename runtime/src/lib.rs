@@ -9,6 +9,7 @@
 // Layered bottom-up: each module uses only those above it in this list.
 mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
+pub mod elementwise; // support of elementwise kernels: cached launch configuration, length checks
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
@@ -82,8 +83,10 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
+    pub use cuda_embed_build::elementwise::{aligned, vector_width};
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
     pub use std::ffi::c_void;
 

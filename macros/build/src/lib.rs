@@ -1,6 +1,7 @@
 //! What cuda-embed's build-time side (the `cuda_kernel!` macro core, driving nvcc) and its run-time
 //! side (the runtime, driving NVRTC) must agree on, in one place:
 //!
+//! - [`elementwise`]: the CUDA source of elementwise kernels.
 //! - [`cache`]: where compiled code is cached (`CUDA_EMBED_CACHE_DIR`, `$XDG_CACHE_HOME/cuda-embed`,
 //!   `~/.cache/cuda-embed`; `build/` for nvcc, `nvrtc/` for run-time compiles) and the one format
 //!   of a cache entry (atomic writes, validated reads, dependency hashes).
@@ -17,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod elementwise;
 pub mod includes;
 pub mod key;
 pub mod options;
