@@ -87,7 +87,7 @@ pub mod __private {
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};
-    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 
     /// Compile-time proof that `T` is marked device-safe.

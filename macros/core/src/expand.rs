@@ -10,6 +10,7 @@ use crate::input::{Compiler, Input, Options, Source};
 use crate::ir::{rust_name, Image};
 use crate::oracle::{self, Oracle};
 use crate::report::Failure;
+use crate::types::Mapped;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::LitStr;
@@ -43,6 +44,9 @@ pub struct Generated {
     pub hidden: syn::Ident,
     /// The hidden module (module spec, one `cuda_kernel!`-style module per kernel), not re-exported.
     pub tokens: TokenStream,
+    /// Each kernel's Rust parameter types by its C++ name: an ordinary kernel's, or a template's
+    /// generic signature (placeholders as `RustType::Generic`), or why the template has none.
+    pub signatures: Vec<(String, Result<Vec<Mapped>, String>)>,
 }
 
 /// The pipeline entry point for macros that generate CUDA source (`elementwise_kernel!`,
@@ -63,17 +67,26 @@ pub fn expand_generated(
         instances,
         compiler: options.compiler,
     };
-    let (hidden, tokens) = expand_with(&input, site, gen::generate_hidden)?;
-    Ok(Generated { hidden, tokens })
+    expand_with(&input, site, |module, checked, image, deps| {
+        let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);
+        let plain = checked.kernels.iter().filter(|k| k.unit.instance.is_none());
+        let mut signatures: Vec<_> = plain.map(|k| (k.unit.kernel.name.clone(), Ok(k.params.clone()))).collect();
+        for (t, sig) in module.parsed.templates.iter().zip(&checked.templates) {
+            signatures.push((t.name.clone(), sig.clone()));
+        }
+        Generated { hidden, tokens, signatures }
+    })
 }
 
 fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> {
     expand_with(input, site, gen::generate)
 }
 
-type Generate<R> = fn(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R;
-
-fn expand_with<R>(input: &Input, site: &CallSite, generate: Generate<R>) -> Result<R, Failure> {
+fn expand_with<R>(
+    input: &Input,
+    site: &CallSite,
+    generate: impl FnOnce(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
+) -> Result<R, Failure> {
     let module = front::lower(input, site)?;
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
