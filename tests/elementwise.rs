@@ -53,12 +53,7 @@ elementwise_kernel!(
     preamble = "__device__ float unused_helper(float v) { return v; }",
 );
 
-elementwise_kernel!(
-    keep_positive,
-    inputs = "float x",
-    outputs = "float y",
-    operation = "if (x > 0.0f) y = x;",
-);
+elementwise_kernel!(keep_positive, inputs = "float x", outputs = "float y", operation = "if (x > 0.0f) y = x;",);
 
 elementwise_kernel!(
     norm4,

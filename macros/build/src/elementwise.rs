@@ -89,10 +89,9 @@ pub const fn vector_width(sizes: &[usize]) -> usize {
         }
         k += 1;
     }
-    if max == 0 {
-        1
-    } else {
-        16 / max
+    match 16usize.checked_div(max) {
+        Some(w) => w,
+        None => 1,
     }
 }
 

@@ -31,13 +31,19 @@ fn element_types(name: &str, generated: &Generated) -> Result<Vec<TokenStream>, 
 }
 
 /// The module `NAME` with its launchers.
-pub fn module(input: &Input, lists: &ParamLists, instances: usize, generated: &Generated) -> Result<TokenStream, String> {
+pub fn module(
+    input: &Input,
+    lists: &ParamLists,
+    instances: usize,
+    generated: &Generated,
+) -> Result<TokenStream, String> {
     let name = &input.name;
     let kname = name.to_string();
     let hidden = &generated.hidden;
     let inner = format_ident!("{}", kname);
     let elems = element_types(&kname, generated)?;
-    let (stream_ty, config_ty, result, c_void) = (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
+    let (stream_ty, config_ty, result, c_void) =
+        (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let private = quote!(::cuda_embed::__private);

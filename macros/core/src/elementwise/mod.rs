@@ -75,7 +75,8 @@ impl Parse for Input {
                     if this.types.is_some() {
                         return Err(syn::Error::new_spanned(&key, "`types` is given twice"));
                     }
-                    this.types = Some((key.clone(), string_list(input, "instance (e.g. \"float\" or \"T=float, U=int\")")?));
+                    this.types =
+                        Some((key.clone(), string_list(input, "instance (e.g. \"float\" or \"T=float, U=int\")")?));
                     continue;
                 }
                 _ => {
@@ -91,7 +92,8 @@ impl Parse for Input {
             if slot.is_some() {
                 return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
             }
-            *slot = Some(input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal")))?);
+            *slot =
+                Some(input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal")))?);
         }
         Ok(this)
     }
@@ -136,13 +138,19 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
     let early = |span: Span, msg: &str| Failure::early(syn::Error::new(span, msg));
     let name = input.name.to_string();
     let operation = input.operation.as_ref().ok_or_else(|| {
-        early(input.name.span(), "missing `operation = \"...\"`: the code run for each index, e.g. `operation = \"z = x + y\"`")
+        early(
+            input.name.span(),
+            "missing `operation = \"...\"`: the code run for each index, e.g. `operation = \"z = x + y\"`",
+        )
     })?;
     let outputs = input.outputs.as_ref().ok_or_else(|| {
         early(input.name.span(), "missing `outputs = \"...\"`: the arrays the kernel writes, e.g. `outputs = \"T z\"`")
     })?;
     if operation.value().trim().is_empty() {
-        return Err(early(operation.span(), "the operation is empty: write the code run for each index, e.g. `z = x + y`"));
+        return Err(early(
+            operation.span(),
+            "the operation is empty: write the code run for each index, e.g. `z = x + y`",
+        ));
     }
     let inputs_text = input.inputs.as_ref().map(LitStr::value).unwrap_or_default();
     let lists = ParamLists::parse(&inputs_text, &outputs.value()).map_err(|e| list_error(input, e))?;
@@ -156,7 +164,8 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
         line: lines.get(key).copied().unwrap_or(site.line),
     };
     let text = |l: &Option<LitStr>| l.as_ref().map(LitStr::value).unwrap_or_default();
-    let (op, pre, prep, after) = (operation.value(), text(&input.preamble), text(&input.loop_prep), text(&input.after_loop));
+    let (op, pre, prep, after) =
+        (operation.value(), text(&input.preamble), text(&input.loop_prep), text(&input.after_loop));
     let spec = Elementwise {
         name: &name,
         operation: &op,
