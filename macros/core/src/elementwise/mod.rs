@@ -3,7 +3,7 @@
 //! The input names the kernel, its parameter lists, the per-element operation and the instances
 //! of its placeholders; [`cuda_embed_build::params`] reads the lists, [`cuda_embed_build::elementwise`]
 //! writes the CUDA source, [`crate::expand::expand_generated`] builds it through the same pipeline
-//! as `cuda_kernel!`, and [`gen`] wraps the generated kernel in the public module's launchers.
+//! as `cuda_kernel!`, and `gen` wraps the generated kernel in the public module's launchers.
 
 mod gen;
 
