@@ -1,6 +1,5 @@
-//! Run-time support of elementwise kernels (`elementwise_kernel!` and [`ElementwiseProgram`]
-//! (crate::ElementwiseProgram)): the launch configuration chosen once per kernel and device, and
-//! the length check.
+//! Run-time support of `elementwise_kernel!`: the launch configuration chosen once per kernel and
+//! device, and the length check.
 //!
 //! The configuration is a grid-stride loop: the block size that maximises occupancy
 //! (`cuOccupancyMaxPotentialBlockSize`) and a grid of at most [`WAVES`] times the blocks that are
