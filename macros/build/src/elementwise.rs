@@ -232,6 +232,10 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     };
     let fallback = format!("elementwise_kernel {} (generated)", e.name);
     let mut s = String::new();
+    // Generated lines are not the user's: only the snippets carry their Rust file and line.
+    if e.origins.iter().any(|o| o.file.is_some()) {
+        let _ = writeln!(s, "#line 1 \"{fallback}\"");
+    }
     s.push_str(SUPPORT);
     if !e.preamble.trim().is_empty() {
         line(&mut s, &e.origins[1], e.preamble, &fallback);
@@ -265,11 +269,12 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
         let ty = p.ty.as_str();
         match p.kind {
             ParamKind::Scalar => {
-                let _ = writeln!(s, "    const {ty} {0} = _ce_p_{0};", p.name);
+                let _ = writeln!(s, "    const {ty} {0} = _ce_p_{0};\n    (void){0};", p.name);
             }
             ParamKind::Raw => {
                 let c = if p.role == Role::Input { "const " } else { "" };
-                let _ = writeln!(s, "    const _ce_raw<{c}{ty}> {0} = {{_ce_p_{0}, _ce_len_{0}}};", p.name);
+                let _ =
+                    writeln!(s, "    const _ce_raw<{c}{ty}> {0} = {{_ce_p_{0}, _ce_len_{0}}};\n    (void){0};", p.name);
             }
             ParamKind::Array => {}
         }
@@ -301,7 +306,10 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     for p in &arrays {
         let (ty, name) = (p.ty.as_str(), &p.name);
         if p.role == Role::Input {
-            let _ = writeln!(s, "                const {ty} {name} = _ce_v_{name}.v[_ce_k];");
+            let _ = writeln!(
+                s,
+                "                const {ty} {name} = _ce_v_{name}.v[_ce_k];\n                (void){name};"
+            );
         } else {
             let _ = writeln!(s, "                {ty}& {name} = _ce_v_{name}.v[_ce_k];");
         }
@@ -323,7 +331,7 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     for p in &arrays {
         let (ty, name) = (p.ty.as_str(), &p.name);
         if p.role == Role::Input {
-            let _ = writeln!(s, "        const {ty} {name} = _ce_p_{name}[i];");
+            let _ = writeln!(s, "        const {ty} {name} = _ce_p_{name}[i];\n        (void){name};");
         } else if output_is_read(e.operation, name) {
             let _ = writeln!(s, "        {ty} {name} = _ce_p_{name}[i];");
         } else {

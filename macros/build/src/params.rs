@@ -486,11 +486,17 @@ impl ParamLists {
             let error = ParamError::new(
                 0..0,
                 format!(
-                    "placeholder{} {} need{} types: add `types = [\"{}\"]`",
+                    "placeholder{} {} ha{} no instances to build: list the CUDA types, e.g. `types = [{}]`",
                     if placeholders.len() > 1 { "s" } else { "" },
                     placeholders.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "),
-                    if placeholders.len() > 1 { "" } else { "s" },
-                    placeholders.iter().map(|p| format!("{p}=float")).collect::<Vec<_>>().join(", "),
+                    if placeholders.len() > 1 { "ve" } else { "s" },
+                    if placeholders.len() > 1 {
+                        let one =
+                            |t: &str| placeholders.iter().map(|p| format!("{p}={t}")).collect::<Vec<_>>().join(", ");
+                        format!("\"{}\", \"{}\"", one("float"), one("double"))
+                    } else {
+                        "\"float\", \"double\"".to_string()
+                    },
                 ),
             );
             return Err(ListError { source: Source::Types, error });

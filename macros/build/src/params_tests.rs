@@ -137,7 +137,7 @@ fn instance_errors() {
     let none: [&str; 0] = [];
     let e = l.instances(&none).unwrap_err();
     assert_eq!(e.source, Source::Types);
-    assert!(e.error.message.contains("`T`, `U` need types"), "{e}");
+    assert!(e.error.message.contains("`T`, `U` have no instances to build"), "{e}");
     assert!(e.error.message.contains("T=float, U=float"), "{e}");
 
     let e = l.instances(&["float"]).unwrap_err();

@@ -6,7 +6,7 @@ use crate::check;
 use crate::compile::{self, NoNvcc};
 use crate::front;
 use crate::gen;
-use crate::input::{Compiler, Input, Options, Source};
+use crate::input::{Compiler, Input, Listing, Options, Source};
 use crate::ir::{rust_name, Image};
 use crate::oracle::{self, Oracle};
 use crate::report::Failure;
@@ -59,6 +59,18 @@ pub fn expand_generated(
     options: &Options,
     instances: Vec<LitStr>,
 ) -> Result<Generated, Failure> {
+    expand_generated_as(source, site, options, instances, Listing::default())
+}
+
+/// [`expand_generated`], with the macro's own words for a launch of an instance it did not build
+/// (`listing`: e.g. "elementwise kernel", `types`, `elementwise_kernel!`).
+pub fn expand_generated_as(
+    source: LitStr,
+    site: &CallSite,
+    options: &Options,
+    instances: Vec<LitStr>,
+    listing: Listing,
+) -> Result<Generated, Failure> {
     let input = Input {
         source: Source::Inline(source),
         archs: options.archs.clone(),
@@ -66,6 +78,7 @@ pub fn expand_generated(
         include_dirs: options.include_dirs.clone(),
         instances,
         compiler: options.compiler,
+        listing,
     };
     expand_with(&input, site, |module, checked, image, deps| {
         let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);

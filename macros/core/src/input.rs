@@ -22,6 +22,26 @@ pub struct Input {
     /// `compiler = "nvrtc"` forces the run-time NVRTC path for this module; `"nvcc"` requires
     /// nvcc; `"auto"` (default) uses nvcc when found.
     pub compiler: Compiler,
+    /// How the not-listed-instance error names the kernel and where instances are listed.
+    pub listing: Listing,
+}
+
+/// How a launch of a template instance that was not built is reported: `{kind} `axpy` was not
+/// instantiated for `f64``, "add the one you need to `{key} = [...]` of the {macro_name} at ...".
+#[derive(Clone, Debug)]
+pub struct Listing {
+    /// What the kernel is called in the message: `template kernel`, `elementwise kernel`.
+    pub kind: &'static str,
+    /// The macro option that lists the instances: `instances`, `types`.
+    pub key: &'static str,
+    /// The macro: `cuda_kernel!`, `elementwise_kernel!`.
+    pub macro_name: &'static str,
+}
+
+impl Default for Listing {
+    fn default() -> Self {
+        Listing { kind: "template kernel", key: "instances", macro_name: "cuda_kernel!" }
+    }
 }
 
 /// The CUDA source: inline, or a file relative to the crate root.
@@ -285,6 +305,6 @@ impl Parse for Input {
         };
         let options = opts.flags();
         let Options { archs, include_dirs, compiler, .. } = opts;
-        Ok(Input { source, archs, options, include_dirs, instances, compiler })
+        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default() })
     }
 }

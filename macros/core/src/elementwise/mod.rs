@@ -7,8 +7,8 @@
 
 mod gen;
 
-use crate::expand::{expand_generated, CallSite};
-use crate::input::{string_list, Options};
+use crate::expand::{expand_generated_as, CallSite};
+use crate::input::{string_list, Listing, Options};
 use crate::report::Failure;
 use cuda_embed_build::elementwise::{self as source, Elementwise, Origin};
 use cuda_embed_build::params::{ListError, ParamLists, Source};
@@ -122,7 +122,10 @@ fn list_error(input: &Input, e: ListError) -> Failure {
         Source::Inputs => (input.inputs.as_ref(), input.name.span()),
         Source::Outputs => (input.outputs.as_ref(), input.name.span()),
         Source::Instance(k) => (input.types.as_ref().and_then(|t| t.1.get(k)), input.name.span()),
-        Source::Types => (None, input.name.span()),
+        // The placeholders are in the parameter lists: point there.
+        Source::Types => {
+            (None, input.inputs.as_ref().or(input.outputs.as_ref()).map_or(input.name.span(), LitStr::span))
+        }
     };
     let mut msg = e.error.message.clone();
     if let Some(l) = lit {
@@ -190,6 +193,7 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
             }
         }
     }
-    let generated = expand_generated(LitStr::new(&cuda, operation.span()), site, &input.options, exprs)?;
+    let listing = Listing { kind: "elementwise kernel", key: "types", macro_name: "elementwise_kernel!" };
+    let generated = expand_generated_as(LitStr::new(&cuda, operation.span()), site, &input.options, exprs, listing)?;
     gen::module(input, &lists, instances.len(), &generated).map_err(|msg| early(input.name.span(), &msg))
 }
