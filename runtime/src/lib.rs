@@ -10,6 +10,7 @@
 mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
 pub mod elementwise; // support of elementwise kernels: cached launch configuration, length checks
+pub mod elementwise_program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
@@ -26,6 +27,7 @@ mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModul
 pub use arg::Arg;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use elementwise_program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use global::Global;
 pub use kernel::{Kernel, KernelRef};

@@ -199,10 +199,6 @@ pub fn module(
                 #(#prelude)*
                 let __width = #private::vector_width(&[#(#sizes),*]);
                 let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
-                let __config = match config {
-                    ::core::option::Option::Some(c) => c,
-                    ::core::option::Option::None => AUTO[#index].config(__kernel, stream, __n, __vector as usize)?,
-                };
                 let __n64 = __n as i64;
                 let mut __args: [*mut #c_void; #count] = [
                     #(#packed,)* #(#extra,)*
@@ -211,7 +207,14 @@ pub fn module(
                 ];
                 // SAFETY: one pointer per kernel parameter, each to a live local of its exact type
                 // (the parameter order of the generated source); the caller vouches for the rest.
-                unsafe { __kernel.launch_raw(stream, &__config, #kind::Plain, &mut __args) }.map(drop)
+                match config {
+                    ::core::option::Option::None => unsafe {
+                        AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
+                    },
+                    ::core::option::Option::Some(c) => unsafe {
+                        __kernel.launch_raw(stream, &c, #kind::Plain, &mut __args).map(drop)
+                    },
+                }
             }
         }
     })
