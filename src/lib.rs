@@ -93,11 +93,12 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, DeviceSafe};
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
-    CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, Error, Global, Kernel,
-    KernelAttributes, KernelRef, LaunchConfig, LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
+    CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
+    ElementwiseProgram, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig, LaunchKind, Module, Program,
+    ProgramKernel, ProgramModule, Result,
 };
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).

@@ -11,6 +11,25 @@ pub fn cuda_kernel(input: TokenStream) -> TokenStream {
     cuda_embed_macros_core::expand(input.into(), site).into()
 }
 
+#[doc = include_str!("../elementwise_kernel.md")]
+#[proc_macro]
+pub fn elementwise_kernel(input: TokenStream) -> TokenStream {
+    let site = call_site(&input);
+    // The Rust line of each `key = "literal"`, for `#line` directives in the generated source.
+    let mut lines = std::collections::HashMap::new();
+    let toks: Vec<proc_macro::TokenTree> = input.clone().into_iter().collect();
+    for w in toks.windows(3) {
+        if let (proc_macro::TokenTree::Ident(k), proc_macro::TokenTree::Punct(p), proc_macro::TokenTree::Literal(l)) =
+            (&w[0], &w[1], &w[2])
+        {
+            if p.as_char() == '=' {
+                lines.insert(k.to_string(), l.span().line());
+            }
+        }
+    }
+    cuda_embed_macros_core::elementwise::expand(input.into(), site, &lines).into()
+}
+
 /// Implements `cuda_embed::DeviceSafe` and cudarc's `DeviceRepr` for a `#[repr(C)]` struct, so
 /// that it can be passed by value to a kernel (and stored in device buffers), after checking that
 /// this is sound.

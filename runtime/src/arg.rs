@@ -73,6 +73,26 @@ fn placement_of(stream: &CudaStream) -> (sys::CUcontext, usize) {
     (stream.context().cu_ctx(), stream.context().ordinal())
 }
 
+/// The Rust type of an argument's value or of a buffer's elements, the buffer's length and
+/// whether it was passed for writing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Elem {
+    /// `std::any::type_name` of the type.
+    pub(crate) rust: &'static str,
+    /// Its size in bytes.
+    pub(crate) size: usize,
+    /// Elements in the buffer (1 for a value).
+    pub(crate) len: usize,
+    /// Passed with [`Arg::slice_mut`].
+    pub(crate) writable: bool,
+}
+
+impl Elem {
+    fn of<T>(len: usize, writable: bool) -> Self {
+        Elem { rust: std::any::type_name::<T>(), size: std::mem::size_of::<T>(), len, writable }
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum ArgKind {
     Value(*const c_void),
@@ -102,6 +122,9 @@ pub(crate) enum ArgKind {
 pub struct Arg<'a> {
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
+    /// What the value or the buffer's elements are, for launches that check element types
+    /// ([`ElementwiseKernel`](crate::ElementwiseKernel)).
+    pub(crate) elem: Elem,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -127,6 +150,7 @@ impl<'a> Arg<'a> {
         Arg {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
+            elem: Elem::of::<T>(1, false),
             _borrow: PhantomData,
         }
     }
@@ -135,6 +159,7 @@ impl<'a> Arg<'a> {
     pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
+            elem: Elem::of::<T>(buffer.len(), false),
             kind: ArgKind::Buffer {
                 object: buffer as *const S as *mut (),
                 bind: bind_shared::<T, S>,
@@ -148,6 +173,7 @@ impl<'a> Arg<'a> {
     pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
+            elem: Elem::of::<T>(buffer.len(), true),
             kind: ArgKind::Buffer {
                 object: buffer as *mut S as *mut (),
                 bind: bind_exclusive::<T, S>,

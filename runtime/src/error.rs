@@ -134,6 +134,43 @@ pub enum Error {
         given: Vec<usize>,
     },
 
+    /// The arrays given to a generated kernel (elementwise, reduction) do not have the lengths it
+    /// needs. Nothing was launched.
+    #[error("kernel `{kernel}` of {origin}: {detail}")]
+    Length {
+        /// Kernel name.
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
+        /// The parameters and their lengths, and what they should be.
+        detail: String,
+    },
+
+    /// The definition of a kernel generated at run time ([`ElementwiseProgram`](crate::ElementwiseProgram))
+    /// is wrong: a parameter list, an instance, an empty operation. Nothing was compiled.
+    #[error("{origin}: {detail}")]
+    Definition {
+        /// ``elementwise program `name` ``.
+        origin: String,
+        /// What is wrong, quoting the text.
+        detail: String,
+    },
+
+    /// An argument of a checked launch ([`ElementwiseKernel`](crate::ElementwiseKernel)) does not
+    /// fit its parameter: element type, value or buffer, read-only or writable. Nothing was
+    /// launched.
+    #[error("kernel `{kernel}` of {origin}: argument `{parameter}`: {detail}")]
+    Argument {
+        /// Kernel name.
+        kernel: String,
+        /// Where the kernel comes from.
+        origin: String,
+        /// The parameter's name.
+        parameter: String,
+        /// What is wrong and what was expected.
+        detail: String,
+    },
+
     /// A launch, or a change of a kernel's launch attributes, was rejected before or by the
     /// driver.
     #[error("launch of kernel `{kernel}` of {origin} on device {device} failed: {cause}{}", fix_suffix(fix))]
@@ -200,6 +237,16 @@ impl fmt::Debug for Error {
                 .field("cause", cause)
                 .field("fix", fix)
                 .finish(),
+            Error::Definition { origin, detail } => {
+                f.debug_struct("Definition").field("origin", origin).field("detail", detail).finish()
+            }
+            Error::Argument { kernel, origin, parameter, detail } => f
+                .debug_struct("Argument")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("parameter", parameter)
+                .field("detail", detail)
+                .finish(),
             Error::Signature { kernel, origin, detail } => f
                 .debug_struct("Signature")
                 .field("kernel", kernel)
@@ -218,6 +265,12 @@ impl fmt::Debug for Error {
                 .field("origin", origin)
                 .field("expected", expected)
                 .field("given", given)
+                .finish(),
+            Error::Length { kernel, origin, detail } => f
+                .debug_struct("Length")
+                .field("kernel", kernel)
+                .field("origin", origin)
+                .field("detail", detail)
                 .finish(),
             Error::Launch { kernel, origin, device, cause, fix } => f
                 .debug_struct("Launch")

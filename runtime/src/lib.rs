@@ -11,6 +11,8 @@ mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
 mod buffer; // DeviceBuffer, DeviceBufferMut
 mod cubin; // parameter counts read from a cubin
+pub mod elementwise; // support of elementwise kernels: cached launch configuration, length checks
+pub mod elementwise_program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
 mod error; // Error, DriverCode
 mod global; // Global<T>
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
@@ -29,6 +31,7 @@ pub use arg::Arg;
 pub use buffer::{DeviceBuffer, DeviceBufferMut};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use elementwise_program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use global::Global;
 pub use kernel::{Kernel, KernelRef};
@@ -86,9 +89,11 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
+    pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
-    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+    pub use cuda_embed_build::elementwise::{aligned, vector_width};
+    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 
     /// Compile-time proof that `T` is marked device-safe.

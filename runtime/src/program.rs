@@ -89,6 +89,12 @@ impl Program {
         }
     }
 
+    /// The same program with another source (generated kernels keep the user's options).
+    pub(crate) fn with_source(mut self, source: String) -> Self {
+        self.source = source;
+        self
+    }
+
     /// Names the program in errors and NVRTC diagnostics. A name with a directory
     /// (`kernels/axpy.cu`) also makes NVRTC look for `#include "..."` files in that directory.
     ///
@@ -530,7 +536,17 @@ impl ProgramKernel {
         self.function
     }
 
-    fn target(&self) -> Target<'_> {
+    /// ``program `name` ``, for errors.
+    pub(crate) fn origin(&self) -> &str {
+        &self.module.origin
+    }
+
+    /// The context the kernel's module is loaded in.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.module.ctx
+    }
+
+    pub(crate) fn target(&self) -> Target<'_> {
         Target {
             f: self.function,
             max_threads: self.max_threads,

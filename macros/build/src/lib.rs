@@ -1,6 +1,7 @@
 //! What cuda-embed's build-time side (the `cuda_kernel!` macro core, driving nvcc) and its run-time
 //! side (the runtime, driving NVRTC) must agree on, in one place:
 //!
+//! - [`elementwise`]: the CUDA source of elementwise kernels.
 //! - [`cache`]: where compiled code is cached (`CUDA_EMBED_CACHE_DIR`, `$XDG_CACHE_HOME/cuda-embed`,
 //!   `~/.cache/cuda-embed`; `build/` for nvcc, `nvrtc/` for run-time compiles) and the one format
 //!   of a cache entry (atomic writes, validated reads, dependency hashes).
@@ -8,6 +9,8 @@
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
+//! - [`params`]: the parameter lists (`"T x, raw T y, scalar float a"`) and placeholder instances
+//!   (`"T=float, U=int"`) of generated (elementwise, reduction) kernels.
 //!
 //! It depends on no CUDA library (no cudarc): the macro core uses it at build time without a
 //! driver. It is also the home for the source generators that elementwise and reduction kernels
@@ -16,7 +19,9 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod elementwise;
 pub mod host;
 pub mod includes;
 pub mod key;
 pub mod options;
+pub mod params;

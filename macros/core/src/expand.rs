@@ -6,12 +6,14 @@ use crate::check;
 use crate::compile::{self, NoNvcc};
 use crate::front;
 use crate::gen;
-use crate::input::{Compiler, Input};
+use crate::input::{Compiler, Input, Listing, Options, Source};
 use crate::ir::{rust_name, Image};
 use crate::oracle::{self, Oracle};
 use crate::report::Failure;
+use crate::types::Mapped;
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::LitStr;
 
 pub use crate::ir::CallSite;
 
@@ -36,7 +38,68 @@ pub fn expand(tokens: TokenStream, site: CallSite) -> TokenStream {
     }
 }
 
+/// A generated module's items: see [`expand_generated`].
+pub struct Generated {
+    /// The hidden module's name: kernel `k` is `#hidden::k` from the call site's scope.
+    pub hidden: syn::Ident,
+    /// The hidden module (module spec, one `cuda_kernel!`-style module per kernel), not re-exported.
+    pub tokens: TokenStream,
+    /// Each kernel's Rust parameter types by its C++ name: an ordinary kernel's, or a template's
+    /// generic signature (placeholders as `RustType::Generic`), or why the template has none.
+    pub signatures: Vec<(String, Result<Vec<Mapped>, String>)>,
+}
+
+/// The pipeline entry point for macros that generate CUDA source (`elementwise_kernel!`,
+/// `reduction_kernel!`): `source`'s value is the CUDA text and its span is where errors point;
+/// `instances` are template instances as in `cuda_kernel!`'s `instances = [...]`. The source goes
+/// through the same front end, compiler oracle, checks and generator as `cuda_kernel!`.
+pub fn expand_generated(
+    source: LitStr,
+    site: &CallSite,
+    options: &Options,
+    instances: Vec<LitStr>,
+) -> Result<Generated, Failure> {
+    expand_generated_as(source, site, options, instances, Listing::default())
+}
+
+/// [`expand_generated`], with the macro's own words for a launch of an instance it did not build
+/// (`listing`: e.g. "elementwise kernel", `types`, `elementwise_kernel!`).
+pub fn expand_generated_as(
+    source: LitStr,
+    site: &CallSite,
+    options: &Options,
+    instances: Vec<LitStr>,
+    listing: Listing,
+) -> Result<Generated, Failure> {
+    let input = Input {
+        source: Source::Inline(source),
+        archs: options.archs.clone(),
+        options: options.flags(),
+        include_dirs: options.include_dirs.clone(),
+        instances,
+        compiler: options.compiler,
+        listing,
+    };
+    expand_with(&input, site, |module, checked, image, deps| {
+        let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);
+        let plain = checked.kernels.iter().filter(|k| k.unit.instance.is_none());
+        let mut signatures: Vec<_> = plain.map(|k| (k.unit.kernel.name.clone(), Ok(k.params.clone()))).collect();
+        for (t, sig) in module.parsed.templates.iter().zip(&checked.templates) {
+            signatures.push((t.name.clone(), sig.clone()));
+        }
+        Generated { hidden, tokens, signatures }
+    })
+}
+
 fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> {
+    expand_with(input, site, gen::generate)
+}
+
+fn expand_with<R>(
+    input: &Input,
+    site: &CallSite,
+    generate: impl FnOnce(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
+) -> Result<R, Failure> {
     let module = front::lower(input, site)?;
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
@@ -57,7 +120,7 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     };
     deps.sort();
     deps.dedup();
-    Ok(gen::generate(&module, &checked, &image, &deps))
+    Ok(generate(&module, &checked, &image, &deps))
 }
 
 /// The compiler that answers questions about the source at build time, or why there is none

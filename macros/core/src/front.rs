@@ -144,6 +144,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         options: input.options.clone(),
         archs,
         origin,
+        listing: input.listing.clone(),
     })
 }
 

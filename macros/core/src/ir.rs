@@ -51,6 +51,8 @@ pub struct Module {
     /// `src/lib.rs:10`, or `kernels/x.cu (src/lib.rs:10)`: where the module came from, for errors
     /// at run time.
     pub origin: String,
+    /// How a not-listed instance is reported.
+    pub listing: crate::input::Listing,
 }
 
 impl Module {

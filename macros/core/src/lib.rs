@@ -14,6 +14,7 @@
 //! - [`gen`]: Rust items from the checked IR ([`gen::paths`] names the runtime).
 //! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed.
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
+//! - [`elementwise`]: `elementwise_kernel!`, on the same pipeline.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`; [`structs`]: the members of the source's C++ structs.
 
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod check;
 pub mod compile;
 pub mod cxx;
 pub mod derive;
+pub mod elementwise;
 pub mod expand;
 pub mod front;
 pub mod gen;

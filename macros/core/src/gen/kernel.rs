@@ -61,11 +61,14 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
     }
     let qualified = decl.qualified_name();
     let listed: Vec<&str> = mine.iter().map(|(_, ii)| module.instances[*ii].expr.as_str()).collect();
-    let message = format!("template kernel `{qualified}` was not instantiated for `{{Self}}`");
-    let label = "no such instance in `instances = [...]`".to_string();
+    let how = &module.listing;
+    let message = format!("{} `{qualified}` was not instantiated for `{{Self}}`", how.kind);
+    let label = format!("no such instance in `{} = [...]`", how.key);
     let note = format!(
-        "instances built: {}; add the one you need to `instances = [...]` of the cuda_kernel! at {}:{}",
+        "instances built: {}; add the one you need to `{} = [...]` of the {} at {}:{}",
         if listed.is_empty() { "none".to_string() } else { listed.join(", ") },
+        how.key,
+        how.macro_name,
         module.site.file,
         module.site.line
     );

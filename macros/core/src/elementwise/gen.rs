@@ -1,0 +1,221 @@
+//! The public module of an elementwise kernel: `launch` (configuration chosen and cached per
+//! device), `launch_with` (the caller's `LaunchConfig`), the instance trait and the kernel handle.
+
+use super::Input;
+use crate::expand::Generated;
+use crate::gen::{generic_ident, param_ident, paths, rust_type};
+use crate::types::Mapped;
+use cuda_embed_build::elementwise::types_kernel;
+use cuda_embed_build::params::{ParamKind, ParamLists, Role};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+/// The Rust type of each parameter's element, from the `_types` kernel's signature.
+fn element_types(name: &str, generated: &Generated) -> Result<Vec<TokenStream>, String> {
+    let tk = types_kernel(name);
+    let sig = match generated.signatures.iter().find(|(n, _)| *n == tk) {
+        Some((_, Ok(sig))) => sig,
+        Some((_, Err(e))) => return Err(e.clone()),
+        None => return Err(format!("internal error: no `{tk}` kernel in the generated module")),
+    };
+    sig.iter()
+        .map(|m| match m {
+            Mapped::Value(t) => Ok(rust_type(t)),
+            Mapped::User { name, .. } => {
+                let id = format_ident!("{}", name);
+                Ok(quote!(super::#id))
+            }
+            other => Err(format!("an element type maps to {}, which is not a value type", other.describe())),
+        })
+        .collect()
+}
+
+/// The module `NAME` with its launchers.
+pub fn module(
+    input: &Input,
+    lists: &ParamLists,
+    instances: usize,
+    generated: &Generated,
+) -> Result<TokenStream, String> {
+    let name = &input.name;
+    let kname = name.to_string();
+    let hidden = &generated.hidden;
+    let inner = format_ident!("{}", kname);
+    let elems = element_types(&kname, generated)?;
+    let (stream_ty, config_ty, result, c_void) =
+        (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
+    let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
+    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let private = quote!(::cuda_embed::__private);
+    let placeholders = lists.placeholders();
+    let generics: Vec<_> = placeholders.iter().map(|p| generic_ident(p)).collect();
+    let turbofish = if generics.is_empty() { quote!() } else { quote!(::<#(#generics),*>) };
+    let (gen_params, where_clause, index) = match generics.len() {
+        0 => (quote!(), quote!(), quote!(0usize)),
+        1 => {
+            let t = &generics[0];
+            (quote!(<#t>), quote!(where #t: Listed), quote!(<#t as Listed>::INDEX))
+        }
+        _ => (
+            quote!(<#(#generics),*>),
+            quote!(where Instance<#(#generics),*>: Listed),
+            quote!(<Instance<#(#generics),*> as Listed>::INDEX),
+        ),
+    };
+    let has_array = lists.all().any(|p| p.kind == ParamKind::Array);
+    let raw = lists.has_raw();
+    let mut args = Vec::new();
+    let mut names = Vec::new();
+    let mut lengths = Vec::new();
+    let mut prelude = Vec::new();
+    let mut packed = Vec::new();
+    let mut extra = Vec::new();
+    let mut sizes = Vec::new();
+    let mut ptrs = Vec::new();
+    let mut rows = String::new();
+    for (k, (p, ty)) in lists.all().zip(&elems).enumerate() {
+        let id = param_ident(&p.name, k);
+        let guard = format_ident!("__guard_{}", k);
+        names.push(quote!(#id));
+        let pname = &p.name;
+        let (rust, kind_doc) = match (p.kind, p.role) {
+            (ParamKind::Scalar, _) => (quote!(#id: #ty), "scalar"),
+            (ParamKind::Array, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "input array"),
+            (ParamKind::Array, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "output array"),
+            (ParamKind::Raw, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "raw input array"),
+            (ParamKind::Raw, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "raw output array"),
+        };
+        args.push(rust);
+        rows.push_str(&format!("| `{id}` | `{}` | {kind_doc} |\n", p.ty));
+        match p.kind {
+            ParamKind::Scalar => packed.push(quote!(&#id as *const #ty as *mut #c_void)),
+            ParamKind::Array | ParamKind::Raw => {
+                if p.kind == ParamKind::Array {
+                    lengths.push(quote!((#pname, #private::DeviceSlice::len(#id))));
+                    sizes.push(quote!(::core::mem::size_of::<#ty>()));
+                    ptrs.push(quote!((#id, ::core::mem::size_of::<#ty>())));
+                } else {
+                    let len = format_ident!("__len_{}", k);
+                    prelude.push(quote!(let #len: i64 = #private::DeviceSlice::len(#id) as i64;));
+                    extra.push(quote!(&#len as *const i64 as *mut #c_void));
+                }
+                prelude.push(if p.role == Role::Input {
+                    quote!(let (#id, #guard) = #dptr::device_ptr(#id, stream);)
+                } else {
+                    quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, stream);)
+                });
+                packed.push(quote!(&#id as *const u64 as *mut #c_void));
+            }
+        }
+    }
+    let n_param = if has_array { quote!() } else { quote!(n: usize,) };
+    let n_expr = if has_array { quote!(#private::common_length(__kernel, &[#(#lengths),*])?) } else { quote!(n) };
+    let n_doc = if has_array { "" } else { "\n\nNo parameter is an array, so the number of indices is given: `n`." };
+    let count = packed.len() + extra.len() + 2;
+    let exports = match generics.len() {
+        0 => quote!(),
+        1 => quote!(pub use super::#hidden::#inner::Listed;),
+        _ => quote!(pub use super::#hidden::#inner::{Instance, Listed};),
+    };
+    let n_call = if has_array { quote!() } else { quote!(n,) };
+    let (unsafety, safety_doc, call) = if raw {
+        (
+            quote!(unsafe),
+            "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must \
+             stay within each raw array's length (`x.size()`)."
+                .to_string(),
+            quote!(unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }),
+        )
+    } else {
+        (
+            quote!(),
+            "\n\nSafe: the generated code alone decides which elements are touched (element `i` of every \
+             array, `i < n`, after the lengths were checked), and the operation sees register copies \
+             of the elements, not pointers into the arrays."
+                .to_string(),
+            quote!(
+                // SAFETY: no raw parameters: every access is the generated loop's, within the
+                // checked common length (see the docs above).
+                unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }
+            ),
+        )
+    };
+    let doc = format!(
+        "The elementwise kernel `{kname}` (`elementwise_kernel!`).\n\n| Rust argument | CUDA type | kind |\n|---|---|---|\n{rows}"
+    );
+    let launch_doc = format!(
+        "Runs the operation for every index `i < n` on `stream`, `n` the common length of the array \
+         arguments (a different length is an `Error::Length` naming them; `n = 0` launches nothing). \
+         The launch configuration is chosen on the first launch on each device (occupancy) and \
+         cached.{n_doc}{safety_doc}"
+    );
+    let with_doc = format!(
+        "Like `launch`, with the caller's launch configuration: any grid and block work (the kernel \
+         loops over the indices with a grid-stride loop).{safety_doc}"
+    );
+    let auto = quote!(#private::AutoConfig);
+    let tokens = &generated.tokens;
+    Ok(quote! {
+        #tokens
+        #[doc = #doc]
+        #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
+        pub mod #name {
+            #exports
+
+            static AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
+
+            /// The kernel of one instance, as an untyped handle (attributes, occupancy, the module).
+            pub fn kernel_ref #gen_params () -> #kernel_ref #where_clause {
+                // SAFETY: the instance's index in the generated module.
+                unsafe { #kernel_ref::new(&super::#hidden::MODULE, #index) }
+            }
+
+            #[doc = #launch_doc]
+            #[inline]
+            pub #unsafety fn launch #gen_params (stream: &#stream_ty, #n_param #(#args),*) -> #result<()> #where_clause {
+                let __config: ::core::option::Option<#config_ty> = ::core::option::Option::None;
+                #call
+            }
+
+            #[doc = #with_doc]
+            #[inline]
+            pub #unsafety fn launch_with #gen_params (stream: &#stream_ty, config: #config_ty, #n_param #(#args),*) -> #result<()> #where_clause {
+                let __config = ::core::option::Option::Some(config);
+                #call
+            }
+
+            #[inline(always)]
+            unsafe fn launch_impl #gen_params (
+                stream: &#stream_ty,
+                config: ::core::option::Option<#config_ty>,
+                #n_param
+                #(#args),*
+            ) -> #result<()> #where_clause {
+                let __kernel = kernel_ref #turbofish ();
+                let __n: usize = #n_expr;
+                if __n == 0 {
+                    return ::core::result::Result::Ok(());
+                }
+                #(#prelude)*
+                let __width = #private::vector_width(&[#(#sizes),*]);
+                let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
+                let __n64 = __n as i64;
+                let mut __args: [*mut #c_void; #count] = [
+                    #(#packed,)* #(#extra,)*
+                    &__n64 as *const i64 as *mut #c_void,
+                    &__vector as *const i32 as *mut #c_void,
+                ];
+                // SAFETY: one pointer per kernel parameter, each to a live local of its exact type
+                // (the parameter order of the generated source); the caller vouches for the rest.
+                match config {
+                    ::core::option::Option::None => unsafe {
+                        AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
+                    },
+                    ::core::option::Option::Some(c) => unsafe {
+                        __kernel.launch_raw(stream, &c, #kind::Plain, &mut __args).map(drop)
+                    },
+                }
+            }
+        }
+    })
+}

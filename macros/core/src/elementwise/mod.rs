@@ -1,0 +1,199 @@
+//! `elementwise_kernel!`: CuPy's `ElementwiseKernel`, typed and built at compile time.
+//!
+//! The input names the kernel, its parameter lists, the per-element operation and the instances
+//! of its placeholders; [`cuda_embed_build::params`] reads the lists, [`cuda_embed_build::elementwise`]
+//! writes the CUDA source, [`crate::expand::expand_generated`] builds it through the same pipeline
+//! as `cuda_kernel!`, and `gen` wraps the generated kernel in the public module's launchers.
+
+mod gen;
+
+use crate::expand::{expand_generated_as, CallSite};
+use crate::input::{string_list, Listing, Options};
+use crate::report::Failure;
+use cuda_embed_build::elementwise::{self as source, Elementwise, Origin};
+use cuda_embed_build::params::{ListError, ParamLists, Source};
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use std::collections::HashMap;
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token};
+
+/// The macro's input.
+pub struct Input {
+    /// The generated module's name.
+    pub name: Ident,
+    inputs: Option<LitStr>,
+    outputs: Option<LitStr>,
+    operation: Option<LitStr>,
+    types: Option<(Ident, Vec<LitStr>)>,
+    preamble: Option<LitStr>,
+    loop_prep: Option<LitStr>,
+    after_loop: Option<LitStr>,
+    options: Options,
+}
+
+const KEYS: &str = "`inputs = \"T x, scalar T a\"`, `outputs = \"T y\"`, `operation = \"y = a * x\"`, \
+    `types = [\"float\", \"double\"]`, `preamble = \"...\"`, `loop_prep = \"...\"`, `after_loop = \"...\"`";
+
+impl Parse for Input {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected the kernel's name first: elementwise_kernel!(name, inputs = \"T x\", outputs = \"T y\", operation = \"y = x\", types = [\"float\"])",
+            )
+        })?;
+        let mut this = Input {
+            name,
+            inputs: None,
+            outputs: None,
+            operation: None,
+            types: None,
+            preamble: None,
+            loop_prep: None,
+            after_loop: None,
+            options: Options::default(),
+        };
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            let key: Ident = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), format!("expected one of {KEYS} or {}", Options::KEYS_HELP)))?;
+            input.parse::<Token![=]>().map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value")))?;
+            let k = key.to_string();
+            let slot = match k.as_str() {
+                "inputs" => &mut this.inputs,
+                "outputs" => &mut this.outputs,
+                "operation" => &mut this.operation,
+                "preamble" => &mut this.preamble,
+                "loop_prep" => &mut this.loop_prep,
+                "after_loop" => &mut this.after_loop,
+                "types" => {
+                    if this.types.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`types` is given twice"));
+                    }
+                    this.types =
+                        Some((key.clone(), string_list(input, "instance (e.g. \"float\" or \"T=float, U=int\")")?));
+                    continue;
+                }
+                _ => {
+                    if this.options.parse_option(&key, input)? {
+                        continue;
+                    }
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        format!("unknown option `{k}`: expected one of {KEYS} or {}", Options::KEYS_HELP),
+                    ));
+                }
+            };
+            if slot.is_some() {
+                return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
+            }
+            *slot =
+                Some(input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal")))?);
+        }
+        Ok(this)
+    }
+}
+
+/// Expands `elementwise_kernel!`. `lines` gives the Rust line of each string option's literal
+/// (`operation`, `preamble`, `loop_prep`, `after_loop`), for `#line` directives.
+pub fn expand(tokens: TokenStream, site: CallSite, lines: &HashMap<String, usize>) -> TokenStream {
+    let input: Input = match syn::parse2(tokens) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    match expand_input(&input, &site, lines) {
+        Ok(ts) => ts,
+        Err(Failure { error, .. }) => {
+            let err = error.to_compile_error();
+            let name = &input.name;
+            quote! { #err #[allow(non_snake_case, dead_code)] pub mod #name {} }
+        }
+    }
+}
+
+/// A params error at the literal it is in, quoting the text it is about.
+fn list_error(input: &Input, e: ListError) -> Failure {
+    let (lit, span): (Option<&LitStr>, Span) = match e.source {
+        Source::Inputs => (input.inputs.as_ref(), input.name.span()),
+        Source::Outputs => (input.outputs.as_ref(), input.name.span()),
+        Source::Instance(k) => (input.types.as_ref().and_then(|t| t.1.get(k)), input.name.span()),
+        // The placeholders are in the parameter lists: point there.
+        Source::Types => {
+            (None, input.inputs.as_ref().or(input.outputs.as_ref()).map_or(input.name.span(), LitStr::span))
+        }
+    };
+    let mut msg = e.error.message.clone();
+    if let Some(l) = lit {
+        let v = l.value();
+        if let Some(text) = v.get(e.error.span.clone()).filter(|t| !t.is_empty() && *t != v) {
+            msg = format!("{msg} (at `{text}`)");
+        }
+    }
+    Failure::early(syn::Error::new(lit.map_or(span, LitStr::span), msg))
+}
+
+fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) -> Result<TokenStream, Failure> {
+    let early = |span: Span, msg: &str| Failure::early(syn::Error::new(span, msg));
+    let name = input.name.to_string();
+    let operation = input.operation.as_ref().ok_or_else(|| {
+        early(
+            input.name.span(),
+            "missing `operation = \"...\"`: the code run for each index, e.g. `operation = \"z = x + y\"`",
+        )
+    })?;
+    let outputs = input.outputs.as_ref().ok_or_else(|| {
+        early(input.name.span(), "missing `outputs = \"...\"`: the arrays the kernel writes, e.g. `outputs = \"T z\"`")
+    })?;
+    if operation.value().trim().is_empty() {
+        return Err(early(
+            operation.span(),
+            "the operation is empty: write the code run for each index, e.g. `z = x + y`",
+        ));
+    }
+    let inputs_text = input.inputs.as_ref().map(LitStr::value).unwrap_or_default();
+    let lists = ParamLists::parse(&inputs_text, &outputs.value()).map_err(|e| list_error(input, e))?;
+    if lists.outputs.is_empty() {
+        return Err(early(outputs.span(), "an elementwise kernel needs at least one output, e.g. `outputs = \"T z\"`"));
+    }
+    let types: Vec<String> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::value).collect()).unwrap_or_default();
+    let instances = lists.instances(&types).map_err(|e| list_error(input, e))?;
+    let at = |key: &str, lit: &Option<LitStr>| Origin {
+        file: lit.as_ref().map(|_| site.file.clone()),
+        line: lines.get(key).copied().unwrap_or(site.line),
+    };
+    let text = |l: &Option<LitStr>| l.as_ref().map(LitStr::value).unwrap_or_default();
+    let (op, pre, prep, after) =
+        (operation.value(), text(&input.preamble), text(&input.loop_prep), text(&input.after_loop));
+    let spec = Elementwise {
+        name: &name,
+        operation: &op,
+        preamble: &pre,
+        loop_prep: &prep,
+        after_loop: &after,
+        origins: [
+            at("operation", &input.operation),
+            at("preamble", &input.preamble),
+            at("loop_prep", &input.loop_prep),
+            at("after_loop", &input.after_loop),
+        ],
+    };
+    let cuda = source::source(&spec, &lists);
+    let types_kernel = source::types_kernel(&name);
+    let mut exprs = Vec::new();
+    if !lists.placeholders().is_empty() {
+        let spans: Vec<Span> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::span).collect()).unwrap_or_default();
+        for kernel in [&name, &types_kernel] {
+            for (inst, span) in instances.iter().zip(&spans) {
+                exprs.push(LitStr::new(&source::instance_expr(kernel, inst), *span));
+            }
+        }
+    }
+    let listing = Listing { kind: "elementwise kernel", key: "types", macro_name: "elementwise_kernel!" };
+    let generated = expand_generated_as(LitStr::new(&cuda, operation.span()), site, &input.options, exprs, listing)?;
+    gen::module(input, &lists, instances.len(), &generated).map_err(|msg| early(input.name.span(), &msg))
+}
