@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::types::DeviceSafe;
-use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
@@ -69,7 +69,14 @@ unsafe fn bind_exclusive<T, S: DevicePtrMut<T>>(
     then(pointer)
 }
 
-fn placement_of(stream: &CudaStream) -> (sys::CUcontext, usize) {
+/// The context and device ordinal of the buffer at `object` (an `S`), read when a launch checks
+/// its arguments (not when the `Arg` is made, so building argument lists costs nothing).
+///
+/// # Safety
+/// `object` must point at a live `S`.
+unsafe fn placement_of<T, S: DeviceSlice<T>>(object: *mut ()) -> (sys::CUcontext, usize) {
+    // SAFETY: the caller's contract; `Arg::slice`/`slice_mut` made `object` from an `S`.
+    let stream = unsafe { &*(object as *const S) }.stream();
     (stream.context().cu_ctx(), stream.context().ordinal())
 }
 
@@ -100,7 +107,7 @@ pub(crate) enum ArgKind {
     Buffer {
         object: *mut (),
         bind: Bind,
-        placement: (sys::CUcontext, usize),
+        placement: unsafe fn(*mut ()) -> (sys::CUcontext, usize),
     },
 }
 
@@ -163,7 +170,7 @@ impl<'a> Arg<'a> {
             kind: ArgKind::Buffer {
                 object: buffer as *const S as *mut (),
                 bind: bind_shared::<T, S>,
-                placement: placement_of(buffer.stream()),
+                placement: placement_of::<T, S>,
             },
             _borrow: PhantomData,
         }
@@ -177,7 +184,7 @@ impl<'a> Arg<'a> {
             kind: ArgKind::Buffer {
                 object: buffer as *mut S as *mut (),
                 bind: bind_exclusive::<T, S>,
-                placement: placement_of(buffer.stream()),
+                placement: placement_of::<T, S>,
             },
             _borrow: PhantomData,
         }

@@ -605,7 +605,9 @@ impl ProgramKernel {
         self.check_args(args)?;
         let here = ctx.cu_ctx();
         for (i, a) in args.iter().enumerate() {
-            if let ArgKind::Buffer { placement: (c, buffer_device), .. } = a.kind {
+            if let ArgKind::Buffer { object, placement, .. } = a.kind {
+                // SAFETY: `a` borrows the buffer `object` points at for the call.
+                let (c, buffer_device) = unsafe { placement(object) };
                 if c != here {
                     let who = &target.who;
                     return Err(crate::args::wrong_device(
