@@ -18,3 +18,4 @@ pub mod cache;
 pub mod includes;
 pub mod key;
 pub mod options;
+pub mod reduction;
