@@ -7,6 +7,8 @@
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
+//! - [`params`]: the parameter lists (`"T x, raw T y, scalar float a"`) and placeholder instances
+//!   (`"T=float, U=int"`) of generated (elementwise, reduction) kernels.
 //!
 //! It depends on no CUDA library (no cudarc): the macro core uses it at build time without a
 //! driver. It is also the home for the source generators that elementwise and reduction kernels
@@ -18,4 +20,5 @@ pub mod cache;
 pub mod includes;
 pub mod key;
 pub mod options;
+pub mod params;
 pub mod reduction;

@@ -6,12 +6,13 @@ use crate::check;
 use crate::compile::{self, NoNvcc};
 use crate::front;
 use crate::gen;
-use crate::input::{Compiler, Input};
+use crate::input::{Compiler, Input, Options, Source};
 use crate::ir::{rust_name, Image};
 use crate::oracle::{self, Oracle};
 use crate::report::Failure;
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::LitStr;
 
 pub use crate::ir::CallSite;
 
@@ -36,7 +37,43 @@ pub fn expand(tokens: TokenStream, site: CallSite) -> TokenStream {
     }
 }
 
+/// A generated module's items: see [`expand_generated`].
+pub struct Generated {
+    /// The hidden module's name: kernel `k` is `#hidden::k` from the call site's scope.
+    pub hidden: syn::Ident,
+    /// The hidden module (module spec, one `cuda_kernel!`-style module per kernel), not re-exported.
+    pub tokens: TokenStream,
+}
+
+/// The pipeline entry point for macros that generate CUDA source (`elementwise_kernel!`,
+/// `reduction_kernel!`): `source`'s value is the CUDA text and its span is where errors point;
+/// `instances` are template instances as in `cuda_kernel!`'s `instances = [...]`. The source goes
+/// through the same front end, compiler oracle, checks and generator as `cuda_kernel!`.
+pub fn expand_generated(
+    source: LitStr,
+    site: &CallSite,
+    options: &Options,
+    instances: Vec<LitStr>,
+) -> Result<Generated, Failure> {
+    let input = Input {
+        source: Source::Inline(source),
+        archs: options.archs.clone(),
+        options: options.flags(),
+        include_dirs: options.include_dirs.clone(),
+        instances,
+        compiler: options.compiler,
+    };
+    let (hidden, tokens) = expand_with(&input, site, gen::generate_hidden)?;
+    Ok(Generated { hidden, tokens })
+}
+
 fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> {
+    expand_with(input, site, gen::generate)
+}
+
+type Generate<R> = fn(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R;
+
+fn expand_with<R>(input: &Input, site: &CallSite, generate: Generate<R>) -> Result<R, Failure> {
     let module = front::lower(input, site)?;
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
@@ -57,7 +94,7 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     };
     deps.sort();
     deps.dedup();
-    Ok(gen::generate(&module, &checked, &image, &deps))
+    Ok(generate(&module, &checked, &image, &deps))
 }
 
 /// The compiler that answers questions about the source at build time, or why there is none

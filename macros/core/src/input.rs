@@ -58,8 +58,8 @@ const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instance
     `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]` or \
     `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
 
-/// Reads `[ "a", "b" ]`.
-fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
+/// Reads `[ "a", "b" ]`; `what` names one element in the error for a non-literal.
+pub fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
     let content;
     bracketed!(content in input);
     let mut out = Vec::new();
@@ -79,6 +79,141 @@ fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
 fn is_identifier(s: &str) -> bool {
     let mut c = s.chars();
     c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// The compiler options every kernel macro accepts (`cuda_kernel!`, `elementwise_kernel!`, ...):
+/// `archs`, `defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`, `include_dirs`, `options`
+/// and `compiler`, one parser for all.
+#[derive(Default)]
+pub struct Options {
+    /// `archs = [...]`, with the span of the option for errors.
+    pub archs: Option<(Vec<Arch>, Span)>,
+    /// `include_dirs = ["..."]`, relative to the crate root.
+    pub include_dirs: Vec<(String, Span)>,
+    /// `compiler = "..."`.
+    pub compiler: Compiler,
+    defines: Vec<String>,
+    typed: Vec<String>,
+    extra: Vec<String>,
+}
+
+impl Options {
+    /// The option keys, for "expected one of" messages.
+    pub const KEYS_HELP: &'static str = "`archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, \
+        `fast_math = true`, `maxrregcount = 64`, `lineinfo = true`, `include_dirs = [\"include\"]`, \
+        `options = [\"--extra-flag\"]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+
+    /// Parses the value of compiler option `key` (the `=` already read). Returns `Ok(false)`, having
+    /// read nothing, when `key` is not a compiler option, so a macro can handle its own keys.
+    pub fn parse_option(&mut self, key: &Ident, input: ParseStream) -> syn::Result<bool> {
+        match key.to_string().as_str() {
+            "archs" => {
+                let content;
+                bracketed!(content in input);
+                let mut list = Vec::new();
+                while !content.is_empty() {
+                    let lit: Lit = content.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "an architecture is a number like 90 or a string like \"90a\"")
+                    })?;
+                    let text = match &lit {
+                        Lit::Int(i) => i.base10_digits().to_string(),
+                        Lit::Str(s) => s.value(),
+                        _ => {
+                            return Err(syn::Error::new_spanned(
+                                &lit,
+                                "an architecture is a number like 90 or a string like \"90a\"",
+                            ))
+                        }
+                    };
+                    list.push(Arch::parse(&text).map_err(|e| syn::Error::new_spanned(&lit, e))?);
+                    if !content.is_empty() {
+                        content.parse::<Token![,]>()?;
+                    }
+                }
+                if list.is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        key,
+                        "`archs` needs at least one architecture, e.g. archs = [80, 90]",
+                    ));
+                }
+                self.archs = Some((list, key.span()));
+            }
+            "options" => {
+                self.extra.extend(string_list(input, "option (e.g. \"-DN=4\")")?.iter().map(LitStr::value));
+            }
+            "include_dirs" => {
+                for d in string_list(input, "include directory")? {
+                    self.include_dirs.push((d.value(), d.span()));
+                }
+            }
+            "defines" => {
+                for d in string_list(input, "define (e.g. \"N=4\" or \"DEBUG\")")? {
+                    let v = d.value();
+                    let name = v.split_once('=').map_or(v.as_str(), |x| x.0);
+                    if !is_identifier(name) {
+                        return Err(syn::Error::new_spanned(
+                            &d,
+                            format!("`{v}` is not a define: write `NAME` or `NAME=value` (NAME a C identifier)"),
+                        ));
+                    }
+                    self.defines.push(format!("-D{v}"));
+                }
+            }
+            "std" => {
+                let v: LitStr = input.parse()?;
+                const STDS: &[&str] = &["c++11", "c++14", "c++17", "c++20"];
+                if !STDS.contains(&v.value().as_str()) {
+                    return Err(syn::Error::new_spanned(
+                        &v,
+                        format!("unknown C++ standard `{}`: expected one of {}", v.value(), STDS.join(", ")),
+                    ));
+                }
+                self.typed.push(format!("-std={}", v.value()));
+            }
+            "fast_math" | "lineinfo" => {
+                let v: syn::LitBool =
+                    input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{key}` takes `true` or `false`")))?;
+                if v.value {
+                    self.typed.push(if key == "fast_math" { "--use_fast_math" } else { "-lineinfo" }.to_string());
+                }
+            }
+            "maxrregcount" => {
+                let v: syn::LitInt = input
+                    .parse()
+                    .map_err(|e| syn::Error::new(e.span(), "`maxrregcount` takes a number of registers, e.g. 64"))?;
+                let n: u32 = v.base10_parse()?;
+                if !(16..=255).contains(&n) {
+                    return Err(syn::Error::new_spanned(
+                        &v,
+                        format!("`maxrregcount = {n}` is out of range: a thread can use 16 to 255 registers"),
+                    ));
+                }
+                self.typed.push(format!("--maxrregcount={n}"));
+            }
+            "compiler" => {
+                let v: LitStr = input.parse()?;
+                self.compiler = match v.value().as_str() {
+                    "auto" => Compiler::Auto,
+                    "nvcc" => Compiler::Nvcc,
+                    "nvrtc" => Compiler::Nvrtc,
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            &v,
+                            format!("unknown compiler `{other}`: expected \"auto\", \"nvcc\" or \"nvrtc\""),
+                        ))
+                    }
+                };
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The compiler flags, for nvcc and NVRTC alike: the typed options (`defines`, `std`,
+    /// `fast_math`, `maxrregcount`, `lineinfo`) turned into flags, then the free-form `options`.
+    pub fn flags(&self) -> Vec<String> {
+        self.defines.iter().chain(&self.typed).chain(&self.extra).cloned().collect()
+    }
 }
 
 impl Parse for Input {
@@ -103,14 +238,9 @@ impl Parse for Input {
                 }
             });
         }
-        let mut defines: Vec<String> = Vec::new();
-        let mut typed: Vec<String> = Vec::new();
-        let mut include_dirs = Vec::new();
+        let mut opts = Options::default();
         let mut instances = Vec::new();
         let mut first = !inline;
-        let mut archs = None;
-        let mut options = Vec::new();
-        let mut compiler = Compiler::Auto;
         while !input.is_empty() {
             if !first {
                 input.parse::<Token![,]>()?;
@@ -125,40 +255,6 @@ impl Parse for Input {
             }
             input.parse::<Token![=]>()?;
             match key.to_string().as_str() {
-                "archs" => {
-                    let content;
-                    bracketed!(content in input);
-                    let mut list = Vec::new();
-                    while !content.is_empty() {
-                        let lit: Lit = content.parse().map_err(|e| {
-                            syn::Error::new(e.span(), "an architecture is a number like 90 or a string like \"90a\"")
-                        })?;
-                        let text = match &lit {
-                            Lit::Int(i) => i.base10_digits().to_string(),
-                            Lit::Str(s) => s.value(),
-                            _ => {
-                                return Err(syn::Error::new_spanned(
-                                    &lit,
-                                    "an architecture is a number like 90 or a string like \"90a\"",
-                                ))
-                            }
-                        };
-                        list.push(Arch::parse(&text).map_err(|e| syn::Error::new_spanned(&lit, e))?);
-                        if !content.is_empty() {
-                            content.parse::<Token![,]>()?;
-                        }
-                    }
-                    if list.is_empty() {
-                        return Err(syn::Error::new_spanned(
-                            &key,
-                            "`archs` needs at least one architecture, e.g. archs = [80, 90]",
-                        ));
-                    }
-                    archs = Some((list, key.span()));
-                }
-                "options" => {
-                    options.extend(string_list(input, "option (e.g. \"-DN=4\")")?.iter().map(LitStr::value));
-                }
                 "file" => {
                     let lit: LitStr = input.parse()?;
                     if source.is_some() {
@@ -176,72 +272,10 @@ impl Parse for Input {
                     source = Some(Source::File(lit));
                 }
                 "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
-                "include_dirs" => {
-                    for d in string_list(input, "include directory")? {
-                        include_dirs.push((d.value(), d.span()));
-                    }
-                }
-                "defines" => {
-                    for d in string_list(input, "define (e.g. \"N=4\" or \"DEBUG\")")? {
-                        let v = d.value();
-                        let name = v.split_once('=').map_or(v.as_str(), |x| x.0);
-                        if !is_identifier(name) {
-                            return Err(syn::Error::new_spanned(
-                                &d,
-                                format!("`{v}` is not a define: write `NAME` or `NAME=value` (NAME a C identifier)"),
-                            ));
-                        }
-                        defines.push(format!("-D{v}"));
-                    }
-                }
-                "std" => {
-                    let v: LitStr = input.parse()?;
-                    const STDS: &[&str] = &["c++11", "c++14", "c++17", "c++20"];
-                    if !STDS.contains(&v.value().as_str()) {
-                        return Err(syn::Error::new_spanned(
-                            &v,
-                            format!("unknown C++ standard `{}`: expected one of {}", v.value(), STDS.join(", ")),
-                        ));
-                    }
-                    typed.push(format!("-std={}", v.value()));
-                }
-                "fast_math" | "lineinfo" => {
-                    let v: syn::LitBool = input
-                        .parse()
-                        .map_err(|e| syn::Error::new(e.span(), format!("`{key}` takes `true` or `false`")))?;
-                    if v.value {
-                        typed.push(if key == "fast_math" { "--use_fast_math" } else { "-lineinfo" }.to_string());
-                    }
-                }
-                "maxrregcount" => {
-                    let v: syn::LitInt = input.parse().map_err(|e| {
-                        syn::Error::new(e.span(), "`maxrregcount` takes a number of registers, e.g. 64")
-                    })?;
-                    let n: u32 = v.base10_parse()?;
-                    if !(16..=255).contains(&n) {
-                        return Err(syn::Error::new_spanned(
-                            &v,
-                            format!("`maxrregcount = {n}` is out of range: a thread can use 16 to 255 registers"),
-                        ));
-                    }
-                    typed.push(format!("--maxrregcount={n}"));
-                }
-                "compiler" => {
-                    let v: LitStr = input.parse()?;
-                    compiler = match v.value().as_str() {
-                        "auto" => Compiler::Auto,
-                        "nvcc" => Compiler::Nvcc,
-                        "nvrtc" => Compiler::Nvrtc,
-                        other => {
-                            return Err(syn::Error::new_spanned(
-                                &v,
-                                format!("unknown compiler `{other}`: expected \"auto\", \"nvcc\" or \"nvrtc\""),
-                            ))
-                        }
-                    };
-                }
                 other => {
-                    return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
+                    if !opts.parse_option(&key, input)? {
+                        return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
+                    }
                 }
             }
         }
@@ -249,8 +283,8 @@ impl Parse for Input {
             return Err(input
                 .error("no CUDA source: pass it inline, cuda_kernel!(r#\"...\"#), or as `file = \"kernels/x.cu\"`"));
         };
-        defines.extend(typed);
-        defines.extend(options);
-        Ok(Input { source, archs, options: defines, include_dirs, instances, compiler })
+        let options = opts.flags();
+        let Options { archs, include_dirs, compiler, .. } = opts;
+        Ok(Input { source, archs, options, include_dirs, instances, compiler })
     }
 }

@@ -169,6 +169,25 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
 /// Generates everything for a checked module: a hidden module holding the `ModuleSpec`, the
 /// globals and one module per kernel, re-exported where the macro was invoked.
 pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
+    let (hidden, items) = generate_hidden(module, checked, image, deps);
+    let names: Vec<syn::Ident> = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect();
+    let global_names =
+        checked.globals.iter().map(|g| rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name")));
+    quote! {
+        #items
+        #[allow(unused_imports)]
+        pub use #hidden::{#(#names,)* #(#global_names),*};
+    }
+}
+
+/// The hidden module alone (its name and its tokens), without the re-exports: for macros that
+/// wrap the kernels in their own module (`elementwise_kernel!`).
+pub fn generate_hidden(
+    module: &Module,
+    checked: &Checked,
+    image: &Image,
+    deps: &[PathBuf],
+) -> (syn::Ident, TokenStream) {
     let span = module.span();
     let site = &module.site;
     // The tag must not depend on where the checkout lives (reproducible builds, stable
@@ -222,16 +241,12 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
             Err(e) => modules.push(syn::Error::new(span, e).to_compile_error()),
         }
     }
-    let names: Vec<syn::Ident> = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect();
-
     let mut global_items = Vec::new();
     let mut global_specs = Vec::new();
-    let mut global_names = Vec::new();
     for (gi, g) in checked.globals.iter().enumerate() {
         let (spec, items) = self::global_items(g, gi, span);
         global_specs.push(spec);
         global_items.push(items);
-        global_names.push(rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name")));
     }
     // Cargo rebuilds the crate when the CUDA file or a header it includes changes.
     let tracked = deps.iter().filter_map(|d| d.to_str()).map(|d| {
@@ -244,7 +259,7 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
     let origin = &module.origin;
     // Everything lives in one hidden module (so the macro also works inside a function body) and
     // the kernel modules are re-exported where the macro was invoked.
-    quote! {
+    let items = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, non_upper_case_globals)]
         mod #hidden {
@@ -264,7 +279,6 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
             #(#global_items)*
             #(#modules)*
         }
-        #[allow(unused_imports)]
-        pub use #hidden::{#(#names,)* #(#global_names),*};
-    }
+    };
+    (hidden, items)
 }
