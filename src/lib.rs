@@ -93,7 +93,7 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, reduction_kernel, DeviceSafe};
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig,

@@ -19,6 +19,8 @@ mod module; // the registry: lazy per-device loading
 pub mod nvrtc; // run-time compilation and its disk cache
 mod params; // the driver's view of a kernel's parameter list
 mod program;
+#[doc(hidden)]
+pub mod reduce; // scratch, plans and checks of reduction launchers
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
@@ -81,10 +83,12 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::reduce;
+    pub use cuda_embed_build::reduction::PlanKind;
     pub use crate::args::{In, InAny, Out, OutAny};
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
-    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+    pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 
     /// Compile-time proof that `T` is marked device-safe.

@@ -31,6 +31,8 @@ pub mod ir;
 pub mod lex;
 pub mod oracle;
 pub mod probe;
+pub mod reduction;
+pub mod reduction_gen;
 pub mod ptx;
 pub mod report;
 pub mod signature;
