@@ -11,8 +11,10 @@ def median_ms(f, reps=20):
     ts = []
     for _ in range(reps):
         a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record(); f(); b.record(); b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b))
+        cp.cuda.Stream.null.synchronize(); a.record()
+        for _ in range(10): f()
+        b.record(); b.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(a, b) / 10)
     ts.sort()
     return ts[len(ts) // 2]
 

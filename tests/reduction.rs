@@ -15,11 +15,34 @@ reduction_kernel!(
     types = ["float", "double"],
 );
 
-reduction_kernel!(sum_f64, inputs = "float x", outputs = "double y", map = "x", reduce = "a + b", identity = "0", reduce_type = "double");
+reduction_kernel!(
+    sum_f64,
+    inputs = "float x",
+    outputs = "double y",
+    map = "x",
+    reduce = "a + b",
+    identity = "0",
+    reduce_type = "double"
+);
 
-reduction_kernel!(max_of, inputs = "T x", outputs = "T y", map = "x", reduce = "fmax(a, b)", identity = "-INFINITY", types = ["float"]);
+reduction_kernel!(
+    max_of,
+    inputs = "T x",
+    outputs = "T y",
+    map = "x",
+    reduce = "fmax(a, b)",
+    identity = "-INFINITY",
+    types = ["float"]
+);
 
-reduction_kernel!(min_of, inputs = "float x", outputs = "float y", map = "x", reduce = "fminf(a, b)", identity = "INFINITY");
+reduction_kernel!(
+    min_of,
+    inputs = "float x",
+    outputs = "float y",
+    map = "x",
+    reduce = "fminf(a, b)",
+    identity = "INFINITY"
+);
 
 reduction_kernel!(
     argmax,
@@ -33,7 +56,15 @@ reduction_kernel!(
     post_map = "y = a.i",
 );
 
-reduction_kernel!(weighted, inputs = "T x, T w", outputs = "T y", map = "x * w", reduce = "a + b", identity = "0", types = ["float"]);
+reduction_kernel!(
+    weighted,
+    inputs = "T x, T w",
+    outputs = "T y",
+    map = "x * w",
+    reduce = "a + b",
+    identity = "0",
+    types = ["float"]
+);
 
 reduction_kernel!(
     scaled_sum,
@@ -45,9 +76,25 @@ reduction_kernel!(
     post_map = "y = a; count = (int)n",
 );
 
-reduction_kernel!(half_sum, inputs = "__half x", outputs = "float y", map = "__half2float(x)", reduce = "a + b", identity = "0.0f", reduce_type = "float");
+reduction_kernel!(
+    half_sum,
+    inputs = "__half x",
+    outputs = "float y",
+    map = "__half2float(x)",
+    reduce = "a + b",
+    identity = "0.0f",
+    reduce_type = "float"
+);
 
-reduction_kernel!(int_sum, inputs = "int x", outputs = "long long y", map = "(long long)x", reduce = "a + b", identity = "0", reduce_type = "long long");
+reduction_kernel!(
+    int_sum,
+    inputs = "int x",
+    outputs = "long long y",
+    map = "(long long)x",
+    reduce = "a + b",
+    identity = "0",
+    reduce_type = "long long"
+);
 
 fn gpu() -> Arc<CudaStream> {
     cuda_embed::context(0).expect("a CUDA GPU").default_stream()
@@ -88,8 +135,19 @@ fn ssq(v: &[f32]) -> f64 {
 #[ignore = "needs a CUDA GPU"]
 fn sum_of_squares_every_shape() -> cuda_embed::Result<()> {
     let stream = gpu();
-    let shapes: &[(usize, usize)] =
-        &[(1, 1), (1, 1000), (1000, 1), (3, 7), (513, 129), (4096, 33), (7, 100_003), (65536, 32), (1 << 14, 1 << 8), (1, 1 << 22), (1 << 20, 3)];
+    let shapes: &[(usize, usize)] = &[
+        (1, 1),
+        (1, 1000),
+        (1000, 1),
+        (3, 7),
+        (513, 129),
+        (4096, 33),
+        (7, 100_003),
+        (65536, 32),
+        (1 << 14, 1 << 8),
+        (1, 1 << 22),
+        (1 << 20, 3),
+    ];
     for (si, &(rows, cols)) in shapes.iter().enumerate() {
         let x = data(rows * cols, si as u64);
         let dx = stream.clone_htod(&x)?;
@@ -164,7 +222,9 @@ fn max_min_argmax() -> cuda_embed::Result<()> {
     argmax::launch_rows(&stream, &dx, cols, &mut yi)?;
     let want: Vec<i64> = x
         .chunks(cols)
-        .map(|r| r.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0 as i64)
+        .map(|r| {
+            r.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0 as i64
+        })
         .collect();
     assert_eq!(stream.clone_dtoh(&yi)?, want);
     Ok(())

@@ -83,11 +83,11 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::reduce;
-    pub use cuda_embed_build::reduction::PlanKind;
     pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
+    pub use cuda_embed_build::reduction::PlanKind;
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 

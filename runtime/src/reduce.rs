@@ -29,9 +29,11 @@ pub fn sm_count(stream: &CudaStream) -> Result<u32> {
             return Ok(v);
         }
     }
-    let v = ctx
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device: ordinal, cause: DriverCode(e.0) })?;
+    let v = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(|e| Error::Driver {
+        call: "cuDeviceGetAttribute",
+        device: ordinal,
+        cause: DriverCode(e.0),
+    })?;
     let v = v.max(1) as u32;
     if let Some(slot) = SMS.get(ordinal) {
         slot.store(v, Ordering::Relaxed);
@@ -64,7 +66,11 @@ pub fn plan(stream: &CudaStream, shape: Shape, rows: u64, n: u64, input_sizes: &
 
 /// The `LaunchConfig` of a plan.
 pub fn config(plan: &Plan) -> LaunchConfig {
-    LaunchConfig { grid_dim: (plan.grid.0, plan.grid.1, 1), block_dim: (plan.block.0, plan.block.1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (plan.grid.0, plan.grid.1, 1),
+        block_dim: (plan.block.0, plan.block.1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 type ScratchMap = HashMap<usize, CudaSlice<u8>>;
@@ -93,7 +99,11 @@ pub fn with_scratch<R>(
         map.insert(key, buf);
     }
     let Some(buf) = map.get_mut(&key) else {
-        return Err(Error::Driver { call: "cuMemAllocAsync", device: stream.context().ordinal(), cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY) });
+        return Err(Error::Driver {
+            call: "cuMemAllocAsync",
+            device: stream.context().ordinal(),
+            cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        });
     };
     f(buf)
 }

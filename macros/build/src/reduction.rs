@@ -261,7 +261,7 @@ impl ReductionSource {
 
     fn ops(&self, out: &mut String) {
         let name = &self.name;
-        let _ = write!(out, "{}struct {name}_ops {{\n", self.template_head().replace("extern \"C\" ", ""));
+        let _ = writeln!(out, "{}struct {name}_ops {{", self.template_head().replace("extern \"C\" ", ""));
         out.push_str("    typedef ");
         match &self.reduce_type {
             Some(rt) => {
@@ -708,7 +708,14 @@ pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
         let g = groups.max(1).next_power_of_two().min(32);
         let rows_per_block = u64::from(BLOCK) / g;
         let grid = div_ceil(rows, rows_per_block).min(wave * 8) as u32;
-        return Plan { kind: PlanKind::Rows, grid: (grid, 1), block: (BLOCK, 1), aux: g as u32, partials: 0, counters: 0 };
+        return Plan {
+            kind: PlanKind::Rows,
+            grid: (grid, 1),
+            block: (BLOCK, 1),
+            aux: g as u32,
+            partials: 0,
+            counters: 0,
+        };
     }
     let per_block = u64::from(BLOCK * UNROLL);
     let bpr = if rows >= wave { 1 } else { (wave / rows.max(1)).clamp(1, div_ceil(groups, per_block).max(1)) };

@@ -24,7 +24,12 @@ fn sum_of_squares() -> ReductionSource {
 fn source_has_three_kernels_and_user_code() {
     let src = sum_of_squares().source();
     for k in kernel_names("ssq") {
-        assert!(src.contains(&format!("{k}(const T* __restrict__ x, const float* __restrict__ w, const T s, T* __restrict__ y")), "{k}");
+        assert!(
+            src.contains(&format!(
+                "{k}(const T* __restrict__ x, const float* __restrict__ w, const T s, T* __restrict__ y"
+            )),
+            "{k}"
+        );
     }
     assert!(src.contains("#line 7 \"src/main.rs\"\nx * x * w * s"));
     assert!(src.contains("typedef \ndouble\n R;"));
@@ -76,7 +81,7 @@ fn plans_rows() {
     let long = plan_segments(132, 65536, 4096, 4);
     assert_eq!((long.kind, long.aux, long.partials), (PlanKind::Segments, 1, 0));
     let few_long = plan_segments(132, 4, 1 << 24, 4);
-    assert!(few_long.aux > 1 && few_long.grid.0 % few_long.aux == 0);
+    assert!(few_long.aux > 1 && few_long.grid.0.is_multiple_of(few_long.aux));
     assert_eq!(few_long.counters, 4);
     let zero_cols = plan_segments(132, 10, 0, 4);
     assert_eq!((zero_cols.kind, zero_cols.aux), (PlanKind::Rows, 1));

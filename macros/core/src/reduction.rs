@@ -47,7 +47,10 @@ const KEYS: &str = "`inputs = \"T x\"`, `outputs = \"T y\"`, `map = \"x * x\"`, 
 impl Parse for ReductionInput {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let name: Ident = input.parse().map_err(|e| {
-            syn::Error::new(e.span(), "expected the reduction's name first: reduction_kernel!(l2norm, inputs = \"T x\", ...)")
+            syn::Error::new(
+                e.span(),
+                "expected the reduction's name first: reduction_kernel!(l2norm, inputs = \"T x\", ...)",
+            )
         })?;
         let mut r = ReductionInput {
             name,
@@ -71,7 +74,9 @@ impl Parse for ReductionInput {
             let key: Ident = input
                 .parse()
                 .map_err(|e| syn::Error::new(e.span(), format!("expected one of {KEYS} or {}", Options::KEYS_HELP)))?;
-            input.parse::<Token![=]>().map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
+            input
+                .parse::<Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
             let k = key.to_string();
             if seen.contains(&k) {
                 return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
@@ -87,7 +92,8 @@ impl Parse for ReductionInput {
                 "reduce_type" => &mut r.reduce_type,
                 "preamble" => &mut r.preamble,
                 "types" => {
-                    r.types = Some((string_list(input, "type instance (e.g. \"float\" or \"T=float, U=int\")")?, key.span()));
+                    r.types =
+                        Some((string_list(input, "type instance (e.g. \"float\" or \"T=float, U=int\")")?, key.span()));
                     continue;
                 }
                 _ => {
@@ -128,7 +134,12 @@ pub fn expand(tokens: TokenStream, site: CallSite, lines: &[(String, usize)]) ->
 
 fn required<'a>(lit: &'a Option<LitStr>, key: &str, name: &Ident) -> syn::Result<&'a LitStr> {
     lit.as_ref().ok_or_else(|| {
-        syn::Error::new_spanned(name, format!("reduction `{name}` needs `{key} = \"...\"` (all of `inputs`, `outputs`, `map`, `reduce`, `identity`)"))
+        syn::Error::new_spanned(
+            name,
+            format!(
+                "reduction `{name}` needs `{key} = \"...\"` (all of `inputs`, `outputs`, `map`, `reduce`, `identity`)"
+            ),
+        )
     })
 }
 
@@ -168,7 +179,8 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
     let map = required(&input.map, "map", name)?;
     let reduce = required(&input.reduce, "reduce", name)?;
     let identity = required(&input.identity, "identity", name)?;
-    let lists = ParamLists::parse(&inputs.value(), &outputs.value()).map_err(|e| list_error(e, input, inputs, outputs))?;
+    let lists =
+        ParamLists::parse(&inputs.value(), &outputs.value()).map_err(|e| list_error(e, input, inputs, outputs))?;
     if let Some(p) = lists.all().find(|p| p.kind == ParamKind::Raw) {
         return Err(syn::Error::new(
             inputs.span(),
@@ -176,10 +188,16 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
         ));
     }
     if !lists.inputs.iter().any(|p| p.kind == ParamKind::Array) {
-        return Err(syn::Error::new(inputs.span(), "a reduction needs at least one array input (e.g. `inputs = \"T x\"`)"));
+        return Err(syn::Error::new(
+            inputs.span(),
+            "a reduction needs at least one array input (e.g. `inputs = \"T x\"`)",
+        ));
     }
     if lists.outputs.is_empty() {
-        return Err(syn::Error::new(outputs.span(), "a reduction needs at least one output (e.g. `outputs = \"T y\"`)"));
+        return Err(syn::Error::new(
+            outputs.span(),
+            "a reduction needs at least one output (e.g. `outputs = \"T y\"`)",
+        ));
     }
     let types: Vec<String> = input.types.as_ref().map(|t| t.0.iter().map(LitStr::value).collect()).unwrap_or_default();
     let instances = lists.instances(&types).map_err(|e| list_error(e, input, inputs, outputs))?;
@@ -188,7 +206,11 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
         text: lit.value(),
         origin: lines.iter().find(|(t, _)| *t == lit.token().to_string()).map(|(_, l)| (site.file.clone(), *l)),
     };
-    let red_param = |p: &Param| RedParam { name: p.name.clone(), ty: p.ty.as_str().to_string(), scalar: p.kind == ParamKind::Scalar };
+    let red_param = |p: &Param| RedParam {
+        name: p.name.clone(),
+        ty: p.ty.as_str().to_string(),
+        scalar: p.kind == ParamKind::Scalar,
+    };
     let src = ReductionSource {
         name: name.to_string(),
         placeholders: placeholders.clone(),

@@ -22,8 +22,12 @@ pub fn wrapper(
     let tokens = &generated.tokens;
     let (stream_ty, result) = (paths::stream(), paths::result());
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
-    let (red, plan_kind, device_slice, error) =
-        (paths::reduction("reduce"), paths::reduction("PlanKind"), paths::reduction("DeviceSlice"), paths::reduction("Error"));
+    let (red, plan_kind, device_slice, error) = (
+        paths::reduction("reduce"),
+        paths::reduction("PlanKind"),
+        paths::reduction("DeviceSlice"),
+        paths::reduction("Error"),
+    );
     let kernels: Vec<Ident> = kernel_names(&name.to_string()).iter().map(|k| format_ident!("{}", k)).collect();
     let generics: Vec<Ident> = placeholders.iter().map(|p| format_ident!("{}", p)).collect();
     let (gen_decl, turbofish) =
