@@ -7,7 +7,7 @@ use crate::expand::{expand_generated, CallSite};
 use crate::gen::rust_type;
 use crate::input::{string_list, Options};
 use crate::types;
-use cuda_embed_build::params::{ListError, Param, ParamKind, ParamLists, ParamType, Source};
+use cuda_embed_build::params::{ListError, Param, ParamKind, ParamLists, ParamType, Role, Source};
 use cuda_embed_build::reduction::{RedParam, ReductionSource, Snippet};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -161,14 +161,19 @@ fn param_type(p: &Param) -> TokenStream {
             let id = format_ident!("{}", ph);
             quote!(#id)
         }
-        ParamType::Concrete(c) => match types::builtin(&types::normalise(c)) {
-            Some(b) => rust_type(&types::RustType::Builtin(b)),
-            None => {
-                let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
-                let id = format_ident!("{}", last);
-                quote!(#id)
-            }
-        },
+        ParamType::Concrete(c) => concrete_type(c),
+    }
+}
+
+/// The Rust type of a CUDA type: the mapped builtin, or the user's struct of the same name.
+fn concrete_type(c: &str) -> TokenStream {
+    match types::builtin(&types::normalise(c)) {
+        Some(b) => rust_type(&types::RustType::Builtin(b)),
+        None => {
+            let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
+            let id = format_ident!("{}", last);
+            quote!(#id)
+        }
     }
 }
 
@@ -182,9 +187,14 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
     let lists =
         ParamLists::parse(&inputs.value(), &outputs.value()).map_err(|e| list_error(e, input, inputs, outputs))?;
     if let Some(p) = lists.all().find(|p| p.kind == ParamKind::Raw) {
+        let (lit, role) = if p.role == Role::Input { (inputs, "inputs") } else { (outputs, "outputs") };
         return Err(syn::Error::new(
-            inputs.span(),
-            format!("`raw {} {}`: reduction kernels take arrays and scalars, not raw arrays", p.ty, p.name),
+            lit.span(),
+            format!(
+                "`raw {} {}` in `{role}`: a reduction's parameters are arrays (`{} {}`, read or written one \
+                 element per index) and scalar inputs, never `raw` arrays",
+                p.ty, p.name, p.ty, p.name
+            ),
         ));
     }
     if !lists.inputs.iter().any(|p| p.kind == ParamKind::Array) {
@@ -227,5 +237,17 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
     let exprs: Vec<LitStr> = src.instance_exprs().iter().map(|e| LitStr::new(e, map.span())).collect();
     let source = LitStr::new(&src.source(), map.span());
     let generated = expand_generated(source, site, &input.options, exprs).map_err(|f| f.error)?;
-    Ok(crate::reduction_gen::wrapper(name, &lists, &placeholders, &generated, site, param_type))
+    let rust_instances: Vec<(String, Vec<TokenStream>)> = if placeholders.is_empty() {
+        Vec::new()
+    } else {
+        instances
+            .iter()
+            .map(|i| {
+                let shown = if placeholders.len() == 1 { i.types().join(", ") } else { i.to_string() };
+                let shown = format!("\"{shown}\"");
+                (shown, i.types().into_iter().map(concrete_type).collect())
+            })
+            .collect()
+    };
+    Ok(crate::reduction_gen::wrapper(name, &lists, &placeholders, &generated, site, param_type, &rust_instances))
 }

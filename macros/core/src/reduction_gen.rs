@@ -17,6 +17,7 @@ pub fn wrapper(
     generated: &Generated,
     site: &CallSite,
     param_type: fn(&Param) -> TokenStream,
+    instances: &[(String, Vec<TokenStream>)],
 ) -> TokenStream {
     let hidden = &generated.hidden;
     let tokens = &generated.tokens;
@@ -32,15 +33,45 @@ pub fn wrapper(
     let generics: Vec<Ident> = placeholders.iter().map(|p| format_ident!("{}", p)).collect();
     let (gen_decl, turbofish) =
         if generics.is_empty() { (quote!(), quote!()) } else { (quote!(<#(#generics),*>), quote!(::<#(#generics),*>)) };
-    let where_clause = match generics.len() {
-        0 => quote!(),
+    // `Listed`: the reduction's own trait for the instances of `types = [...]`, so that an
+    // unlisted instance is one error in the reduction's words (not three about hidden kernels).
+    // With one placeholder it has the kernels' traits as supertraits and is the only bound; with
+    // several the kernels' `Instance` markers differ, so their bounds follow it.
+    let built: Vec<&str> = instances.iter().map(|(n, _)| n.as_str()).collect();
+    let message = format!("reduction `{name}` was not built for `{{Self}}`");
+    let note = format!(
+        "types built: {}; add the one you need to `types = [...]` of the reduction_kernel! at {}:{}",
+        built.join(", "),
+        site.file,
+        site.line
+    );
+    let (listed, where_clause) = match generics.len() {
+        0 => (quote!(), quote!()),
         1 => {
             let g = &generics[0];
-            quote!(where #g: #(#hidden::#kernels::Listed)+*)
+            let impls = instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for #(#tys),* {}));
+            let listed = quote! {
+                /// Implemented for each type in `types = [...]`: the launchers are generic over it.
+                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
+                pub trait Listed: #(#hidden::#kernels::Listed)+* {}
+                #(#impls)*
+            };
+            (listed, quote!(where #g: Listed))
         }
         _ => {
+            let impls =
+                instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for Instance<#(#tys),*> {}));
+            let phantom = &generics;
+            let listed = quote! {
+                /// Names one instance by its Rust types; those in `types = [...]` implement [`Listed`].
+                pub struct Instance<#(#generics),*>(::core::marker::PhantomData<fn() -> (#(#phantom,)*)>);
+                /// Implemented for each instance in `types = [...]`: the launchers are generic over it.
+                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
+                pub trait Listed {}
+                #(#impls)*
+            };
             let bounds = kernels.iter().map(|k| quote!(#hidden::#k::Instance<#(#generics),*>: #hidden::#k::Listed));
-            quote!(where #(#bounds),*)
+            (listed, quote!(where Instance<#(#generics),*>: Listed, #(#bounds),*))
         }
     };
     let mut in_args = Vec::new();
@@ -106,6 +137,7 @@ pub fn wrapper(
         pub mod #name {
             use super::*;
             #tokens
+            #listed
 
             /// Where the reduction was declared, for errors.
             pub const ORIGIN: &str = #origin;
