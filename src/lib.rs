@@ -99,6 +99,8 @@ pub use cuda_embed_runtime::{
     CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig,
     LaunchKind, Module, Program, ProgramKernel, ProgramModule, Result,
 };
+// Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
+pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
 pub use cuda_embed_runtime::DeviceSafe;

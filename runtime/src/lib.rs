@@ -21,7 +21,9 @@ mod params; // the driver's view of a kernel's parameter list
 mod program;
 #[doc(hidden)]
 pub mod reduce; // scratch, plans and checks of reduction launchers
+mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
 pub use arg::Arg;
@@ -34,7 +36,9 @@ pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;
 pub use module::Module;
 pub use program::{Program, ProgramKernel, ProgramModule};
+pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
+pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2, Double3, Double4,
     FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3, Long4, LongLong1,

@@ -108,6 +108,13 @@ pub fn vec_width(input_sizes: &[usize]) -> u32 {
 const HELPERS: &str = r#"
 #ifndef CUDA_EMBED_REDUCE_HELPERS
 #define CUDA_EMBED_REDUCE_HELPERS
+// NVRTC has no <math.h>: the constants identities are usually written with.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
 namespace cuda_embed_reduce {
 template <int B> struct raw_vec { typedef unsigned char type; };
 template <> struct raw_vec<2> { typedef unsigned short type; };
