@@ -59,8 +59,7 @@ pub fn wrapper(
             (listed, quote!(where #g: Listed))
         }
         _ => {
-            let impls =
-                instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for Instance<#(#tys),*> {}));
+            let impls = instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for Instance<#(#tys),*> {}));
             let phantom = &generics;
             let listed = quote! {
                 /// Names one instance by its Rust types; those in `types = [...]` implement [`Listed`].
