@@ -93,13 +93,15 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
     ElementwiseProgram, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig, LaunchKind, Module, Program,
     ProgramKernel, ProgramModule, Result,
 };
+// Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
+pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
 pub use cuda_embed_runtime::DeviceSafe;

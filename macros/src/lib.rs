@@ -83,3 +83,24 @@ fn call_site(input: &TokenStream) -> cuda_embed_macros_core::CallSite {
     });
     cuda_embed_macros_core::CallSite { file, line: span.line(), dir }
 }
+
+#[doc = include_str!("../reduction_kernel.md")]
+#[proc_macro]
+pub fn reduction_kernel(input: TokenStream) -> TokenStream {
+    let site = call_site(&input);
+    let mut lines = Vec::new();
+    literal_lines(input.clone(), &mut lines);
+    cuda_embed_macros_core::reduction::expand(input.into(), site, &lines).into()
+}
+
+/// The Rust line of every literal in `input` (by its text), so generated CUDA can carry `#line`
+/// directives pointing at the user's code strings.
+fn literal_lines(input: TokenStream, out: &mut Vec<(String, usize)>) {
+    for t in input {
+        match t {
+            proc_macro::TokenTree::Literal(l) => out.push((l.to_string(), l.span().line())),
+            proc_macro::TokenTree::Group(g) => literal_lines(g.stream(), out),
+            _ => {}
+        }
+    }
+}

@@ -190,6 +190,12 @@ impl<'a> Arg<'a> {
         }
     }
 
+    /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
+    /// original).
+    pub(crate) fn reborrow(&mut self) -> Arg<'_> {
+        Arg { size: self.size, elem: self.elem, kind: self.kind, _borrow: PhantomData }
+    }
+
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
     pub fn size(&self) -> usize {
         self.size

@@ -24,7 +24,11 @@ pub mod nvrtc; // run-time compilation and its disk cache
 mod order; // stream ordering of Global copies and launches
 mod params; // the driver's view of a kernel's parameter list
 mod program;
+#[doc(hidden)]
+pub mod reduce; // scratch, plans and checks of reduction launchers
+mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
 pub use arg::Arg;
@@ -39,7 +43,9 @@ pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;
 pub use module::Module;
 pub use program::{Program, ProgramKernel, ProgramModule};
+pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
+pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,
     Double3, Double4, FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3,
@@ -90,9 +96,11 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};
+    pub use cuda_embed_build::reduction::PlanKind;
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 

@@ -25,3 +25,4 @@ pub mod includes;
 pub mod key;
 pub mod options;
 pub mod params;
+pub mod reduction;

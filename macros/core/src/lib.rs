@@ -34,6 +34,8 @@ pub mod lex;
 pub mod oracle;
 pub mod probe;
 pub mod ptx;
+pub mod reduction;
+pub mod reduction_gen;
 pub mod report;
 pub mod signature;
 pub mod structs;

@@ -161,3 +161,12 @@ pub fn marker(name: &str, elem: Option<TokenStream>) -> TokenStream {
 /// Kernels with more parameters than this have no typed `Kernel` value (the runtime implements
 /// argument tuples up to this length); their launchers are unaffected.
 pub const MAX_TYPED_PARAMS: usize = 20;
+
+/// What reduction launchers use: `reduce` (plans, scratch, length errors), `PlanKind`,
+/// `DeviceSlice` (lengths), `Error`.
+pub fn reduction(name: &str) -> TokenStream {
+    match name {
+        "Error" => public("Error"),
+        _ => private(name, Span::call_site()),
+    }
+}

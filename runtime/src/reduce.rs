@@ -1,0 +1,127 @@
+//! What the launchers of `reduction_kernel!` (and the run-time reductions) need besides the
+//! kernels: the GPU's multiprocessor count (cached per device), the launch plan, and one scratch
+//! buffer per stream for the partial values and the last-block counters.
+//!
+//! The scratch buffer of a stream is allocated zeroed on that stream the first time a reduction
+//! needs one there and grows (a new zeroed buffer) when a plan needs more. The kernels leave every
+//! counter at zero when they finish, so the buffer is reused without clearing. Launches that use
+//! it hold one lock from the plan to the launch, so two threads launching on one stream never
+//! see a buffer freed under them; work on different streams uses different buffers.
+
+use crate::error::{DriverCode, Error, Result};
+use cuda_embed_build::reduction::{self, Plan};
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MAX_CACHED_DEVICES: usize = 64;
+static SMS: [AtomicU32; MAX_CACHED_DEVICES] = [const { AtomicU32::new(0) }; MAX_CACHED_DEVICES];
+
+/// The number of multiprocessors of `stream`'s device (read once per device).
+pub fn sm_count(stream: &CudaStream) -> Result<u32> {
+    let ctx = stream.context();
+    let ordinal = ctx.ordinal();
+    if let Some(slot) = SMS.get(ordinal) {
+        let v = slot.load(Ordering::Relaxed);
+        if v != 0 {
+            return Ok(v);
+        }
+    }
+    let v = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(|e| Error::Driver {
+        call: "cuDeviceGetAttribute",
+        device: ordinal,
+        cause: DriverCode(e.0),
+    })?;
+    let v = v.max(1) as u32;
+    if let Some(slot) = SMS.get(ordinal) {
+        slot.store(v, Ordering::Relaxed);
+    }
+    Ok(v)
+}
+
+/// The shapes a reduction launcher is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Everything into one value.
+    Full,
+    /// Each contiguous row of `cols` elements.
+    Rows,
+    /// Each column of the row-major matrix with `cols` columns.
+    Cols,
+}
+
+/// The launch plan for `rows` segments of `n` elements (`Full`: one segment; `Rows`: contiguous
+/// rows) or the `n` columns of a `rows` x `n` row-major matrix (`Cols`), the array inputs' element
+/// sizes giving the vector width. Lengths are checked before.
+pub fn plan(stream: &CudaStream, shape: Shape, rows: u64, n: u64, input_sizes: &[usize]) -> Result<Plan> {
+    let sms = sm_count(stream)?;
+    let v = reduction::vec_width(input_sizes);
+    Ok(match shape {
+        Shape::Full | Shape::Rows => reduction::plan_segments(sms, rows, n, v),
+        Shape::Cols => reduction::plan_cols(sms, rows, n, v),
+    })
+}
+
+/// The `LaunchConfig` of a plan.
+pub fn config(plan: &Plan) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (plan.grid.0, plan.grid.1, 1),
+        block_dim: (plan.block.0, plan.block.1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+type ScratchMap = HashMap<usize, CudaSlice<u8>>;
+static SCRATCH: Mutex<Option<ScratchMap>> = Mutex::new(None);
+
+/// Runs `f` with `stream`'s scratch buffer, at least `plan.scratch_bytes()` long, holding the
+/// scratch lock (so `f` should only launch). A plan that needs no scratch gets a one-byte buffer
+/// it never touches.
+pub fn with_scratch<R>(
+    stream: &Arc<CudaStream>,
+    plan: &Plan,
+    f: impl FnOnce(&mut CudaSlice<u8>) -> Result<R>,
+) -> Result<R> {
+    let need = plan.scratch_bytes().max(1) as usize;
+    let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    let key = stream.cu_stream() as usize;
+    let old = map.get(&key).map_or(0, CudaSlice::len);
+    if old < need {
+        let bytes = need.max(old * 2).max(4096);
+        let buf = stream.alloc_zeros::<u8>(bytes).map_err(|e| Error::Driver {
+            call: "cuMemAllocAsync",
+            device: stream.context().ordinal(),
+            cause: DriverCode(e.0),
+        })?;
+        map.insert(key, buf);
+    }
+    let Some(buf) = map.get_mut(&key) else {
+        return Err(Error::Driver {
+            call: "cuMemAllocAsync",
+            device: stream.context().ordinal(),
+            cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        });
+    };
+    f(buf)
+}
+
+/// Frees the scratch buffer reductions keep for `stream` (it is allocated again by the next
+/// reduction on that stream). Returns whether there was one.
+pub fn release_scratch(stream: &CudaStream) -> bool {
+    let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    guard.as_mut().is_some_and(|m| m.remove(&(stream.cu_stream() as usize)).is_some())
+}
+
+/// The error for arguments of the wrong length: names the reduction, the parameters and lengths.
+pub fn length_error(reduction: &str, origin: &str, stream: &CudaStream, cause: String) -> Error {
+    Error::Launch {
+        kernel: reduction.to_string(),
+        origin: origin.to_string(),
+        device: stream.context().ordinal(),
+        cause,
+        fix: None,
+    }
+}

@@ -1,0 +1,319 @@
+//! reduction_kernel!: results against f64 CPU references on every shape class, determinism,
+//! length errors. GPU tests are ignored without a GPU.
+
+use cuda_embed::{f16, reduction_kernel, CudaStream};
+use std::sync::Arc;
+
+reduction_kernel!(
+    sum_of_squares,
+    inputs = "T x",
+    outputs = "T y",
+    map = "x * x",
+    reduce = "a + b",
+    post_map = "y = a",
+    identity = "0",
+    types = ["float", "double"],
+);
+
+reduction_kernel!(
+    sum_f64,
+    inputs = "float x",
+    outputs = "double y",
+    map = "x",
+    reduce = "a + b",
+    identity = "0",
+    reduce_type = "double"
+);
+
+reduction_kernel!(
+    max_of,
+    inputs = "T x",
+    outputs = "T y",
+    map = "x",
+    reduce = "fmax(a, b)",
+    identity = "-INFINITY",
+    types = ["float"]
+);
+
+reduction_kernel!(
+    min_of,
+    inputs = "float x",
+    outputs = "float y",
+    map = "x",
+    reduce = "fminf(a, b)",
+    identity = "INFINITY"
+);
+
+reduction_kernel!(
+    argmax,
+    inputs = "float x",
+    outputs = "long long y",
+    preamble = "struct ValIdx { float v; long long i; };",
+    reduce_type = "ValIdx",
+    map = "ValIdx{x, i}",
+    reduce = "(a.v > b.v || (a.v == b.v && a.i < b.i)) ? a : b",
+    identity = "ValIdx{-INFINITY, -1}",
+    post_map = "y = a.i",
+);
+
+reduction_kernel!(
+    weighted,
+    inputs = "T x, T w",
+    outputs = "T y",
+    map = "x * w",
+    reduce = "a + b",
+    identity = "0",
+    types = ["float"]
+);
+
+reduction_kernel!(
+    scaled_sum,
+    inputs = "float x, scalar float s",
+    outputs = "float y, int count",
+    map = "x * s",
+    reduce = "a + b",
+    identity = "0",
+    post_map = "y = a; count = (int)n",
+);
+
+reduction_kernel!(
+    half_sum,
+    inputs = "__half x",
+    outputs = "float y",
+    map = "__half2float(x)",
+    reduce = "a + b",
+    identity = "0.0f",
+    reduce_type = "float"
+);
+
+reduction_kernel!(
+    int_sum,
+    inputs = "int x",
+    outputs = "long long y",
+    map = "(long long)x",
+    reduce = "a + b",
+    identity = "0",
+    reduce_type = "long long"
+);
+
+fn gpu() -> Arc<CudaStream> {
+    cuda_embed::context(0).expect("a CUDA GPU").default_stream()
+}
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn close(got: f64, want: f64, tol: f64, what: &str) {
+    let err = (got - want).abs() / want.abs().max(1.0);
+    assert!(err <= tol, "{what}: got {got}, want {want} (relative error {err:e} > {tol:e})");
+}
+
+fn cpu_rows(x: &[f32], cols: usize, f: impl Fn(&[f32]) -> f64) -> Vec<f64> {
+    x.chunks(cols).map(f).collect()
+}
+
+fn cpu_cols(x: &[f32], cols: usize, f: impl Fn(&[f32]) -> f64) -> Vec<f64> {
+    let rows = x.len() / cols;
+    (0..cols).map(|c| f(&(0..rows).map(|r| x[r * cols + c]).collect::<Vec<_>>())).collect()
+}
+
+fn ssq(v: &[f32]) -> f64 {
+    v.iter().map(|&a| f64::from(a * a)).sum()
+}
+
+/// Every shape class: full, rows and columns of tall, wide, single-row, single-column and
+/// odd-sized matrices.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sum_of_squares_every_shape() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    let shapes: &[(usize, usize)] = &[
+        (1, 1),
+        (1, 1000),
+        (1000, 1),
+        (3, 7),
+        (513, 129),
+        (4096, 33),
+        (7, 100_003),
+        (65536, 32),
+        (1 << 14, 1 << 8),
+        (1, 1 << 22),
+        (1 << 20, 3),
+    ];
+    for (si, &(rows, cols)) in shapes.iter().enumerate() {
+        let x = data(rows * cols, si as u64);
+        let dx = stream.clone_htod(&x)?;
+        let mut y = stream.alloc_zeros::<f32>(1)?;
+        sum_of_squares::launch(&stream, &dx, &mut y)?;
+        close(f64::from(stream.clone_dtoh(&y)?[0]), ssq(&x), 1e-4, &format!("full {rows}x{cols}"));
+        let mut yr = stream.clone_htod(&vec![f32::NAN; rows])?;
+        sum_of_squares::launch_rows(&stream, &dx, cols, &mut yr)?;
+        for (r, (g, w)) in stream.clone_dtoh(&yr)?.iter().zip(cpu_rows(&x, cols, ssq)).enumerate() {
+            close(f64::from(*g), w, 1e-4, &format!("rows {rows}x{cols} row {r}"));
+        }
+        let mut yc = stream.clone_htod(&vec![f32::NAN; cols])?;
+        sum_of_squares::launch_cols(&stream, &dx, cols, &mut yc)?;
+        for (c, (g, w)) in stream.clone_dtoh(&yc)?.iter().zip(cpu_cols(&x, cols, ssq)).enumerate() {
+            close(f64::from(*g), w, 1e-4, &format!("cols {rows}x{cols} col {c}"));
+        }
+    }
+    // f64 instance, and a view starting at element 1 (misaligned for 16-byte loads).
+    let x = data(100_001, 99);
+    let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    let dx = stream.clone_htod(&xd)?;
+    let mut y = stream.alloc_zeros::<f64>(1)?;
+    sum_of_squares::launch(&stream, &dx.slice(1..), &mut y)?;
+    close(stream.clone_dtoh(&y)?[0], xd[1..].iter().map(|a| a * a).sum(), 1e-12, "f64 misaligned view");
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn empty_input_gives_identity() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    let dx = stream.alloc_zeros::<f32>(0)?;
+    let mut y = stream.clone_htod(&[f32::NAN])?;
+    sum_of_squares::launch(&stream, &dx, &mut y)?;
+    assert_eq!(stream.clone_dtoh(&y)?, [0.0]);
+    max_of::launch(&stream, &dx, &mut y)?;
+    assert_eq!(stream.clone_dtoh(&y)?, [f32::NEG_INFINITY]);
+    let mut yr = stream.clone_htod(&[f32::NAN; 3])?;
+    sum_of_squares::launch_rows(&stream, &dx, 0, &mut yr)?;
+    assert_eq!(stream.clone_dtoh(&yr)?, [0.0; 3]);
+    let mut yc = stream.clone_htod(&[f32::NAN; 5])?;
+    sum_of_squares::launch_cols(&stream, &dx, 5, &mut yc)?;
+    assert_eq!(stream.clone_dtoh(&yc)?, [0.0; 5]);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn max_min_argmax() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    for (n, seed) in [(1usize, 1u64), (1000, 2), (1 << 20, 3), (12_345_677, 4)] {
+        let mut x = data(n, seed);
+        x[n / 3] = 5.0; // the maximum, and a tie later: the first index wins
+        if n > 10 {
+            x[n - 2] = 5.0;
+        }
+        let dx = stream.clone_htod(&x)?;
+        let mut y = stream.alloc_zeros::<f32>(1)?;
+        max_of::launch(&stream, &dx, &mut y)?;
+        assert_eq!(stream.clone_dtoh(&y)?[0], 5.0);
+        min_of::launch(&stream, &dx, &mut y)?;
+        assert_eq!(stream.clone_dtoh(&y)?[0], x.iter().copied().fold(f32::INFINITY, f32::min));
+        let mut yi = stream.alloc_zeros::<i64>(1)?;
+        argmax::launch(&stream, &dx, &mut yi)?;
+        assert_eq!(stream.clone_dtoh(&yi)?[0], (n / 3) as i64, "argmax of {n}");
+    }
+    // Per row: argmax gives the column of each row's maximum.
+    let (rows, cols) = (1000, 77);
+    let x = data(rows * cols, 5);
+    let dx = stream.clone_htod(&x)?;
+    let mut yi = stream.alloc_zeros::<i64>(rows)?;
+    argmax::launch_rows(&stream, &dx, cols, &mut yi)?;
+    let want: Vec<i64> = x
+        .chunks(cols)
+        .map(|r| {
+            r.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0 as i64
+        })
+        .collect();
+    assert_eq!(stream.clone_dtoh(&yi)?, want);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn weighted_scalars_half_and_integers() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    let n = 3_000_001;
+    let (x, w) = (data(n, 7), data(n, 8));
+    let (dx, dw) = (stream.clone_htod(&x)?, stream.clone_htod(&w)?);
+    let mut y = stream.alloc_zeros::<f32>(1)?;
+    weighted::launch(&stream, &dx, &dw, &mut y)?;
+    let want: f64 = x.iter().zip(&w).map(|(a, b)| f64::from(a * b)).sum();
+    close(f64::from(stream.clone_dtoh(&y)?[0]), want, 1e-4, "weighted sum");
+
+    let mut count = stream.alloc_zeros::<i32>(1)?;
+    scaled_sum::launch(&stream, &dx, 0.5, &mut y, &mut count)?;
+    close(f64::from(stream.clone_dtoh(&y)?[0]), x.iter().map(|&a| f64::from(a) * 0.5).sum(), 1e-4, "scaled");
+    assert_eq!(stream.clone_dtoh(&count)?[0], n as i32);
+
+    let mut yd = stream.alloc_zeros::<f64>(1)?;
+    sum_f64::launch(&stream, &dx, &mut yd)?;
+    close(stream.clone_dtoh(&yd)?[0], x.iter().map(|&a| f64::from(a)).sum(), 1e-12, "f32 summed in f64");
+
+    let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+    let dh = stream.clone_htod(&h)?;
+    half_sum::launch(&stream, &dh, &mut y)?;
+    close(f64::from(stream.clone_dtoh(&y)?[0]), h.iter().map(|v| f64::from(v.to_f32())).sum(), 1e-3, "f16 in f32");
+
+    let xi: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(2_654_435) % 1_000_003).collect();
+    let dxi = stream.clone_htod(&xi)?;
+    let mut yi = stream.alloc_zeros::<i64>(1)?;
+    int_sum::launch(&stream, &dxi, &mut yi)?;
+    assert_eq!(stream.clone_dtoh(&yi)?[0], xi.iter().map(|&v| i64::from(v)).sum::<i64>());
+    let cols = 1001;
+    let m = &xi[..(n / cols) * cols];
+    let dm = stream.clone_htod(m)?;
+    let mut yc = stream.alloc_zeros::<i64>(cols)?;
+    int_sum::launch_cols(&stream, &dm, cols, &mut yc)?;
+    let want: Vec<i64> = (0..cols).map(|c| m.iter().skip(c).step_by(cols).map(|&v| i64::from(v)).sum()).collect();
+    assert_eq!(stream.clone_dtoh(&yc)?, want);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deterministic_over_100_runs() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    let (rows, cols) = (4099, 1027);
+    let x = data(rows * cols, 11);
+    let dx = stream.clone_htod(&x)?;
+    let mut y = stream.alloc_zeros::<f32>(1)?;
+    let mut yr = stream.alloc_zeros::<f32>(rows)?;
+    let mut yc = stream.alloc_zeros::<f32>(cols)?;
+    let mut first: Option<(Vec<u32>, Vec<u32>, Vec<u32>)> = None;
+    for _ in 0..100 {
+        sum_of_squares::launch(&stream, &dx, &mut y)?;
+        sum_of_squares::launch_rows(&stream, &dx, cols, &mut yr)?;
+        sum_of_squares::launch_cols(&stream, &dx, cols, &mut yc)?;
+        let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+        let now = (bits(stream.clone_dtoh(&y)?), bits(stream.clone_dtoh(&yr)?), bits(stream.clone_dtoh(&yc)?));
+        match &first {
+            None => first = Some(now),
+            Some(f) => assert!(*f == now, "a result changed between runs"),
+        }
+    }
+    // A misaligned view of the same values gives the same bits (same combination order).
+    let xd = stream.clone_htod(&[&[0.0f32][..], &x].concat())?;
+    sum_of_squares::launch(&stream, &xd.slice(1..), &mut y)?;
+    assert_eq!(stream.clone_dtoh(&y)?[0].to_bits(), first.map(|f| f.0[0]).unwrap_or_default());
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn lengths_are_checked() -> cuda_embed::Result<()> {
+    let stream = gpu();
+    let (dx, dw) = (stream.alloc_zeros::<f32>(10)?, stream.alloc_zeros::<f32>(9)?);
+    let mut y = stream.alloc_zeros::<f32>(1)?;
+    let e = weighted::launch(&stream, &dx, &dw, &mut y).unwrap_err().to_string();
+    assert!(e.contains("`w` has 9 elements but `x` has 10"), "{e}");
+    let e = sum_of_squares::launch_rows(&stream, &dx, 3, &mut y).unwrap_err().to_string();
+    assert!(e.contains("not a multiple of `cols` = 3"), "{e}");
+    let e = sum_of_squares::launch_rows(&stream, &dx, 5, &mut y).unwrap_err().to_string();
+    assert!(e.contains("output `y` has 1 elements but the reduction gives 2"), "{e}");
+    let mut y2 = stream.alloc_zeros::<f32>(2)?;
+    let e = sum_of_squares::launch(&stream, &dx, &mut y2).unwrap_err().to_string();
+    assert!(e.contains("sum_of_squares") && e.contains("gives 1"), "{e}");
+    Ok(())
+}
