@@ -20,6 +20,7 @@ pub mod nvrtc; // run-time compilation and its disk cache
 mod params; // the driver's view of a kernel's parameter list
 mod program;
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod typecheck; // first-load type check, cubin choice
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
 pub use arg::Arg;
@@ -82,7 +83,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{In, InAny, Out, OutAny};
-    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
+    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
     pub use std::ffi::c_void;

@@ -7,6 +7,7 @@
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
+//! - [`typecode`]: the compiler probe's type codes, decoded at build time and at first load.
 //!
 //! It depends on no CUDA library (no cudarc): the macro core uses it at build time without a
 //! driver. It is also the home for the source generators that elementwise and reduction kernels
@@ -18,3 +19,4 @@ pub mod cache;
 pub mod includes;
 pub mod key;
 pub mod options;
+pub mod typecode;

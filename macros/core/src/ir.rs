@@ -177,6 +177,18 @@ pub enum Image {
         /// The compiler's release, e.g. `13.0`.
         release: String,
     },
+    /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
+    /// runtime loads the best one for the device.
+    Cubins {
+        /// `(sm_XX, cubin)`, lowest architecture first.
+        cubins: Vec<(String, Vec<u8>)>,
+        /// PTX for the lowest architecture, for GPUs no cubin runs on.
+        ptx: String,
+        /// The PTX's target, `compute_80`.
+        ptx_target: String,
+        /// NVRTC's release, e.g. `13.0`.
+        release: String,
+    },
     /// To be compiled by NVRTC at first use.
     Source {
         /// `#line` directive and source.

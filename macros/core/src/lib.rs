@@ -12,8 +12,11 @@
 //! - [`check`]: one pass that maps and checks every kernel, instance and global; [`report`]:
 //!   errors collected and reported together.
 //! - [`gen`]: Rust items from the checked IR ([`gen::paths`] names the runtime).
-//! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed.
+//! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed; [`nvrtc`]:
+//!   the same with libnvrtc at build time (cubins + PTX) when there is no nvcc.
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
+//! - [`firstload`]: the type probe and checks a module built with no compiler carries to its
+//!   first load.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`; [`structs`]: the members of the source's C++ structs.
 
 #![warn(missing_docs)]
@@ -23,12 +26,14 @@ pub mod compile;
 pub mod cxx;
 pub mod derive;
 pub mod expand;
+pub mod firstload;
 pub mod front;
 pub mod gen;
 pub mod includes;
 pub mod input;
 pub mod ir;
 pub mod lex;
+pub mod nvrtc;
 pub mod oracle;
 pub mod probe;
 pub mod ptx;

@@ -3,7 +3,8 @@
 //! checker trusts over the source text.
 //!
 //! [`Oracle`] is what a compiler must do to serve: compile source to PTX and an image. [`Nvcc`]
-//! is the one there is; [`consult`] does the rest for any of them.
+//! and [`NvrtcBuild`] (libnvrtc at build time, when there is no nvcc) are the
+//! ones there are; [`consult`] does the rest for any of them.
 
 use crate::compile::{self, Request};
 use crate::ir::{Fields, Image, Module};
@@ -32,6 +33,9 @@ pub struct Built {
     pub image: Image,
     /// Files the compiler read (headers outside the toolkit), for rebuild tracking.
     pub deps: Vec<PathBuf>,
+    /// Probe answers given outside the PTX: `(key, symbol)` of kernel addresses NVRTC resolved
+    /// as name expressions.
+    pub symbols: Vec<(String, String)>,
 }
 
 /// What the compiler said about a module.
@@ -88,6 +92,44 @@ impl Oracle for Nvcc {
             image: Image::Fatbin { bytes: built.fatbin, targets: built.targets, release: self.0.release() },
             ptx: built.ptx,
             deps: built.deps,
+            symbols: Vec::new(),
+        })
+    }
+}
+
+/// NVRTC at build time: a cubin per arch and the lowest one's PTX.
+pub struct NvrtcBuild(pub crate::nvrtc::Nvrtc);
+
+impl Oracle for NvrtcBuild {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn compile(&self, module: &Module, source: &str) -> Result<Built, String> {
+        // NVRTC cannot take a kernel's address in device code: those probes become name expressions.
+        let (source, addresses) = probe::take_kernel_addresses(source);
+        let exprs: Vec<String> = addresses.iter().map(|a| a.1.clone()).collect();
+        let out = crate::nvrtc::compile(
+            &self.0,
+            &exprs,
+            &Request {
+                source: &source,
+                line_directive: &module.line_directive,
+                options: &module.options,
+                archs: &module.archs,
+                include_dirs: &module.include_dirs,
+            },
+        )?;
+        Ok(Built {
+            ptx: out.ptx.clone(),
+            image: Image::Cubins {
+                cubins: out.cubins,
+                ptx: out.ptx,
+                ptx_target: out.ptx_target,
+                release: self.0.release(),
+            },
+            deps: out.deps,
+            symbols: addresses.into_iter().map(|a| a.0).zip(out.lowered).collect(),
         })
     }
 }
@@ -112,7 +154,7 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
     let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
     let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
     Ok(Compiled {
-        answers: Answers::from_ptx(&built.ptx),
+        answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
         entries: ptx::entries(&built.ptx),
         image: built.image,
         deps: built.deps,

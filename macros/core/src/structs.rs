@@ -171,12 +171,17 @@ pub fn lookup(all: &[CudaStruct], scope: &[String], name: &str) -> Option<usize>
 }
 
 /// The compile-time questions for one struct, per member in order: the C++ integral constant
-/// expressions `(offsetof(NAME, m), sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`.
+/// expressions `(offset of m, sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`. The offset is
+/// written out as `(char*)&((NAME*)0)->m - (char*)0`, which nvcc and NVRTC both fold (NVRTC has
+/// neither `offsetof` nor `__builtin_offsetof` without the C library headers).
 /// `cxx_name` is the struct as C++ names it ([`CudaStruct::qualified_name`]); it is looked up from
 /// the global scope.
 pub fn layout_exprs(cxx_name: &str, members: &[String]) -> Vec<(String, String)> {
     let ty = format!("::{}", cxx_name.trim_start_matches("::"));
-    members.iter().map(|m| (format!("offsetof({ty}, {m})"), format!("sizeof((({ty}*)0)->{m})"))).collect()
+    members
+        .iter()
+        .map(|m| (format!("(char*)&(({ty}*)0)->{m} - (char*)0"), format!("sizeof((({ty}*)0)->{m})")))
+        .collect()
 }
 
 /// The answers to [`layout_exprs`] as `(member, offset, size)` triples in declaration order;
@@ -568,8 +573,8 @@ mod tests {
         assert_eq!(
             exprs,
             [
-                ("offsetof(::ns::P, scale)".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
-                ("offsetof(::ns::P, n)".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
+                ("(char*)&((::ns::P*)0)->scale - (char*)0".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
+                ("(char*)&((::ns::P*)0)->n - (char*)0".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
             ]
         );
         let answers = [(0u64, 4u64), (4, 4)];

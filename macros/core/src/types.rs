@@ -259,58 +259,7 @@ impl Mapped {
     }
 }
 
-/// What the compiler said about one parameter type (see [`crate::probe`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Probed {
-    /// Kind code.
-    pub kind: u8,
-    /// Pointer depth.
-    pub depth: u8,
-    /// `const` pointee of the outermost pointer.
-    pub pointee_const: bool,
-    /// Size of the value or innermost pointee (0 when incomplete or void).
-    pub size: u32,
-    /// Its alignment.
-    pub align: u32,
-    /// Vector type id (index + 1 in [`VECTORS`]) when kind is vector.
-    pub vector: u16,
-}
-
-/// Probe kind codes; keep in step with `probe.rs`'s C++.
-pub mod kind {
-    /// struct/class/union
-    pub const RECORD: u8 = 0;
-    /// bool
-    pub const BOOL: u8 = 1;
-    /// signed integer
-    pub const SIGNED: u8 = 2;
-    /// unsigned integer
-    pub const UNSIGNED: u8 = 3;
-    /// float
-    pub const FLOAT: u8 = 4;
-    /// double
-    pub const DOUBLE: u8 = 5;
-    /// __half
-    pub const HALF: u8 = 6;
-    /// __nv_bfloat16
-    pub const BF16: u8 = 7;
-    /// __nv_fp8_e4m3
-    pub const FP8E4M3: u8 = 8;
-    /// __nv_fp8_e5m2
-    pub const FP8E5M2: u8 = 9;
-    /// __half2
-    pub const HALF2: u8 = 10;
-    /// __nv_bfloat162
-    pub const BF162: u8 = 11;
-    /// void
-    pub const VOID: u8 = 12;
-    /// enum
-    pub const ENUM: u8 = 13;
-    /// CUDA vector type
-    pub const VECTOR: u8 = 14;
-    /// anything else (function pointers, member pointers, ...)
-    pub const OTHER: u8 = 15;
-}
+pub use cuda_embed_build::typecode::{kind, Probed};
 
 fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
     let name = match (p.kind, p.size) {
@@ -485,17 +434,7 @@ fn resolve_alias(param: &Param, parsed: &Parsed) -> (String, usize, bool) {
     (base, depth, pconst)
 }
 
-/// Probe codes from the PTX, decoded.
-pub fn decode_probe(v: u64) -> Probed {
-    Probed {
-        kind: (v & 0xff) as u8,
-        depth: ((v >> 8) & 0xff) as u8,
-        pointee_const: (v >> 16) & 1 == 1,
-        size: ((v >> 20) & 0xffff) as u32,
-        align: ((v >> 36) & 0xff) as u32,
-        vector: ((v >> 48) & 0xffff) as u16,
-    }
-}
+pub use cuda_embed_build::typecode::decode as decode_probe;
 
 /// `std::size_t` -> `size_t`, `unsigned   int` -> `unsigned int`: a type as the tables spell it.
 pub fn normalise(ty: &str) -> String {

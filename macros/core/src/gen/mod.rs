@@ -68,7 +68,7 @@ pub fn param_ident(name: &str, index: usize) -> syn::Ident {
 }
 
 /// The embedded image as an expression.
-fn image_expr(image: &Image) -> TokenStream {
+fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
     let image_ty = paths::image();
     match image {
         Image::Fatbin { bytes, targets, release } => {
@@ -82,11 +82,43 @@ fn image_expr(image: &Image) -> TokenStream {
                 unsafe { #image_ty::fatbin(&__IMAGE.0, &[#(#targets),*], #release) }
             }}
         }
+        Image::Cubins { cubins, ptx, ptx_target, release } => {
+            let statics = cubins.iter().enumerate().map(|(i, (_, bytes))| {
+                let id = format_ident!("__CUBIN_{}", i);
+                let n = bytes.len();
+                let bytes = Literal::byte_string(bytes);
+                quote! { static #id: __Aligned<#n> = __Aligned(*#bytes); }
+            });
+            let entries = cubins.iter().enumerate().map(|(i, (sm, _))| {
+                let id = format_ident!("__CUBIN_{}", i);
+                quote! { (#sm, &#id.0) }
+            });
+            let k = cubins.len();
+            quote! {{
+                #[repr(C, align(16))]
+                struct __Aligned<const N: usize>([u8; N]);
+                #(#statics)*
+                static __CUBINS: [(&str, &[u8]); #k] = [#(#entries),*];
+                // SAFETY: each blob is the complete cubin NVRTC built for this source and its
+                // architecture, 16-byte aligned; the text is the PTX of the same build.
+                unsafe { #image_ty::cubins(&__CUBINS, #ptx, #ptx_target, #release) }
+            }}
+        }
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);
+            let (probe, checks) = crate::firstload::plan(checked);
+            let check_ty = paths::param_check();
+            let checks = checks.iter().map(|c| {
+                let crate::firstload::Check { kernel, param, name, cxx, rust, symbol, mask, value } = c;
+                quote! {
+                    #check_ty { kernel: #kernel, param: #param, name: #name, cxx: #cxx, rust: #rust, symbol: #symbol,
+                        mask: #mask, value: #value }
+                }
+            });
             quote! {
-                #image_ty::source(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason)
+                #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
+                    #probe, &[#(#checks),*])
             }
         }
     }
@@ -239,7 +271,7 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
             const _: &[u8] = include_bytes!(#d);
         )
     });
-    let image = image_expr(image);
+    let image = image_expr(image, checked);
     let (module_ty, module_spec) = (paths::module(), paths::module_spec());
     let origin = &module.origin;
     // Everything lives in one hidden module (so the macro also works inside a function body) and

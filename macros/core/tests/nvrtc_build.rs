@@ -1,0 +1,204 @@
+//! Build-time NVRTC: the same sources expanded through nvcc and through libnvrtc at build time
+//! give the same generated code except for the embedded image (every launcher signature, symbol,
+//! parameter size and layout check), CUDA errors name the Rust line, and a build with no
+//! compiler carries the first-load type check.
+//!
+//! Needs nvcc and libnvrtc (run under `scripts/with-cuda`); skipped without them unless
+//! CUDA_EMBED_REQUIRE_TOOLKIT is set.
+
+use cuda_embed_macros_core::{compile, expand, nvrtc, CallSite};
+use proc_macro2::{TokenStream, TokenTree};
+use quote::quote;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, Once};
+
+/// Held by every test: one of them changes the environment.
+fn lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc-build-cache"));
+        std::env::remove_var("CUDA_EMBED_ARCHS");
+        std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");
+        std::env::remove_var("CUDA_EMBED_NO_NVCC");
+        std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    });
+}
+
+/// Whether both compilers are there; a missing one fails when the toolkit is required.
+fn have_both() -> bool {
+    setup();
+    let nvcc = compile::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
+    let why = match (nvcc, nvrtc::find_nvrtc()) {
+        (Ok(Ok(_)), Ok(Ok(_))) => return true,
+        (Ok(Err(w)) | Err(w), _) | (_, Ok(Err(w)) | Err(w)) => w,
+    };
+    assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
+    eprintln!("skipping: {why}");
+    false
+}
+
+fn site() -> CallSite {
+    CallSite { file: "src/lib.rs".into(), line: 10, dir: None }
+}
+
+/// The expansion with the image expression (the tokens after `image:`) replaced by `IMAGE`.
+fn without_image(tokens: TokenStream) -> String {
+    fn walk(tokens: TokenStream) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut skip_next = false;
+        let mut prev: Vec<String> = Vec::new();
+        for tt in tokens {
+            if skip_next {
+                skip_next = false;
+                out.push("IMAGE".into());
+                continue;
+            }
+            let text = tt.to_string();
+            if text == ":" && prev.last().is_some_and(|p| p == "image") {
+                skip_next = true;
+            }
+            match tt {
+                TokenTree::Group(g) => {
+                    let (open, close) = match g.delimiter() {
+                        proc_macro2::Delimiter::Brace => ("{", "}"),
+                        proc_macro2::Delimiter::Bracket => ("[", "]"),
+                        proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                        proc_macro2::Delimiter::None => ("", ""),
+                    };
+                    out.push(open.into());
+                    out.extend(walk(g.stream()));
+                    out.push(close.into());
+                }
+                _ => out.push(text.clone()),
+            }
+            prev.push(text);
+        }
+        out
+    }
+    walk(tokens).join(" ")
+}
+
+fn expand_with(compiler: &str, source: &str, extra: TokenStream) -> TokenStream {
+    expand(quote!(#source, compiler = #compiler, archs = [80, 90], #extra), site())
+}
+
+const SOURCES: &[(&str, &str)] = &[
+    (
+        "saxpy",
+        r#"extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"#,
+    ),
+    (
+        "use_double",
+        r#"#ifdef USE_DOUBLE
+        typedef double real;
+        #else
+        typedef float real;
+        #endif
+        extern "C" __global__ void scale(real* x, real a, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }"#,
+    ),
+    (
+        "macros_and_typedefs",
+        r#"#define IDX unsigned long long
+        typedef const float* in_t;
+        using out_t = double*;
+        namespace ns { __global__ void k(in_t a, out_t b, IDX n, size_t m, bool flag) {} }
+        __constant__ float coeffs[4];
+        __device__ int counter;"#,
+    ),
+    (
+        "templates_and_structs",
+        r#"#include <cuda_fp16.h>
+        struct Params { float scale; int n; double bias; };
+        template <typename T, int N> __global__ void fill(T* out, T v, Params p) { out[threadIdx.x % N] = v; }
+        extern "C" __global__ void half_k(__half* h, const __half2* h2, uint3 dims) {}"#,
+    ),
+];
+
+#[test]
+fn nvcc_and_build_time_nvrtc_generate_the_same_code() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    for (name, src) in SOURCES {
+        let extra = match *name {
+            "use_double" => quote!(defines = ["USE_DOUBLE"]),
+            "templates_and_structs" => quote!(instances = ["fill<float, 4>", "fill<double, 8>"]),
+            _ => quote!(),
+        };
+        let by_nvcc = expand_with("nvcc", src, extra.clone());
+        let by_nvrtc = expand_with("nvrtc-build", src, extra);
+        let (a, b) = (without_image(by_nvcc.clone()), without_image(by_nvrtc.clone()));
+        assert!(!a.contains("compile_error"), "{name}: nvcc failed: {a}");
+        assert!(!b.contains("compile_error"), "{name}: NVRTC failed: {b}");
+        if a != b {
+            let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            let around = |s: &str| s[at.saturating_sub(300).min(s.len())..(at + 300).min(s.len())].to_string();
+            panic!(
+                "{name}: nvcc and build-time NVRTC differ:\nnvcc:  ...{}...\nNVRTC: ...{}...",
+                around(&a),
+                around(&b)
+            );
+        }
+        let (full_a, full_b) = (by_nvcc.to_string(), by_nvrtc.to_string());
+        assert!(full_a.contains(":: fatbin ("), "{name}: nvcc embeds a fatbin");
+        assert!(
+            full_b.contains(":: cubins (") && full_b.contains("\"sm_80\"") && full_b.contains("\"sm_90\""),
+            "{name}"
+        );
+        assert!(full_b.contains("\"compute_80\""), "{name}: the PTX target");
+        if *name == "use_double" {
+            assert!(b.contains("DevicePtrMut < f64 >") && b.contains("a : f64"), "{name}: {b}");
+            assert!(!b.contains("DevicePtrMut < f32 >") && !b.contains("a : f32"), "{name}: {b}");
+        }
+    }
+}
+
+#[test]
+fn a_cuda_error_is_a_compile_error_citing_the_rust_line() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}";
+    let out = expand_with("nvrtc-build", src, quote!()).to_string();
+    assert!(out.contains("compile_error"), "{out}");
+    assert!(out.contains("NVRTC 13"), "names the compiler: {out}");
+    assert!(out.contains("src/lib.rs(11)"), "cites line 11 of the Rust file (call at line 10, error on line 2): {out}");
+    assert!(out.contains("undefined_name"), "{out}");
+}
+
+#[test]
+fn no_nvcc_falls_back_to_build_time_nvrtc() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    // `compiler = "auto"` with nvcc hidden: NVRTC at build time, not at run time.
+    std::env::set_var("CUDA_EMBED_NO_NVCC", "1");
+    let out = expand(quote!("extern \"C\" __global__ void k(float* x) {}"), site()).to_string();
+    std::env::remove_var("CUDA_EMBED_NO_NVCC");
+    assert!(out.contains(":: cubins ("), "{out}");
+}
+
+#[test]
+fn run_time_modules_carry_the_first_load_type_check() {
+    let _lock = lock();
+    setup();
+    let src = SOURCES[1].1;
+    let out = expand(quote!(#src, compiler = "nvrtc", defines = ["USE_DOUBLE"]), site()).to_string();
+    assert!(out.contains(":: source_checked ("), "{out}");
+    assert!(out.contains("cuda_embed_probe::Arg<0, decltype(::scale)>::t"), "{out}");
+    // Without a compiler the lexer takes the last typedef: f32. The check records that, so the
+    // first load (which compiles with USE_DOUBLE) reports it.
+    assert!(out.contains("ParamCheck"), "{out}");
+    assert!(out.contains("symbol : \"__cuda_embed_probe_u0_0\""), "{out}");
+    assert!(out.contains("cxx : \"real* x\""), "{out}");
+}
