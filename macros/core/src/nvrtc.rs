@@ -253,7 +253,11 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
     let mut lowered = Vec::new();
     for a in &archs {
         let first = *a == lowest;
-        let (cubin, p, l) = run(n, &text, &args(n, req, a), if first { exprs } else { &[] })?;
+        let (cubin, p, l) = run(n, &text, &args(n, req, a), if first { exprs } else { &[] }).map_err(|log| {
+            // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
+            let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
+            log.replace("\"kernel.cu\"", &format!("\"{file}\""))
+        })?;
         cubins.push((a.sm(), cubin));
         if first {
             ptx = p;

@@ -202,3 +202,47 @@ fn run_time_modules_carry_the_first_load_type_check() {
     assert!(out.contains("symbol : \"__cuda_embed_probe_u0_0\""), "{out}");
     assert!(out.contains("cxx : \"real* x\""), "{out}");
 }
+
+/// What the first load of a module built with no compiler does, short of the GPU: NVRTC compiles
+/// the source with the module's probe appended (as the runtime does), and each answer is held to
+/// its check. With `USE_DOUBLE` the source-text reading (`f32`) is caught for `x` and `a`.
+#[test]
+fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    use cuda_embed_macros_core::{check, firstload, front, input::Input, probe};
+    let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
+    let src = SOURCES[1].1;
+    for (defines, wrong) in [(quote!(defines = ["USE_DOUBLE"]), vec!["x", "a"]), (quote!(), vec![])] {
+        let input: Input = syn::parse2(quote!(#src, compiler = "nvrtc", #defines)).unwrap();
+        let module = front::lower(&input, &site()).unwrap_or_else(|_| panic!("front end"));
+        let checked = check::check(&module, None).unwrap();
+        let (code, checks) = firstload::plan(&checked);
+        assert_eq!(checks.len(), 3, "every parameter of scale is checked");
+        let text = format!("{}\n{code}", module.source);
+        let out = nvrtc::compile(
+            &n,
+            &[],
+            &compile::Request {
+                source: &text,
+                line_directive: &module.line_directive,
+                options: &module.options,
+                archs: &module.archs,
+                include_dirs: &module.include_dirs,
+            },
+        )
+        .unwrap();
+        let answers = probe::read(&out.ptx);
+        let failing: Vec<&str> = checks
+            .iter()
+            .filter(|c| {
+                let code = probe::number(&answers, c.symbol.trim_start_matches("__cuda_embed_probe_")).unwrap();
+                code & c.mask != c.value
+            })
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(failing, wrong);
+    }
+}
