@@ -246,3 +246,16 @@ fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
         assert_eq!(failing, wrong);
     }
 }
+
+#[test]
+fn require_compiler_turns_a_run_time_build_into_a_compile_error() {
+    let _lock = lock();
+    setup();
+    std::env::set_var("CUDA_EMBED_REQUIRE_COMPILER", "1");
+    let out = expand(quote!("extern \"C\" __global__ void k(float* x) {}", compiler = "nvrtc"), site()).to_string();
+    std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    assert!(out.contains("compile_error"), "{out}");
+    assert!(out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled at run time"), "{out}");
+    let ok = expand(quote!("extern \"C\" __global__ void k(float* x) {}", compiler = "nvrtc"), site()).to_string();
+    assert!(!ok.contains("compile_error"), "{ok}");
+}
