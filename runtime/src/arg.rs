@@ -93,6 +93,10 @@ pub(crate) enum ArgKind {
 pub struct Arg<'a> {
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
+    /// `type_name` of the value, or of a buffer's elements (for signature checks).
+    pub(crate) ty: &'static str,
+    /// A buffer borrowed exclusively (the kernel may write it).
+    pub(crate) writes: bool,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -118,6 +122,8 @@ impl<'a> Arg<'a> {
         Arg {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
+            ty: std::any::type_name::<T>(),
+            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -127,6 +133,8 @@ impl<'a> Arg<'a> {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             kind: ArgKind::Buffer { object: buffer as *const S as *mut (), bind: bind_shared::<T, S> },
+            ty: std::any::type_name::<T>(),
+            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -136,6 +144,8 @@ impl<'a> Arg<'a> {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             kind: ArgKind::Buffer { object: buffer as *mut S as *mut (), bind: bind_exclusive::<T, S> },
+            ty: std::any::type_name::<T>(),
+            writes: true,
             _borrow: PhantomData,
         }
     }
@@ -143,5 +153,25 @@ impl<'a> Arg<'a> {
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// A buffer argument of elements `T` that is never bound, for checks that do not launch.
+    #[cfg(test)]
+    pub(crate) fn test_buffer<T>(writes: bool) -> Arg<'static> {
+        /// Never called: test arguments are only compared, not launched.
+        unsafe fn unbound(
+            _: *mut (),
+            _: &CudaStream,
+            _: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
+        ) -> Result<Option<f32>> {
+            unreachable!("a test argument is never launched")
+        }
+        Arg {
+            size: std::mem::size_of::<sys::CUdeviceptr>(),
+            kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound },
+            ty: std::any::type_name::<T>(),
+            writes,
+            _borrow: PhantomData,
+        }
     }
 }

@@ -19,6 +19,7 @@ mod module; // the registry: lazy per-device loading
 pub mod nvrtc; // run-time compilation and its disk cache
 mod params; // the driver's view of a kernel's parameter list
 mod program;
+mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
 mod typecheck; // first-load type check, cubin choice
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel

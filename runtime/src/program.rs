@@ -427,6 +427,7 @@ impl ProgramModule {
             name: name.into(),
             function: f,
             params: crate::params::param_info(f).map(Vec::into_boxed_slice),
+            signature: None,
             max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
             max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
         })
@@ -484,7 +485,9 @@ pub struct ProgramKernel {
     module: Arc<ModuleInner>,
     name: String,
     function: sys::CUfunction,
-    params: Option<Box<[(usize, usize)]>>,
+    pub(crate) params: Option<Box<[(usize, usize)]>>,
+    /// The C signature given to [`ProgramModule::kernel_with_signature`].
+    pub(crate) signature: Option<Box<[crate::sigcheck::Expected]>>,
     max_threads: u32,
     max_dyn_smem: AtomicU32,
 }
@@ -543,10 +546,14 @@ impl ProgramKernel {
     /// device with the module's ([`Error::Launch`]). Buffers are ordered with the other work on
     /// them the way cudarc orders its own launches.
     ///
+    /// A kernel taken with [`ProgramModule::kernel_with_signature`] also has every argument
+    /// checked against its C signature (element types, mutability, value types).
+    ///
     /// # Safety
     /// The kernel body can do anything: each argument must be what the kernel expects (a buffer
     /// of the element type it reads and long enough, a value of the C++ type), and the kernel
-    /// must be safe to run with them. Only the sizes are checked.
+    /// must be safe to run with them. Without a signature only the sizes are checked; with one,
+    /// buffer lengths still are not.
     pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { self.launch_as(stream, cfg, LaunchKind::Plain, args) }.map(drop)
@@ -613,6 +620,13 @@ impl ProgramKernel {
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
+        if let Some(sig) = &self.signature {
+            crate::sigcheck::check(sig, args).map_err(|detail| Error::Signature {
+                kernel: self.name.clone(),
+                origin: self.module.origin.clone(),
+                detail,
+            })?;
+        }
         let Some(params) = &self.params else { return Ok(()) };
         if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {
             return Err(Error::Arguments {

@@ -6,6 +6,9 @@
 //!   of a cache entry (atomic writes, validated reads, dependency hashes).
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
+//! - [`ctypes`]: the C++ type names kernels take and their Rust types.
+//! - [`lex`], [`cxx`] and [`params`]: the C++ lexer, token readers and parameter reader the
+//!   macro reads kernel signatures with, and the runtime reads `kernel_with_signature` with.
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
 //! - [`typecode`]: the compiler probe's type codes, decoded at build time and at first load.
 //!
@@ -16,7 +19,11 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod ctypes;
+pub mod cxx;
 pub mod includes;
 pub mod key;
+pub mod lex;
 pub mod options;
+pub mod params;
 pub mod typecode;

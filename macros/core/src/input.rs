@@ -236,12 +236,14 @@ impl Parse for Input {
                         "nvcc" => Compiler::Nvcc,
                         "nvrtc" => Compiler::Nvrtc,
                         "nvrtc-build" => Compiler::NvrtcBuild,
-                        other => return Err(syn::Error::new_spanned(
-                            &v,
-                            format!(
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                &v,
+                                format!(
                                 "unknown compiler `{other}`: expected \"auto\", \"nvcc\", \"nvrtc-build\" or \"nvrtc\""
                             ),
-                        )),
+                            ))
+                        }
                     };
                 }
                 other => {

@@ -23,7 +23,7 @@
 
 pub mod check;
 pub mod compile;
-pub mod cxx;
+pub use cuda_embed_build::cxx;
 pub mod derive;
 pub mod expand;
 pub mod firstload;
@@ -32,7 +32,7 @@ pub mod gen;
 pub mod includes;
 pub mod input;
 pub mod ir;
-pub mod lex;
+pub use cuda_embed_build::lex;
 pub mod nvrtc;
 pub mod oracle;
 pub mod probe;
