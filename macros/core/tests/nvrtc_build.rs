@@ -259,3 +259,19 @@ fn require_compiler_turns_a_run_time_build_into_a_compile_error() {
     let ok = expand(quote!("extern \"C\" __global__ void k(float* x) {}", compiler = "nvrtc"), site()).to_string();
     assert!(!ok.contains("compile_error"), "{ok}");
 }
+
+#[test]
+fn kernels_in_anonymous_namespaces_get_launchers() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"namespace { __global__ void anon_k(float* x) { x[0] = 1; } }
+        namespace ns { namespace { __global__ void inner(float* x, int n) { x[n] = 2; } } }"#;
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand_with(compiler, src, quote!()).to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod anon_k") && out.contains("pub mod inner"), "{compiler}: {out}");
+        assert!(out.contains("_GLOBAL__N__"), "{compiler}: the symbol is the compiler's: {out}");
+    }
+}
