@@ -62,9 +62,13 @@ impl Module {
         self.parsed.kernels.iter().chain(&self.parsed.templates).map(|k| k.name.clone()).collect()
     }
 
-    /// `file.rs:LINE` of a kernel's `__global__` inside the Rust file.
+    /// Where a kernel's `__global__` is written: `kernels/x.cu:LINE` for a `file = "..."` source
+    /// (the path as given, relative to the crate root), else `file.rs:LINE` inside the Rust file.
     pub fn rust_line(&self, k: &Kernel) -> String {
-        format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1))
+        match &self.file {
+            Some(_) => format!("{}:{}", self.lit.value(), k.line.max(1)),
+            None => format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1)),
+        }
     }
 }
 

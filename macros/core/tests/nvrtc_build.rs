@@ -275,3 +275,16 @@ fn kernels_in_anonymous_namespaces_get_launchers() {
         assert!(out.contains("_GLOBAL__N__"), "{compiler}: the symbol is the compiler's: {out}");
     }
 }
+
+#[test]
+fn messages_about_a_cu_file_cite_the_cu_file() {
+    let _lock = lock();
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let cu = dir.path().join("x.cu");
+    std::fs::write(&cu, "// a kernel\n\nextern \"C\" __global__ void k(float& r) {}\n").unwrap();
+    let path = cu.to_str().unwrap();
+    let out = expand(quote!(file = #path, compiler = "nvrtc"), site()).to_string();
+    assert!(out.contains(&format!("({path}:3)")), "cites x.cu line 3, not the Rust file: {out}");
+    assert!(!out.contains("src/lib.rs:12"), "{out}");
+}
