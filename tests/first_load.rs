@@ -1,7 +1,7 @@
 //! The compiler paths besides nvcc, on the GPU:
 //!
 //! - a module built with no compiler at all (`compiler = "nvrtc"`) carries the type probe to its
-//!   first load: when the source text misled the macro (`#ifdef USE_DOUBLE` typedefs), the load
+//!   first load: when the source text misled the macro (typedefs behind `#ifdef __CUDACC_RTC__`), the load
 //!   is an `Error` naming the kernel, the parameter, the C++ and the Rust types, before anything
 //!   runs; when it did not, the module loads and runs;
 //! - a module built by NVRTC at build time (`compiler = "nvrtc-build"`) embeds cubins and PTX:
@@ -15,29 +15,11 @@ fn ctx() -> Arc<CudaContext> {
 }
 
 mod misread {
-    // The macro has no compiler here and takes the last typedef (`float`); NVRTC compiles with
-    // USE_DOUBLE, where `real` is `double`.
+    // The macro has no compiler here and cannot tell what `__CUDACC_RTC__` (NVRTC defines it)
+    // selects, so it reads both typedefs and keeps the last (`float`); NVRTC compiles `double`.
     cuda_embed::cuda_kernel!(
         r#"
-        #ifdef USE_DOUBLE
-        typedef double real;
-        #else
-        typedef float real;
-        #endif
-        extern "C" __global__ void scale(real* x, real a, int n) {
-            int i = blockIdx.x * blockDim.x + threadIdx.x;
-            if (i < n) x[i] *= a;
-        }
-    "#,
-        compiler = "nvrtc",
-        defines = ["USE_DOUBLE"]
-    );
-}
-
-mod read_right {
-    cuda_embed::cuda_kernel!(
-        r#"
-        #ifdef USE_DOUBLE
+        #ifdef __CUDACC_RTC__
         typedef double real;
         #else
         typedef float real;
@@ -48,6 +30,25 @@ mod read_right {
         }
     "#,
         compiler = "nvrtc"
+    );
+}
+
+mod read_right {
+    // With the user's define, the macro reads the branch the compiler takes.
+    cuda_embed::cuda_kernel!(
+        r#"
+        #ifdef USE_FLOAT
+        typedef float real;
+        #else
+        typedef double real;
+        #endif
+        extern "C" __global__ void scale(real* x, real a, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] *= a;
+        }
+    "#,
+        compiler = "nvrtc",
+        defines = ["USE_FLOAT"]
     );
 }
 

@@ -76,18 +76,20 @@ pub(crate) fn mismatch(c: &ParamCheck, code: u64) -> Option<String> {
 /// above the device's; an `a` target only on exactly its architecture, an `f` target on its
 /// family), or `None` for the PTX.
 pub(crate) fn pick(cubins: &[&str], arch: u32) -> Option<usize> {
-    let mut best: Option<(u32, usize)> = None;
+    // Ranked by architecture, then by how specific the target is (`a` over `f` over plain).
+    let mut best: Option<((u32, u8), usize)> = None;
     for (i, name) in cubins.iter().enumerate() {
         let t = name.strip_prefix("sm_").unwrap_or(name);
         let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
         let Ok(n) = digits.parse::<u32>() else { continue };
-        let runs = match &t[digits.len()..] {
-            "" | "f" => n / 10 == arch / 10 && n <= arch,
-            "a" => n == arch,
-            _ => false,
+        let (runs, specific) = match &t[digits.len()..] {
+            "" => (n / 10 == arch / 10 && n <= arch, 0),
+            "f" => (n / 10 == arch / 10 && n <= arch, 1),
+            "a" => (n == arch, 2),
+            _ => (false, 0),
         };
-        if runs && best.is_none_or(|(b, _)| n > b) {
-            best = Some((n, i));
+        if runs && best.is_none_or(|(b, _)| (n, specific) > b) {
+            best = Some(((n, specific), i));
         }
     }
     best.map(|(_, i)| i)

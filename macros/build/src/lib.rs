@@ -7,7 +7,7 @@
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
 //! - [`ctypes`]: the C++ type names kernels take and their Rust types.
-//! - [`lex`], [`cxx`] and [`params`]: the C++ lexer, token readers and parameter reader the
+//! - [`lex`] (with [`pp`], its preprocessing: function-like macros, `#if`), [`cxx`] and [`params`]: the C++ lexer, token readers and parameter reader the
 //!   macro reads kernel signatures with, and the runtime reads `kernel_with_signature` with.
 //! - [`options`]: target architectures and the argument lists given to nvcc and to NVRTC.
 //! - [`typecode`]: the compiler probe's type codes, decoded at build time and at first load.
@@ -26,4 +26,5 @@ pub mod key;
 pub mod lex;
 pub mod options;
 pub mod params;
+pub mod pp;
 pub mod typecode;

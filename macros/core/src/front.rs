@@ -53,6 +53,25 @@ fn source_text(input: &Input, site: &CallSite) -> Result<SourceText, String> {
     }
 }
 
+/// The `(NAME, value)` pairs the compiler options define (`-DNAME=value`, `-DNAME`, `-D NAME`,
+/// `--define-macro=NAME`), in order; `-DNAME` defines `1`.
+pub fn defines(options: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut it = options.iter();
+    while let Some(o) = it.next() {
+        let d = if o == "-D" || o == "--define-macro" {
+            it.next().map(String::as_str)
+        } else {
+            o.strip_prefix("--define-macro=").or_else(|| o.strip_prefix("-D"))
+        };
+        if let Some(d) = d.filter(|d| !d.is_empty()) {
+            let (name, value) = d.split_once('=').unwrap_or((d, "1"));
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    out
+}
+
 /// Reads the macro input into a [`Module`].
 pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     let lit = input.source.lit();
@@ -62,16 +81,23 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     if src.text.trim().is_empty() {
         return Err(early("the CUDA source is empty: write at least one `__global__` function".into()));
     }
-    let parsed = signature::parse(&src.text).map_err(|e| early(format!("cannot read the CUDA source: {}", e.0)))?;
-    let kernels: Vec<String> = parsed.kernels.iter().chain(&parsed.templates).map(|k| k.name.clone()).collect();
-    let fail = |msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels.clone() };
-    check_declarations(&parsed, input).map_err(fail)?;
     let headers = includes::scan(
         &src.text,
         src.file.as_ref().and_then(|f| f.parent()).or(site.dir.as_deref()),
         &src.include_dirs,
     )
-    .map_err(fail)?;
+    .map_err(|error| {
+        // Every kernel still gets an (empty) module, so the include error is the only one.
+        let names =
+            signature::parse(&src.text).map(|p| p.kernels.iter().chain(&p.templates).map(|k| k.name.clone()).collect());
+        Failure { error: syn::Error::new(span, error), kernels: names.unwrap_or_default() }
+    })?;
+    let header_texts: Vec<&str> = headers.iter().map(|h| h.text.as_str()).collect();
+    let parsed = signature::parse_with(&src.text, &defines(&input.options), &header_texts)
+        .map_err(|e| early(format!("cannot read the CUDA source: {}", e.0)))?;
+    let kernels: Vec<String> = parsed.kernels.iter().chain(&parsed.templates).map(|k| k.name.clone()).collect();
+    let fail = |msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels.clone() };
+    check_declarations(&parsed, input).map_err(fail)?;
     let instances = resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),

@@ -138,9 +138,10 @@ impl Oracle for NvrtcBuild {
 /// unusual declaration), retries without the struct layout probes, then with only what cannot
 /// be left out (template instantiations, symbols), so that errors then are the user's own.
 pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String> {
-    let mut cuda = structs::structs(&module.source);
+    let defines = crate::front::defines(&module.options);
+    let mut cuda = structs::structs_with(&module.source, &defines);
     for h in &module.headers {
-        cuda.extend(structs::structs(&h.text));
+        cuda.extend(structs::structs_with(&h.text, &defines));
     }
     let (essential, extra, layout) = questions(module, &cuda);
     let with = |label: &str, probes: &[Probe<ProbeKey>]| {

@@ -2,7 +2,7 @@
 
 pub use crate::cxx::{join, parse_int, strip_std};
 use crate::cxx::{matching, normalise_base, split_top};
-use crate::lex::{lex, Kind, Lexed, Token};
+use crate::lex::{lex_after, Kind, Lexed, Token};
 use cuda_embed_build::params::read_param;
 pub use cuda_embed_build::params::Param;
 use std::collections::{HashMap, HashSet};
@@ -144,7 +144,17 @@ enum Scope {
 
 /// Parses a CUDA source text.
 pub fn parse(src: &str) -> Result<Parsed, SourceError> {
-    let lexed: Lexed = lex(src);
+    parse_with(src, &[], &[])
+}
+
+/// Parses a CUDA source text as the compiler preprocesses it with `defines` (`(NAME, value)`
+/// from the `-D` options): function-like macros expanded, `#if` branches picked where that can be
+/// decided (see `cuda_embed_build::pp`).
+///
+/// `headers` are the texts of the user headers the source includes: their macros are defined
+/// first.
+pub fn parse_with(src: &str, defines: &[(String, String)], headers: &[&str]) -> Result<Parsed, SourceError> {
+    let lexed: Lexed = lex_after(src, defines, headers);
     let t = &lexed.tokens;
     let mut parsed = Parsed { includes: lexed.includes.clone(), ..Parsed::default() };
     let mut scopes: Vec<Scope> = Vec::new();

@@ -37,7 +37,7 @@
 //! `using`, or one it cannot describe, has no field check; size and alignment are still checked.
 
 use crate::cxx::matching;
-use crate::lex::{lex, Token};
+use crate::lex::Token;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 
@@ -67,7 +67,12 @@ impl CudaStruct {
 /// Every struct, class and union defined at namespace scope in `source`, in source order.
 /// Templates and types nested in functions or other types are not listed.
 pub fn structs(source: &str) -> Vec<CudaStruct> {
-    let t = lex(source).tokens;
+    structs_with(source, &[])
+}
+
+/// [`structs`] of the source as preprocessed with `defines` (`(NAME, value)` from `-D`).
+pub fn structs_with(source: &str, defines: &[(String, String)]) -> Vec<CudaStruct> {
+    let t = crate::lex::lex_with(source, defines).tokens;
     let mut out = Vec::new();
     let mut namespaces: Vec<Option<String>> = Vec::new(); // None: extern "C" block
     let mut stmt = 0usize;
@@ -556,8 +561,12 @@ mod tests {
         assert_eq!(at(&[], "Q"), None, "not visible from the global scope");
         assert_eq!(at(&ns, "Q").as_deref(), Some("ns::Q"));
         assert_eq!(at(&[], "ns::Q").as_deref(), Some("ns::Q"));
-        let twice = structs("#if A\nstruct P { int a; };\n#else\nstruct P { float a; };\n#endif\n");
+        let twice = structs("#if __A__\nstruct P { int a; };\n#else\nstruct P { float a; };\n#endif\n");
         assert_eq!(lookup(&twice, &[], "P"), None, "two definitions: cannot tell which");
+        let src = "#if A\nstruct P { int a; };\n#else\nstruct P { float b; };\n#endif\n";
+        assert_eq!(structs(src)[0].members.as_deref(), Some(&["b".to_string()][..]), "the branch the compiler takes");
+        let with_a = structs_with(src, &[("A".into(), "1".into())]);
+        assert_eq!(with_a[0].members.as_deref(), Some(&["a".to_string()][..]));
     }
 
     #[test]

@@ -196,8 +196,8 @@ fn run_time_modules_carry_the_first_load_type_check() {
     let out = expand(quote!(#src, compiler = "nvrtc", defines = ["USE_DOUBLE"]), site()).to_string();
     assert!(out.contains(":: source_checked ("), "{out}");
     assert!(out.contains("cuda_embed_probe::Arg<0, decltype(::scale)>::t"), "{out}");
-    // Without a compiler the lexer takes the last typedef: f32. The check records that, so the
-    // first load (which compiles with USE_DOUBLE) reports it.
+    // Without a compiler the source text is read with the user's defines: `real` is `double`.
+    assert!(out.contains("DevicePtrMut < f64 >") && !out.contains("DevicePtrMut < f32 >"), "{out}");
     assert!(out.contains("ParamCheck"), "{out}");
     assert!(out.contains("symbol : \"__cuda_embed_probe_u0_0\""), "{out}");
     assert!(out.contains("cxx : \"real* x\""), "{out}");
@@ -205,7 +205,8 @@ fn run_time_modules_carry_the_first_load_type_check() {
 
 /// What the first load of a module built with no compiler does, short of the GPU: NVRTC compiles
 /// the source with the module's probe appended (as the runtime does), and each answer is held to
-/// its check. With `USE_DOUBLE` the source-text reading (`f32`) is caught for `x` and `a`.
+/// its check. The source text cannot tell what `__CUDACC_RTC__` (defined by NVRTC) selects, so
+/// the macro reads both typedefs and keeps the last; where that is wrong, `x` and `a` are caught.
 #[test]
 fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
     let _lock = lock();
@@ -214,9 +215,11 @@ fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
     }
     use cuda_embed_macros_core::{check, firstload, front, input::Input, probe};
     let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
-    let src = SOURCES[1].1;
-    for (defines, wrong) in [(quote!(defines = ["USE_DOUBLE"]), vec!["x", "a"]), (quote!(), vec![])] {
-        let input: Input = syn::parse2(quote!(#src, compiler = "nvrtc", #defines)).unwrap();
+    let misread = "#ifdef __CUDACC_RTC__\ntypedef double real;\n#else\ntypedef float real;\n#endif\n\
+                   extern \"C\" __global__ void scale(real* x, real a, int n) { x[n] *= a; }";
+    let read_right = misread.replace("#ifdef", "#ifndef");
+    for (src, wrong) in [(misread.to_string(), vec!["x", "a"]), (read_right, vec![])] {
+        let input: Input = syn::parse2(quote!(#src, compiler = "nvrtc")).unwrap();
         let module = front::lower(&input, &site()).unwrap_or_else(|_| panic!("front end"));
         let checked = check::check(&module, None).unwrap();
         let (code, checks) = firstload::plan(&checked);
@@ -287,4 +290,35 @@ fn messages_about_a_cu_file_cite_the_cu_file() {
     let out = expand(quote!(file = #path, compiler = "nvrtc"), site()).to_string();
     assert!(out.contains(&format!("({path}:3)")), "cites x.cu line 3, not the Rust file: {out}");
     assert!(!out.contains("src/lib.rs:12"), "{out}");
+}
+
+#[test]
+fn kernels_made_by_function_like_macros_and_if_get_launchers() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"
+        #define FUSED_KERNEL(T, suffix) \
+            extern "C" __global__ void moe_gemv_##suffix(const T* x, T* y, int n) { \
+                int i = threadIdx.x; if (i < n) y[i] += x[i]; }
+        FUSED_KERNEL(float, f32)
+        FUSED_KERNEL(double, f64)
+        #if defined(WITH_HALF) && WITH_HALF > 1
+        FUSED_KERNEL(int, i32)
+        #endif
+    "#;
+    for (compiler, extra) in
+        [("nvcc", quote!()), ("nvrtc-build", quote!()), ("nvrtc", quote!(defines = ["WITH_HALF=2"]))]
+    {
+        let out = expand_with(compiler, src, extra).to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod moe_gemv_f32") && out.contains("pub mod moe_gemv_f64"), "{compiler}: {out}");
+        assert!(out.contains("DevicePtrMut < f64 >"), "{compiler}: {out}");
+        assert_eq!(
+            out.contains("pub mod moe_gemv_i32"),
+            compiler == "nvrtc",
+            "{compiler}: the #if follows the defines"
+        );
+    }
 }
