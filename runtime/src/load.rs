@@ -145,6 +145,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
 
     let mut functions = Vec::with_capacity(spec.kernels.len());
+    let mut size_error = None;
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
         let not_found = |cause: String| load_error(format!("kernel `{}` (symbol `{symbol}`) {cause}", k.name), None);
         if symbol.contains('\0') {
@@ -153,9 +154,10 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let f = module
             .load_function(symbol)
             .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
-        if matches!(spec.image.0, ImageKind::Source { .. }) {
+        if matches!(spec.image.0, ImageKind::Source { .. }) && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
-            check_params(spec, k, f.cu_function())?;
+            // Reported after the type check, which names the parameter and both types.
+            size_error = check_params(spec, k, f.cu_function()).err();
         }
         functions.push(Function::new(f));
     }
@@ -173,6 +175,9 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
     if let ImageKind::Source { checks, .. } = &spec.image.0 {
         crate::typecheck::check_types(spec, raw_module, checks, device)?;
+    }
+    if let Some(e) = size_error {
+        return Err(e);
     }
     Ok(Loaded {
         cu_ctx: ctx.cu_ctx(),
