@@ -110,6 +110,10 @@ pub struct Checked {
     pub templates: Vec<Result<Vec<Mapped>, String>>,
     /// The globals.
     pub globals: Vec<Global>,
+    /// Rust twins of the structs passed by value or held in globals, generated from the
+    /// compiler's layout (`(Rust name, fields)`), for the user who writes none: the user's own
+    /// type of the same name wins.
+    pub twins: Vec<(String, Vec<crate::oracle::TwinField>)>,
 }
 
 /// A C++ struct's data members as the compiler laid them out: `(member, offset, size)` in

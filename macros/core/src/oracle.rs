@@ -69,6 +69,46 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// The Rust twin of the struct `name` (written in namespace `scope`) as the compiler laid it
+    /// out: each member's name and Rust type, when every member is a builtin scalar or vector,
+    /// a pointer (a raw device address), or a fixed-size array of those; `None` otherwise (nested
+    /// structs, enums, bit-fields, ...), or when the probes did not run.
+    pub fn twin(&self, scope: &[String], name: &str) -> Option<Vec<TwinField>> {
+        let st = structs::lookup(&self.structs, scope, name)?;
+        let members = self.structs[st].members.as_deref()?;
+        let mut out = Vec::new();
+        for (member, m) in members.iter().enumerate() {
+            let code = self.answers.number(ProbeKey::StructMemberType { st, member })?;
+            let size = self.answers.number(ProbeKey::StructSize { st, member })?;
+            let p = types::decode_probe(code);
+            let (elem, elem_size) = match p.depth {
+                0 => {
+                    let b = types::probed_builtin(&p)?;
+                    (Some(b), u64::from(b.size))
+                }
+                _ => (None, 8),
+            };
+            if elem_size == 0 || size == 0 || size % elem_size != 0 || !structs::is_rust_field_name(m) {
+                return None;
+            }
+            out.push(TwinField { name: m.clone(), elem, count: size / elem_size });
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// One field of a generated Rust twin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TwinField {
+    /// The C++ member's name.
+    pub name: String,
+    /// Its element type (`None`: a pointer, as a raw device address).
+    pub elem: Option<types::Builtin>,
+    /// 1, or the array's length.
+    pub count: u64,
+}
+
 /// nvcc at build time: a fatbin of every arch, PTX for the probes.
 pub struct Nvcc(pub compile::Nvcc);
 
@@ -220,11 +260,14 @@ fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     let mut layout = Vec::new();
     for st in wanted {
         let members = cuda[st].members.as_deref().unwrap_or_default();
+        let qualified = format!("::{}", cuda[st].qualified_name());
         for (member, (offset, size)) in
             structs::layout_exprs(&cuda[st].qualified_name(), members).into_iter().enumerate()
         {
             layout.push(Probe::Value { key: ProbeKey::StructOffset { st, member }, expr: offset });
             layout.push(Probe::Value { key: ProbeKey::StructSize { st, member }, expr: size });
+            let ty = format!("cuda_embed_probe::RE<decltype({qualified}::{})>::t", members[member]);
+            layout.push(Probe::Type { key: ProbeKey::StructMemberType { st, member }, ty });
         }
     }
     (essential, extra, layout)

@@ -61,6 +61,14 @@ pub enum ProbeKey {
         /// Member index.
         member: usize,
     },
+    /// The type of data member `member` of struct `st` (array extents stripped), for the Rust
+    /// twin generated when the user wrote none.
+    StructMemberType {
+        /// Struct index.
+        st: usize,
+        /// Member index.
+        member: usize,
+    },
 }
 
 impl ProbeKey {
@@ -84,6 +92,7 @@ impl std::fmt::Display for ProbeKey {
             ProbeKey::GlobalElem(g) => write!(f, "ge{g}"),
             ProbeKey::StructOffset { st, member } => write!(f, "so{st}_{member}"),
             ProbeKey::StructSize { st, member } => write!(f, "ss{st}_{member}"),
+            ProbeKey::StructMemberType { st, member } => write!(f, "sm{st}_{member}"),
         }
     }
 }
@@ -334,9 +343,10 @@ mod tests {
             ProbeKey::GlobalElem(4),
             ProbeKey::StructOffset { st: 2, member: 0 },
             ProbeKey::StructSize { st: 2, member: 1 },
+            ProbeKey::StructMemberType { st: 2, member: 1 },
         ];
         let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4", "so2_0", "ss2_1"]);
+        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4", "so2_0", "ss2_1", "sm2_1"]);
         let ptx = ".global .align 8 .u64 __cuda_embed_probe_gs4 = 20;\n";
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(4)), Some(20));
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(5)), None);

@@ -87,6 +87,11 @@ impl Mapped {
 
 pub use cuda_embed_build::typecode::{kind, Probed};
 
+/// The builtin a probed value type is (scalars, `__half`/`bf16`/fp8, CUDA vector types).
+pub fn probed_builtin(p: &Probed) -> Option<Builtin> {
+    from_probe_scalar(p)
+}
+
 fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
     let name = match (p.kind, p.size) {
         (kind::BOOL, _) => "bool",

@@ -198,6 +198,55 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     (spec, quote!(#(#items)*))
 }
 
+/// The Rust twins of the module's structs (`pub mod __twins { ... }` in the hidden module) and
+/// their glob re-export where the macro was invoked: a glob import is shadowed by an item of the
+/// same name, so a twin the user wrote wins, and the generated one is used where there is none.
+fn twin_items(checked: &Checked, hidden: &syn::Ident) -> (TokenStream, TokenStream) {
+    if checked.twins.is_empty() {
+        return (quote!(), quote!());
+    }
+    let root = paths::crate_type("DeviceSafe");
+    let structs = checked.twins.iter().map(|(name, fields)| {
+        let id = format_ident!("{}", name);
+        let rows = fields.iter().map(|f| {
+            let fid = format_ident!("{}", f.name);
+            let elem = match &f.elem {
+                Some(b) => rust_type(&RustType::Builtin(*b)),
+                None => paths::raw_device_ptr(),
+            };
+            let ty = if f.count == 1 {
+                elem
+            } else {
+                let n = f.count as usize;
+                quote!([#elem; #n])
+            };
+            quote!(pub #fid: #ty)
+        });
+        let doc = format!(
+            "The Rust twin of the CUDA struct `{name}`, generated from the layout the compiler gave it (fields in \
+             declaration order, pointers as raw device addresses). Write your own `#[repr(C)]` `{name}` with \
+             `#[derive(Clone, Copy, DeviceSafe)]` next to the `cuda_kernel!` to use it instead."
+        );
+        quote! {
+            #[doc = #doc]
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, PartialEq, #root)]
+            pub struct #id { #(#rows),* }
+        }
+    });
+    (
+        quote! {
+            /// Rust twins of the source's structs (re-exported by a glob, which the user's own type
+            /// of the same name shadows).
+            pub mod __twins { #(#structs)* }
+        },
+        quote! {
+            #[allow(unused_imports)]
+            pub use #hidden::__twins::*;
+        },
+    )
+}
+
 /// Generates everything for a checked module: a hidden module holding the `ModuleSpec`, the
 /// globals and one module per kernel, re-exported where the macro was invoked.
 pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
@@ -271,6 +320,7 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
             const _: &[u8] = include_bytes!(#d);
         )
     });
+    let (twins, twin_export) = twin_items(checked, &hidden);
     let image = image_expr(image, checked);
     let (module_ty, module_spec) = (paths::module(), paths::module_spec());
     let origin = &module.origin;
@@ -295,7 +345,9 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
             };
             #(#global_items)*
             #(#modules)*
+            #twins
         }
+        #twin_export
         #[allow(unused_imports)]
         pub use #hidden::{#(#names,)* #(#global_names),*};
     }
