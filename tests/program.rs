@@ -483,3 +483,22 @@ fn kernels_taken_with_a_signature_check_every_argument_type() {
     let e = module.kernel_with_signature("axpy<float>", "float& a, const float* x, float* y, int n").unwrap_err();
     assert!(e.to_string().contains("reference"), "{e}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_checked_against_their_own_source() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let cache = tempfile::tempdir().unwrap();
+    let module = axpy_program().cache_dir(cache.path()).load(&ctx).unwrap();
+    let fill = module.kernel_checked("fill").unwrap(); // `float* y, float v, int n` from AXPY
+    let mut y = stream.alloc_zeros::<f32>(4).unwrap();
+    let cfg = LaunchConfig::for_num_elems(4);
+    let err = unsafe { fill.launch(&stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&7.0f64), Arg::value(&4)]) }
+        .unwrap_err();
+    assert!(err.to_string().contains("parameter `v` (`float v`) takes `f32` but the argument is `f64`"), "{err}");
+    unsafe { fill.launch(&stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&7.0f32), Arg::value(&4)]).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0; 4]);
+    let e = module.kernel_checked("axpy<float>").unwrap_err();
+    assert!(e.to_string().contains("template instance"), "{e}");
+}

@@ -308,12 +308,15 @@ impl Program {
                 names: self.name_expressions.iter().cloned().zip(compiled.symbols).collect(),
                 from_cache: compiled.from_cache,
                 cache_file: compiled.cache_file,
+                source: self.source.clone(),
+                options: self.options.clone(),
+                headers: self.headers.iter().map(|h| h.1.clone()).collect(),
             }),
         })
     }
 }
 
-struct ModuleInner {
+pub(crate) struct ModuleInner {
     // Keeps the context (and so the module) alive while any module or kernel handle exists.
     ctx: Arc<CudaContext>,
     module: sys::CUmodule,
@@ -325,6 +328,11 @@ struct ModuleInner {
     names: Vec<(String, String)>,
     from_cache: bool,
     cache_file: Option<PathBuf>,
+    /// The program's source, options and in-memory header texts, for
+    /// [`ProgramModule::kernel_checked`].
+    pub(crate) source: String,
+    pub(crate) options: Vec<String>,
+    pub(crate) headers: Vec<String>,
 }
 
 // SAFETY: CUDA driver handles (contexts, modules) may be used from any thread; nothing here is
@@ -347,7 +355,7 @@ impl Drop for ModuleInner {
 /// the last of its kernels are dropped.
 #[derive(Clone)]
 pub struct ProgramModule {
-    inner: Arc<ModuleInner>,
+    pub(crate) inner: Arc<ModuleInner>,
 }
 
 impl std::fmt::Debug for ProgramModule {

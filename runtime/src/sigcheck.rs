@@ -79,6 +79,54 @@ impl ProgramModule {
     }
 }
 
+impl ProgramModule {
+    /// The kernel named `name` (an `extern "C"` kernel's name, or a C++ kernel's qualified name,
+    /// `ns::k`), checked by type as with
+    /// [`kernel_with_signature`](ProgramModule::kernel_with_signature), with the signature read
+    /// from the program's own source by the `cuda_kernel!` reader (the program's `-D` options and
+    /// in-memory headers applied, function-like macros expanded). A template instance's signature
+    /// cannot be read this way: give it to `kernel_with_signature`.
+    ///
+    /// ```no_run
+    /// use cuda_embed_runtime::{Arg, Program};
+    /// let ctx = cuda_embed_runtime::context(0)?;
+    /// let module = Program::new(r#"extern "C" __global__ void fill(float* y, float v) { y[threadIdx.x] = v; }"#).load(&ctx)?;
+    /// let fill = module.kernel_checked("fill")?; // checked against `float* y, float v`
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn kernel_checked(&self, name: &str) -> Result<ProgramKernel> {
+        let m = &self.inner;
+        let headers: Vec<&str> = m.headers.iter().map(String::as_str).collect();
+        let defines = cuda_embed_build::options::defines(&m.options);
+        let wrong = |detail: String| Error::Signature {
+            kernel: name.to_string(),
+            origin: format!("program `{}`", self.name()),
+            detail,
+        };
+        let parsed = cuda_embed_build::signature::parse_with(&m.source, &defines, &headers)
+            .map_err(|e| wrong(format!("the program's source cannot be read for its signature: {}", e.0)))?;
+        let found: Vec<_> = parsed.kernels.iter().filter(|k| k.qualified_name() == name || k.name == name).collect();
+        match found[..] {
+            [k] => self.kernel_with_signature(name, &k.signature),
+            [] if parsed.templates.iter().any(|t| name.starts_with(&format!("{}<", t.qualified_name()))) => Err(wrong(
+                "the signature of a template instance is not read from the source: take it with \
+                           `kernel_with_signature(name, \"...\")`"
+                    .into(),
+            )),
+            [] => self.kernel(name).and_then(|_| {
+                Err(wrong(
+                    "no declaration of it was found in the program's source (made by a macro the reader \
+                           does not expand?): take it with `kernel_with_signature(name, \"...\")`"
+                        .into(),
+                ))
+            }),
+            _ => Err(wrong(
+                "the source declares it more than once (overloads): take it with `kernel_with_signature`".into(),
+            )),
+        }
+    }
+}
+
 /// What one parameter of a signature accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Expected {
@@ -361,6 +409,18 @@ mod tests {
             let e = check_with(sig, &args).unwrap_err();
             assert!(e.contains(want), "{e}\n  should contain: {want}");
         }
+    }
+
+    #[test]
+    fn signatures_read_from_a_program_source() {
+        let src =
+            "#define K(T, s) extern \"C\" __global__ void fill_##s(T* y, T v, int n) {}\nK(float, f32)\nK(double, f64)";
+        let parsed = cuda_embed_build::signature::parse_with(src, &[], &[]).unwrap();
+        let k = parsed.kernels.iter().find(|k| k.name == "fill_f64").unwrap();
+        let sig = parse(&k.signature).unwrap();
+        let (v, n) = (1.0f32, 3i32);
+        let e = check(&sig, &[Arg::test_buffer::<f64>(true), Arg::value(&v), Arg::value(&n)]).unwrap_err();
+        assert!(e.contains("parameter `v` (`double v`) takes `f64` but the argument is `f32`"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!   of a cache entry (atomic writes, validated reads, dependency hashes).
 //! - [`includes`]: the one `#include` scanner (which headers a source reaches, include cycles).
 //! - [`key`]: the one content-addressed key scheme (labelled fields hashed in order).
+//! - [`signature`]: finding `__global__` functions and reading their declarations.
 //! - [`ctypes`]: the C++ type names kernels take and their Rust types.
 //! - [`lex`] (with [`pp`], its preprocessing: function-like macros, `#if`), [`cxx`] and [`params`]: the C++ lexer, token readers and parameter reader the
 //!   macro reads kernel signatures with, and the runtime reads `kernel_with_signature` with.
@@ -27,4 +28,5 @@ pub mod lex;
 pub mod options;
 pub mod params;
 pub mod pp;
+pub mod signature;
 pub mod typecode;

@@ -53,24 +53,7 @@ fn source_text(input: &Input, site: &CallSite) -> Result<SourceText, String> {
     }
 }
 
-/// The `(NAME, value)` pairs the compiler options define (`-DNAME=value`, `-DNAME`, `-D NAME`,
-/// `--define-macro=NAME`), in order; `-DNAME` defines `1`.
-pub fn defines(options: &[String]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut it = options.iter();
-    while let Some(o) = it.next() {
-        let d = if o == "-D" || o == "--define-macro" {
-            it.next().map(String::as_str)
-        } else {
-            o.strip_prefix("--define-macro=").or_else(|| o.strip_prefix("-D"))
-        };
-        if let Some(d) = d.filter(|d| !d.is_empty()) {
-            let (name, value) = d.split_once('=').unwrap_or((d, "1"));
-            out.push((name.to_string(), value.to_string()));
-        }
-    }
-    out
-}
+pub use cuda_embed_build::options::defines;
 
 /// Reads the macro input into a [`Module`].
 pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {

@@ -38,7 +38,7 @@ pub mod oracle;
 pub mod probe;
 pub mod ptx;
 pub mod report;
-pub mod signature;
+pub use cuda_embed_build::signature;
 pub mod structs;
 pub mod types;
 

@@ -1,10 +1,12 @@
-//! Finding `__global__` functions and reading their parameter lists.
+//! Finding `__global__` functions and reading their parameter lists: what `cuda_kernel!` reads a
+//! source with, and the runtime reads a run-time `Program`'s source with (to check its kernels'
+//! arguments by type).
 
 pub use crate::cxx::{join, parse_int, strip_std};
 use crate::cxx::{matching, normalise_base, split_top};
 use crate::lex::{lex_after, Kind, Lexed, Token};
-use cuda_embed_build::params::read_param;
-pub use cuda_embed_build::params::Param;
+use crate::params::read_param;
+pub use crate::params::Param;
 use std::collections::{HashMap, HashSet};
 
 /// A kernel found in the source.
