@@ -89,7 +89,7 @@ impl Compiled {
                 }
                 _ => (None, 8),
             };
-            if elem_size == 0 || size == 0 || size % elem_size != 0 || !structs::is_rust_field_name(m) {
+            if elem_size == 0 || size == 0 || size % elem_size != 0 || syn::parse_str::<syn::Ident>(m).is_err() {
                 return None;
             }
             out.push(TwinField { name: m.clone(), elem, count: size / elem_size });

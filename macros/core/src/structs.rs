@@ -175,11 +175,6 @@ pub fn lookup(all: &[CudaStruct], scope: &[String], name: &str) -> Option<usize>
     None
 }
 
-/// Whether a C++ member name can be a Rust field as written (an identifier, not a Rust keyword).
-pub fn is_rust_field_name(name: &str) -> bool {
-    syn::parse_str::<syn::Ident>(name).is_ok() && !name.starts_with("r#")
-}
-
 /// The compile-time questions for one struct, per member in order: the C++ integral constant
 /// expressions `(offset of m, sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`. The offset is
 /// written out as `(char*)&((NAME*)0)->m - (char*)0`, which nvcc and NVRTC both fold (NVRTC has
