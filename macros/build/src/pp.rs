@@ -350,3 +350,84 @@ impl Parser<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lex::lex_with;
+
+    /// Seeded soup of preprocessor lines, macro calls and brackets: lexing never panics and
+    /// ends quickly whatever the nesting, arity or pasting.
+    #[test]
+    fn never_panics_on_generated_input() {
+        const PIECES: &[&str] = &[
+            "#define F(a, b) a ## b\n",
+            "#define G(...) F(__VA_ARGS__)\n",
+            "#define H(x) #x G(x, x)\n",
+            "#define E() \n",
+            "#define X F(\n",
+            "#if ",
+            "#ifdef A\n",
+            "#ifndef __B__\n",
+            "#elif ",
+            "#else\n",
+            "#endif\n",
+            "#undef F\n",
+            "defined(A)",
+            "defined A",
+            "1",
+            "0",
+            "(",
+            ")",
+            "&&",
+            "||",
+            "!",
+            "<<",
+            "64",
+            "/",
+            "0\n",
+            "%",
+            "?",
+            ":",
+            "-",
+            "F(",
+            "G(",
+            "H(",
+            "E()",
+            ",",
+            "x",
+            "\n",
+            "##",
+            "#",
+            "\"s\"",
+            "__global__ void k(",
+            "int*",
+            "float",
+            "{",
+            "}",
+            ";",
+            "\\\n",
+            "/*",
+            "*/",
+            "//",
+            "'",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..3000 {
+            let mut src = String::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let n = (seed % 60) as usize;
+            for _ in 0..n {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                src.push_str(PIECES[(seed % PIECES.len() as u64) as usize]);
+                src.push(' ');
+            }
+            let t = std::time::Instant::now();
+            let _ = lex_with(&src, &[("A".into(), "1".into())]);
+            assert!(t.elapsed().as_secs() < 2, "slow on: {src:?}");
+        }
+    }
+}
