@@ -72,7 +72,7 @@
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | [`TextureObject`], [`SurfaceObject`] |
-//! | `struct P` by value | your `#[repr(C)]` type `P` (same name, in the invoking module) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
+//! | `struct P` by value | the `#[repr(C)]` twin `P` the macro generates from the compiler's layout (with a compiler at build time; members scalars, vectors, pointers or arrays of those), or your own `#[repr(C)]` type `P` (same name, in the invoking module, which wins) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
 //!
 //! `#[derive(DeviceSafe)]` accepts only `#[repr(C)]` structs whose fields are all `DeviceSafe`
 //! (a reference, `Vec` or host pointer field is a compile error at that field) and records the

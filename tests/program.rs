@@ -434,3 +434,71 @@ fn load_hits_the_disk_cache_in_a_second_process() {
     );
     assert_eq!(std::fs::read_dir(cache.path().join("nvrtc")).unwrap().count(), 1);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_taken_with_a_signature_check_every_argument_type() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let cache = tempfile::tempdir().unwrap();
+    let module = axpy_program().cache_dir(cache.path()).load(&ctx).unwrap();
+    let k = module.kernel_with_signature("axpy<float>", "float a, const float* x, float* y, int n").unwrap();
+    let x = stream.clone_htod(&[1.0f32; 4]).unwrap();
+    let xi = stream.clone_htod(&[1i32; 4]).unwrap();
+    let mut y = stream.clone_htod(&[5.0f32; 4]).unwrap();
+    let mut y2 = stream.clone_htod(&[5.0f32; 4]).unwrap();
+    let (a, a64, n, nu) = (2.0f32, 2.0f64, 4i32, 4u32);
+    let cfg = LaunchConfig::for_num_elems(4);
+    let cases: Vec<(Vec<Arg<'_>>, &str)> = vec![
+        (
+            vec![Arg::value(&a), Arg::slice(&xi), Arg::slice(&x), Arg::value(&n)],
+            "parameter `x` (`const float* x`) points to `f32` elements but the buffer holds `i32`",
+        ),
+        (vec![Arg::value(&a), Arg::slice(&x), Arg::slice(&x), Arg::value(&n)], "may write through parameter `y`"),
+        (
+            vec![Arg::value(&a64), Arg::slice(&x), Arg::slice(&x), Arg::value(&n)],
+            "takes `f32` but the argument is `f64`",
+        ),
+        (
+            vec![Arg::value(&a), Arg::slice(&x), Arg::slice_mut(&mut y2), Arg::value(&nu)],
+            "parameter `n` (`int n`) takes `i32` but the argument is `u32`",
+        ),
+        (vec![Arg::slice(&x), Arg::slice(&x), Arg::slice(&x), Arg::value(&n)], "`float a`) is a value but a buffer"),
+    ];
+    for (mut args, want) in cases {
+        let err = unsafe { k.launch(&stream, cfg, &mut args) }.unwrap_err();
+        assert!(matches!(err, Error::Signature { .. }) && err.to_string().contains(want), "{err}\nwants: {want}");
+    }
+    // Nothing ran; the right arguments do.
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [5.0; 4]);
+    assert_eq!(stream.clone_dtoh(&y2).unwrap(), [5.0; 4]);
+    unsafe { k.launch(&stream, cfg, &mut [Arg::value(&a), Arg::slice(&x), Arg::slice_mut(&mut y), Arg::value(&n)]) }
+        .unwrap();
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0; 4]);
+    // Signatures that cannot be this kernel's are refused when the kernel is taken.
+    let e = module.kernel_with_signature("axpy<float>", "float a, const float* x, float* y").unwrap_err();
+    assert!(e.to_string().contains("3 parameter(s) but the compiled kernel takes 4"), "{e}");
+    let e = module.kernel_with_signature("axpy<float>", "double a, const float* x, float* y, int n").unwrap_err();
+    assert!(e.to_string().contains("parameter `a` (`double a`) is 8 bytes but the compiled kernel's is 4"), "{e}");
+    let e = module.kernel_with_signature("axpy<float>", "float& a, const float* x, float* y, int n").unwrap_err();
+    assert!(e.to_string().contains("reference"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_checked_against_their_own_source() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let cache = tempfile::tempdir().unwrap();
+    let module = axpy_program().cache_dir(cache.path()).load(&ctx).unwrap();
+    let fill = module.kernel_checked("fill").unwrap(); // `float* y, float v, int n` from AXPY
+    let mut y = stream.alloc_zeros::<f32>(4).unwrap();
+    let cfg = LaunchConfig::for_num_elems(4);
+    let err = unsafe { fill.launch(&stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&7.0f64), Arg::value(&4)]) }
+        .unwrap_err();
+    assert!(err.to_string().contains("parameter `v` (`float v`) takes `f32` but the argument is `f64`"), "{err}");
+    unsafe { fill.launch(&stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&7.0f32), Arg::value(&4)]).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0; 4]);
+    let e = module.kernel_checked("axpy<float>").unwrap_err();
+    assert!(e.to_string().contains("template instance"), "{e}");
+}

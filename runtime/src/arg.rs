@@ -132,6 +132,10 @@ pub struct Arg<'a> {
     /// What the value or the buffer's elements are, for launches that check element types
     /// ([`ElementwiseKernel`](crate::ElementwiseKernel)).
     pub(crate) elem: Elem,
+    /// `type_name` of the value, or of a buffer's elements (for signature checks).
+    pub(crate) ty: &'static str,
+    /// A buffer borrowed exclusively (the kernel may write it).
+    pub(crate) writes: bool,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -158,6 +162,8 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
             elem: Elem::of::<T>(1, false),
+            ty: std::any::type_name::<T>(),
+            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -172,6 +178,8 @@ impl<'a> Arg<'a> {
                 bind: bind_shared::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            ty: std::any::type_name::<T>(),
+            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -186,6 +194,8 @@ impl<'a> Arg<'a> {
                 bind: bind_exclusive::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            ty: std::any::type_name::<T>(),
+            writes: true,
             _borrow: PhantomData,
         }
     }
@@ -193,11 +203,43 @@ impl<'a> Arg<'a> {
     /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
     /// original).
     pub(crate) fn reborrow(&mut self) -> Arg<'_> {
-        Arg { size: self.size, elem: self.elem, kind: self.kind, _borrow: PhantomData }
+        Arg {
+            size: self.size,
+            elem: self.elem,
+            ty: self.ty,
+            writes: self.writes,
+            kind: self.kind,
+            _borrow: PhantomData,
+        }
     }
 
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// A buffer argument of elements `T` that is never bound, for checks that do not launch.
+    #[cfg(test)]
+    pub(crate) fn test_buffer<T>(writes: bool) -> Arg<'static> {
+        /// Never called: test arguments are only compared, not launched.
+        unsafe fn unbound(
+            _: *mut (),
+            _: &CudaStream,
+            _: &mut dyn FnMut(sys::CUdeviceptr) -> Result<Option<f32>>,
+        ) -> Result<Option<f32>> {
+            unreachable!("a test argument is never launched")
+        }
+        /// Never called, as above.
+        unsafe fn nowhere(_: *mut ()) -> (sys::CUcontext, usize) {
+            unreachable!("a test argument is never launched")
+        }
+        Arg {
+            size: std::mem::size_of::<sys::CUdeviceptr>(),
+            elem: Elem::of::<T>(1, writes),
+            kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound, placement: nowhere },
+            ty: std::any::type_name::<T>(),
+            writes,
+            _borrow: PhantomData,
+        }
     }
 }

@@ -27,7 +27,9 @@ mod program;
 #[doc(hidden)]
 pub mod reduce; // scratch, plans and checks of reduction launchers
 mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
+mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
 
@@ -97,7 +99,7 @@ pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::reduce;
-    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec};
+    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};
     pub use cuda_embed_build::reduction::PlanKind;

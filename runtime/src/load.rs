@@ -98,17 +98,34 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 };
                 load_error(with_log(code, &log), fix)
             })?;
-            let mut symbols = Vec::with_capacity(spec.kernels.len());
-            for k in spec.kernels {
-                let Some(symbol) = k.symbol else {
-                    return Err(load_error(format!("kernel `{}` has no symbol in the embedded image", k.name), None));
-                };
-                symbols.push(symbol.to_string());
-            }
-            let globals: Vec<String> = spec.globals.iter().map(|g| g.symbol.unwrap_or(g.name).to_string()).collect();
+            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(e, None))?;
             (module, symbols, globals, false)
         }
-        ImageKind::Source { source, options, headers, .. } => {
+        ImageKind::Cubins { cubins, ptx, ptx_target, compiler } => {
+            let names: Vec<&str> = cubins.iter().map(|c| c.0).collect();
+            let image = match crate::typecheck::pick(&names, arch) {
+                Some(i) => cubins[i].1.to_vec(),
+                None if crate::typecheck::ptx_runs(ptx_target, arch) => {
+                    let mut text = ptx.as_bytes().to_vec();
+                    text.push(0);
+                    text
+                }
+                None => {
+                    let fix = format!(
+                        "this binary holds {} and {ptx_target} PTX (built by NVRTC {compiler}) and nothing this sm_{arch} \
+                         GPU can run: add {arch} to the kernel's archs (`archs = [..., {arch}]`) or to CUDA_EMBED_ARCHS \
+                         and rebuild",
+                        names.join(", ")
+                    );
+                    let code = sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU;
+                    return Err(load_error(DriverCode(code).to_string(), Some(fix)));
+                }
+            };
+            let module = load_module(ctx, &image).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
+            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(e, None))?;
+            (module, symbols, globals, false)
+        }
+        ImageKind::Source { source, options, headers, probe, .. } => {
             // Kernels first, then globals: NVRTC lowers both kinds of name expression.
             let exprs: Vec<&str> = spec
                 .kernels
@@ -116,7 +133,13 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 .map(|k| k.name_expression)
                 .chain(spec.globals.iter().map(|g| g.name_expression))
                 .collect();
-            let compiled = crate::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
+            // The macro's type probe rides along (checked after loading, below).
+            let text = if probe.is_empty() {
+                std::borrow::Cow::Borrowed(*source)
+            } else {
+                format!("{source}\n{probe}").into()
+            };
+            let compiled = crate::nvrtc::compile(spec.origin, &text, options, headers, &exprs, arch)?;
             let module =
                 load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
             let mut symbols = compiled.symbols;
@@ -127,6 +150,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
 
     let mut functions = Vec::with_capacity(spec.kernels.len());
+    let mut size_error = None;
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
         let not_found = |cause: String| load_error(format!("kernel `{}` (symbol `{symbol}`) {cause}", k.name), None);
         if symbol.contains('\0') {
@@ -135,10 +159,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let f = module
             .load_function(symbol)
             .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
-        if matches!(spec.image.0, ImageKind::Source { .. }) {
+        if matches!(spec.image.0, ImageKind::Source { .. }) && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             let count = counts.as_deref().and_then(|c| crate::cubin::lookup(c, symbol));
-            check_params(spec, k, f.cu_function(), count)?;
+            // Reported after the type check, which names the parameter and both types.
+            size_error = check_params(spec, k, f.cu_function(), count).err();
         }
         functions.push(Function::new(f));
     }
@@ -154,6 +179,12 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         }
         None => std::ptr::null_mut(),
     };
+    if let ImageKind::Source { checks, .. } = &spec.image.0 {
+        crate::typecheck::check_types(spec, raw_module, checks, device)?;
+    }
+    if let Some(e) = size_error {
+        return Err(e);
+    }
     Ok(Loaded {
         cu_ctx: ctx.cu_ctx(),
         _module: module,
@@ -163,6 +194,19 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         from_disk_cache,
         order: (!spec.globals.is_empty()).then(Default::default),
     })
+}
+
+/// The kernel and global symbols a build-time compiler recorded.
+fn built_symbols(spec: &ModuleSpec) -> std::result::Result<(Vec<String>, Vec<String>), String> {
+    let mut symbols = Vec::with_capacity(spec.kernels.len());
+    for k in spec.kernels {
+        let Some(symbol) = k.symbol else {
+            return Err(format!("kernel `{}` has no symbol in the embedded image", k.name));
+        };
+        symbols.push(symbol.to_string());
+    }
+    let globals = spec.globals.iter().map(|g| g.symbol.unwrap_or(g.name).to_string()).collect();
+    Ok((symbols, globals))
 }
 
 /// Checks the loaded kernel's parameter layout against what the launcher packs. The macro checks

@@ -315,12 +315,15 @@ impl Program {
                 param_counts: crate::cubin::param_counts(&compiled.cubin),
                 from_cache: compiled.from_cache,
                 cache_file: compiled.cache_file,
+                source: self.source.clone(),
+                options: self.options.clone(),
+                headers: self.headers.iter().map(|h| h.1.clone()).collect(),
             }),
         })
     }
 }
 
-struct ModuleInner {
+pub(crate) struct ModuleInner {
     // Keeps the context (and so the module) alive while any module or kernel handle exists.
     ctx: Arc<CudaContext>,
     module: sys::CUmodule,
@@ -334,6 +337,11 @@ struct ModuleInner {
     param_counts: Option<Vec<(String, usize)>>,
     from_cache: bool,
     cache_file: Option<PathBuf>,
+    /// The program's source, options and in-memory header texts, for
+    /// [`ProgramModule::kernel_checked`].
+    pub(crate) source: String,
+    pub(crate) options: Vec<String>,
+    pub(crate) headers: Vec<String>,
 }
 
 // SAFETY: CUDA driver handles (contexts, modules) may be used from any thread; nothing here is
@@ -356,7 +364,7 @@ impl Drop for ModuleInner {
 /// the last of its kernels are dropped.
 #[derive(Clone)]
 pub struct ProgramModule {
-    inner: Arc<ModuleInner>,
+    pub(crate) inner: Arc<ModuleInner>,
 }
 
 impl std::fmt::Debug for ProgramModule {
@@ -442,6 +450,7 @@ impl ProgramModule {
             name: name.into(),
             function: f,
             params: crate::params::param_info(f, count.flatten()).map(Vec::into_boxed_slice),
+            signature: None,
             max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
             max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
         })
@@ -499,7 +508,9 @@ pub struct ProgramKernel {
     module: Arc<ModuleInner>,
     name: String,
     function: sys::CUfunction,
-    params: Option<Box<[(usize, usize)]>>,
+    pub(crate) params: Option<Box<[(usize, usize)]>>,
+    /// The C signature given to [`ProgramModule::kernel_with_signature`].
+    pub(crate) signature: Option<Box<[crate::sigcheck::Expected]>>,
     max_threads: u32,
     max_dyn_smem: AtomicU32,
 }
@@ -568,10 +579,14 @@ impl ProgramKernel {
     /// device with the module's ([`Error::Launch`]). Buffers are ordered with the other work on
     /// them the way cudarc orders its own launches.
     ///
+    /// A kernel taken with [`ProgramModule::kernel_with_signature`] also has every argument
+    /// checked against its C signature (element types, mutability, value types).
+    ///
     /// # Safety
     /// The kernel body can do anything: each argument must be what the kernel expects (a buffer
     /// of the element type it reads and long enough, a value of the C++ type), and the kernel
-    /// must be safe to run with them. Only the sizes are checked.
+    /// must be safe to run with them. Without a signature only the sizes are checked; with one,
+    /// buffer lengths still are not.
     pub unsafe fn launch(&self, stream: &CudaStream, cfg: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { self.launch_as(stream, cfg, LaunchKind::Plain, args) }.map(drop)
@@ -655,6 +670,13 @@ impl ProgramKernel {
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
+        if let Some(sig) = &self.signature {
+            crate::sigcheck::check(sig, args).map_err(|detail| Error::Signature {
+                kernel: self.name.clone(),
+                origin: self.module.origin.clone(),
+                detail,
+            })?;
+        }
         let Some(params) = &self.params else { return Ok(()) };
         if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {
             return Err(Error::Arguments {

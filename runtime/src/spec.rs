@@ -28,12 +28,46 @@ pub(crate) enum ImageKind {
         targets: &'static [&'static str],
         compiler: &'static str,
     },
+    Cubins {
+        cubins: &'static [(&'static str, &'static [u8])],
+        ptx: &'static str,
+        ptx_target: &'static str,
+        compiler: &'static str,
+    },
     Source {
         source: &'static str,
         options: &'static [&'static str],
         headers: &'static [(&'static str, &'static str)],
         reason: &'static str,
+        /// C++ appended to the source: the type probe of every kernel parameter.
+        probe: &'static str,
+        /// What each probed parameter must be, checked at first load.
+        checks: &'static [ParamCheck],
     },
+}
+
+/// What the launcher of a module compiled at run time was generated for, for one kernel
+/// parameter: at first load the runtime compiles the module with the macro's type probe appended
+/// and checks the probe's answer (a `u64` type code, see the macro core's `probe` module) against
+/// `mask`/`value` before any launch.
+#[derive(Debug)]
+pub struct ParamCheck {
+    /// Index of the kernel in [`ModuleSpec::kernels`].
+    pub kernel: usize,
+    /// Index of the parameter.
+    pub param: usize,
+    /// The parameter's name.
+    pub name: &'static str,
+    /// The parameter as written in C++ (`real* x`).
+    pub cxx: &'static str,
+    /// The launcher's Rust type for it (`&mut impl DevicePtrMut<f32>`).
+    pub rust: &'static str,
+    /// The `__device__` variable holding the probe's answer.
+    pub symbol: &'static str,
+    /// The bits of the answer that are checked.
+    pub mask: u64,
+    /// What those bits must be.
+    pub value: u64,
 }
 
 impl Image {
@@ -50,6 +84,34 @@ impl Image {
         Image(ImageKind::Fatbin { bytes, targets, compiler })
     }
 
+    /// Cubins built by NVRTC at build time (`("sm_80", bytes)`, lowest architecture first) and
+    /// the PTX of the lowest (`ptx_target`, e.g. `compute_80`): the runtime loads the newest cubin
+    /// the device runs, else JIT-compiles the PTX.
+    ///
+    /// # Safety
+    /// Every blob must be a complete, 8-byte aligned cubin for the architecture it is paired with.
+    pub const unsafe fn cubins(
+        cubins: &'static [(&'static str, &'static [u8])],
+        ptx: &'static str,
+        ptx_target: &'static str,
+        compiler: &'static str,
+    ) -> Image {
+        Image(ImageKind::Cubins { cubins, ptx, ptx_target, compiler })
+    }
+
+    /// As [`source`](Image::source), with the type `probe` appended to the source at compile
+    /// time and its answers held to `checks` at first load.
+    pub const fn source_checked(
+        source: &'static str,
+        options: &'static [&'static str],
+        headers: &'static [(&'static str, &'static str)],
+        reason: &'static str,
+        probe: &'static str,
+        checks: &'static [ParamCheck],
+    ) -> Image {
+        Image(ImageKind::Source { source, options, headers, reason, probe, checks })
+    }
+
     /// CUDA source compiled by NVRTC for the device at first use. `source` starts with a `#line`
     /// directive naming the Rust file; `options` go to NVRTC (the architecture is the device's);
     /// `headers` are the user headers the source includes, as (name as included, text); `reason`
@@ -60,14 +122,14 @@ impl Image {
         headers: &'static [(&'static str, &'static str)],
         reason: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason })
+        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[] })
     }
 
     /// The fatbin bytes, when the image is one.
     pub fn fatbin_bytes(&self) -> Option<&'static [u8]> {
         match self.0 {
             ImageKind::Fatbin { bytes, .. } => Some(bytes),
-            ImageKind::Source { .. } => None,
+            ImageKind::Cubins { .. } | ImageKind::Source { .. } => None,
         }
     }
 }
@@ -111,20 +173,32 @@ pub enum BuildPath {
         /// nvcc release.
         compiler: String,
     },
-    /// NVRTC at first use, for the device's own architecture.
+    /// NVRTC at build time (no nvcc was found): a cubin per target and PTX for the lowest.
+    NvrtcBuild {
+        /// e.g. `["sm_80", "sm_90", "compute_80"]`.
+        targets: Vec<String>,
+        /// NVRTC release.
+        compiler: String,
+    },
+    /// NVRTC at first use, for the device's own architecture. The build-time checks against the
+    /// compiler did not run: the parameter types are checked at first load instead (see
+    /// [`ParamCheck`]).
     Nvrtc {
-        /// Why nvcc was not used at build time.
+        /// Why no compiler was used at build time.
         reason: String,
     },
 }
 
-/// One line for logs: `nvcc 13.0 at build time (sm_80, sm_90, compute_80)` or
-/// `NVRTC at first use (no nvcc found ...)`.
+/// One line for logs: `nvcc 13.0 at build time (sm_80, sm_90, compute_80)`, `NVRTC 13.0 at
+/// build time (...)` or `NVRTC at first use (no nvcc found ...)`.
 impl std::fmt::Display for BuildPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BuildPath::Nvcc { targets, compiler } => {
                 write!(f, "nvcc {compiler} at build time ({})", targets.join(", "))
+            }
+            BuildPath::NvrtcBuild { targets, compiler } => {
+                write!(f, "NVRTC {compiler} at build time ({})", targets.join(", "))
             }
             BuildPath::Nvrtc { reason } => write!(f, "NVRTC at first use ({reason})"),
         }
@@ -136,6 +210,10 @@ impl ModuleSpec {
         match &self.image.0 {
             ImageKind::Fatbin { targets, compiler, .. } => BuildPath::Nvcc {
                 targets: targets.iter().map(|s| s.to_string()).collect(),
+                compiler: compiler.to_string(),
+            },
+            ImageKind::Cubins { cubins, ptx_target, compiler, .. } => BuildPath::NvrtcBuild {
+                targets: cubins.iter().map(|c| c.0).chain([*ptx_target]).map(str::to_string).collect(),
                 compiler: compiler.to_string(),
             },
             ImageKind::Source { reason, .. } => BuildPath::Nvrtc { reason: reason.to_string() },

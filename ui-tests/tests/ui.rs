@@ -9,6 +9,10 @@
 //!   `bin/` of `$CUDA_EMBED_TOOLKIT`, `$CUDA_PATH`, `$CUDA_HOME`, `PATH`) and are skipped with a note otherwise; set
 //!   `CUDA_EMBED_UI_REQUIRE_NVCC=1` (as CI should) to make a missing nvcc a failure.
 //!
+//! - `cases/nvrtc_build/*.rs` need libnvrtc at build time (`compiler = "nvrtc-build"`): CUDA
+//!   errors reported by NVRTC while the crate builds. They run when the macro finds libnvrtc and
+//!   are skipped with a note otherwise (a failure under `CUDA_EMBED_REQUIRE_TOOLKIT`).
+//!
 //! The `.stderr` files are specific to the rustc and nvcc versions CI uses (nvcc 13.0 from the
 //! pinned PyPI wheels that `scripts/with-cuda` installs). Regenerate them with
 //!
@@ -20,11 +24,29 @@
 //! to fix.
 
 use cuda_embed_macros_core::compile::find_nvcc;
+use cuda_embed_macros_core::nvrtc::find_nvrtc;
 
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("cases/*.rs");
+    match find_nvrtc() {
+        Ok(Ok(n)) => {
+            eprintln!("ui: {} at {}: running cases/nvrtc_build too", n.name(), n.path.display());
+            t.compile_fail("cases/nvrtc_build/*.rs");
+        }
+        other => {
+            let why = match other {
+                Ok(Err(why)) | Err(why) => why,
+                Ok(Ok(_)) => unreachable!(),
+            };
+            assert!(
+                std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(),
+                "CUDA_EMBED_REQUIRE_TOOLKIT is set but the macro finds no libnvrtc: {why}"
+            );
+            eprintln!("ui: skipping cases/nvrtc_build ({why})");
+        }
+    }
     match find_nvcc() {
         Ok(Ok(nvcc)) => {
             eprintln!("ui: nvcc {} at {}: running cases/nvcc too", nvcc.version, nvcc.path.display());

@@ -131,6 +131,30 @@ pub fn nvrtc_args<S: AsRef<str>>(arch: u32, options: &[S]) -> Vec<String> {
     args
 }
 
+/// The `(NAME, value)` pairs the compiler options define (`-DNAME=value`, `-DNAME`, `-D NAME`,
+/// `--define-macro=NAME`), in order; `-DNAME` defines `1`.
+///
+/// ```
+/// let d = cuda_embed_build::options::defines(&["-DN=4".to_string(), "-I".into(), "x".into(), "-DFAST".into()]);
+/// assert_eq!(d, [("N".to_string(), "4".to_string()), ("FAST".into(), "1".into())]);
+/// ```
+pub fn defines(options: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut it = options.iter();
+    while let Some(o) = it.next() {
+        let d = if o == "-D" || o == "--define-macro" {
+            it.next().map(String::as_str)
+        } else {
+            o.strip_prefix("--define-macro=").or_else(|| o.strip_prefix("-D"))
+        };
+        if let Some(d) = d.filter(|d| !d.is_empty()) {
+            let (name, value) = d.split_once('=').unwrap_or((d, "1"));
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    out
+}
+
 /// The include directories named in compiler options (`-Idir`, `-I dir`, `--include-path=dir`,
 /// `--include-path dir`), in order.
 ///

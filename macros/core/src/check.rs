@@ -50,7 +50,33 @@ pub fn check(module: &Module, compiled: Option<&Compiled>) -> syn::Result<Checke
     errors.propagate()?;
     let kernels = dedupe_instances(module, kernels, &instances)?;
     let templates = (0..parsed.templates.len()).map(|ti| template_signature(module, ti, &kernels)).collect();
-    Ok(Checked { kernels, instances, templates, globals })
+    let twins = twins(&kernels, &globals, compiled);
+    Ok(Checked { kernels, instances, templates, globals, twins })
+}
+
+/// The Rust twins the compiler's answers allow for the structs passed by value and held in
+/// globals, one per Rust name.
+fn twins(
+    kernels: &[TypedKernel],
+    globals: &[Global],
+    compiled: Option<&Compiled>,
+) -> Vec<(String, Vec<crate::oracle::TwinField>)> {
+    let Some(c) = compiled else { return Vec::new() };
+    let mut out: Vec<(String, Vec<crate::oracle::TwinField>)> = Vec::new();
+    let by_value = kernels
+        .iter()
+        .flat_map(|k| k.params.iter().zip(&k.unit.kernel.params).map(move |(m, p)| (m, p, &k.unit.kernel.namespaces)));
+    let held = globals.iter().map(|g| (&g.elem, &g.var.elem, &g.var.namespaces));
+    for (m, p, scope) in by_value.chain(held) {
+        if let Mapped::User { name, .. } = m {
+            if p.pointer_depth == 0 && !p.reference && !out.iter().any(|(n, _)| n == name) {
+                if let Some(fields) = c.twin(scope, &p.base) {
+                    out.push((name.clone(), fields));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Maps one kernel's parameters and, when a compiler ran, finds it in the PTX and checks the

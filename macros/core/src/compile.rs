@@ -58,12 +58,22 @@ impl std::fmt::Display for NoNvcc {
     }
 }
 
+/// Whether the environment variable `name` is set to something other than empty, `0` or `false`.
+pub fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
 /// Finds nvcc: `NVCC`, `bin/` of each toolkit root (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
 /// `CUDA_HOME`: [`cuda_embed_build::options::toolkit_roots`]), then `PATH`. An `NVCC` that is set
-/// but does not run is an error, not a silent fallback.
+/// but does not run is an error, not a silent fallback. `CUDA_EMBED_NO_NVCC` makes it find none
+/// (so a machine with nvcc can build through NVRTC at build time); `CUDA_EMBED_FORCE_NVRTC`
+/// asks for NVRTC at run time.
 pub fn find_nvcc() -> Result<Result<Nvcc, NoNvcc>, String> {
-    if std::env::var("CUDA_EMBED_FORCE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false") {
+    if flag("CUDA_EMBED_FORCE_NVRTC") {
         return Ok(Err(NoNvcc::Forced));
+    }
+    if flag("CUDA_EMBED_NO_NVCC") {
+        return Ok(Err(NoNvcc::NotFound("CUDA_EMBED_NO_NVCC is set".into())));
     }
     if let Some(explicit) = std::env::var_os("NVCC").filter(|s| !s.is_empty()) {
         let p = PathBuf::from(explicit);

@@ -8,6 +8,7 @@ use crate::front;
 use crate::gen;
 use crate::input::{Compiler, Input, Listing, Options, Source};
 use crate::ir::{rust_name, Image};
+use crate::nvrtc;
 use crate::oracle::{self, Oracle};
 use crate::report::Failure;
 use crate::types::Mapped;
@@ -115,7 +116,7 @@ fn expand_with<R>(
             deps.extend(c.deps);
             c.image
         }
-        (None, Err(why)) => Image::source(&module, why.to_string()),
+        (None, Err(why)) => Image::source(&module, why),
         (None, Ok(_)) => unreachable!("a module is compiled whenever there is a compiler"),
     };
     deps.sort();
@@ -123,14 +124,37 @@ fn expand_with<R>(
     Ok(generate(&module, &checked, &image, &deps))
 }
 
+/// The variable that turns a build with no compiler (the run-time NVRTC path, whose build-time
+/// checks are skipped) into a compile error.
+pub const REQUIRE_COMPILER_VAR: &str = "CUDA_EMBED_REQUIRE_COMPILER";
+
 /// The compiler that answers questions about the source at build time, or why there is none
-/// (the source is then compiled by NVRTC at run time).
-fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, NoNvcc>, String> {
-    let nvcc = match compiler {
-        Compiler::Nvrtc => Err(NoNvcc::Forced),
-        Compiler::Auto => compile::find_nvcc()?,
+/// (the source is then compiled by NVRTC at run time): nvcc when found, else libnvrtc, unless
+/// the module asks for one of them. With `CUDA_EMBED_REQUIRE_COMPILER` set, having none is an
+/// error.
+fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, String>, String> {
+    let nvrtc = || -> Result<Result<Box<dyn Oracle>, String>, String> {
+        Ok(nvrtc::find_nvrtc()?.map(|n| Box::new(oracle::NvrtcBuild(n)) as Box<dyn Oracle>))
+    };
+    let chosen = match compiler {
+        Compiler::Nvrtc => Err(NoNvcc::Forced.to_string()),
+        Compiler::NvrtcBuild => match nvrtc()? {
+            Ok(o) => Ok(o),
+            Err(why) => {
+                return Err(format!(
+                    "`compiler = \"nvrtc-build\"` but {why}: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, \
+                     or set {} to the library",
+                    nvrtc::NVRTC_VAR
+                ))
+            }
+        },
+        Compiler::Auto => match compile::find_nvcc()? {
+            Ok(n) => Ok(Box::new(oracle::Nvcc(n)) as Box<dyn Oracle>),
+            Err(NoNvcc::Forced) => Err(NoNvcc::Forced.to_string()),
+            Err(not_found) => nvrtc()?.map_err(|why| format!("{not_found} and {why}")),
+        },
         Compiler::Nvcc => match compile::find_nvcc()? {
-            Ok(n) => Ok(n),
+            Ok(n) => Ok(Box::new(oracle::Nvcc(n)) as Box<dyn Oracle>),
             Err(why) => {
                 return Err(format!(
                     "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH (or run under scripts/with-cuda), or use `compiler = \"auto\"`"
@@ -138,5 +162,11 @@ fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, NoNvcc>, 
             }
         },
     };
-    Ok(nvcc.map(|n| Box::new(oracle::Nvcc(n)) as Box<dyn Oracle>))
+    match chosen {
+        Err(why) if compile::flag(REQUIRE_COMPILER_VAR) => Err(format!(
+            "{REQUIRE_COMPILER_VAR} is set but this module would be compiled at run time, without the build-time \
+             checks: {why}; install the CUDA toolkit (nvcc or libnvrtc), or unset {REQUIRE_COMPILER_VAR}"
+        )),
+        other => Ok(other),
+    }
 }

@@ -83,6 +83,8 @@ fn instances_text(input: &Input) -> String {
     input.instances.iter().map(|l| l.value()).collect::<Vec<_>>().join(" ")
 }
 
+pub use cuda_embed_build::options::defines;
+
 /// Reads the macro input into a [`Module`].
 pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     let lit = input.source.lit();
@@ -92,16 +94,23 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     if src.text.trim().is_empty() {
         return Err(early("the CUDA source is empty: write at least one `__global__` function".into()));
     }
-    let parsed = signature::parse(&src.text).map_err(|e| early(format!("cannot read the CUDA source: {}", e.0)))?;
-    let kernels: Vec<String> = parsed.kernels.iter().chain(&parsed.templates).map(|k| k.name.clone()).collect();
-    let fail = |msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels.clone() };
-    check_declarations(&parsed, input).map_err(fail)?;
     let headers = includes::scan(
         &src.text,
         src.file.as_ref().and_then(|f| f.parent()).or(site.dir.as_deref()),
         &src.include_dirs,
     )
-    .map_err(fail)?;
+    .map_err(|error| {
+        // Every kernel still gets an (empty) module, so the include error is the only one.
+        let names =
+            signature::parse(&src.text).map(|p| p.kernels.iter().chain(&p.templates).map(|k| k.name.clone()).collect());
+        Failure { error: syn::Error::new(span, error), kernels: names.unwrap_or_default() }
+    })?;
+    let header_texts: Vec<&str> = headers.iter().map(|h| h.text.as_str()).collect();
+    let parsed = signature::parse_with(&src.text, &defines(&input.options), &header_texts)
+        .map_err(|e| early(format!("cannot read the CUDA source: {}", e.0)))?;
+    let kernels: Vec<String> = parsed.kernels.iter().chain(&parsed.templates).map(|k| k.name.clone()).collect();
+    let fail = |msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels.clone() };
+    check_declarations(&parsed, input).map_err(fail)?;
     let instances = resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),

@@ -20,7 +20,8 @@ pub struct Input {
     /// `instances = ["axpy<float>", ...]`: template instances to compile and generate.
     pub instances: Vec<LitStr>,
     /// `compiler = "nvrtc"` forces the run-time NVRTC path for this module; `"nvcc"` requires
-    /// nvcc; `"auto"` (default) uses nvcc when found.
+    /// nvcc; `"nvrtc-build"` requires libnvrtc at build time; `"auto"` (default) uses nvcc when
+    /// found, else libnvrtc at build time, else NVRTC at run time.
     pub compiler: Compiler,
     /// How the not-listed-instance error names the kernel and where instances are listed.
     pub listing: Listing,
@@ -71,12 +72,14 @@ pub enum Compiler {
     Nvcc,
     /// NVRTC at run time, even when nvcc is present.
     Nvrtc,
+    /// NVRTC at build time (libnvrtc), even when nvcc is present, or a compile error.
+    NvrtcBuild,
 }
 
 const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instances = [\"axpy<float>\"]`, \
     `archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, `fast_math = true`, `maxrregcount = 64`, \
     `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]` or \
-    `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+    `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`";
 
 /// Reads `[ "a", "b" ]`; `what` names one element in the error for a non-literal.
 pub fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
@@ -216,10 +219,13 @@ impl Options {
                     "auto" => Compiler::Auto,
                     "nvcc" => Compiler::Nvcc,
                     "nvrtc" => Compiler::Nvrtc,
+                    "nvrtc-build" => Compiler::NvrtcBuild,
                     other => {
                         return Err(syn::Error::new_spanned(
                             &v,
-                            format!("unknown compiler `{other}`: expected \"auto\", \"nvcc\" or \"nvrtc\""),
+                            format!(
+                                "unknown compiler `{other}`: expected \"auto\", \"nvcc\", \"nvrtc-build\" or \"nvrtc\""
+                            ),
                         ))
                     }
                 };

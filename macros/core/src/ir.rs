@@ -66,9 +66,13 @@ impl Module {
         self.parsed.kernels.iter().chain(&self.parsed.templates).map(|k| k.name.clone()).collect()
     }
 
-    /// `file.rs:LINE` of a kernel's `__global__` inside the Rust file.
+    /// Where a kernel's `__global__` is written: `kernels/x.cu:LINE` for a `file = "..."` source
+    /// (the path as given, relative to the crate root), else `file.rs:LINE` inside the Rust file.
     pub fn rust_line(&self, k: &Kernel) -> String {
-        format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1))
+        match &self.file {
+            Some(_) => format!("{}:{}", self.lit.value(), k.line.max(1)),
+            None => format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1)),
+        }
     }
 }
 
@@ -110,6 +114,10 @@ pub struct Checked {
     pub templates: Vec<Result<Vec<Mapped>, String>>,
     /// The globals.
     pub globals: Vec<Global>,
+    /// Rust twins of the structs passed by value or held in globals, generated from the
+    /// compiler's layout (`(Rust name, fields)`), for the user who writes none: the user's own
+    /// type of the same name wins.
+    pub twins: Vec<(String, Vec<crate::oracle::TwinField>)>,
 }
 
 /// A C++ struct's data members as the compiler laid them out: `(member, offset, size)` in
@@ -179,6 +187,18 @@ pub enum Image {
         /// What it holds: `sm_80`, `compute_80`.
         targets: Vec<String>,
         /// The compiler's release, e.g. `13.0`.
+        release: String,
+    },
+    /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
+    /// runtime loads the best one for the device.
+    Cubins {
+        /// `(sm_XX, cubin)`, lowest architecture first.
+        cubins: Vec<(String, Vec<u8>)>,
+        /// PTX for the lowest architecture, for GPUs no cubin runs on.
+        ptx: String,
+        /// The PTX's target, `compute_80`.
+        ptx_target: String,
+        /// NVRTC's release, e.g. `13.0`.
         release: String,
     },
     /// To be compiled by NVRTC at first use.

@@ -12,32 +12,37 @@
 //! - [`check`]: one pass that maps and checks every kernel, instance and global; [`report`]:
 //!   errors collected and reported together.
 //! - [`gen`]: Rust items from the checked IR ([`gen::paths`] names the runtime).
-//! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed.
+//! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed; [`nvrtc`]:
+//!   the same with libnvrtc at build time (cubins + PTX) when there is no nvcc.
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
 //! - [`elementwise`]: `elementwise_kernel!`, on the same pipeline.
+//! - [`firstload`]: the type probe and checks a module built with no compiler carries to its
+//!   first load.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`; [`structs`]: the members of the source's C++ structs.
 
 #![warn(missing_docs)]
 
 pub mod check;
 pub mod compile;
-pub mod cxx;
+pub use cuda_embed_build::cxx;
 pub mod derive;
 pub mod elementwise;
 pub mod expand;
+pub mod firstload;
 pub mod front;
 pub mod gen;
 pub mod includes;
 pub mod input;
 pub mod ir;
-pub mod lex;
+pub use cuda_embed_build::lex;
+pub mod nvrtc;
 pub mod oracle;
 pub mod probe;
 pub mod ptx;
 pub mod reduction;
 pub mod reduction_gen;
 pub mod report;
-pub mod signature;
+pub use cuda_embed_build::signature;
 pub mod structs;
 pub mod types;
 

@@ -3,7 +3,8 @@
 //! checker trusts over the source text.
 //!
 //! [`Oracle`] is what a compiler must do to serve: compile source to PTX and an image. [`Nvcc`]
-//! is the one there is; [`consult`] does the rest for any of them.
+//! and [`NvrtcBuild`] (libnvrtc at build time, when there is no nvcc) are the
+//! ones there are; [`consult`] does the rest for any of them.
 
 use crate::compile::{self, Request};
 use crate::ir::{Fields, Image, Module};
@@ -32,6 +33,9 @@ pub struct Built {
     pub image: Image,
     /// Files the compiler read (headers outside the toolkit), for rebuild tracking.
     pub deps: Vec<PathBuf>,
+    /// Probe answers given outside the PTX: `(key, symbol)` of kernel addresses NVRTC resolved
+    /// as name expressions.
+    pub symbols: Vec<(String, String)>,
 }
 
 /// What the compiler said about a module.
@@ -65,6 +69,46 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// The Rust twin of the struct `name` (written in namespace `scope`) as the compiler laid it
+    /// out: each member's name and Rust type, when every member is a builtin scalar or vector,
+    /// a pointer (a raw device address), or a fixed-size array of those; `None` otherwise (nested
+    /// structs, enums, bit-fields, ...), or when the probes did not run.
+    pub fn twin(&self, scope: &[String], name: &str) -> Option<Vec<TwinField>> {
+        let st = structs::lookup(&self.structs, scope, name)?;
+        let members = self.structs[st].members.as_deref()?;
+        let mut out = Vec::new();
+        for (member, m) in members.iter().enumerate() {
+            let code = self.answers.number(ProbeKey::StructMemberType { st, member })?;
+            let size = self.answers.number(ProbeKey::StructSize { st, member })?;
+            let p = types::decode_probe(code);
+            let (elem, elem_size) = match p.depth {
+                0 => {
+                    let b = types::probed_builtin(&p)?;
+                    (Some(b), u64::from(b.size))
+                }
+                _ => (None, 8),
+            };
+            if elem_size == 0 || size == 0 || size % elem_size != 0 || syn::parse_str::<syn::Ident>(m).is_err() {
+                return None;
+            }
+            out.push(TwinField { name: m.clone(), elem, count: size / elem_size });
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// One field of a generated Rust twin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TwinField {
+    /// The C++ member's name.
+    pub name: String,
+    /// Its element type (`None`: a pointer, as a raw device address).
+    pub elem: Option<types::Builtin>,
+    /// 1, or the array's length.
+    pub count: u64,
+}
+
 /// nvcc at build time: a fatbin of every arch, PTX for the probes.
 pub struct Nvcc(pub compile::Nvcc);
 
@@ -88,6 +132,44 @@ impl Oracle for Nvcc {
             image: Image::Fatbin { bytes: built.fatbin, targets: built.targets, release: self.0.release() },
             ptx: built.ptx,
             deps: built.deps,
+            symbols: Vec::new(),
+        })
+    }
+}
+
+/// NVRTC at build time: a cubin per arch and the lowest one's PTX.
+pub struct NvrtcBuild(pub crate::nvrtc::Nvrtc);
+
+impl Oracle for NvrtcBuild {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn compile(&self, module: &Module, source: &str) -> Result<Built, String> {
+        // NVRTC cannot take a kernel's address in device code: those probes become name expressions.
+        let (source, addresses) = probe::take_kernel_addresses(source);
+        let exprs: Vec<String> = addresses.iter().map(|a| a.1.clone()).collect();
+        let out = crate::nvrtc::compile(
+            &self.0,
+            &exprs,
+            &Request {
+                source: &source,
+                line_directive: &module.line_directive,
+                options: &module.options,
+                archs: &module.archs,
+                include_dirs: &module.include_dirs,
+            },
+        )?;
+        Ok(Built {
+            ptx: out.ptx.clone(),
+            image: Image::Cubins {
+                cubins: out.cubins,
+                ptx: out.ptx,
+                ptx_target: out.ptx_target,
+                release: self.0.release(),
+            },
+            deps: out.deps,
+            symbols: addresses.into_iter().map(|a| a.0).zip(out.lowered).collect(),
         })
     }
 }
@@ -96,9 +178,10 @@ impl Oracle for Nvcc {
 /// unusual declaration), retries without the struct layout probes, then with only what cannot
 /// be left out (template instantiations, symbols), so that errors then are the user's own.
 pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String> {
-    let mut cuda = structs::structs(&module.source);
+    let defines = crate::front::defines(&module.options);
+    let mut cuda = structs::structs_with(&module.source, &defines);
     for h in &module.headers {
-        cuda.extend(structs::structs(&h.text));
+        cuda.extend(structs::structs_with(&h.text, &defines));
     }
     let (essential, extra, layout) = questions(module, &cuda);
     let with = |label: &str, probes: &[Probe<ProbeKey>]| {
@@ -112,7 +195,7 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
     let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
     let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
     Ok(Compiled {
-        answers: Answers::from_ptx(&built.ptx),
+        answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
         entries: ptx::entries(&built.ptx),
         image: built.image,
         deps: built.deps,
@@ -177,11 +260,14 @@ fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     let mut layout = Vec::new();
     for st in wanted {
         let members = cuda[st].members.as_deref().unwrap_or_default();
+        let qualified = format!("::{}", cuda[st].qualified_name());
         for (member, (offset, size)) in
             structs::layout_exprs(&cuda[st].qualified_name(), members).into_iter().enumerate()
         {
             layout.push(Probe::Value { key: ProbeKey::StructOffset { st, member }, expr: offset });
             layout.push(Probe::Value { key: ProbeKey::StructSize { st, member }, expr: size });
+            let ty = format!("cuda_embed_probe::RE<decltype({qualified}::{})>::t", members[member]);
+            layout.push(Probe::Type { key: ProbeKey::StructMemberType { st, member }, ty });
         }
     }
     (essential, extra, layout)

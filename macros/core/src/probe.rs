@@ -61,6 +61,21 @@ pub enum ProbeKey {
         /// Member index.
         member: usize,
     },
+    /// The type of data member `member` of struct `st` (array extents stripped), for the Rust
+    /// twin generated when the user wrote none.
+    StructMemberType {
+        /// Struct index.
+        st: usize,
+        /// Member index.
+        member: usize,
+    },
+}
+
+impl ProbeKey {
+    /// Whether `name` is how a [`ProbeKey::KernelSymbol`] is written.
+    fn is_kernel_symbol(name: &str) -> bool {
+        name.strip_prefix('i').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }
 }
 
 /// The identifier-safe name of a key in the probe's C++ and the PTX. Only this module writes and
@@ -77,6 +92,7 @@ impl std::fmt::Display for ProbeKey {
             ProbeKey::GlobalElem(g) => write!(f, "ge{g}"),
             ProbeKey::StructOffset { st, member } => write!(f, "so{st}_{member}"),
             ProbeKey::StructSize { st, member } => write!(f, "ss{st}_{member}"),
+            ProbeKey::StructMemberType { st, member } => write!(f, "sm{st}_{member}"),
         }
     }
 }
@@ -171,6 +187,11 @@ template<class T> struct Info {
 
 const PREFIX: &str = "__cuda_embed_probe_";
 
+/// The `__device__` variable a probe's answer is filed in.
+pub fn variable<K: Display + ?Sized>(key: &K) -> String {
+    format!("{PREFIX}{key}")
+}
+
 /// C++ to append to the source, answering every probe.
 pub fn code<K: Display>(probes: &[Probe<K>]) -> String {
     if probes.is_empty() {
@@ -194,6 +215,32 @@ pub fn code<K: Display>(probes: &[Probe<K>]) -> String {
     }
     s.push_str("#undef CUDA_EMBED_K\n");
     s
+}
+
+/// For NVRTC, which cannot take a kernel's address in a `__device__` initialiser: removes the
+/// [`ProbeKey::KernelSymbol`] probes from `source` (each line left blank, so line numbers hold)
+/// and returns them as `(key, name expression)` pairs, to be resolved with
+/// `nvrtcAddNameExpression`/`nvrtcGetLoweredName` (which instantiate templates just as taking
+/// the address does).
+pub fn take_kernel_addresses(source: &str) -> (String, Vec<(String, String)>) {
+    let lead = format!("__device__ void* {PREFIX}");
+    let mut out = Vec::new();
+    let mut text = String::with_capacity(source.len());
+    for line in source.split_inclusive('\n') {
+        let probe = line.strip_prefix(lead.as_str()).and_then(|rest| {
+            let (key, expr) = rest.split_once(" = (void*)&")?;
+            let expr = expr.trim_end().strip_suffix(';')?;
+            ProbeKey::is_kernel_symbol(key).then(|| (key.to_string(), format!("&{expr}")))
+        });
+        match probe {
+            Some(p) => {
+                out.push(p);
+                text.push('\n');
+            }
+            None => text.push_str(line),
+        }
+    }
+    (text, out)
 }
 
 /// Reads the answers (`.global ... __cuda_embed_probe_KEY = VALUE;` lines) from PTX.
@@ -242,6 +289,14 @@ impl Answers {
         Answers(read(ptx))
     }
 
+    /// Adds symbols answered outside the PTX (`(key as written in the probe, symbol)`).
+    pub fn with_symbols(mut self, symbols: &[(String, String)]) -> Answers {
+        for (k, s) in symbols {
+            self.0.insert(k.clone(), Answer::Symbol(s.clone()));
+        }
+        self
+    }
+
     /// The number filed under `key`.
     pub fn number(&self, key: ProbeKey) -> Option<u64> {
         number(&self.0, &key)
@@ -288,11 +343,27 @@ mod tests {
             ProbeKey::GlobalElem(4),
             ProbeKey::StructOffset { st: 2, member: 0 },
             ProbeKey::StructSize { st: 2, member: 1 },
+            ProbeKey::StructMemberType { st: 2, member: 1 },
         ];
         let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4", "so2_0", "ss2_1"]);
+        assert_eq!(names, ["u1_2", "i3", "t0_1", "v0_1", "g4", "gs4", "ge4", "so2_0", "ss2_1", "sm2_1"]);
         let ptx = ".global .align 8 .u64 __cuda_embed_probe_gs4 = 20;\n";
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(4)), Some(20));
         assert_eq!(Answers::from_ptx(ptx).number(ProbeKey::GlobalBytes(5)), None);
+    }
+
+    #[test]
+    fn kernel_addresses_become_name_expressions() {
+        let probes = [
+            Probe::Address { key: ProbeKey::KernelSymbol(3), expr: "ns::axpy<float>".to_string() },
+            Probe::Address { key: ProbeKey::GlobalSymbol(3), expr: "::coeffs".to_string() },
+        ];
+        let src = format!("int a;\n{}", code(&probes));
+        let (text, taken) = take_kernel_addresses(&src);
+        assert_eq!(taken, [("i3".to_string(), "&ns::axpy<float>".to_string())]);
+        assert_eq!(text.lines().count(), src.lines().count(), "line numbers hold");
+        assert!(text.contains("__cuda_embed_probe_g3 = (void*)&::coeffs;") && !text.contains("probe_i3"));
+        let a = Answers::default().with_symbols(&taken);
+        assert_eq!(a.symbol(ProbeKey::KernelSymbol(3)).as_deref(), Some("&ns::axpy<float>"));
     }
 }

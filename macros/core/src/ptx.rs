@@ -102,12 +102,44 @@ pub fn find<'a>(entries: &'a [Entry], namespaces: &[String], name: &str, extern_
     };
     // The length prefix makes the match exact: `_Z2cx` never matches `_Z3cxx...`.
     let matches: Vec<&Entry> = entries.iter().filter(|e| e.symbol.starts_with(&prefix)).collect();
-    // Anonymous namespaces mangle as `_ZN12_GLOBAL__N_1...`: try that when nothing matched.
-    if matches.is_empty() && namespaces.is_empty() {
-        let anon = format!("_ZN12_GLOBAL__N_1{}{name}E", name.len());
-        return entries.iter().find(|e| e.symbol.starts_with(&anon));
+    if !matches.is_empty() {
+        return (matches.len() == 1).then(|| matches[0]);
     }
-    (matches.len() == 1).then(|| matches[0])
+    // Anonymous namespaces: GCC's `_GLOBAL__N_1`, nvcc 13's `_GLOBAL__N__<hash>_<file>_...`,
+    // at any depth. The reader leaves them out of `namespaces`, so compare without them.
+    let want: Vec<&str> = namespaces.iter().map(String::as_str).chain([name]).collect();
+    let anon: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| {
+            nested_name(&e.symbol).is_some_and(|parts| {
+                parts.len() > want.len()
+                    && parts.iter().copied().filter(|p| !p.starts_with("_GLOBAL__N")).eq(want.iter().copied())
+            })
+        })
+        .collect();
+    (anon.len() == 1).then(|| anon[0])
+}
+
+/// The components of an Itanium-mangled nested name (`_ZN2ns4scaleEPf` -> `["ns", "scale"]`,
+/// `_Z5scalePf` -> `["scale"]`), or `None` for anything else (templates, operators, ...).
+fn nested_name(symbol: &str) -> Option<Vec<&str>> {
+    let read = |s: &'_ str| -> Option<(usize, usize)> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        let n: usize = s.get(..digits)?.parse().ok()?;
+        (n > 0 && s.len() >= digits + n).then_some((digits, n))
+    };
+    if let Some(mut rest) = symbol.strip_prefix("_ZN") {
+        let mut parts = Vec::new();
+        while !rest.starts_with('E') {
+            let (d, n) = read(rest)?;
+            parts.push(rest.get(d..d + n)?);
+            rest = &rest[d + n..];
+        }
+        return Some(parts);
+    }
+    let rest = symbol.strip_prefix("_Z")?;
+    let (d, n) = read(rest)?;
+    Some(vec![rest.get(d..d + n)?])
 }
 
 #[cfg(test)]
@@ -155,6 +187,22 @@ mod tests {
         assert_eq!(find(&e, &["ns".into()], "inner", false).unwrap().symbol, "_ZN2ns5innerEi");
         assert!(find(&e, &[], "cx", false).is_none());
         assert!(find(&e, &[], "inner", true).is_none());
+    }
+
+    #[test]
+    fn anonymous_namespaces_as_nvcc_13_and_gcc_mangle_them() {
+        let ptx = ".entry _ZN29_GLOBAL__N__9b914f75_4_a_cu_p6anon_kEPf(\n)\n\
+                   .entry _ZN2ns29_GLOBAL__N__9b914f75_4_a_cu_p5innerEPf(\n)\n\
+                   .entry _ZN12_GLOBAL__N_13gccEi(\n)\n";
+        let e = entries(ptx);
+        assert_eq!(find(&e, &[], "anon_k", false).unwrap().symbol, e[0].symbol);
+        assert_eq!(find(&e, &["ns".into()], "inner", false).unwrap().symbol, e[1].symbol);
+        assert_eq!(find(&e, &[], "gcc", false).unwrap().symbol, e[2].symbol);
+        assert!(find(&e, &[], "inner", false).is_none(), "inner is in ns");
+        assert!(find(&e, &[], "anon", false).is_none());
+        assert_eq!(nested_name("_ZN2ns5innerEi"), Some(vec!["ns", "inner"]));
+        assert_eq!(nested_name("_ZN99x"), None, "never reads past the end");
+        assert_eq!(nested_name("_Z4fillIfLi4EEvPT_S0_6Params"), Some(vec!["fill"]));
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //! `using`, or one it cannot describe, has no field check; size and alignment are still checked.
 
 use crate::cxx::matching;
-use crate::lex::{lex, Token};
+use crate::lex::Token;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 
@@ -67,7 +67,12 @@ impl CudaStruct {
 /// Every struct, class and union defined at namespace scope in `source`, in source order.
 /// Templates and types nested in functions or other types are not listed.
 pub fn structs(source: &str) -> Vec<CudaStruct> {
-    let t = lex(source).tokens;
+    structs_with(source, &[])
+}
+
+/// [`structs`] of the source as preprocessed with `defines` (`(NAME, value)` from `-D`).
+pub fn structs_with(source: &str, defines: &[(String, String)]) -> Vec<CudaStruct> {
+    let t = crate::lex::lex_with(source, defines).tokens;
     let mut out = Vec::new();
     let mut namespaces: Vec<Option<String>> = Vec::new(); // None: extern "C" block
     let mut stmt = 0usize;
@@ -171,12 +176,17 @@ pub fn lookup(all: &[CudaStruct], scope: &[String], name: &str) -> Option<usize>
 }
 
 /// The compile-time questions for one struct, per member in order: the C++ integral constant
-/// expressions `(offsetof(NAME, m), sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`.
+/// expressions `(offset of m, sizeof(((NAME*)0)->m))`, for `probe::Probe::Value`. The offset is
+/// written out as `(char*)&((NAME*)0)->m - (char*)0`, which nvcc and NVRTC both fold (NVRTC has
+/// neither `offsetof` nor `__builtin_offsetof` without the C library headers).
 /// `cxx_name` is the struct as C++ names it ([`CudaStruct::qualified_name`]); it is looked up from
 /// the global scope.
 pub fn layout_exprs(cxx_name: &str, members: &[String]) -> Vec<(String, String)> {
     let ty = format!("::{}", cxx_name.trim_start_matches("::"));
-    members.iter().map(|m| (format!("offsetof({ty}, {m})"), format!("sizeof((({ty}*)0)->{m})"))).collect()
+    members
+        .iter()
+        .map(|m| (format!("(char*)&(({ty}*)0)->{m} - (char*)0"), format!("sizeof((({ty}*)0)->{m})")))
+        .collect()
 }
 
 /// The answers to [`layout_exprs`] as `(member, offset, size)` triples in declaration order;
@@ -551,8 +561,12 @@ mod tests {
         assert_eq!(at(&[], "Q"), None, "not visible from the global scope");
         assert_eq!(at(&ns, "Q").as_deref(), Some("ns::Q"));
         assert_eq!(at(&[], "ns::Q").as_deref(), Some("ns::Q"));
-        let twice = structs("#if A\nstruct P { int a; };\n#else\nstruct P { float a; };\n#endif\n");
+        let twice = structs("#if __A__\nstruct P { int a; };\n#else\nstruct P { float a; };\n#endif\n");
         assert_eq!(lookup(&twice, &[], "P"), None, "two definitions: cannot tell which");
+        let src = "#if A\nstruct P { int a; };\n#else\nstruct P { float b; };\n#endif\n";
+        assert_eq!(structs(src)[0].members.as_deref(), Some(&["b".to_string()][..]), "the branch the compiler takes");
+        let with_a = structs_with(src, &[("A".into(), "1".into())]);
+        assert_eq!(with_a[0].members.as_deref(), Some(&["a".to_string()][..]));
     }
 
     #[test]
@@ -568,8 +582,8 @@ mod tests {
         assert_eq!(
             exprs,
             [
-                ("offsetof(::ns::P, scale)".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
-                ("offsetof(::ns::P, n)".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
+                ("(char*)&((::ns::P*)0)->scale - (char*)0".to_string(), "sizeof(((::ns::P*)0)->scale)".to_string()),
+                ("(char*)&((::ns::P*)0)->n - (char*)0".to_string(), "sizeof(((::ns::P*)0)->n)".to_string()),
             ]
         );
         let answers = [(0u64, 4u64), (4, 4)];

@@ -68,7 +68,7 @@ pub fn param_ident(name: &str, index: usize) -> syn::Ident {
 }
 
 /// The embedded image as an expression.
-fn image_expr(image: &Image) -> TokenStream {
+fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
     let image_ty = paths::image();
     match image {
         Image::Fatbin { bytes, targets, release } => {
@@ -82,11 +82,43 @@ fn image_expr(image: &Image) -> TokenStream {
                 unsafe { #image_ty::fatbin(&__IMAGE.0, &[#(#targets),*], #release) }
             }}
         }
+        Image::Cubins { cubins, ptx, ptx_target, release } => {
+            let statics = cubins.iter().enumerate().map(|(i, (_, bytes))| {
+                let id = format_ident!("__CUBIN_{}", i);
+                let n = bytes.len();
+                let bytes = Literal::byte_string(bytes);
+                quote! { static #id: __Aligned<#n> = __Aligned(*#bytes); }
+            });
+            let entries = cubins.iter().enumerate().map(|(i, (sm, _))| {
+                let id = format_ident!("__CUBIN_{}", i);
+                quote! { (#sm, &#id.0) }
+            });
+            let k = cubins.len();
+            quote! {{
+                #[repr(C, align(16))]
+                struct __Aligned<const N: usize>([u8; N]);
+                #(#statics)*
+                static __CUBINS: [(&str, &[u8]); #k] = [#(#entries),*];
+                // SAFETY: each blob is the complete cubin NVRTC built for this source and its
+                // architecture, 16-byte aligned; the text is the PTX of the same build.
+                unsafe { #image_ty::cubins(&__CUBINS, #ptx, #ptx_target, #release) }
+            }}
+        }
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);
+            let (probe, checks) = crate::firstload::plan(checked);
+            let check_ty = paths::param_check();
+            let checks = checks.iter().map(|c| {
+                let crate::firstload::Check { kernel, param, name, cxx, rust, symbol, mask, value } = c;
+                quote! {
+                    #check_ty { kernel: #kernel, param: #param, name: #name, cxx: #cxx, rust: #rust, symbol: #symbol,
+                        mask: #mask, value: #value }
+                }
+            });
             quote! {
-                #image_ty::source(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason)
+                #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
+                    #probe, &[#(#checks),*])
             }
         }
     }
@@ -179,6 +211,55 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     (spec, quote!(#(#items)*))
 }
 
+/// The Rust twins of the module's structs (`pub mod __twins { ... }` in the hidden module) and
+/// their glob re-export where the macro was invoked: a glob import is shadowed by an item of the
+/// same name, so a twin the user wrote wins, and the generated one is used where there is none.
+fn twin_items(checked: &Checked, hidden: &syn::Ident) -> (TokenStream, TokenStream) {
+    if checked.twins.is_empty() {
+        return (quote!(), quote!());
+    }
+    let root = paths::crate_type("DeviceSafe");
+    let structs = checked.twins.iter().map(|(name, fields)| {
+        let id = format_ident!("{}", name);
+        let rows = fields.iter().map(|f| {
+            let fid = format_ident!("{}", f.name);
+            let elem = match &f.elem {
+                Some(b) => rust_type(&RustType::Builtin(*b)),
+                None => paths::raw_device_ptr(),
+            };
+            let ty = if f.count == 1 {
+                elem
+            } else {
+                let n = f.count as usize;
+                quote!([#elem; #n])
+            };
+            quote!(pub #fid: #ty)
+        });
+        let doc = format!(
+            "The Rust twin of the CUDA struct `{name}`, generated from the layout the compiler gave it (fields in \
+             declaration order, pointers as raw device addresses). Write your own `#[repr(C)]` `{name}` with \
+             `#[derive(Clone, Copy, DeviceSafe)]` next to the `cuda_kernel!` to use it instead."
+        );
+        quote! {
+            #[doc = #doc]
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, PartialEq, #root)]
+            pub struct #id { #(#rows),* }
+        }
+    });
+    (
+        quote! {
+            /// Rust twins of the source's structs (re-exported by a glob, which the user's own type
+            /// of the same name shadows).
+            pub mod __twins { #(#structs)* }
+        },
+        quote! {
+            #[allow(unused_imports)]
+            pub use #hidden::__twins::*;
+        },
+    )
+}
+
 /// Generates everything for a checked module: a hidden module holding the `ModuleSpec`, the
 /// globals and one module per kernel, re-exported where the macro was invoked.
 pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
@@ -267,7 +348,8 @@ pub fn generate_hidden(
             const _: &[u8] = include_bytes!(#d);
         )
     });
-    let image = image_expr(image);
+    let (twins, twin_export) = twin_items(checked, &hidden);
+    let image = image_expr(image, checked);
     let (module_ty, module_spec) = (paths::module(), paths::module_spec());
     let origin = &module.origin;
     // Everything lives in one hidden module (so the macro also works inside a function body) and
@@ -291,7 +373,9 @@ pub fn generate_hidden(
             };
             #(#global_items)*
             #(#modules)*
+            #twins
         }
+        #twin_export
     };
     (hidden, items)
 }

@@ -53,6 +53,11 @@ pub fn image() -> TokenStream {
     private("Image", Span::call_site())
 }
 
+/// One parameter's first-load type check (modules built with no compiler).
+pub fn param_check() -> TokenStream {
+    private("ParamCheck", Span::call_site())
+}
+
 /// The typed handle of a global variable, `Global<T>`.
 pub fn global() -> TokenStream {
     public("Global")

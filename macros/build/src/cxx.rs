@@ -20,7 +20,7 @@ pub fn parse_int(s: &str) -> Option<u64> {
 
 /// Joins type words: keywords with spaces, `a::b` paths without, and strips `std::`/`::`/
 /// `cuda::std::` from the standard fixed-width names.
-pub(crate) fn normalise_base(words: &[&Token]) -> String {
+pub fn normalise_base(words: &[&Token]) -> String {
     let mut s = String::new();
     for (n, w) in words.iter().enumerate() {
         let glue =
@@ -48,7 +48,7 @@ pub fn strip_std(s: &str) -> String {
 
 /// Index of the bracket closing the one at `open` (`None` when `open` is not an opening bracket
 /// or it is never closed).
-pub(crate) fn matching(t: &[Token], open: usize) -> Option<usize> {
+pub fn matching(t: &[Token], open: usize) -> Option<usize> {
     let (o, c) = match t.get(open)?.text.as_str() {
         "(" => ("(", ")"),
         "[" => ("[", "]"),
@@ -71,7 +71,7 @@ pub(crate) fn matching(t: &[Token], open: usize) -> Option<usize> {
 }
 
 /// Splits on commas not nested in brackets (angle brackets included, for template arguments).
-pub(crate) fn split_top(t: &[Token]) -> Vec<&[Token]> {
+pub fn split_top(t: &[Token]) -> Vec<&[Token]> {
     let mut out = Vec::new();
     let (mut depth, mut angle, mut start) = (0i32, 0i32, 0usize);
     for (k, x) in t.iter().enumerate() {

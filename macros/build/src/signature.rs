@@ -1,8 +1,12 @@
-//! Finding `__global__` functions and reading their parameter lists.
+//! Finding `__global__` functions and reading their parameter lists: what `cuda_kernel!` reads a
+//! source with, and the runtime reads a run-time `Program`'s source with (to check its kernels'
+//! arguments by type).
 
+use crate::cparams::read_param;
+pub use crate::cparams::Param;
 pub use crate::cxx::{join, parse_int, strip_std};
 use crate::cxx::{matching, normalise_base, split_top};
-use crate::lex::{lex, Kind, Lexed, Token};
+use crate::lex::{lex_after, Kind, Lexed, Token};
 use std::collections::{HashMap, HashSet};
 
 /// A kernel found in the source.
@@ -54,23 +58,6 @@ impl Kernel {
     pub fn qualified_name(&self) -> String {
         qualify(&self.namespaces, &self.name)
     }
-}
-
-/// One parameter as written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
-    /// Name (or `argN` when unnamed).
-    pub name: String,
-    /// The base type words, normalised: `unsigned int`, `float`, `std::size_t` -> `size_t`.
-    pub base: String,
-    /// Number of `*` (array parameters count as one).
-    pub pointer_depth: usize,
-    /// `const` on the pointee of the outermost pointer (`const float*`, `float const*`).
-    pub pointee_const: bool,
-    /// The parameter's text, for messages.
-    pub text: String,
-    /// A `&` reference (not passable to a kernel from the host).
-    pub reference: bool,
 }
 
 /// Why the source cannot be used.
@@ -148,30 +135,6 @@ fn namespaces_of(scopes: &[Scope]) -> Vec<String> {
         .collect()
 }
 
-const QUALIFIERS: &[&str] = &[
-    "__restrict__",
-    "__restrict",
-    "restrict",
-    "__grid_constant__",
-    "register",
-    "volatile",
-    "struct",
-    "class",
-    "union",
-    "enum",
-    "typename",
-    "__device__",
-    "__shared__",
-    "__constant__",
-    "__managed__",
-];
-
-/// Keywords that are part of a type, never a parameter name.
-const TYPE_WORDS: &[&str] = &[
-    "void", "bool", "char", "short", "int", "long", "signed", "unsigned", "float", "double", "const", "__int128",
-    "wchar_t", "char16_t", "char32_t",
-];
-
 #[derive(Debug)]
 enum Scope {
     Namespace(String),
@@ -183,7 +146,17 @@ enum Scope {
 
 /// Parses a CUDA source text.
 pub fn parse(src: &str) -> Result<Parsed, SourceError> {
-    let lexed: Lexed = lex(src);
+    parse_with(src, &[], &[])
+}
+
+/// Parses a CUDA source text as the compiler preprocesses it with `defines` (`(NAME, value)`
+/// from the `-D` options): function-like macros expanded, `#if` branches picked where that can be
+/// decided (see `cuda_embed_build::pp`).
+///
+/// `headers` are the texts of the user headers the source includes: their macros are defined
+/// first.
+pub fn parse_with(src: &str, defines: &[(String, String)], headers: &[&str]) -> Result<Parsed, SourceError> {
+    let lexed: Lexed = lex_after(src, defines, headers);
     let t = &lexed.tokens;
     let mut parsed = Parsed { includes: lexed.includes.clone(), ..Parsed::default() };
     let mut scopes: Vec<Scope> = Vec::new();
@@ -516,76 +489,4 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
     let namespaces = namespaces_of(scopes);
     let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
     Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature, template: None }, j + 1))
-}
-
-fn read_param(piece: &[Token], index: usize) -> Param {
-    let text = join(piece);
-    // Drop a default value.
-    let cut = piece.iter().position(|x| x.is("=")).unwrap_or(piece.len());
-    let mut toks: Vec<&Token> = Vec::new();
-    let mut k = 0;
-    let mut array = false;
-    while k < cut {
-        let x = &piece[k];
-        if (x.is("__align__") || x.is("alignas") || x.is("__attribute__"))
-            && piece.get(k + 1).is_some_and(|n| n.is("("))
-        {
-            k = matching(piece, k + 1).map_or(cut, |c| c + 1);
-            continue;
-        }
-        if x.is("[") && piece.get(k + 1).is_some_and(|n| n.is("[")) {
-            // `[[maybe_unused]] int n`: a C++11 attribute, not an array declarator.
-            let mut depth = 0usize;
-            while k < cut {
-                depth = if piece[k].is("[") {
-                    depth + 1
-                } else if piece[k].is("]") {
-                    depth - 1
-                } else {
-                    depth
-                };
-                k += 1;
-                if depth == 0 {
-                    break;
-                }
-            }
-            continue;
-        }
-        if x.is("[") {
-            array = true;
-            k = piece[k..].iter().position(|y| y.is("]")).map_or(cut, |p| k + p + 1);
-            continue;
-        }
-        if QUALIFIERS.contains(&x.text.as_str()) {
-            k += 1;
-            continue;
-        }
-        toks.push(x);
-        k += 1;
-    }
-    // The name is a trailing identifier that is not itself part of the type.
-    let has_type_before = |n: usize| toks[..n].iter().any(|x| x.is_ident() && !x.is("const"));
-    let name = match toks.last() {
-        Some(last)
-            if last.is_ident()
-                && !TYPE_WORDS.contains(&last.text.as_str())
-                && has_type_before(toks.len() - 1)
-                && !toks.get(toks.len().wrapping_sub(2)).is_some_and(|p| p.is("::")) =>
-        {
-            let n = last.text.clone();
-            toks.pop();
-            n
-        }
-        _ => format!("arg{index}"),
-    };
-    let reference = toks.iter().any(|x| x.is("&") || x.is("&&"));
-    let first_star = toks.iter().position(|x| x.is("*"));
-    let pointer_depth = toks.iter().filter(|x| x.is("*")).count() + usize::from(array);
-    let before_star = &toks[..first_star.unwrap_or(toks.len())];
-    let pointee_const = pointer_depth > 0
-        && (before_star.iter().any(|x| x.is("const"))
-            || (array && first_star.is_none() && toks.iter().any(|x| x.is("const"))));
-    let words: Vec<&Token> =
-        before_star.iter().copied().filter(|x| !x.is("const") && !x.is("&") && !x.is("&&")).collect();
-    Param { name, base: normalise_base(&words), pointer_depth, pointee_const, text, reference }
 }

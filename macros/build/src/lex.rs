@@ -50,31 +50,79 @@ pub struct Lexed {
     pub defines: HashMap<String, Vec<Token>>,
     /// `#include` targets, as written (`<cuda_fp16.h>`, `"util.cuh"`).
     pub includes: Vec<String>,
+    /// Function-like macros (last definition wins), expanded like object-like ones.
+    pub macros: HashMap<String, crate::pp::FnMacro>,
+    /// The open `#if` groups while lexing.
+    pub(crate) cond: Vec<crate::pp::Cond>,
 }
 
-/// Lexes `src`, expanding object-like macros.
+/// Lexes `src`, expanding macros and honouring `#if` (see [`crate::pp`]).
 pub fn lex(src: &str) -> Lexed {
+    lex_with(src, &[])
+}
+
+/// Lexes `src` as [`lex`] does, with `defines` (`(NAME, value)`, as `-DNAME=value` gives them;
+/// `-DNAME` is `(NAME, "1")`) defined first.
+pub fn lex_with(src: &str, defines: &[(String, String)]) -> Lexed {
+    lex_after(src, defines, &[])
+}
+
+/// Lexes `src` as [`lex_with`] does, after the macro definitions of `headers` (the texts of the
+/// headers it includes, in order; their tokens are dropped), so that `#ifdef FEATURE` sees a
+/// `FEATURE` a header defines.
+pub fn lex_after(src: &str, defines: &[(String, String)], headers: &[&str]) -> Lexed {
     let mut out = Lexed::default();
-    let raw = raw_tokens(src, &mut out);
-    out.tokens = expand(&raw, &out.defines, 0);
+    for (name, value) in defines {
+        out.defines.insert(name.clone(), tokens_of(value));
+    }
+    for h in headers {
+        raw_tokens(h, &mut out, true);
+        out.cond.clear();
+    }
+    out.includes.clear();
+    let raw = raw_tokens(src, &mut out, true);
+    out.tokens = expand_tokens(&raw, &out);
     out
 }
 
-fn expand(tokens: &[Token], defines: &HashMap<String, Vec<Token>>, depth: usize) -> Vec<Token> {
+/// The tokens of `text`, directives ignored, nothing expanded.
+pub(crate) fn tokens_of(text: &str) -> Vec<Token> {
+    raw_tokens(text, &mut Lexed::default(), false)
+}
+
+/// `tokens` with the macros of `lexed` expanded.
+pub(crate) fn expand_tokens(tokens: &[Token], lexed: &Lexed) -> Vec<Token> {
+    let mut budget = 1usize << 22;
+    expand(tokens, lexed, 0, &mut budget)
+}
+
+fn expand(tokens: &[Token], lexed: &Lexed, depth: usize, budget: &mut usize) -> Vec<Token> {
     let mut out = Vec::with_capacity(tokens.len());
-    for t in tokens {
-        match defines.get(&t.text) {
-            Some(body) if t.kind == Kind::Ident && depth < 16 => {
-                let body: Vec<Token> = body.iter().map(|b| Token { line: t.line, ..b.clone() }).collect();
-                out.extend(expand(&body, defines, depth + 1));
-            }
-            _ => out.push(t.clone()),
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        i += 1;
+        if t.kind != Kind::Ident || depth >= 16 || *budget == 0 {
+            out.push(t.clone());
+            continue;
+        }
+        if let Some(body) = lexed.defines.get(&t.text) {
+            *budget = budget.saturating_sub(body.len() + 1);
+            let body: Vec<Token> = body.iter().map(|b| Token { line: t.line, ..b.clone() }).collect();
+            out.extend(expand(&body, lexed, depth + 1, budget));
+        } else if let Some((replaced, next)) = lexed.macros.get(&t.text).and_then(|m| crate::pp::call(m, tokens, i - 1))
+        {
+            *budget = budget.saturating_sub(replaced.len() + 1);
+            out.extend(expand(&replaced, lexed, depth + 1, budget));
+            i = next;
+        } else {
+            out.push(t.clone());
         }
     }
     out
 }
 
-fn raw_tokens(src: &str, out: &mut Lexed) -> Vec<Token> {
+fn raw_tokens(src: &str, out: &mut Lexed, directives: bool) -> Vec<Token> {
     let b = src.as_bytes();
     let mut tokens = Vec::new();
     let (mut i, mut line) = (0usize, 1usize);
@@ -117,7 +165,7 @@ fn raw_tokens(src: &str, out: &mut Lexed) -> Vec<Token> {
             i = (i + 2).min(b.len());
             continue;
         }
-        if c == b'#' && at_line_start {
+        if c == b'#' && at_line_start && directives {
             // A preprocessor line, with backslash continuations and comments removed.
             let start_line = line;
             let mut text = String::new();
@@ -185,13 +233,19 @@ fn raw_tokens(src: &str, out: &mut Lexed) -> Vec<Token> {
             }
             Kind::Punct
         };
-        tokens.push(Token { kind, text: String::from_utf8_lossy(&b[start..i]).into_owned(), line });
+        if crate::pp::active(out) {
+            tokens.push(Token { kind, text: String::from_utf8_lossy(&b[start..i]).into_owned(), line });
+        }
     }
     tokens
 }
 
 fn directive(text: &str, line: usize, out: &mut Lexed) {
     let body = text.trim_start_matches('#').trim_start();
+    let name_len = body.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(body.len());
+    if crate::pp::conditional(&body[..name_len], &body[name_len..], out) || !crate::pp::active(out) {
+        return;
+    }
     if let Some(rest) = body.strip_prefix("define") {
         if !rest.starts_with(|c: char| c.is_whitespace()) {
             return;
@@ -199,14 +253,15 @@ fn directive(text: &str, line: usize, out: &mut Lexed) {
         let rest = rest.trim_start();
         let name_end = rest.find(|c: char| !(c == '_' || c.is_ascii_alphanumeric())).unwrap_or(rest.len());
         let (name, after) = rest.split_at(name_end);
-        if name.is_empty() || after.starts_with('(') {
-            return; // function-like macros are left alone
+        if name.is_empty() || crate::pp::define_fn(name, after, line, out) {
+            return;
         }
-        let mut scratch = Lexed::default();
-        let body: Vec<Token> = raw_tokens(after, &mut scratch).into_iter().map(|t| Token { line, ..t }).collect();
+        let body: Vec<Token> = tokens_of(after).into_iter().map(|t| Token { line, ..t }).collect();
+        out.macros.remove(name);
         out.defines.insert(name.to_string(), body);
     } else if let Some(rest) = body.strip_prefix("undef") {
         out.defines.remove(rest.trim());
+        out.macros.remove(rest.trim());
     } else if let Some(rest) = body.strip_prefix("include") {
         let target = rest.trim();
         if !target.is_empty() {
@@ -231,12 +286,51 @@ mod tests {
     }
 
     #[test]
-    fn expands_object_like_macros_only() {
+    fn expands_object_and_function_like_macros() {
         let src = "#define KERNEL extern \"C\" __global__\n#define F(x) x\n#define REAL \\\n float\nKERNEL void k(REAL a, F(b))";
-        assert_eq!(
-            texts(src),
-            ["extern", "\"C\"", "__global__", "void", "k", "(", "float", "a", ",", "F", "(", "b", ")", ")"]
-        );
+        assert_eq!(texts(src), ["extern", "\"C\"", "__global__", "void", "k", "(", "float", "a", ",", "b", ")"]);
+        // A name without `(` after it is no call.
+        assert_eq!(texts("#define F(x) x\nF + F"), ["F", "+", "F"]);
+    }
+
+    #[test]
+    fn kernels_made_by_function_like_macros() {
+        let src = "#define FUSED(T, suffix) extern \"C\" __global__ void moe_##suffix(const T* x, T* y, int n) {}\n\
+                   #define STR(x) #x\n#define V(...) f(__VA_ARGS__)\n\
+                   FUSED(float, f32)\nFUSED(__half, f16)\nSTR(a b) V(1, 2)";
+        let t = texts(src);
+        let joined = t.join(" ");
+        assert!(joined.contains("void moe_f32 ( const float * x , float * y , int n )"), "{joined}");
+        assert!(joined.contains("void moe_f16 ( const __half * x , __half * y , int n )"), "{joined}");
+        assert!(joined.ends_with("\"a b\" f ( 1 , 2 )"), "{joined}");
+        let lines: Vec<usize> = lex(src).tokens.iter().filter(|t| t.text.starts_with("moe_")).map(|t| t.line).collect();
+        assert_eq!(lines, [4, 5], "tokens keep the line of the call");
+    }
+
+    #[test]
+    fn conditionals_pick_the_branch_the_compiler_will() {
+        let src = "#ifdef USE_DOUBLE\ntypedef double real;\n#else\ntypedef float real;\n#endif\n";
+        assert_eq!(texts(src), ["typedef", "float", "real", ";"]);
+        let with = lex_with(src, &[("USE_DOUBLE".into(), "1".into())]);
+        assert_eq!(with.tokens.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(), ["typedef", "double", "real", ";"]);
+        let src = "#define N 4\n#if N > 2 && !defined(SMALL)\nbig\n#elif N == 1\none\n#else\nother\n#endif\n#if 0\n#define X 1\n#endif\nX";
+        assert_eq!(texts(src), ["big", "X"], "a define in a skipped branch is not made");
+        // What the compiler defines is not known here: every branch is read, as without `#if`.
+        assert_eq!(texts("#if __CUDA_ARCH__ >= 800\na\n#else\nb\n#endif"), ["a", "b"]);
+        assert_eq!(texts("#ifndef __CUDACC_RTC__\na\n#endif\nb"), ["a", "b"]);
+        assert_eq!(texts("#if 1\n#if 0\na\n#endif\nb\n#endif\n#endif\nc"), ["b", "c"], "a stray #endif is harmless");
+    }
+
+    #[test]
+    fn macro_bombs_end() {
+        let mut src = String::from("#define A0(x) x x\n");
+        for i in 1..40 {
+            src.push_str(&format!("#define A{i}(x) A{}(x) A{}(x)\n", i - 1, i - 1));
+        }
+        src.push_str("A39(z)");
+        let n = lex(&src).tokens.len();
+        assert!(n > 0 && n < 1 << 24, "{n}");
+        assert_eq!(texts("#define R(x) R(x)\nR(1)"), ["R", "(", "1", ")"]);
     }
 
     #[test]

@@ -1,0 +1,134 @@
+//! The type codes of the compiler probe: the macro core appends C++ to a module's source that
+//! encodes each asked-about type into a `u64` (`__device__` variables the compiler initialises);
+//! the macro reads them from PTX at build time, the runtime from the loaded module at first load
+//! when no compiler ran at build time. Both decode them here.
+//!
+//! Layout of a code: bits 0-7 the [`kind`], 8-15 the pointer depth, 16 whether the outermost
+//! pointer's pointee is `const`, 20-35 the size of the value or innermost pointee, 36-43 its
+//! alignment, 48-63 the vector type id (for [`kind::VECTOR`]).
+
+/// What the compiler said about one type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probed {
+    /// Kind code ([`kind`]).
+    pub kind: u8,
+    /// Pointer depth.
+    pub depth: u8,
+    /// `const` pointee of the outermost pointer.
+    pub pointee_const: bool,
+    /// Size of the value or innermost pointee (0 when incomplete or void).
+    pub size: u32,
+    /// Its alignment.
+    pub align: u32,
+    /// Vector type id (index + 1 in the macro core's vector table) when kind is vector.
+    pub vector: u16,
+}
+
+/// Probe kind codes; keep in step with the probe's C++ (macro core `probe.rs`).
+pub mod kind {
+    /// struct/class/union
+    pub const RECORD: u8 = 0;
+    /// bool
+    pub const BOOL: u8 = 1;
+    /// signed integer
+    pub const SIGNED: u8 = 2;
+    /// unsigned integer
+    pub const UNSIGNED: u8 = 3;
+    /// float
+    pub const FLOAT: u8 = 4;
+    /// double
+    pub const DOUBLE: u8 = 5;
+    /// __half
+    pub const HALF: u8 = 6;
+    /// __nv_bfloat16
+    pub const BF16: u8 = 7;
+    /// __nv_fp8_e4m3
+    pub const FP8E4M3: u8 = 8;
+    /// __nv_fp8_e5m2
+    pub const FP8E5M2: u8 = 9;
+    /// __half2
+    pub const HALF2: u8 = 10;
+    /// __nv_bfloat162
+    pub const BF162: u8 = 11;
+    /// void
+    pub const VOID: u8 = 12;
+    /// enum
+    pub const ENUM: u8 = 13;
+    /// CUDA vector type
+    pub const VECTOR: u8 = 14;
+    /// anything else (function pointers, member pointers, ...)
+    pub const OTHER: u8 = 15;
+}
+
+/// Mask of the kind bits.
+pub const KIND_MASK: u64 = 0xff;
+/// Mask of the pointer depth bits.
+pub const DEPTH_MASK: u64 = 0xff << 8;
+/// Mask of the `const` pointee bit.
+pub const CONST_MASK: u64 = 1 << 16;
+/// Mask of the size bits.
+pub const SIZE_MASK: u64 = 0xffff << 20;
+
+/// The code with these fields (alignment and vector id 0): the inverse of [`decode`] for what
+/// the masks above select.
+pub fn encode(kind: u8, depth: u8, pointee_const: bool, size: u32) -> u64 {
+    u64::from(kind) | (u64::from(depth) << 8) | (u64::from(pointee_const) << 16) | ((u64::from(size) & 0xffff) << 20)
+}
+
+/// Decodes a probe code.
+///
+/// ```
+/// use cuda_embed_build::typecode::{decode, encode, kind};
+/// let p = decode(encode(kind::DOUBLE, 1, true, 8));
+/// assert_eq!((p.kind, p.depth, p.pointee_const, p.size), (kind::DOUBLE, 1, true, 8));
+/// ```
+pub fn decode(v: u64) -> Probed {
+    Probed {
+        kind: (v & 0xff) as u8,
+        depth: ((v >> 8) & 0xff) as u8,
+        pointee_const: (v >> 16) & 1 == 1,
+        size: ((v >> 20) & 0xffff) as u32,
+        align: ((v >> 36) & 0xff) as u32,
+        vector: ((v >> 48) & 0xffff) as u16,
+    }
+}
+
+/// A C++ spelling of the type a code describes, for messages: `const double*`, `int32 (signed,
+/// 4 bytes)`, `a struct of 16 bytes`.
+///
+/// ```
+/// use cuda_embed_build::typecode::{describe, encode, kind};
+/// assert_eq!(describe(encode(kind::DOUBLE, 1, false, 8)), "double*");
+/// assert_eq!(describe(encode(kind::FLOAT, 1, true, 4)), "const float*");
+/// assert_eq!(describe(encode(kind::UNSIGNED, 0, false, 8)), "an unsigned 8-byte integer");
+/// ```
+pub fn describe(v: u64) -> String {
+    let p = decode(v);
+    let base = match p.kind {
+        kind::BOOL => "bool".to_string(),
+        kind::SIGNED => format!("a signed {}-byte integer", p.size),
+        kind::UNSIGNED => format!("an unsigned {}-byte integer", p.size),
+        kind::FLOAT => "float".into(),
+        kind::DOUBLE => "double".into(),
+        kind::HALF => "__half".into(),
+        kind::BF16 => "__nv_bfloat16".into(),
+        kind::FP8E4M3 => "__nv_fp8_e4m3".into(),
+        kind::FP8E5M2 => "__nv_fp8_e5m2".into(),
+        kind::HALF2 => "__half2".into(),
+        kind::BF162 => "__nv_bfloat162".into(),
+        kind::VOID => "void".into(),
+        kind::ENUM => format!("an enum of {} bytes", p.size),
+        kind::VECTOR => format!("a CUDA vector type of {} bytes", p.size),
+        kind::RECORD => format!("a struct of {} bytes", p.size),
+        _ => "a type a kernel cannot take from Rust".into(),
+    };
+    if p.depth == 0 {
+        return base;
+    }
+    let base = match p.kind {
+        kind::SIGNED | kind::UNSIGNED | kind::ENUM | kind::VECTOR | kind::RECORD | kind::OTHER => format!("({base})"),
+        _ => base,
+    };
+    let c = if p.pointee_const { "const " } else { "" };
+    format!("{c}{base}{}", "*".repeat(usize::from(p.depth)))
+}

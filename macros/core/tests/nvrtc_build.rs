@@ -1,0 +1,324 @@
+//! Build-time NVRTC: the same sources expanded through nvcc and through libnvrtc at build time
+//! give the same generated code except for the embedded image (every launcher signature, symbol,
+//! parameter size and layout check), CUDA errors name the Rust line, and a build with no
+//! compiler carries the first-load type check.
+//!
+//! Needs nvcc and libnvrtc (run under `scripts/with-cuda`); skipped without them unless
+//! CUDA_EMBED_REQUIRE_TOOLKIT is set.
+
+use cuda_embed_macros_core::{compile, expand, nvrtc, CallSite};
+use proc_macro2::{TokenStream, TokenTree};
+use quote::quote;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, Once};
+
+/// Held by every test: one of them changes the environment.
+fn lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc-build-cache"));
+        std::env::remove_var("CUDA_EMBED_ARCHS");
+        std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");
+        std::env::remove_var("CUDA_EMBED_NO_NVCC");
+        std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    });
+}
+
+/// Whether both compilers are there; a missing one fails when the toolkit is required.
+fn have_both() -> bool {
+    setup();
+    let nvcc = compile::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
+    let why = match (nvcc, nvrtc::find_nvrtc()) {
+        (Ok(Ok(_)), Ok(Ok(_))) => return true,
+        (Ok(Err(w)) | Err(w), _) | (_, Ok(Err(w)) | Err(w)) => w,
+    };
+    assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
+    eprintln!("skipping: {why}");
+    false
+}
+
+fn site() -> CallSite {
+    CallSite { file: "src/lib.rs".into(), line: 10, dir: None }
+}
+
+/// The expansion with the image expression (the tokens after `image:`) replaced by `IMAGE`.
+fn without_image(tokens: TokenStream) -> String {
+    fn walk(tokens: TokenStream) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut skip_next = false;
+        let mut prev: Vec<String> = Vec::new();
+        for tt in tokens {
+            if skip_next {
+                skip_next = false;
+                out.push("IMAGE".into());
+                continue;
+            }
+            let text = tt.to_string();
+            if text == ":" && prev.last().is_some_and(|p| p == "image") {
+                skip_next = true;
+            }
+            match tt {
+                TokenTree::Group(g) => {
+                    let (open, close) = match g.delimiter() {
+                        proc_macro2::Delimiter::Brace => ("{", "}"),
+                        proc_macro2::Delimiter::Bracket => ("[", "]"),
+                        proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                        proc_macro2::Delimiter::None => ("", ""),
+                    };
+                    out.push(open.into());
+                    out.extend(walk(g.stream()));
+                    out.push(close.into());
+                }
+                _ => out.push(text.clone()),
+            }
+            prev.push(text);
+        }
+        out
+    }
+    walk(tokens).join(" ")
+}
+
+fn expand_with(compiler: &str, source: &str, extra: TokenStream) -> TokenStream {
+    expand(quote!(#source, compiler = #compiler, archs = [80, 90], #extra), site())
+}
+
+const SOURCES: &[(&str, &str)] = &[
+    (
+        "saxpy",
+        r#"extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"#,
+    ),
+    (
+        "use_double",
+        r#"#ifdef USE_DOUBLE
+        typedef double real;
+        #else
+        typedef float real;
+        #endif
+        extern "C" __global__ void scale(real* x, real a, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }"#,
+    ),
+    (
+        "macros_and_typedefs",
+        r#"#define IDX unsigned long long
+        typedef const float* in_t;
+        using out_t = double*;
+        namespace ns { __global__ void k(in_t a, out_t b, IDX n, size_t m, bool flag) {} }
+        __constant__ float coeffs[4];
+        __device__ int counter;"#,
+    ),
+    (
+        "templates_and_structs",
+        r#"#include <cuda_fp16.h>
+        struct Params { float scale; int n; double bias; };
+        template <typename T, int N> __global__ void fill(T* out, T v, Params p) { out[threadIdx.x % N] = v; }
+        extern "C" __global__ void half_k(__half* h, const __half2* h2, uint3 dims) {}"#,
+    ),
+];
+
+#[test]
+fn nvcc_and_build_time_nvrtc_generate_the_same_code() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    for (name, src) in SOURCES {
+        let extra = match *name {
+            "use_double" => quote!(defines = ["USE_DOUBLE"]),
+            "templates_and_structs" => quote!(instances = ["fill<float, 4>", "fill<double, 8>"]),
+            _ => quote!(),
+        };
+        let by_nvcc = expand_with("nvcc", src, extra.clone());
+        let by_nvrtc = expand_with("nvrtc-build", src, extra);
+        let (a, b) = (without_image(by_nvcc.clone()), without_image(by_nvrtc.clone()));
+        assert!(!a.contains("compile_error"), "{name}: nvcc failed: {a}");
+        assert!(!b.contains("compile_error"), "{name}: NVRTC failed: {b}");
+        if a != b {
+            let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            let around = |s: &str| s[at.saturating_sub(300).min(s.len())..(at + 300).min(s.len())].to_string();
+            panic!(
+                "{name}: nvcc and build-time NVRTC differ:\nnvcc:  ...{}...\nNVRTC: ...{}...",
+                around(&a),
+                around(&b)
+            );
+        }
+        let (full_a, full_b) = (by_nvcc.to_string(), by_nvrtc.to_string());
+        assert!(full_a.contains(":: fatbin ("), "{name}: nvcc embeds a fatbin");
+        assert!(
+            full_b.contains(":: cubins (") && full_b.contains("\"sm_80\"") && full_b.contains("\"sm_90\""),
+            "{name}"
+        );
+        assert!(full_b.contains("\"compute_80\""), "{name}: the PTX target");
+        if *name == "use_double" {
+            assert!(b.contains("DeviceBufferMut < f64 >") && b.contains("a : f64"), "{name}: {b}");
+            assert!(!b.contains("DeviceBufferMut < f32 >") && !b.contains("a : f32"), "{name}: {b}");
+        }
+    }
+}
+
+#[test]
+fn a_cuda_error_is_a_compile_error_citing_the_rust_line() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}";
+    let out = expand_with("nvrtc-build", src, quote!()).to_string();
+    assert!(out.contains("compile_error"), "{out}");
+    assert!(out.contains("NVRTC 13"), "names the compiler: {out}");
+    assert!(out.contains("src/lib.rs(11)"), "cites line 11 of the Rust file (call at line 10, error on line 2): {out}");
+    assert!(out.contains("undefined_name"), "{out}");
+}
+
+#[test]
+fn no_nvcc_falls_back_to_build_time_nvrtc() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    // `compiler = "auto"` with nvcc hidden: NVRTC at build time, not at run time.
+    std::env::set_var("CUDA_EMBED_NO_NVCC", "1");
+    let out = expand(quote!("extern \"C\" __global__ void k(float* x) {}"), site()).to_string();
+    std::env::remove_var("CUDA_EMBED_NO_NVCC");
+    assert!(out.contains(":: cubins ("), "{out}");
+}
+
+#[test]
+fn run_time_modules_carry_the_first_load_type_check() {
+    let _lock = lock();
+    setup();
+    let src = SOURCES[1].1;
+    let out = expand(quote!(#src, compiler = "nvrtc", defines = ["USE_DOUBLE"]), site()).to_string();
+    assert!(out.contains(":: source_checked ("), "{out}");
+    assert!(out.contains("cuda_embed_probe::Arg<0, decltype(::scale)>::t"), "{out}");
+    // Without a compiler the source text is read with the user's defines: `real` is `double`.
+    assert!(out.contains("DeviceBufferMut < f64 >") && !out.contains("DeviceBufferMut < f32 >"), "{out}");
+    assert!(out.contains("ParamCheck"), "{out}");
+    assert!(out.contains("symbol : \"__cuda_embed_probe_u0_0\""), "{out}");
+    assert!(out.contains("cxx : \"real* x\""), "{out}");
+}
+
+/// What the first load of a module built with no compiler does, short of the GPU: NVRTC compiles
+/// the source with the module's probe appended (as the runtime does), and each answer is held to
+/// its check. The source text cannot tell what `__CUDACC_RTC__` (defined by NVRTC) selects, so
+/// the macro reads both typedefs and keeps the last; where that is wrong, `x` and `a` are caught.
+#[test]
+fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    use cuda_embed_macros_core::{check, firstload, front, input::Input, probe};
+    let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
+    let misread = "#ifdef __CUDACC_RTC__\ntypedef double real;\n#else\ntypedef float real;\n#endif\n\
+                   extern \"C\" __global__ void scale(real* x, real a, int n) { x[n] *= a; }";
+    let read_right = misread.replace("#ifdef", "#ifndef");
+    for (src, wrong) in [(misread.to_string(), vec!["x", "a"]), (read_right, vec![])] {
+        let input: Input = syn::parse2(quote!(#src, compiler = "nvrtc")).unwrap();
+        let module = front::lower(&input, &site()).unwrap_or_else(|_| panic!("front end"));
+        let checked = check::check(&module, None).unwrap();
+        let (code, checks) = firstload::plan(&checked);
+        assert_eq!(checks.len(), 3, "every parameter of scale is checked");
+        let text = format!("{}\n{code}", module.source);
+        let out = nvrtc::compile(
+            &n,
+            &[],
+            &compile::Request {
+                source: &text,
+                line_directive: &module.line_directive,
+                options: &module.options,
+                archs: &module.archs,
+                include_dirs: &module.include_dirs,
+            },
+        )
+        .unwrap();
+        let answers = probe::read(&out.ptx);
+        let failing: Vec<&str> = checks
+            .iter()
+            .filter(|c| {
+                let code = probe::number(&answers, c.symbol.trim_start_matches("__cuda_embed_probe_")).unwrap();
+                code & c.mask != c.value
+            })
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(failing, wrong);
+    }
+}
+
+#[test]
+fn require_compiler_turns_a_run_time_build_into_a_compile_error() {
+    let _lock = lock();
+    setup();
+    std::env::set_var("CUDA_EMBED_REQUIRE_COMPILER", "1");
+    let out = expand(quote!("extern \"C\" __global__ void k(float* x) {}", compiler = "nvrtc"), site()).to_string();
+    std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    assert!(out.contains("compile_error"), "{out}");
+    assert!(out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled at run time"), "{out}");
+    let ok = expand(quote!("extern \"C\" __global__ void k(float* x) {}", compiler = "nvrtc"), site()).to_string();
+    assert!(!ok.contains("compile_error"), "{ok}");
+}
+
+#[test]
+fn kernels_in_anonymous_namespaces_get_launchers() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"namespace { __global__ void anon_k(float* x) { x[0] = 1; } }
+        namespace ns { namespace { __global__ void inner(float* x, int n) { x[n] = 2; } } }"#;
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand_with(compiler, src, quote!()).to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod anon_k") && out.contains("pub mod inner"), "{compiler}: {out}");
+        assert!(out.contains("_GLOBAL__N__"), "{compiler}: the symbol is the compiler's: {out}");
+    }
+}
+
+#[test]
+fn messages_about_a_cu_file_cite_the_cu_file() {
+    let _lock = lock();
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let cu = dir.path().join("x.cu");
+    std::fs::write(&cu, "// a kernel\n\nextern \"C\" __global__ void k(float& r) {}\n").unwrap();
+    let path = cu.to_str().unwrap();
+    let out = expand(quote!(file = #path, compiler = "nvrtc"), site()).to_string();
+    assert!(out.contains(&format!("({path}:3)")), "cites x.cu line 3, not the Rust file: {out}");
+    assert!(!out.contains("src/lib.rs:12"), "{out}");
+}
+
+#[test]
+fn kernels_made_by_function_like_macros_and_if_get_launchers() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"
+        #define FUSED_KERNEL(T, suffix) \
+            extern "C" __global__ void moe_gemv_##suffix(const T* x, T* y, int n) { \
+                int i = threadIdx.x; if (i < n) y[i] += x[i]; }
+        FUSED_KERNEL(float, f32)
+        FUSED_KERNEL(double, f64)
+        #if defined(WITH_HALF) && WITH_HALF > 1
+        FUSED_KERNEL(int, i32)
+        #endif
+    "#;
+    for (compiler, extra) in
+        [("nvcc", quote!()), ("nvrtc-build", quote!()), ("nvrtc", quote!(defines = ["WITH_HALF=2"]))]
+    {
+        let out = expand_with(compiler, src, extra).to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod moe_gemv_f32") && out.contains("pub mod moe_gemv_f64"), "{compiler}: {out}");
+        assert!(out.contains("DeviceBufferMut < f64 >"), "{compiler}: {out}");
+        assert_eq!(
+            out.contains("pub mod moe_gemv_i32"),
+            compiler == "nvrtc",
+            "{compiler}: the #if follows the defines"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! The compiler paths besides nvcc, on the GPU:
+//!
+//! - a module built with no compiler at all (`compiler = "nvrtc"`) carries the type probe to its
+//!   first load: when the source text misled the macro (typedefs behind `#ifdef __CUDACC_RTC__`), the load
+//!   is an `Error` naming the kernel, the parameter, the C++ and the Rust types, before anything
+//!   runs; when it did not, the module loads and runs;
+//! - a module built by NVRTC at build time (`compiler = "nvrtc-build"`) embeds cubins and PTX:
+//!   the device runs its cubin, or JIT-compiles the PTX when no cubin fits.
+
+use cuda_embed::{cuda_kernel, BuildPath, CudaContext, Error, LaunchConfig};
+use std::sync::Arc;
+
+fn ctx() -> Arc<CudaContext> {
+    cuda_embed::context(0).expect("these tests need a CUDA GPU")
+}
+
+mod misread {
+    // The macro has no compiler here and cannot tell what `__CUDACC_RTC__` (NVRTC defines it)
+    // selects, so it reads both typedefs and keeps the last (`float`); NVRTC compiles `double`.
+    cuda_embed::cuda_kernel!(
+        r#"
+        #ifdef __CUDACC_RTC__
+        typedef double real;
+        #else
+        typedef float real;
+        #endif
+        extern "C" __global__ void scale(real* x, real a, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] *= a;
+        }
+    "#,
+        compiler = "nvrtc"
+    );
+}
+
+mod read_right {
+    // With the user's define, the macro reads the branch the compiler takes.
+    cuda_embed::cuda_kernel!(
+        r#"
+        #ifdef USE_FLOAT
+        typedef float real;
+        #else
+        typedef double real;
+        #endif
+        extern "C" __global__ void scale(real* x, real a, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] *= a;
+        }
+    "#,
+        compiler = "nvrtc",
+        defines = ["USE_FLOAT"]
+    );
+}
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void add_one(float* x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] += 1.0f;
+    }
+"#,
+    compiler = "nvrtc-build",
+    archs = [80, 90]
+);
+
+mod ptx_only {
+    // sm_75 runs on no GPU of another major version: newer GPUs JIT the compute_75 PTX.
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern "C" __global__ void twice(float* x, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] *= 2.0f;
+        }
+    "#,
+        compiler = "nvrtc-build",
+        archs = [75]
+    );
+}
+
+#[test]
+fn build_paths_are_reported() {
+    assert!(matches!(misread::scale::module().build_info(), BuildPath::Nvrtc { .. }));
+    match add_one::module().build_info() {
+        BuildPath::NvrtcBuild { targets, compiler } => {
+            assert_eq!(targets, ["sm_80", "sm_90", "compute_80"]);
+            assert!(compiler.starts_with("13."), "{compiler}");
+        }
+        other => panic!("built by NVRTC at build time: {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn first_load_catches_a_type_the_source_text_got_wrong() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut x = stream.alloc_zeros::<f32>(4).unwrap();
+    let r = unsafe { misread::scale::launch(&stream, LaunchConfig::for_num_elems(4), &mut x, 2.0, 4) };
+    let e = r.expect_err("the launcher takes f32 but the kernel was compiled for double");
+    let text = e.to_string();
+    println!("first-load error: {text}");
+    assert!(matches!(e, Error::Signature { .. }), "{e:?}");
+    for part in ["scale", "parameter `x`", "`real* x`", "`double*`", "DevicePtrMut<f32>"] {
+        assert!(text.contains(part), "missing {part:?} in: {text}");
+    }
+    // The same error again (nothing was launched, the module is not half-loaded).
+    let again = unsafe { misread::scale::launch(&stream, LaunchConfig::for_num_elems(4), &mut x, 2.0, 4) };
+    assert!(matches!(again, Err(Error::Signature { .. })), "{again:?}");
+    // The context is fine.
+    let mut y = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    unsafe { read_right::scale::launch(&stream, LaunchConfig::for_num_elems(4), &mut y, 3.0, 4).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [3.0, 6.0, 9.0, 12.0]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn build_time_nvrtc_images_run() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap();
+    unsafe { add_one::launch(&stream, LaunchConfig::for_num_elems(3), &mut x, 3).unwrap() };
+    unsafe { ptx_only::twice::launch(&stream, LaunchConfig::for_num_elems(3), &mut x, 3).unwrap() };
+    assert_eq!(stream.clone_dtoh(&x).unwrap(), [4.0, 6.0, 8.0]);
+}

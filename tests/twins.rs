@@ -1,0 +1,90 @@
+//! Structs passed by value with no hand-written Rust type: the macro generates the `#[repr(C)]`
+//! twin from the layout the compiler gave the C++ struct (names, types, offsets checked), so a
+//! struct parameter needs no Rust at all; a twin the user writes wins.
+
+use cuda_embed::{cuda_kernel, LaunchConfig, RawDevicePtr, UInt2};
+
+mod generated {
+    cuda_embed::cuda_kernel!(
+        r#"
+        struct Params {
+            float scale;
+            int n;
+            double bias[3];
+            float* out;
+            uint2 dims;
+        };
+        extern "C" __global__ void apply(Params p, float* y) {
+            int i = threadIdx.x;
+            if (i < p.n) y[i] = p.scale * (float)(p.bias[0] + p.bias[1] + p.bias[2]) + (float)(p.dims.x + p.dims.y);
+        }
+    "#
+    );
+}
+
+mod handwritten {
+    use cuda_embed::DeviceSafe;
+
+    /// The user's own twin: it shadows the generated one.
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceSafe)]
+    pub struct Scale {
+        pub factor: f32,
+    }
+
+    impl Scale {
+        pub fn twice() -> Scale {
+            Scale { factor: 2.0 }
+        }
+    }
+
+    cuda_embed::cuda_kernel!(
+        r#"
+        struct Scale { float factor; };
+        extern "C" __global__ void scale(Scale s, float* y, int n) {
+            int i = threadIdx.x; if (i < n) y[i] *= s.factor;
+        }
+    "#
+    );
+}
+
+cuda_kernel!(
+    r#"
+    struct Limits { unsigned long long lo, hi; };
+    __constant__ Limits limits;
+    extern "C" __global__ void clamp(float* y, int n) {
+        int i = threadIdx.x; if (i < n && y[i] > (float)limits.hi) y[i] = (float)limits.hi;
+    }
+"#
+);
+
+fn params() -> generated::Params {
+    generated::Params { scale: 2.0, n: 4, bias: [0.25, 0.25, 0.5], out: RawDevicePtr(0), dims: UInt2 { x: 1, y: 2 } }
+}
+
+#[test]
+fn the_generated_twin_has_the_cuda_layout() {
+    let p = params();
+    assert_eq!(std::mem::size_of::<generated::Params>(), 48, "float, int, double[3], float*, uint2");
+    assert_eq!(std::mem::align_of::<generated::Params>(), 8);
+    assert_eq!(p.bias.len(), 3);
+    assert_eq!(std::mem::size_of::<Limits>(), 16);
+    // The user's type, with its own methods, is the one the launcher takes.
+    assert_eq!(handwritten::Scale::twice().factor, 2.0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generated_twins_are_passed_by_value() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    let mut y = stream.alloc_zeros::<f32>(4).unwrap();
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4, 1, 1), shared_mem_bytes: 0 };
+    unsafe { generated::apply::launch(&stream, cfg, params(), &mut y).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [5.0; 4], "2 * (0.25 + 0.25 + 0.5) + (1 + 2)");
+    unsafe { handwritten::scale::launch(&stream, cfg, handwritten::Scale::twice(), &mut y, 4).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [10.0; 4]);
+    limits.write(&stream, &[Limits { lo: 0, hi: 7 }]).unwrap();
+    unsafe { clamp::launch(&stream, cfg, &mut y, 4).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0; 4]);
+}
