@@ -11,6 +11,7 @@ mod arg; // the dynamic argument list of run-time kernels
 pub mod args; // typed argument lists
 mod error; // Error, DriverCode
 mod global; // Global<T>
+pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 mod launch; // the one launch routine
 mod limits; // launch limits and attribute readers
@@ -27,6 +28,7 @@ pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use error::{DriverCode, Error, Result};
 pub use global::Global;
+pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use kernel::{Kernel, KernelRef};
 pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;

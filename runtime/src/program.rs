@@ -521,7 +521,12 @@ impl ProgramKernel {
         self.function
     }
 
-    fn target(&self) -> Target<'_> {
+    /// The context the kernel's module is loaded in.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.module.ctx
+    }
+
+    pub(crate) fn target(&self) -> Target<'_> {
         Target {
             f: self.function,
             max_threads: self.max_threads,
