@@ -183,7 +183,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     // One marker per parameter for the typed `Kernel<Sig>` value.
     let mut sig = Vec::new();
     // The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
-    let (mut node_args, mut ids) = (Vec::new(), Vec::new());
+    let (mut node_args, mut ids, mut value_tys) = (Vec::new(), Vec::new(), Vec::new());
     let node_arg = paths::node_arg();
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
         let id = param_ident(&p.name, i);
@@ -194,6 +194,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
                 node_args.push(quote!(#id: #ty));
+                value_tys.push(ty.clone());
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
@@ -383,6 +384,15 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     } else {
         let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
         let g = &gen.generics;
+        // A template's by-value parameters of generic type need the bound the node arguments
+        // require (the instances' types have it; `launch` packs them without a trait).
+        let node_where = if gen.generics.is_empty() {
+            quote!()
+        } else {
+            let safe = paths::device_safe();
+            let sep = if where_clause.is_empty() { quote!(where) } else { quote!(,) };
+            quote!(#where_clause #sep #(#value_tys: #safe),*)
+        };
         quote! {
             /// Adds a node launching this kernel to `graph`: the arguments as `launch` takes them,
             /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
@@ -392,7 +402,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 graph: &mut #graph<'__g>,
                 config: #config_ty,
                 #(#node_args),*
-            ) -> #result<#knode<#sig_ty>> #where_clause {
+            ) -> #result<#knode<#sig_ty>> #node_where {
                 // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
                 unsafe { #kernel_ty::<#sig_ty>::new(&super::MODULE, #index) }.node(graph, config, (#(#ids,)*))
             }
@@ -404,7 +414,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 node: &#knode<#sig_ty>,
                 config: #config_ty,
                 #(#node_args),*
-            ) -> #result<()> #where_clause {
+            ) -> #result<()> #node_where {
                 exec.set(node, config, (#(#ids,)*))
             }
         }

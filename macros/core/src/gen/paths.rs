@@ -129,6 +129,11 @@ pub fn launch_kind() -> TokenStream {
     public("LaunchKind")
 }
 
+/// The trait of types a kernel takes by value.
+pub fn device_safe() -> TokenStream {
+    private("DeviceSafe", Span::call_site())
+}
+
 /// A CUDA graph under construction, `Graph<'a>`.
 pub fn graph() -> TokenStream {
     public("Graph")
