@@ -105,7 +105,12 @@ fn raw_destroy((g, e): (sys::CUgraph, sys::CUgraphExec)) {
 }
 
 /// Our graph: `per` nodes on each buffer; dependencies inferred.
-fn our_graph<'a>(ctx: &std::sync::Arc<cuda_embed::CudaContext>, bufs: &'a [CudaSlice<f32>], per: usize, spin_cycles: Option<i64>) -> cuda_embed::Result<Graph<'a>> {
+fn our_graph<'a>(
+    ctx: &std::sync::Arc<cuda_embed::CudaContext>,
+    bufs: &'a [CudaSlice<f32>],
+    per: usize,
+    spin_cycles: Option<i64>,
+) -> cuda_embed::Result<Graph<'a>> {
     let mut g = Graph::new(ctx)?;
     for b in bufs {
         for i in 0..per {
@@ -150,7 +155,11 @@ fn run() -> cuda_embed::Result<()> {
     let spin_cycles = clock_khz * 2 / 1000;
     let mut spin_arg = spin_cycles.to_ne_bytes();
 
-    println!("graph bench on {} ({} SMs), {NODES}-node graphs, median of {ROUNDS} rounds", ctx.name()?, ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?);
+    println!(
+        "graph bench on {} ({} SMs), {NODES}-node graphs, median of {ROUNDS} rounds",
+        ctx.name()?,
+        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+    );
 
     // 1 + 4: replays.
     let raw_chain = raw_graph(f_empty, &ptrs[..1], NODES, &mut zero);
@@ -172,7 +181,8 @@ fn run() -> cuda_embed::Result<()> {
         let s = &stream;
         move || unsafe { e.launch(s).unwrap() }
     };
-    let methods: Vec<(&str, Box<dyn Fn()>)> = vec![
+    type Method<'m> = (&'static str, Box<dyn Fn() + 'm>);
+    let methods: Vec<Method<'_>> = vec![
         ("raw chain", Box::new(raw_launch(raw_chain.1))),
         ("Graph chain", Box::new(ours_launch(0))),
         ("raw fork-join", Box::new(raw_launch(raw_fork.1))),
@@ -194,9 +204,23 @@ fn run() -> cuda_embed::Result<()> {
     let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     println!("\n| replay (one graph launch) | us per graph | us per kernel | ratio |");
     println!("|---|---|---|---|");
-    let rows = [(0, 0, "raw"), (1, 0, "Graph / raw chain"), (2, 0, "raw fork / raw chain"), (3, 1, "fork / chain (Graph)"), (4, 4, "raw"), (5, 4, "Graph / raw spin chain"), (6, 5, "spin fork / spin chain (Graph)")];
+    let rows = [
+        (0, 0, "raw"),
+        (1, 0, "Graph / raw chain"),
+        (2, 0, "raw fork / raw chain"),
+        (3, 1, "fork / chain (Graph)"),
+        (4, 4, "raw"),
+        (5, 4, "Graph / raw spin chain"),
+        (6, 5, "spin fork / spin chain (Graph)"),
+    ];
     for (i, base, what) in rows {
-        println!("| {} | {:.2} | {:.3} | {:.4} ({what}) |", methods[i].0, med[i], med[i] / NODES as f64, med[i] / med[base]);
+        println!(
+            "| {} | {:.2} | {:.3} | {:.4} ({what}) |",
+            methods[i].0,
+            med[i],
+            med[i] / NODES as f64,
+            med[i] / med[base]
+        );
     }
     drop(methods);
     drop(execs);
@@ -275,7 +299,11 @@ fn run() -> cuda_embed::Result<()> {
                 }
                 let e = t.elapsed().as_secs_f64() * 1e9 / UPDATES as f64;
                 if round > 0 {
-                    if m == 0 { raw_u.push(e) } else { ours_u.push(e) }
+                    if m == 0 {
+                        raw_u.push(e)
+                    } else {
+                        ours_u.push(e)
+                    }
                 }
             }
         }

@@ -41,7 +41,11 @@ fn run() -> cuda_embed::Result<()> {
         let done = g.after(&[*down]).host(move || {
             counter.fetch_add(1, Ordering::Relaxed);
         })?;
-        println!("{} nodes, edges {:?}", g.len(), g.edges().iter().map(|(a, b)| (a.index(), b.index())).collect::<Vec<_>>());
+        println!(
+            "{} nodes, edges {:?}",
+            g.len(),
+            g.edges().iter().map(|(a, b)| (a.index(), b.index())).collect::<Vec<_>>()
+        );
         println!("{}", g.to_dot());
         assert_eq!(g.edges(), vec![(*up, *k1), (*k1, *k2), (*k2, *down), (*down, done)]);
 

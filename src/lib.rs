@@ -94,13 +94,14 @@
 #![warn(missing_docs)]
 
 pub use cuda_embed_macros::{cuda_kernel, DeviceSafe};
-pub use cuda_embed_runtime::{
-    args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
-    CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Graph, GraphExec, Kernel, KernelNode, KernelAttributes, KernelRef, LaunchConfig,
-    LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
-};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
+pub use cuda_embed_runtime::{
+    args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
+    CudaStream, CudaView, CudaViewMut, DriverCode, Error, Global, Graph, GraphExec, Kernel, KernelAttributes,
+    KernelNode, KernelRef, LaunchConfig, LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule,
+    Result,
+};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.
 /// The `DeviceSafe` trait (the derive of the same name is re-exported above from the macros).
 pub use cuda_embed_runtime::DeviceSafe;

@@ -150,7 +150,11 @@ fn every_node_kind() {
 fn inferred_edges_raw_war_waw() {
     let ctx = ctx();
     let stream = ctx.default_stream();
-    let (x, y, z) = (stream.alloc_zeros::<f32>(N).unwrap(), stream.alloc_zeros::<f32>(N).unwrap(), stream.alloc_zeros::<f32>(N).unwrap());
+    let (x, y, z) = (
+        stream.alloc_zeros::<f32>(N).unwrap(),
+        stream.alloc_zeros::<f32>(N).unwrap(),
+        stream.alloc_zeros::<f32>(N).unwrap(),
+    );
     let n = N as i32;
     let mut g = Graph::new(&ctx).unwrap();
     fill_f::node(&mut g, cfg(), &x, 1.0, n).unwrap(); // 0 writes x
@@ -286,7 +290,7 @@ fn host_node_panic_is_an_error_on_the_next_sync_and_launch() {
         other => panic!("expected the host panic, got {other:?}"),
     }
     exec.synchronize(&stream).unwrap(); // reported once
-    // SAFETY: as above.
+                                        // SAFETY: as above.
     unsafe { exec.launch(&stream).unwrap() };
     exec.synchronize(&stream).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);

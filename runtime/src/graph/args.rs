@@ -41,7 +41,11 @@ impl Access {
 /// guard it returns is not used (a graph node is not a stream operation: the graph orders its own
 /// nodes, and [`GraphExec::launch`](crate::GraphExec::launch) documents the ordering with other
 /// work), so it is forgotten rather than recorded.
-pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(buffer: &S, ctx: &CudaContext, write: bool) -> Result<(u64, Access)> {
+pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
+    buffer: &S,
+    ctx: &CudaContext,
+    write: bool,
+) -> Result<(u64, Access)> {
     let stream = buffer.stream();
     let own = stream.context();
     if own.cu_ctx() != ctx.cu_ctx() {
@@ -91,7 +95,7 @@ pub(crate) fn other_device(ctx: &CudaContext, buffer_device: usize) -> Error {
 /// may touch through it.
 pub unsafe trait NodeArg<'a, M> {
     /// What the kernel parameter holds: the value, or a `u64` device address.
-    type Param: Copy;
+    type Param;
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
@@ -104,6 +108,21 @@ unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
     #[inline(always)]
     fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
         Ok(self)
+    }
+}
+
+/// A by-value argument as the generated `NAME::node` passes it: the macro has already checked
+/// the type (`DeviceSafe`, layout), so this adds no second trait error for the same mistake.
+#[doc(hidden)]
+pub struct ByValue<T>(pub T);
+
+// SAFETY: `ByValue<T>` only stands for marker `T` itself, a kernel parameter type the macro
+// checked; the value is the parameter.
+unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
+    type Param = T;
+    #[inline(always)]
+    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+        Ok(self.0)
     }
 }
 

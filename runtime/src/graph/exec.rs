@@ -19,11 +19,13 @@ pub struct GraphExec<'a> {
     ctx: Arc<CudaContext>,
     raw: sys::CUgraphExec,
     /// The graph it was instantiated from: its node handles address the nodes in updates.
-    _graph: Arc<RawGraph>,
+    _graph: std::rc::Rc<RawGraph>,
     graph_id: u64,
     nodes: Vec<sys::CUgraphNode>,
     hosts: Vec<Arc<HostCell>>,
     scratch: Vec<Access>,
+    /// Whether it was ever launched: then dropping it waits for the context first.
+    launched: std::cell::Cell<bool>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -36,11 +38,16 @@ impl std::fmt::Debug for GraphExec<'_> {
     }
 }
 
+/// Dropping a launched `GraphExec` waits for its context (`cuCtxSynchronize`): the borrows of
+/// `'a` end with it, so a buffer (or host memory, or a host node's closure) it refers to may be
+/// freed or read right after, and no launch of it may still be running then.
 impl Drop for GraphExec<'_> {
     fn drop(&mut self) {
         let _ = bind(&self.ctx);
-        // SAFETY: instantiated once, destroyed once, here. The driver waits for no launch; a
-        // launch still running keeps its own reference to the executable graph's resources.
+        if self.launched.get() {
+            let _ = self.ctx.synchronize();
+        }
+        // SAFETY: instantiated once, destroyed once, here, after every launch finished.
         unsafe { sys::cuGraphExecDestroy(self.raw) };
     }
 }
@@ -60,6 +67,7 @@ impl<'a> GraphExec<'a> {
             nodes: g.nodes.iter().map(|n| n.raw).collect(),
             hosts: g.hosts.clone(),
             scratch: Vec::new(),
+            launched: std::cell::Cell::new(false),
             _borrows: PhantomData,
         })
     }
@@ -74,7 +82,11 @@ impl<'a> GraphExec<'a> {
         if s.cu_ctx() != self.ctx.cu_ctx() {
             return Err(Error::Graph {
                 device: self.ctx.ordinal(),
-                cause: format!("a stream of device {} was given to a graph of device {}", s.ordinal(), self.ctx.ordinal()),
+                cause: format!(
+                    "a stream of device {} was given to a graph of device {}",
+                    s.ordinal(),
+                    self.ctx.ordinal()
+                ),
                 fix: Some("launch the graph on a stream of its own context".into()),
             });
         }
@@ -106,7 +118,8 @@ impl<'a> GraphExec<'a> {
     /// The kernels run arbitrary device code: each must stay within the buffers it is given.
     /// The graph's nodes are not stream operations, so cudarc's per-buffer event tracking does
     /// not see them: use its buffers on other streams only after synchronising (e.g.
-    /// [`GraphExec::synchronize`]).
+    /// [`GraphExec::synchronize`]). Dropping a launched `GraphExec` waits for the context, so the
+    /// buffers it borrows are free to use once it is gone.
     #[inline]
     pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
         if !self.hosts.is_empty() {
@@ -116,6 +129,7 @@ impl<'a> GraphExec<'a> {
         bind(&self.ctx)?;
         // SAFETY: live executable graph and stream of one context; the rest is the caller's.
         let r = unsafe { sys::cuGraphLaunch(self.raw, stream.cu_stream()) };
+        self.launched.set(true);
         driver(&self.ctx, "cuGraphLaunch", r)
     }
 
@@ -144,7 +158,12 @@ impl<'a> GraphExec<'a> {
     /// a wrong type is a compile error), with the checks of a launch
     /// (`cuGraphExecKernelNodeSetParams`). The graph's edges stay as they were built: keep the
     /// new arguments' reads and writes compatible with them.
-    pub fn set<Sig>(&mut self, node: &KernelNode<Sig>, config: LaunchConfig, args: impl NodeArgs<'a, Sig>) -> Result<()> {
+    pub fn set<Sig>(
+        &mut self,
+        node: &KernelNode<Sig>,
+        config: LaunchConfig,
+        args: impl NodeArgs<'a, Sig>,
+    ) -> Result<()> {
         let n = self.node(node.node)?;
         let (_, target) = node.kernel.target(&self.ctx)?;
         check(&target, &self.ctx, &config)?;
@@ -163,7 +182,12 @@ impl<'a> GraphExec<'a> {
         Ok(())
     }
 
-    fn set_copy(&mut self, node: &MemcpyNode, want: Direction, ends: (super::nodes::End, super::nodes::End, usize)) -> Result<()> {
+    fn set_copy(
+        &mut self,
+        node: &MemcpyNode,
+        want: Direction,
+        ends: (super::nodes::End, super::nodes::End, usize),
+    ) -> Result<()> {
         let n = self.node(node.node)?;
         if node.direction != want {
             return Err(Error::Graph {
@@ -251,11 +275,15 @@ impl<'a> GraphExec<'a> {
         }
         use sys::CUgraphExecUpdateResult::*;
         let why = match info.result {
-            CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => "the topology changed (nodes or edges were added or removed)",
+            CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => {
+                "the topology changed (nodes or edges were added or removed)"
+            }
             CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => "a node's type changed",
             CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => "a kernel node's function changed",
             CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => "a kernel node's function changed unsupportedly",
-            CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => "a node's parameters changed in a way that cannot be updated",
+            CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+                "a node's parameters changed in a way that cannot be updated"
+            }
             CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => "a node's attributes changed",
             CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => "the change is not supported by the driver",
             _ => "the driver refused it",

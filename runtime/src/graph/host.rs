@@ -40,7 +40,9 @@ impl HostCell {
         Some(Error::Graph {
             device,
             cause: format!("host node `{}` panicked: {message}", self.label),
-            fix: Some("the panic was caught on the driver's thread; fix the closure (its later nodes still ran)".into()),
+            fix: Some(
+                "the panic was caught on the driver's thread; fix the closure (its later nodes still ran)".into(),
+            ),
         })
     }
 }

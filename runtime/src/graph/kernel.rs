@@ -43,7 +43,11 @@ impl<Sig> std::ops::Deref for KernelNode<Sig> {
 }
 
 /// The driver's kernel-node parameters for `f` with `cfg` and `params`.
-pub(crate) fn node_params(f: sys::CUfunction, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> sys::CUDA_KERNEL_NODE_PARAMS {
+pub(crate) fn node_params(
+    f: sys::CUfunction,
+    cfg: &LaunchConfig,
+    params: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
     let (g, b) = (cfg.grid_dim, cfg.block_dim);
     sys::CUDA_KERNEL_NODE_PARAMS {
         func: f,
@@ -84,12 +88,18 @@ impl<'a> Graph<'a> {
         let p = node_params(target.f, cfg, params);
         let graph = self.raw.0;
         let name = target.who.kernel;
-        self.add(NodeKind::Kernel, || name.to_string(), accesses, "cuGraphAddKernelNode", |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: the caller's contract; the driver copies the parameter values now.
-            let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
-            (r, n)
-        })
+        self.add(
+            NodeKind::Kernel,
+            || name.to_string(),
+            accesses,
+            "cuGraphAddKernelNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: the caller's contract; the driver copies the parameter values now.
+                let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
+                (r, n)
+            },
+        )
     }
 }
 
@@ -101,7 +111,12 @@ impl<Sig> Kernel<Sig> {
     /// The configuration is checked against the kernel's limits as a launch is; a buffer of
     /// another device is an [`Error::Graph`]. Creating the node runs nothing; launching the
     /// instantiated graph is what is `unsafe`.
-    pub fn node<'a>(&self, graph: &mut Graph<'a>, config: LaunchConfig, args: impl NodeArgs<'a, Sig>) -> Result<KernelNode<Sig>> {
+    pub fn node<'a>(
+        &self,
+        graph: &mut Graph<'a>,
+        config: LaunchConfig,
+        args: impl NodeArgs<'a, Sig>,
+    ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
         let ctx = graph.ctx.clone();
         let (_, target) = raw.target(&ctx)?;

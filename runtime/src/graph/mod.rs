@@ -38,6 +38,8 @@ mod host;
 mod kernel;
 mod nodes;
 
+#[doc(hidden)]
+pub use args::ByValue;
 pub use args::{GraphArg, NodeArg, NodeArgs};
 pub use exec::GraphExec;
 pub use kernel::KernelNode;
@@ -49,6 +51,7 @@ use args::Access;
 use cudarc::driver::{sys, CudaContext};
 use host::HostCell;
 use std::marker::PhantomData;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -129,7 +132,7 @@ impl Drop for RawGraph {
 /// ```
 pub struct Graph<'a> {
     pub(crate) ctx: Arc<CudaContext>,
-    pub(crate) raw: Arc<RawGraph>,
+    pub(crate) raw: Rc<RawGraph>,
     pub(crate) id: u64,
     pub(crate) nodes: Vec<NodeInfo>,
     edges: Vec<(usize, usize)>,
@@ -164,7 +167,7 @@ impl<'a> Graph<'a> {
         driver(ctx, "cuGraphCreate", r)?;
         Ok(Graph {
             ctx: ctx.clone(),
-            raw: Arc::new(RawGraph(raw)),
+            raw: Rc::new(RawGraph(raw)),
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
             nodes: Vec::new(),
             edges: Vec::new(),

@@ -166,7 +166,10 @@ pub(crate) fn memset_bits<T: DeviceRepr>(value: T, device: usize) -> Result<(u32
         _ => {
             return Err(Error::Graph {
                 device,
-                cause: format!("a memset node sets elements of 1, 2 or 4 bytes; `{}` is {size}", std::any::type_name::<T>()),
+                cause: format!(
+                    "a memset node sets elements of 1, 2 or 4 bytes; `{}` is {size}",
+                    std::any::type_name::<T>()
+                ),
                 fix: Some("use a kernel node for wider elements".into()),
             })
         }
@@ -175,16 +178,28 @@ pub(crate) fn memset_bits<T: DeviceRepr>(value: T, device: usize) -> Result<(u32
 }
 
 impl<'a> Graph<'a> {
-    fn copy(&mut self, label: String, ends: (End, End, usize), acc: Vec<Access>, direction: Direction) -> Result<MemcpyNode> {
+    fn copy(
+        &mut self,
+        label: String,
+        ends: (End, End, usize),
+        acc: Vec<Access>,
+        direction: Direction,
+    ) -> Result<MemcpyNode> {
         let p = copy_params(ends.0, ends.1, ends.2);
         let (graph, ctx) = (self.raw.0, self.ctx.cu_ctx());
-        let node = self.add(NodeKind::Memcpy, || label, acc, "cuGraphAddMemcpyNode", |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: live graph and context; `deps` are nodes of this graph; `p` describes
-            // memory borrowed for the graph's lifetime.
-            let r = unsafe { sys::cuGraphAddMemcpyNode(&mut n, graph, deps.as_ptr(), deps.len(), &p, ctx) };
-            (r, n)
-        })?;
+        let node = self.add(
+            NodeKind::Memcpy,
+            || label,
+            acc,
+            "cuGraphAddMemcpyNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: live graph and context; `deps` are nodes of this graph; `p` describes
+                // memory borrowed for the graph's lifetime.
+                let r = unsafe { sys::cuGraphAddMemcpyNode(&mut n, graph, deps.as_ptr(), deps.len(), &p, ctx) };
+                (r, n)
+            },
+        )?;
         Ok(MemcpyNode { node, direction })
     }
 
@@ -229,7 +244,8 @@ impl<'a> Graph<'a> {
         let (d, a) = address(dst, &self.ctx, true)?;
         acc.push(a);
         let len = dst.len();
-        let p = sys::CUDA_MEMSET_NODE_PARAMS { dst: d, pitch: 0, value: bits, elementSize: size, width: len, height: 1 };
+        let p =
+            sys::CUDA_MEMSET_NODE_PARAMS { dst: d, pitch: 0, value: bits, elementSize: size, width: len, height: 1 };
         let (graph, ctx) = (self.raw.0, self.ctx.cu_ctx());
         let label = move || format!("memset {len} x {size} B");
         let node = self.add(NodeKind::Memset, label, acc, "cuGraphAddMemsetNode", |deps| {
@@ -252,12 +268,18 @@ impl<'a> Graph<'a> {
         let p = sys::CUDA_HOST_NODE_PARAMS { fn_: Some(trampoline), userData: cell.user_data() };
         let graph = self.raw.0;
         let acc = self.take_scratch();
-        let node = self.add(NodeKind::Host, || label, acc, "cuGraphAddHostNode", |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: live graph; `userData` is a HostCell the graph and its instantiations keep.
-            let r = unsafe { sys::cuGraphAddHostNode(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
-            (r, n)
-        })?;
+        let node = self.add(
+            NodeKind::Host,
+            || label,
+            acc,
+            "cuGraphAddHostNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: live graph; `userData` is a HostCell the graph and its instantiations keep.
+                let r = unsafe { sys::cuGraphAddHostNode(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
+                (r, n)
+            },
+        )?;
         self.hosts.push(cell);
         Ok(node)
     }
@@ -266,12 +288,18 @@ impl<'a> Graph<'a> {
     pub fn empty(&mut self) -> Result<Node> {
         let graph = self.raw.0;
         let acc = self.take_scratch();
-        self.add(NodeKind::Empty, || "empty".into(), acc, "cuGraphAddEmptyNode", |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: live graph; dependencies of this graph.
-            let r = unsafe { sys::cuGraphAddEmptyNode(&mut n, graph, deps.as_ptr(), deps.len()) };
-            (r, n)
-        })
+        self.add(
+            NodeKind::Empty,
+            || "empty".into(),
+            acc,
+            "cuGraphAddEmptyNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: live graph; dependencies of this graph.
+                let r = unsafe { sys::cuGraphAddEmptyNode(&mut n, graph, deps.as_ptr(), deps.len()) };
+                (r, n)
+            },
+        )
     }
 
     /// Embeds (a copy of) `child` as one node. Its reads and writes count as the node's for the
@@ -284,12 +312,18 @@ impl<'a> Graph<'a> {
         acc.extend_from_slice(&child.all);
         let (graph, raw) = (self.raw.0, child.raw.0);
         let label = format!("child graph ({} nodes)", child.nodes.len());
-        let node = self.add(NodeKind::Child, || label, acc, "cuGraphAddChildGraphNode", |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: two live graphs of one context; the driver clones the child.
-            let r = unsafe { sys::cuGraphAddChildGraphNode(&mut n, graph, deps.as_ptr(), deps.len(), raw) };
-            (r, n)
-        })?;
+        let node = self.add(
+            NodeKind::Child,
+            || label,
+            acc,
+            "cuGraphAddChildGraphNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: two live graphs of one context; the driver clones the child.
+                let r = unsafe { sys::cuGraphAddChildGraphNode(&mut n, graph, deps.as_ptr(), deps.len(), raw) };
+                (r, n)
+            },
+        )?;
         self.hosts.extend(child.hosts.iter().cloned());
         Ok(node)
     }
@@ -316,17 +350,23 @@ impl<'a> Graph<'a> {
             (NodeKind::EventWait, "cuGraphAddEventWaitNode")
         };
         let label = if record { "event record" } else { "event wait" };
-        self.add(kind, || label.into(), acc, call, |deps| {
-            let mut n = std::ptr::null_mut();
-            // SAFETY: live graph and event of one context.
-            let r = unsafe {
-                if record {
-                    sys::cuGraphAddEventRecordNode(&mut n, graph, deps.as_ptr(), deps.len(), e)
-                } else {
-                    sys::cuGraphAddEventWaitNode(&mut n, graph, deps.as_ptr(), deps.len(), e)
-                }
-            };
-            (r, n)
-        })
+        self.add(
+            kind,
+            || label.into(),
+            acc,
+            call,
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: live graph and event of one context.
+                let r = unsafe {
+                    if record {
+                        sys::cuGraphAddEventRecordNode(&mut n, graph, deps.as_ptr(), deps.len(), e)
+                    } else {
+                        sys::cuGraphAddEventWaitNode(&mut n, graph, deps.as_ptr(), deps.len(), e)
+                    }
+                };
+                (r, n)
+            },
+        )
     }
 }

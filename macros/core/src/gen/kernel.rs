@@ -183,7 +183,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     // One marker per parameter for the typed `Kernel<Sig>` value.
     let mut sig = Vec::new();
     // The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
-    let (mut node_args, mut ids, mut value_tys) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut node_args, mut ids) = (Vec::new(), Vec::new());
+    let by_value = paths::by_value();
     let node_arg = paths::node_arg();
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
         let id = param_ident(&p.name, i);
@@ -194,7 +195,6 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
                 node_args.push(quote!(#id: #ty));
-                value_tys.push(ty.clone());
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
@@ -263,7 +263,10 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 sig.push(raw.clone());
             }
         }
-        ids.push(id);
+        ids.push(match m {
+            Mapped::Pointer { .. } => quote!(#id),
+            _ => quote!(#by_value(#id)),
+        });
     }
     let n = packed.len();
     let bounds = if k.launch_bounds.is_empty() {
@@ -384,15 +387,6 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     } else {
         let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
         let g = &gen.generics;
-        // A template's by-value parameters of generic type need the bound the node arguments
-        // require (the instances' types have it; `launch` packs them without a trait).
-        let node_where = if gen.generics.is_empty() {
-            quote!()
-        } else {
-            let safe = paths::device_safe();
-            let sep = if where_clause.is_empty() { quote!(where) } else { quote!(,) };
-            quote!(#where_clause #sep #(#value_tys: #safe),*)
-        };
         quote! {
             /// Adds a node launching this kernel to `graph`: the arguments as `launch` takes them,
             /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
@@ -402,7 +396,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 graph: &mut #graph<'__g>,
                 config: #config_ty,
                 #(#node_args),*
-            ) -> #result<#knode<#sig_ty>> #node_where {
+            ) -> #result<#knode<#sig_ty>> #where_clause {
                 // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
                 unsafe { #kernel_ty::<#sig_ty>::new(&super::MODULE, #index) }.node(graph, config, (#(#ids,)*))
             }
@@ -414,7 +408,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 node: &#knode<#sig_ty>,
                 config: #config_ty,
                 #(#node_args),*
-            ) -> #result<()> #node_where {
+            ) -> #result<()> #where_clause {
                 exec.set(node, config, (#(#ids,)*))
             }
         }

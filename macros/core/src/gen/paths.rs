@@ -129,9 +129,10 @@ pub fn launch_kind() -> TokenStream {
     public("LaunchKind")
 }
 
-/// The trait of types a kernel takes by value.
-pub fn device_safe() -> TokenStream {
-    private("DeviceSafe", Span::call_site())
+/// A by-value kernel-node argument the macro already checked, `graph::ByValue`.
+pub fn by_value() -> TokenStream {
+    let root = root(Span::call_site());
+    quote!(#root::graph::ByValue)
 }
 
 /// A CUDA graph under construction, `Graph<'a>`.
