@@ -280,7 +280,7 @@ fn run() -> cuda_embed::Result<()> {
             nodes[0]
         };
         let (mut raw_u, mut ours_u) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS + 1 {
+        for round in 0..ROUNDS * 2 + 1 {
             for m in 0..2 {
                 let m = (m + round) % 2;
                 let t = Instant::now();

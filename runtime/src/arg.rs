@@ -75,7 +75,7 @@ pub(crate) enum ArgKind {
     Buffer { object: *mut (), bind: Bind },
 }
 
-/// One argument of a [`ProgramKernel::launch`]: a value passed by value, or a device buffer
+/// One argument of a [`ProgramKernel::launch`](crate::ProgramKernel::launch): a value passed by value, or a device buffer
 /// passed as its pointer. Borrows what it refers to for `'a`, shared or exclusive as the kernel
 /// uses it, so a buffer the kernel writes cannot also be passed as an input.
 ///

@@ -64,33 +64,43 @@ pub(crate) enum End {
 
 /// The driver's description of a 1-D copy of `bytes` from `src` to `dst`.
 pub(crate) fn copy_params(src: End, dst: End, bytes: usize) -> sys::CUDA_MEMCPY3D {
-    // SAFETY: an all-zero CUDA_MEMCPY3D is valid plain data (null pointers, zero offsets); the
-    // fields a 1-D copy needs are set below.
-    let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-    match src {
-        End::Host(h) => {
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.srcHost = h as *const std::ffi::c_void;
-        }
-        End::Device(d) => {
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.srcDevice = d;
-        }
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let (src_type, src_host, src_device) = match src {
+        End::Host(h) => (CU_MEMORYTYPE_HOST, h as *const std::ffi::c_void, 0),
+        End::Device(d) => (CU_MEMORYTYPE_DEVICE, std::ptr::null(), d),
+    };
+    let (dst_type, dst_host, dst_device) = match dst {
+        End::Host(h) => (CU_MEMORYTYPE_HOST, h as *mut std::ffi::c_void, 0),
+        End::Device(d) => (CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), d),
+    };
+    // Every field spelled out: the memory-type enums have no zero value, so no `zeroed()`.
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
     }
-    match dst {
-        End::Host(h) => {
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.dstHost = h as *mut std::ffi::c_void;
-        }
-        End::Device(d) => {
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.dstDevice = d;
-        }
-    }
-    p.WidthInBytes = bytes;
-    p.Height = 1;
-    p.Depth = 1;
-    p
 }
 
 fn host_access<T>(s: &[T], write: bool) -> Access {
@@ -368,5 +378,30 @@ impl<'a> Graph<'a> {
                 (r, n)
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_params_describe_a_1d_copy() {
+        let host = [0u8; 16];
+        let p = copy_params(End::Host(host.as_ptr()), End::Device(0x1000), 16);
+        assert_eq!(p.srcMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_HOST);
+        assert_eq!(p.srcHost, host.as_ptr() as *const std::ffi::c_void);
+        assert_eq!((p.dstMemoryType, p.dstDevice), (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, 0x1000));
+        assert_eq!((p.WidthInBytes, p.Height, p.Depth), (16, 1, 1));
+        let p = copy_params(End::Device(0x2000), End::Device(0x1000), 8);
+        assert_eq!((p.srcDevice, p.dstDevice, p.srcHost), (0x2000, 0x1000, std::ptr::null()));
+    }
+
+    #[test]
+    fn memset_sizes() {
+        assert_eq!(memset_bits(1.5f32, 0).unwrap(), (4, 1.5f32.to_bits()));
+        assert_eq!(memset_bits(0xabu8, 0).unwrap(), (1, 0xab));
+        assert_eq!(memset_bits(7u16, 0).unwrap(), (2, 7));
+        assert!(matches!(memset_bits(1.0f64, 3), Err(Error::Graph { device: 3, .. })));
     }
 }
