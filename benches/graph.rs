@@ -156,9 +156,10 @@ fn run() -> cuda_embed::Result<()> {
     let mut spin_arg = spin_cycles.to_ne_bytes();
 
     println!(
-        "graph bench on {} ({} SMs), {NODES}-node graphs, median of {ROUNDS} rounds",
+        "graph bench on {} ({} SMs), {NODES}-node graphs; medians of {ROUNDS} rounds (replays), {} (build, update)",
         ctx.name()?,
-        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        ROUNDS * 2
     );
 
     // 1 + 4: replays.
