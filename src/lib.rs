@@ -51,8 +51,9 @@
 //! For each kernel `NAME` it generates `pub mod NAME` with `launch`, `launch_timed`,
 //! `launch_cooperative`, `launch_cluster`, `KERNEL` (a typed [`Kernel`] value; `kernel::<T>()`
 //! for templates), `function(&ctx)` (cudarc's [`CudaFunction`]), `attributes`, the shared-memory
-//! and occupancy helpers, `NAME` and `module()`. The [`cuda_kernel!`] page documents every option
-//! and item.
+//! and occupancy helpers, `NAME` and `module()`, and `node`/`update` for CUDA graphs
+//! ([`Graph`]: typed nodes, dependencies inferred from the borrows). The [`cuda_kernel!`] page
+//! documents every option and item.
 //!
 //! It works at module level and inside function bodies.
 //!
