@@ -51,8 +51,9 @@
 //! For each kernel `NAME` it generates `pub mod NAME` with `launch`, `launch_timed`,
 //! `launch_cooperative`, `launch_cluster`, `KERNEL` (a typed [`Kernel`] value; `kernel::<T>()`
 //! for templates), `function(&ctx)` (cudarc's [`CudaFunction`]), `attributes`, the shared-memory
-//! and occupancy helpers, `NAME` and `module()`. The [`cuda_kernel!`] page documents every option
-//! and item.
+//! and occupancy helpers, `NAME` and `module()`, and `node`/`update` for CUDA graphs
+//! ([`Graph`]: typed nodes, dependencies inferred from the borrows). The [`cuda_kernel!`] page
+//! documents every option and item.
 //!
 //! It works at module level and inside function bodies.
 //!
@@ -94,11 +95,13 @@
 #![warn(missing_docs)]
 
 pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
+/// CUDA graphs: [`Graph`], its node handles and argument traits.
+pub use cuda_embed_runtime::graph;
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
-    ElementwiseProgram, Error, Global, Kernel, KernelAttributes, KernelRef, LaunchConfig, LaunchKind, Module, Program,
-    ProgramKernel, ProgramModule, Result,
+    ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
+    LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
 pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};

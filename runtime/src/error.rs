@@ -202,6 +202,18 @@ pub enum Error {
         fix: Option<String>,
     },
 
+    /// A CUDA graph could not be built, instantiated, updated or launched as asked, or one of its
+    /// host nodes panicked.
+    #[error("CUDA graph on device {device}: {cause}{}", fix_suffix(fix))]
+    Graph {
+        /// Device ordinal of the graph's context.
+        device: usize,
+        /// What went wrong, with the values involved.
+        cause: String,
+        /// What to do about it, when known.
+        fix: Option<String>,
+    },
+
     /// A driver error from a cudarc call in user code, reached through `?`.
     #[error("CUDA driver error: {0}")]
     Cudarc(#[from] cudarc::driver::DriverError),
@@ -288,6 +300,9 @@ impl fmt::Debug for Error {
                 .field("cause", cause)
                 .field("fix", fix)
                 .finish(),
+            Error::Graph { device, cause, fix } => {
+                f.debug_struct("Graph").field("device", device).field("cause", cause).field("fix", fix).finish()
+            }
             Error::Cudarc(e) => f.debug_tuple("Cudarc").field(e).finish(),
         }
     }

@@ -70,7 +70,7 @@ impl KernelRef {
 
     /// The kernel on `ctx`'s device, loading the module there first if needed.
     #[inline(always)]
-    fn target(&self, ctx: &Arc<CudaContext>) -> Result<(&'static Loaded, Target<'static>)> {
+    pub(crate) fn target(&self, ctx: &Arc<CudaContext>) -> Result<(&'static Loaded, Target<'static>)> {
         let loaded = self.module.loaded(ctx)?;
         match loaded.functions.get(self.index) {
             Some(f) => Ok((

@@ -65,7 +65,7 @@ impl Target<'_> {
     /// The launch-limit checks: a handful of compares against limits cached at load; the error
     /// is built off the hot path.
     #[inline(always)]
-    fn check(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
+    pub(crate) fn check(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
         match check_config(cfg, self.max_threads, self.max_dyn_smem.load(Ordering::Relaxed)) {
             Ok(()) => Ok(()),
             Err(v) => self.recheck(device, cfg, v),

@@ -15,6 +15,7 @@ pub mod elementwise; // support of elementwise kernels: cached launch configurat
 pub mod elementwise_program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
 mod error; // Error, DriverCode
 mod global; // Global<T>
+pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 mod launch; // the one launch routine
 mod limits; // launch limits and attribute readers
@@ -40,6 +41,7 @@ pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaV
 pub use elementwise_program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use global::Global;
+pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use kernel::{Kernel, KernelRef};
 pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;

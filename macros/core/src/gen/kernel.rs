@@ -187,6 +187,10 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let mut doc_rows = String::new();
     // One marker per parameter for the typed `Kernel<Sig>` value.
     let mut sig = Vec::new();
+    // The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
+    let (mut node_args, mut ids) = (Vec::new(), Vec::new());
+    let by_value = paths::by_value();
+    let node_arg = paths::node_arg();
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
         let id = param_ident(&p.name, i);
         let sync = format_ident!("__sync_{}", i);
@@ -195,12 +199,14 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             Mapped::Value(t) => {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
+                node_args.push(quote!(#id: #ty));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
             Mapped::User { name: tn, layout } => {
                 let ty = format_ident!("{}", tn, span = span);
                 args.push(quote!(#id: super::super::#ty));
+                node_args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
                 sig.push(quote!(super::super::#ty));
                 // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
@@ -236,6 +242,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                     (None, true) => paths::marker("OutAny", None),
                     (None, false) => paths::marker("InAny", None),
                 });
+                let marker = sig.last().cloned().unwrap_or_default();
+                node_args.push(quote!(#id: impl #node_arg<'__g, #marker>));
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
@@ -260,10 +268,15 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             }
             Mapped::RawPointer => {
                 args.push(quote!(#id: #raw));
+                node_args.push(quote!(#id: #raw));
                 packed.push(quote!(&#id as *const #raw as *mut #c_void));
                 sig.push(raw.clone());
             }
         }
+        ids.push(match m {
+            Mapped::Pointer { .. } => quote!(#id),
+            _ => quote!(#by_value(#id)),
+        });
     }
     let n = packed.len();
     let bounds = if k.launch_bounds.is_empty() {
@@ -379,6 +392,37 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             }
         }
     };
+    let graph_fns = if n > paths::MAX_TYPED_PARAMS {
+        quote!()
+    } else {
+        let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
+        let g = &gen.generics;
+        quote! {
+            /// Adds a node launching this kernel to `graph`: the arguments as `launch` takes them,
+            /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
+            /// kernel writes (`&y`, not `&mut y`; see `Graph` for why). The node's dependencies
+            /// are inferred from what it reads and writes.
+            pub fn node<'__g, #(#g),*>(
+                graph: &mut #graph<'__g>,
+                config: #config_ty,
+                #(#node_args),*
+            ) -> #result<#knode<#sig_ty>> #where_clause {
+                // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
+                unsafe { #kernel_ty::<#sig_ty>::new(&super::MODULE, #index) }.node(graph, config, (#(#ids,)*))
+            }
+
+            /// Changes the configuration and arguments of `node` (made by `node`) in the
+            /// instantiated graph `exec`, typed and checked as `node` is.
+            pub fn update<'__g, #(#g),*>(
+                exec: &mut #exec<'__g>,
+                node: &#knode<#sig_ty>,
+                config: #config_ty,
+                #(#node_args),*
+            ) -> #result<()> #where_clause {
+                exec.set(node, config, (#(#ids,)*))
+            }
+        }
+    };
     let items = &gen.items;
     let function_ty = paths::cuda_function();
     quote! {
@@ -399,6 +443,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             #(#launchers)*
 
             #value
+
+            #graph_fns
 
             /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
             /// cudarc's launch builder and other cudarc APIs.

@@ -149,6 +149,33 @@ pub fn launch_kind() -> TokenStream {
     public("LaunchKind")
 }
 
+/// A by-value kernel-node argument the macro already checked, `graph::ByValue`.
+pub fn by_value() -> TokenStream {
+    let root = root(Span::call_site());
+    quote!(#root::graph::ByValue)
+}
+
+/// A CUDA graph under construction, `Graph<'a>`.
+pub fn graph() -> TokenStream {
+    public("Graph")
+}
+
+/// An instantiated graph, `GraphExec<'a>`.
+pub fn graph_exec() -> TokenStream {
+    public("GraphExec")
+}
+
+/// A typed kernel node, `KernelNode<Sig>`.
+pub fn kernel_node() -> TokenStream {
+    public("KernelNode")
+}
+
+/// One kernel-node argument for a parameter marker, `graph::NodeArg<'a, M>`.
+pub fn node_arg() -> TokenStream {
+    let root = root(Span::call_site());
+    quote!(#root::graph::NodeArg)
+}
+
 /// cudarc's function handle.
 pub fn cuda_function() -> TokenStream {
     public("CudaFunction")

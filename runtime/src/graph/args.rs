@@ -1,0 +1,288 @@
+//! Kernel-node arguments: the typed ones ([`NodeArg`], [`NodeArgs`]) every generated `NAME::node`
+//! and [`Kernel::node`](crate::Kernel::node) take, and the dynamic [`GraphArg`] list of
+//! [`ProgramKernel::node`](crate::ProgramKernel::node).
+//!
+//! A node argument is packed exactly as a launch packs it (the value itself, or the buffer's
+//! device address as a `u64`, one pointer per parameter), and also reports which device range it
+//! reads or writes, so the graph can infer the node's dependencies.
+
+use crate::args::{In, InAny, Out, OutAny};
+use crate::error::{Error, Result};
+use crate::types::DeviceSafe;
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+use std::ffi::c_void;
+
+/// Which memory an access touches: device addresses and host addresses are kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    Device,
+    Host,
+}
+
+/// One range of memory a node reads or writes (opaque: built by the node arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub(crate) space: Space,
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+    pub(crate) write: bool,
+}
+
+impl Access {
+    pub(crate) fn overlaps(&self, other: &Access) -> bool {
+        self.space == other.space && self.lo < other.hi && other.lo < self.hi
+    }
+}
+
+/// The device address of `buffer` and its access record, after checking that the buffer lives in
+/// `ctx` (a buffer of another device is an [`Error::Graph`]).
+///
+/// The address is read through cudarc's `DevicePtr` on the buffer's own stream; the ordering
+/// guard it returns is not used (a graph node is not a stream operation: the graph orders its own
+/// nodes, and [`GraphExec::launch`](crate::GraphExec::launch) documents the ordering with other
+/// work), so it is forgotten rather than recorded.
+pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
+    buffer: &S,
+    ctx: &CudaContext,
+    write: bool,
+) -> Result<(u64, Access)> {
+    let stream = buffer.stream();
+    let own = stream.context();
+    if own.cu_ctx() != ctx.cu_ctx() {
+        return Err(other_device(ctx, own.ordinal()));
+    }
+    let (p, guard) = buffer.device_ptr(stream);
+    std::mem::forget(guard);
+    let bytes = buffer.num_bytes() as u64;
+    Ok((p, Access { space: Space::Device, lo: p, hi: p + bytes, write }))
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn other_device(ctx: &CudaContext, buffer_device: usize) -> Error {
+    Error::Graph {
+        device: ctx.ordinal(),
+        cause: format!(
+            "a buffer of device {buffer_device} was given to a graph of device {}; a graph belongs to one context",
+            ctx.ordinal()
+        ),
+        fix: Some(format!(
+            "copy the data to device {} first, or build a separate graph on device {buffer_device}",
+            ctx.ordinal()
+        )),
+    }
+}
+
+/// One argument of a kernel node for a parameter marked `M` (the markers of
+/// [`args`](crate::args)): the value itself for a by-value parameter; for a pointer parameter a
+/// buffer borrowed for the graph's lifetime `'a`.
+///
+/// | Marker | Argument |
+/// |---|---|
+/// | a value type `T` | `T` |
+/// | [`In<T>`] (`const T*`) | `&'a CudaSlice<T>`, `&'a CudaView<T>`, `&'a CudaViewMut<T>` |
+/// | [`Out<T>`] (`T*`) | `&'a CudaSlice<T>`, `&'a CudaViewMut<T>` (a writable buffer, shared-borrowed) |
+/// | [`InAny`], [`OutAny`] | as `In`/`Out`, any element type |
+///
+/// Written buffers are borrowed *shared* for `'a`, not exclusively: one buffer is written by
+/// many nodes of one graph, and `&'a mut` would allow only one. The write is known from the
+/// kernel's signature (the marker), which is what the dependency inference uses; a read-only
+/// `CudaView` is still refused where the kernel writes.
+///
+/// # Safety
+/// [`NodeArg::prepare`] must return the parameter's exact C++ layout (the value, or the `u64`
+/// address of a buffer of the marker's element type) and report every device range the kernel
+/// may touch through it.
+pub unsafe trait NodeArg<'a, M> {
+    /// What the kernel parameter holds: the value, or a `u64` device address.
+    type Param;
+    /// Checks the argument against the graph's context, records the range it reads or writes,
+    /// and returns the parameter.
+    #[doc(hidden)]
+    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<Self::Param>;
+}
+
+// SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
+unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
+    type Param = T;
+    #[inline(always)]
+    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+        Ok(self)
+    }
+}
+
+/// A by-value argument as the generated `NAME::node` passes it: the macro has already checked
+/// the type (`DeviceSafe`, layout), so this adds no second trait error for the same mistake.
+#[doc(hidden)]
+pub struct ByValue<T>(pub T);
+
+// SAFETY: `ByValue<T>` only stands for marker `T` itself, a kernel parameter type the macro
+// checked; the value is the parameter.
+unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
+    type Param = T;
+    #[inline(always)]
+    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+        Ok(self.0)
+    }
+}
+
+macro_rules! buffer_node_arg {
+    ($marker:ty, $write:expr, [$($g:tt)*], $self_ty:ty) => {
+        // SAFETY: the parameter is the buffer's device address; its whole range is recorded.
+        unsafe impl<'a, $($g)*> NodeArg<'a, $marker> for $self_ty {
+            type Param = sys::CUdeviceptr;
+            #[inline(always)]
+            fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<sys::CUdeviceptr> {
+                let (p, access) = address(self, ctx, $write)?;
+                accesses.push(access);
+                Ok(p)
+            }
+        }
+    };
+}
+
+buffer_node_arg!(In<T>, false, [T, S: DevicePtr<T>], &'a S);
+buffer_node_arg!(Out<T>, true, [T, S: DevicePtr<T> + DevicePtrMut<T>], &'a S);
+buffer_node_arg!(InAny, false, [T], &'a CudaSlice<T>);
+buffer_node_arg!(InAny, false, [T], &'a CudaView<'_, T>);
+buffer_node_arg!(InAny, false, [T], &'a CudaViewMut<'_, T>);
+buffer_node_arg!(OutAny, true, [T], &'a CudaSlice<T>);
+buffer_node_arg!(OutAny, true, [T], &'a CudaViewMut<'_, T>);
+
+/// A whole argument list of a kernel node for a kernel of signature `Sig`: tuples whose
+/// elements are [`NodeArg`]s of the markers, in order (the node counterpart of
+/// [`KernelArgs`](crate::args::KernelArgs)).
+///
+/// # Safety
+/// `with_params` must call `f` with one pointer per marker, each to the prepared parameter,
+/// valid for the call.
+pub unsafe trait NodeArgs<'a, Sig> {
+    /// Prepares every argument (appending its ranges to `accesses`) and calls `f` with the
+    /// parameter pointers and the ranges.
+    #[doc(hidden)]
+    fn with_params<R>(
+        self,
+        ctx: &CudaContext,
+        accesses: Vec<Access>,
+        f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
+    ) -> Result<R>;
+}
+
+macro_rules! node_tuple {
+    ($($a:ident $m:ident $b:ident),*) => {
+        // SAFETY: one pointer per element, each to its prepared parameter on this stack frame,
+        // alive for the call of `f`.
+        unsafe impl<'a, $($m, $a: NodeArg<'a, $m>,)*> NodeArgs<'a, ($($m,)*)> for ($($a,)*) {
+            #[inline(always)]
+            #[allow(unused_variables, unused_mut, non_snake_case)]
+            fn with_params<R>(
+                self,
+                ctx: &CudaContext,
+                mut accesses: Vec<Access>,
+                f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
+            ) -> Result<R> {
+                let ($($b,)*) = self;
+                $(let $b = $b.prepare(ctx, &mut accesses)?;)*
+                let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
+                    [$(&$b as *const <$a as NodeArg<'a, $m>>::Param as *mut c_void),*];
+                f(&mut params, accesses)
+            }
+        }
+    };
+}
+
+node_tuple!();
+node_tuple!(A0 M0 a0);
+node_tuple!(A0 M0 a0, A1 M1 a1);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18);
+node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18, A19 M19 a19);
+
+/// Reads a buffer's address and access record through a type-erased pointer.
+type Address = unsafe fn(*const (), &CudaContext, bool) -> Result<(u64, Access)>;
+
+/// # Safety
+/// `object` must point at a live `S`.
+unsafe fn address_of<T, S: DevicePtr<T>>(object: *const (), ctx: &CudaContext, write: bool) -> Result<(u64, Access)> {
+    // SAFETY: the caller's contract; `GraphArg::read`/`write` made `object` from a `&'a S`.
+    address(unsafe { &*(object as *const S) }, ctx, write)
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum GraphArgKind {
+    Value(*const c_void),
+    Buffer { object: *const (), address: Address, write: bool },
+}
+
+/// One argument of a [`ProgramKernel`](crate::ProgramKernel) node: a value, or a buffer the
+/// kernel reads or writes, borrowed (shared) for the graph's lifetime `'a`. The dynamic
+/// counterpart of [`NodeArg`]; sizes are checked against the compiled kernel's parameters.
+#[derive(Clone, Copy)]
+pub struct GraphArg<'a> {
+    pub(crate) size: usize,
+    pub(crate) kind: GraphArgKind,
+    _borrow: std::marker::PhantomData<&'a ()>,
+}
+
+impl std::fmt::Debug for GraphArg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            GraphArgKind::Value(_) => "value",
+            GraphArgKind::Buffer { write: false, .. } => "read buffer",
+            GraphArgKind::Buffer { write: true, .. } => "written buffer",
+        };
+        f.debug_struct("GraphArg").field("kind", &kind).field("size", &self.size).finish()
+    }
+}
+
+impl<'a> GraphArg<'a> {
+    /// A value passed by value (a scalar, a CUDA vector type, a `DeviceSafe` struct); copied into
+    /// the node when it is added.
+    pub fn value<T: DeviceSafe>(value: &'a T) -> Self {
+        GraphArg {
+            size: std::mem::size_of::<T>(),
+            kind: GraphArgKind::Value(value as *const T as *const c_void),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// A buffer the kernel reads (`const T*`).
+    pub fn read<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+        let object = buffer as *const S as *const ();
+        GraphArg {
+            size: 8,
+            kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: false },
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// A buffer the kernel writes (`T*`): a `CudaSlice` or `CudaViewMut`, shared-borrowed.
+    pub fn write<T, S: DevicePtr<T> + DevicePtrMut<T>>(buffer: &'a S) -> Self {
+        let object = buffer as *const S as *const ();
+        GraphArg {
+            size: 8,
+            kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: true },
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// The argument's size in bytes (8 for a buffer).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}

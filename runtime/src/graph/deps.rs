@@ -1,0 +1,100 @@
+//! Dependency inference from the ranges each node reads and writes.
+//!
+//! A node that reads a range depends on the writers of every overlapping range still on record;
+//! a node that writes depends on those writers and on every reader since. A write then removes
+//! the records its range covers entirely: a later node that overlaps them overlaps the write
+//! too, depends on it, and so (transitively) on them. A chain of nodes writing one buffer keeps
+//! one record, not a growing list, and gets one edge per node.
+
+use super::args::Access;
+
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    access: Access,
+    node: usize,
+}
+
+/// The accesses of the nodes added so far that later nodes may have to wait for.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Tracker {
+    records: Vec<Record>,
+}
+
+impl Tracker {
+    /// Appends to `deps` every node a new node with `accesses` must wait for (unsorted, maybe
+    /// with repeats).
+    pub(crate) fn deps(&self, accesses: &[Access], deps: &mut Vec<usize>) {
+        for a in accesses {
+            for r in &self.records {
+                if (a.write || r.access.write) && a.overlaps(&r.access) {
+                    deps.push(r.node);
+                }
+            }
+        }
+    }
+
+    /// Records `node`'s accesses (after its dependencies were taken with [`Tracker::deps`]).
+    pub(crate) fn record(&mut self, node: usize, accesses: &[Access]) {
+        for a in accesses.iter().filter(|a| a.write) {
+            self.records.retain(|r| !(r.access.space == a.space && a.lo <= r.access.lo && r.access.hi <= a.hi));
+        }
+        self.records.extend(accesses.iter().map(|&access| Record { access, node }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::args::Space;
+    use super::*;
+
+    fn acc(lo: u64, hi: u64, write: bool) -> Access {
+        Access { space: Space::Device, lo, hi, write }
+    }
+
+    fn add(t: &mut Tracker, node: usize, accesses: &[Access]) -> Vec<usize> {
+        let mut d = Vec::new();
+        t.deps(accesses, &mut d);
+        d.sort_unstable();
+        d.dedup();
+        t.record(node, accesses);
+        d
+    }
+
+    #[test]
+    fn read_after_write_write_after_read_write_after_write() {
+        let mut t = Tracker::default();
+        assert_eq!(add(&mut t, 0, &[acc(0, 100, true)]), Vec::<usize>::new());
+        assert_eq!(add(&mut t, 1, &[acc(0, 100, false)]), [0]); // RAW
+        assert_eq!(add(&mut t, 2, &[acc(0, 100, false)]), [0]); // two readers: no edge between
+        assert_eq!(add(&mut t, 3, &[acc(0, 100, true)]), [0, 1, 2]); // WAR (+ WAW)
+        assert_eq!(add(&mut t, 4, &[acc(0, 100, true)]), [3]); // WAW; covered records dropped
+    }
+
+    #[test]
+    fn disjoint_ranges_no_edge_overlapping_ranges_edge() {
+        let mut t = Tracker::default();
+        assert!(add(&mut t, 0, &[acc(0, 50, true)]).is_empty());
+        assert!(add(&mut t, 1, &[acc(50, 100, true)]).is_empty()); // disjoint halves
+        assert_eq!(add(&mut t, 2, &[acc(40, 60, false)]), [0, 1]); // overlaps both
+        let host = Access { space: Space::Host, lo: 0, hi: 100, write: true };
+        assert!(add(&mut t, 3, &[host]).is_empty()); // same numbers, other memory
+    }
+
+    #[test]
+    fn a_partial_write_keeps_what_it_does_not_cover() {
+        let mut t = Tracker::default();
+        add(&mut t, 0, &[acc(0, 100, false)]);
+        add(&mut t, 1, &[acc(0, 50, true)]);
+        assert_eq!(add(&mut t, 2, &[acc(50, 100, true)]), [0]);
+    }
+
+    #[test]
+    fn a_chain_keeps_one_record() {
+        let mut t = Tracker::default();
+        for i in 0..100 {
+            let d = add(&mut t, i, &[acc(0, 8, true)]);
+            assert_eq!(d, if i == 0 { vec![] } else { vec![i - 1] });
+        }
+        assert_eq!(t.records.len(), 1);
+    }
+}

@@ -1,0 +1,303 @@
+//! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
+//! kernel-node updates, memcpy/memset node updates and whole-graph update.
+
+use super::args::{other_device, Access, NodeArgs};
+use super::host::{self, HostCell};
+use super::kernel::{check, node_params, KernelNode};
+use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode};
+use super::{driver, Graph, Node, RawGraph};
+use crate::error::{DriverCode, Error, Result};
+use crate::limits::bind;
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// An instantiated [`Graph`]: launch it on any stream of its context, as often as needed, and
+/// change its nodes' parameters between launches. Borrows every buffer its nodes refer to for
+/// `'a`, like the graph it came from.
+pub struct GraphExec<'a> {
+    ctx: Arc<CudaContext>,
+    raw: sys::CUgraphExec,
+    /// The graph it was instantiated from: its node handles address the nodes in updates.
+    _graph: std::rc::Rc<RawGraph>,
+    graph_id: u64,
+    nodes: Vec<sys::CUgraphNode>,
+    hosts: Vec<Arc<HostCell>>,
+    scratch: Vec<Access>,
+    /// Whether it was ever launched: then dropping it waits for the context first.
+    launched: std::cell::Cell<bool>,
+    _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+impl std::fmt::Debug for GraphExec<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphExec")
+            .field("device", &self.ctx.ordinal())
+            .field("nodes", &self.nodes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Dropping a launched `GraphExec` waits for its context (`cuCtxSynchronize`): the borrows of
+/// `'a` end with it, so a buffer (or host memory, or a host node's closure) it refers to may be
+/// freed or read right after, and no launch of it may still be running then.
+impl Drop for GraphExec<'_> {
+    fn drop(&mut self) {
+        let _ = bind(&self.ctx);
+        if self.launched.get() {
+            let _ = self.ctx.synchronize();
+        }
+        // SAFETY: instantiated once, destroyed once, here, after every launch finished.
+        unsafe { sys::cuGraphExecDestroy(self.raw) };
+    }
+}
+
+impl<'a> GraphExec<'a> {
+    pub(crate) fn new(g: &Graph<'a>) -> Result<Self> {
+        bind(&g.ctx)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: live graph; valid out-pointer; no flags.
+        let r = unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, g.raw.0, 0) };
+        driver(&g.ctx, "cuGraphInstantiateWithFlags", r)?;
+        Ok(GraphExec {
+            ctx: g.ctx.clone(),
+            raw,
+            _graph: g.raw.clone(),
+            graph_id: g.id,
+            nodes: g.nodes.iter().map(|n| n.raw).collect(),
+            hosts: g.hosts.clone(),
+            scratch: Vec::new(),
+            launched: std::cell::Cell::new(false),
+            _borrows: PhantomData,
+        })
+    }
+
+    /// The driver's executable-graph handle.
+    pub fn cu_graph_exec(&self) -> sys::CUgraphExec {
+        self.raw
+    }
+
+    fn check_stream(&self, stream: &CudaStream) -> Result<()> {
+        let s = stream.context();
+        if s.cu_ctx() != self.ctx.cu_ctx() {
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: format!(
+                    "a stream of device {} was given to a graph of device {}",
+                    s.ordinal(),
+                    self.ctx.ordinal()
+                ),
+                fix: Some("launch the graph on a stream of its own context".into()),
+            });
+        }
+        Ok(())
+    }
+
+    fn panics(&self) -> Result<()> {
+        match host::check(&self.hosts, self.ctx.ordinal()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Uploads the graph's resources to the device ahead of the first launch
+    /// (`cuGraphUpload`), on `stream`.
+    pub fn upload(&self, stream: &CudaStream) -> Result<()> {
+        self.check_stream(stream)?;
+        bind(&self.ctx)?;
+        // SAFETY: live executable graph and stream of one context.
+        let r = unsafe { sys::cuGraphUpload(self.raw, stream.cu_stream()) };
+        driver(&self.ctx, "cuGraphUpload", r)
+    }
+
+    /// Launches the whole graph on `stream` (`cuGraphLaunch`); it runs after the work queued
+    /// there before, and work queued after it waits for it. A host node that panicked since the
+    /// last check is reported here (as [`Error::Graph`]) and the graph is not launched.
+    ///
+    /// # Safety
+    /// The kernels run arbitrary device code: each must stay within the buffers it is given.
+    /// The graph's nodes are not stream operations, so cudarc's per-buffer event tracking does
+    /// not see them: use its buffers on other streams only after synchronising (e.g.
+    /// [`GraphExec::synchronize`]). Dropping a launched `GraphExec` waits for the context, so the
+    /// buffers it borrows are free to use once it is gone.
+    #[inline]
+    pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
+        if !self.hosts.is_empty() {
+            self.panics()?;
+        }
+        self.check_stream(stream)?;
+        bind(&self.ctx)?;
+        // SAFETY: live executable graph and stream of one context; the rest is the caller's.
+        let r = unsafe { sys::cuGraphLaunch(self.raw, stream.cu_stream()) };
+        self.launched.set(true);
+        driver(&self.ctx, "cuGraphLaunch", r)
+    }
+
+    /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]).
+    pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
+        stream.synchronize().map_err(|e| Error::Driver {
+            call: "cuStreamSynchronize",
+            device: self.ctx.ordinal(),
+            cause: DriverCode(e.0),
+        })?;
+        self.panics()
+    }
+
+    fn node(&self, node: Node) -> Result<sys::CUgraphNode> {
+        match self.nodes.get(node.index) {
+            Some(&n) if node.graph == self.graph_id => Ok(n),
+            _ => Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: "a node of another graph was used to update this instantiation".into(),
+                fix: Some("update with the nodes of the graph this was instantiated from".into()),
+            }),
+        }
+    }
+
+    /// Changes a kernel node's launch configuration and arguments (typed like the node:
+    /// a wrong type is a compile error), with the checks of a launch
+    /// (`cuGraphExecKernelNodeSetParams`). The graph's edges stay as they were built: keep the
+    /// new arguments' reads and writes compatible with them.
+    pub fn set<Sig>(
+        &mut self,
+        node: &KernelNode<Sig>,
+        config: LaunchConfig,
+        args: impl NodeArgs<'a, Sig>,
+    ) -> Result<()> {
+        let n = self.node(node.node)?;
+        let (_, target) = node.kernel.target(&self.ctx)?;
+        check(&target, &self.ctx, &config)?;
+        let mut acc = std::mem::take(&mut self.scratch);
+        acc.clear();
+        let (exec, ctx) = (self.raw, &self.ctx);
+        let r = args.with_params(ctx, acc, |params, acc| {
+            let p = node_params(target.f, &config, params);
+            bind(ctx)?;
+            // SAFETY: a kernel node of the graph this was instantiated from, with the same
+            // function; one pointer per parameter of the types `Sig` names, copied by the driver.
+            let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };
+            driver(ctx, "cuGraphExecKernelNodeSetParams", r).map(|()| acc)
+        });
+        self.scratch = r?;
+        Ok(())
+    }
+
+    fn set_copy(
+        &mut self,
+        node: &MemcpyNode,
+        want: Direction,
+        ends: (super::nodes::End, super::nodes::End, usize),
+    ) -> Result<()> {
+        let n = self.node(node.node)?;
+        if node.direction != want {
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: format!("a {:?} memcpy node cannot be changed into a {want:?} copy", node.direction),
+                fix: Some("update a node with the copy's own direction".into()),
+            });
+        }
+        let p = copy_params(ends.0, ends.1, ends.2);
+        bind(&self.ctx)?;
+        // SAFETY: a memcpy node of the source graph; memory borrowed for `'a`.
+        let r = unsafe { sys::cuGraphExecMemcpyNodeSetParams(self.raw, n, &p, self.ctx.cu_ctx()) };
+        driver(&self.ctx, "cuGraphExecMemcpyNodeSetParams", r)
+    }
+
+    /// Points a host-to-device memcpy node at other memory.
+    pub fn set_memcpy_htod<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
+        &mut self,
+        node: &MemcpyNode,
+        src: &'a [T],
+        dst: &'a D,
+    ) -> Result<()> {
+        let ends = htod(&self.ctx, src, dst, &mut Vec::new())?;
+        self.set_copy(node, Direction::HtoD, ends)
+    }
+
+    /// Points a device-to-host memcpy node at other memory.
+    pub fn set_memcpy_dtoh<T: DeviceRepr, S: DevicePtr<T>>(
+        &mut self,
+        node: &MemcpyNode,
+        src: &'a S,
+        dst: &'a mut [T],
+    ) -> Result<()> {
+        let ends = dtoh(&self.ctx, src, dst, &mut Vec::new())?;
+        self.set_copy(node, Direction::DtoH, ends)
+    }
+
+    /// Points a device-to-device memcpy node at other memory.
+    pub fn set_memcpy_dtod<T: DeviceRepr, S: DevicePtr<T>, D: DevicePtr<T> + DevicePtrMut<T>>(
+        &mut self,
+        node: &MemcpyNode,
+        src: &'a S,
+        dst: &'a D,
+    ) -> Result<()> {
+        let ends = dtod(&self.ctx, src, dst, &mut Vec::new())?;
+        self.set_copy(node, Direction::DtoD, ends)
+    }
+
+    /// Changes the value a memset node writes.
+    pub fn set_memset<T: DeviceRepr>(&mut self, node: &MemsetNode<T>, value: T) -> Result<()> {
+        let n = self.node(node.node)?;
+        let (size, bits) = memset_bits(value, self.ctx.ordinal())?;
+        let p = sys::CUDA_MEMSET_NODE_PARAMS {
+            dst: node.dst,
+            pitch: 0,
+            value: bits,
+            elementSize: size,
+            width: node.len,
+            height: 1,
+        };
+        bind(&self.ctx)?;
+        // SAFETY: a memset node of the source graph, on the buffer it was built with.
+        let r = unsafe { sys::cuGraphExecMemsetNodeSetParams(self.raw, n, &p, self.ctx.cu_ctx()) };
+        driver(&self.ctx, "cuGraphExecMemsetNodeSetParams", r)
+    }
+
+    /// Takes every node's parameters from `graph`, which must have the same topology as the one
+    /// this was instantiated from (same nodes of the same kinds, added in the same order, same
+    /// edges) (`cuGraphExecUpdate`). Anything else is an [`Error::Graph`] naming the driver's
+    /// reason; instantiate `graph` instead then. Node handles of the original graph stay the
+    /// ones [`GraphExec::set`] takes.
+    pub fn update(&mut self, graph: &Graph<'a>) -> Result<()> {
+        if graph.ctx.cu_ctx() != self.ctx.cu_ctx() {
+            return Err(other_device(&self.ctx, graph.ctx.ordinal()));
+        }
+        bind(&self.ctx)?;
+        // SAFETY: all-zero is a valid result record (SUCCESS, null nodes) the driver fills.
+        let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+        // SAFETY: live executable graph and graph of one context; valid out-pointer.
+        let r = unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.raw.0, &mut info) };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            // The new graph's host closures are what the updated nodes call now.
+            self.hosts.extend(graph.hosts.iter().cloned());
+            return Ok(());
+        }
+        use sys::CUgraphExecUpdateResult::*;
+        let why = match info.result {
+            CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => {
+                "the topology changed (nodes or edges were added or removed)"
+            }
+            CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => "a node's type changed",
+            CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => "a kernel node's function changed",
+            CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => "a kernel node's function changed unsupportedly",
+            CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+                "a node's parameters changed in a way that cannot be updated"
+            }
+            CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => "a node's attributes changed",
+            CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => "the change is not supported by the driver",
+            _ => "the driver refused it",
+        };
+        let label = graph
+            .nodes
+            .iter()
+            .position(|n| n.raw == info.errorNode && !info.errorNode.is_null())
+            .map(|i| format!(" (at node {i}, `{}`)", graph.nodes[i].label))
+            .unwrap_or_default();
+        Err(Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: format!("cuGraphExecUpdate: {why}{label}; {}", DriverCode(r)),
+            fix: Some("instantiate the new graph instead of updating this one".into()),
+        })
+    }
+}

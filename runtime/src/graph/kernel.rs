@@ -1,0 +1,184 @@
+//! Kernel nodes: from generated launchers (`NAME::node`), typed [`Kernel`] values and run-time
+//! [`ProgramKernel`]s. Every one is checked like a launch (the same limit checks of the one
+//! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
+
+use super::args::{Access, GraphArg, GraphArgKind, NodeArgs};
+use super::{Graph, Node, NodeKind};
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, KernelRef};
+use crate::launch::Target;
+use crate::program::ProgramKernel;
+use cudarc::driver::{sys, CudaContext, LaunchConfig};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+/// A kernel node of a kernel of signature `Sig`: derefs to its [`Node`]; its arguments and launch
+/// configuration are changed in an instantiated graph with
+/// [`GraphExec::set`](crate::GraphExec::set) (or the generated `NAME::update`), typed like the
+/// node itself.
+pub struct KernelNode<Sig> {
+    pub(crate) node: Node,
+    pub(crate) kernel: KernelRef,
+    _sig: PhantomData<fn(Sig)>,
+}
+
+impl<Sig> Clone for KernelNode<Sig> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Sig> Copy for KernelNode<Sig> {}
+
+impl<Sig> std::fmt::Debug for KernelNode<Sig> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelNode").field("node", &self.node).field("kernel", &self.kernel.name()).finish()
+    }
+}
+
+impl<Sig> std::ops::Deref for KernelNode<Sig> {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+/// The driver's kernel-node parameters for `f` with `cfg` and `params`.
+pub(crate) fn node_params(
+    f: sys::CUfunction,
+    cfg: &LaunchConfig,
+    params: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    let (g, b) = (cfg.grid_dim, cfg.block_dim);
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func: f,
+        gridDimX: g.0,
+        gridDimY: g.1,
+        gridDimZ: g.2,
+        blockDimX: b.0,
+        blockDimY: b.1,
+        blockDimZ: b.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        kernelParams: params.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    }
+}
+
+/// Refuses a configuration the kernel cannot take, as a launch would.
+#[inline(always)]
+pub(crate) fn check(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig) -> Result<()> {
+    target.check(ctx.ordinal(), cfg)
+}
+
+impl<'a> Graph<'a> {
+    /// Adds a kernel node for `target` with `params` (one pointer per parameter).
+    ///
+    /// # Safety
+    /// `target.f` belongs to the graph's context; `params` holds one pointer per kernel parameter
+    /// to a value of its exact type; `accesses` lists the ranges the arguments name.
+    unsafe fn kernel_raw(
+        &mut self,
+        target: &Target<'_>,
+        cfg: &LaunchConfig,
+        params: &mut [*mut c_void],
+        accesses: Vec<Access>,
+    ) -> Result<Node> {
+        check(target, &self.ctx, cfg)?;
+        let p = node_params(target.f, cfg, params);
+        let graph = self.raw.0;
+        let name = target.who.kernel;
+        self.add(
+            NodeKind::Kernel,
+            || name.to_string(),
+            accesses,
+            "cuGraphAddKernelNode",
+            |deps| {
+                let mut n = std::ptr::null_mut();
+                // SAFETY: the caller's contract; the driver copies the parameter values now.
+                let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
+                (r, n)
+            },
+        )
+    }
+}
+
+impl<Sig> Kernel<Sig> {
+    /// Adds a node launching this kernel with `config` and `args` (a tuple typed like the
+    /// generated `launch`'s arguments, buffers borrowed for the graph's lifetime) to `graph`.
+    /// Generated kernels also have `NAME::node(&mut graph, config, args...)`.
+    ///
+    /// The configuration is checked against the kernel's limits as a launch is; a buffer of
+    /// another device is an [`Error::Graph`]. Creating the node runs nothing; launching the
+    /// instantiated graph is what is `unsafe`.
+    pub fn node<'a>(
+        &self,
+        graph: &mut Graph<'a>,
+        config: LaunchConfig,
+        args: impl NodeArgs<'a, Sig>,
+    ) -> Result<KernelNode<Sig>> {
+        let raw = self.untyped();
+        let ctx = graph.ctx.clone();
+        let (_, target) = raw.target(&ctx)?;
+        let acc = graph.take_scratch();
+        let r = args.with_params(&ctx, acc, |params, acc| {
+            // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
+            // one pointer per parameter of the types `Sig` names (the kernel's).
+            unsafe { graph.kernel_raw(&target, &config, params, acc) }
+        });
+        r.map(|node| KernelNode { node, kernel: raw, _sig: PhantomData })
+    }
+}
+
+impl ProgramKernel {
+    /// Adds a node launching this run-time kernel with `config` and `args` to `graph`. The
+    /// argument count and sizes are checked against the compiled kernel (as
+    /// [`ProgramKernel::launch`] does); the kernel's module must be loaded on the graph's device.
+    pub fn node<'a>(&'a self, graph: &mut Graph<'a>, config: LaunchConfig, args: &[GraphArg<'a>]) -> Result<Node> {
+        let ctx = graph.ctx.clone();
+        let target = self.target();
+        if self.context().cu_ctx() != ctx.cu_ctx() {
+            return Err(Error::Graph {
+                device: ctx.ordinal(),
+                cause: format!(
+                    "kernel `{}` is loaded on device {}, the graph is on device {}",
+                    self.name(),
+                    self.context().ordinal(),
+                    ctx.ordinal()
+                ),
+                fix: Some("load the program on the graph's device: `program.load(graph.context())`".into()),
+            });
+        }
+        if let Some(params) = self.params() {
+            if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {
+                return Err(Error::Arguments {
+                    origin: target.who.origin.to_string(),
+                    kernel: self.name().to_string(),
+                    expected: params.iter().map(|p| p.1).collect(),
+                    given: args.iter().map(|a| a.size).collect(),
+                });
+            }
+        }
+        let mut acc = graph.take_scratch();
+        let mut pointers = vec![0u64; args.len()];
+        for (a, p) in args.iter().zip(pointers.iter_mut()) {
+            if let GraphArgKind::Buffer { object, address, write } = a.kind {
+                // SAFETY: `object` is the `&'a S` the GraphArg constructor took for this `address`.
+                let (ptr, access) = unsafe { address(object, &ctx, write) }?;
+                *p = ptr;
+                acc.push(access);
+            }
+        }
+        let mut params: Vec<*mut c_void> = args
+            .iter()
+            .zip(&pointers)
+            .map(|(a, p)| match a.kind {
+                GraphArgKind::Value(v) => v as *mut c_void,
+                GraphArgKind::Buffer { .. } => p as *const u64 as *mut c_void,
+            })
+            .collect();
+        // SAFETY: the function belongs to the graph's context (checked); one pointer per
+        // parameter of the parameter's size (checked), alive for the call.
+        unsafe { graph.kernel_raw(&target, &config, &mut params, acc) }
+    }
+}

@@ -1,0 +1,379 @@
+//! CUDA graphs built from typed nodes: kernel nodes from every generated launcher
+//! (`NAME::node`), [`Kernel`](crate::Kernel) values and [`ProgramKernel`](crate::ProgramKernel)s;
+//! memcpy, memset, host, empty, child-graph and event nodes. Dependencies are given explicitly
+//! ([`Graph::after`], [`Graph::add_edge`]) and inferred from what each node reads and writes.
+//!
+//! # Borrows
+//!
+//! A `Graph<'a>` and its [`GraphExec<'a>`] refer to buffers by address, so every buffer (device or
+//! host) a node names is borrowed for `'a`: neither can outlive one (a compile error), and a host
+//! buffer cannot move or be freed while they exist. Device buffers are borrowed *shared*, also the
+//! ones a kernel writes: a graph typically writes one buffer from several nodes, which `&'a mut`
+//! would forbid. What a node writes is known from the kernel's signature (the `Out`/`OutAny`
+//! markers), from the memcpy/memset destination, and is recorded for the dependency inference; a
+//! read-only view (`CudaView`) is refused where something is written. A host buffer a memcpy
+//! writes is borrowed `&'a mut` (Rust forbids writing through a shared borrow): read it after the
+//! graph and its instantiations are dropped, or copy device results into a host node.
+//!
+//! # Dependencies
+//!
+//! A node that reads a range depends on the last node that wrote an overlapping range; a node that
+//! writes depends on the last writer and every reader since (write-after-read, write-after-write).
+//! Ranges are device (or host) addresses, so two disjoint views of one buffer give no edge and
+//! overlapping ones do. A host node's closure is opaque: give its dependencies with
+//! [`Graph::after`]. [`Graph::edges`] lists the edges, [`Graph::to_dot`] draws them.
+//!
+//! # Capture or builder
+//!
+//! Generated launchers also work inside cudarc's stream capture (`stream.begin_capture(..)`,
+//! launches, `stream.end_capture(..)`): prefer capture to record an existing sequence of stream
+//! work, library calls included, as it is. Prefer the builder for typed node handles (typed
+//! parameter updates without re-capturing), inferred concurrency between independent nodes,
+//! host closures with panic reporting, and a graph whose shape you can inspect.
+
+mod args;
+mod deps;
+mod exec;
+mod host;
+mod kernel;
+mod nodes;
+
+#[doc(hidden)]
+pub use args::ByValue;
+pub use args::{GraphArg, NodeArg, NodeArgs};
+pub use exec::GraphExec;
+pub use kernel::KernelNode;
+pub use nodes::{MemcpyNode, MemsetNode};
+
+use crate::error::{DriverCode, Error, Result};
+use crate::limits::bind;
+use args::Access;
+use cudarc::driver::{sys, CudaContext};
+use host::HostCell;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
+
+/// One node of a [`Graph`]: `Copy`, valid for the graph it was added to (and its
+/// instantiations). Use it in [`Graph::after`] and [`Graph::add_edge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Node {
+    graph: u64,
+    index: usize,
+}
+
+impl Node {
+    /// The node's position in its graph (0 for the first node added).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+/// What kind of node a [`Node`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeKind {
+    /// A kernel launch.
+    Kernel,
+    /// A memory copy.
+    Memcpy,
+    /// A memset.
+    Memset,
+    /// A Rust closure run on the host.
+    Host,
+    /// No work: a join or fork point.
+    Empty,
+    /// A whole graph embedded as one node.
+    Child,
+    /// Records a CUDA event.
+    EventRecord,
+    /// Waits for a CUDA event.
+    EventWait,
+}
+
+pub(crate) struct NodeInfo {
+    pub(crate) raw: sys::CUgraphNode,
+    pub(crate) kind: NodeKind,
+    pub(crate) label: String,
+}
+
+/// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
+/// use its node handles for updates).
+pub(crate) struct RawGraph(pub(crate) sys::CUgraph);
+
+impl Drop for RawGraph {
+    fn drop(&mut self) {
+        // SAFETY: created by cuGraphCreate, destroyed once, here.
+        unsafe { sys::cuGraphDestroy(self.0) };
+    }
+}
+
+/// A CUDA graph under construction, on one context. `'a` is how long every buffer its nodes
+/// refer to stays borrowed; see the [module docs](self) for the borrow rules and the inference.
+///
+/// ```no_run
+/// # use cuda_embed_runtime::{Graph, LaunchConfig};
+/// # fn f() -> cuda_embed_runtime::Result<()> {
+/// let ctx = cuda_embed_runtime::context(0)?;
+/// let stream = ctx.default_stream();
+/// let host = vec![1.0f32; 1024];
+/// let x = stream.alloc_zeros::<f32>(1024)?;
+/// let mut g = Graph::new(&ctx)?;
+/// let up = g.memcpy_htod(&host, &x)?;
+/// let log = g.after(&[*up]).host(|| println!("copied"))?;
+/// assert_eq!(g.edges(), vec![(*up, log)]);
+/// let exec = g.instantiate()?;
+/// unsafe { exec.launch(&stream)? };
+/// exec.synchronize(&stream)?;
+/// # Ok(()) }
+/// ```
+pub struct Graph<'a> {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) raw: Rc<RawGraph>,
+    pub(crate) id: u64,
+    pub(crate) nodes: Vec<NodeInfo>,
+    edges: Vec<(usize, usize)>,
+    tracker: deps::Tracker,
+    /// Every access of every node, for a parent graph that embeds this one.
+    all: Vec<Access>,
+    pending: Vec<usize>,
+    infer: bool,
+    pub(crate) hosts: Vec<Arc<HostCell>>,
+    /// Scratch for one node's accesses and dependencies (no allocation per node).
+    scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
+    _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+impl std::fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("device", &self.ctx.ordinal())
+            .field("nodes", &self.nodes.len())
+            .field("edges", &self.edges.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Graph<'a> {
+    /// An empty graph on `ctx`'s device.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        bind(ctx)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; flags must be 0.
+        let r = unsafe { sys::cuGraphCreate(&mut raw, 0) };
+        driver(ctx, "cuGraphCreate", r)?;
+        Ok(Graph {
+            ctx: ctx.clone(),
+            raw: Rc::new(RawGraph(raw)),
+            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            tracker: deps::Tracker::default(),
+            all: Vec::new(),
+            pending: Vec::new(),
+            infer: true,
+            hosts: Vec::new(),
+            scratch: (Vec::new(), Vec::new(), Vec::new()),
+            _borrows: PhantomData,
+        })
+    }
+
+    /// The graph's context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The driver's graph handle, for calls cuda-embed does not wrap.
+    pub fn cu_graph(&self) -> sys::CUgraph {
+        self.raw.0
+    }
+
+    /// Makes the next node added depend on `deps` (besides what is inferred). Returns the graph,
+    /// so it reads `g.after(&[a, b]).host(..)` or `saxpy::node(g.after(&[up]), ...)`.
+    ///
+    /// A node of another graph is remembered as an error for the next node added.
+    pub fn after(&mut self, deps: &[Node]) -> &mut Self {
+        for d in deps {
+            // A foreign node is kept as an impossible index and refused when the node is added.
+            self.pending.push(if d.graph == self.id { d.index } else { usize::MAX });
+        }
+        self
+    }
+
+    /// Turns dependency inference on (the default) or off. Off, only explicit dependencies
+    /// ([`Graph::after`], [`Graph::add_edge`]) order nodes.
+    pub fn infer_dependencies(&mut self, on: bool) -> &mut Self {
+        self.infer = on;
+        self
+    }
+
+    /// Adds the edge `from -> to` between two nodes already in the graph.
+    pub fn add_edge(&mut self, from: Node, to: Node) -> Result<()> {
+        let (f, t) = (self.check_node(from)?, self.check_node(to)?);
+        if self.edges.contains(&(f, t)) {
+            return Ok(());
+        }
+        bind(&self.ctx)?;
+        let (a, b) = (self.nodes[f].raw, self.nodes[t].raw);
+        // SAFETY: two nodes of this graph; one edge with default (null) edge data.
+        let r = unsafe { sys::cuGraphAddDependencies_v2(self.raw.0, &a, &b, std::ptr::null(), 1) };
+        driver(&self.ctx, "cuGraphAddDependencies", r)?;
+        self.edges.push((f, t));
+        Ok(())
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Every node, in the order added.
+    pub fn nodes(&self) -> Vec<Node> {
+        (0..self.nodes.len()).map(|index| Node { graph: self.id, index }).collect()
+    }
+
+    /// A node's kind.
+    pub fn kind(&self, node: Node) -> Option<NodeKind> {
+        self.check_node(node).ok().map(|i| self.nodes[i].kind)
+    }
+
+    /// A node's label (the kernel's name, `memcpy HtoD 4096 B`, ...), as [`Graph::to_dot`] shows it.
+    pub fn label(&self, node: Node) -> Option<&str> {
+        self.check_node(node).ok().map(|i| self.nodes[i].label.as_str())
+    }
+
+    /// Every edge `(from, to)`, explicit and inferred, in the order added.
+    pub fn edges(&self) -> Vec<(Node, Node)> {
+        let n = |index| Node { graph: self.id, index };
+        self.edges.iter().map(|&(f, t)| (n(f), n(t))).collect()
+    }
+
+    /// The graph in Graphviz DOT: one box per node (`n3 [label="saxpy"]`), one arrow per edge.
+    pub fn to_dot(&self) -> String {
+        let mut s = String::from("digraph cuda_graph {\n    node [shape=box];\n");
+        for (i, n) in self.nodes.iter().enumerate() {
+            let label = n.label.replace('\\', "\\\\").replace('"', "\\\"");
+            s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
+        }
+        for (f, t) in &self.edges {
+            s.push_str(&format!("    n{f} -> n{t};\n"));
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    /// Writes the driver's own DOT rendering (`cuGraphDebugDotPrint`, verbose) to `path`.
+    pub fn write_driver_dot(&self, path: &std::path::Path) -> Result<()> {
+        let c = std::ffi::CString::new(path.to_string_lossy().as_bytes()).map_err(|_| Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: format!("the path {} contains a NUL byte", path.display()),
+            fix: None,
+        })?;
+        bind(&self.ctx)?;
+        // SAFETY: live graph; NUL-terminated path; flag 1 = CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.
+        let r = unsafe { sys::cuGraphDebugDotPrint(self.raw.0, c.as_ptr(), 1) };
+        driver(&self.ctx, "cuGraphDebugDotPrint", r)
+    }
+
+    /// Instantiates the graph (`cuGraphInstantiateWithFlags`): an executable graph to launch on
+    /// any stream of the context, as often as needed. The graph stays usable (to instantiate
+    /// again, or as the source of [`GraphExec::update`]).
+    pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        GraphExec::new(self)
+    }
+
+    pub(crate) fn check_node(&self, node: Node) -> Result<usize> {
+        if node.graph == self.id && node.index < self.nodes.len() {
+            Ok(node.index)
+        } else {
+            Err(self.foreign())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn foreign(&self) -> Error {
+        Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: "a node of another graph was used".into(),
+            fix: Some("use the nodes this graph returned (nodes are not shared between graphs)".into()),
+        }
+    }
+
+    /// The scratch access list for the next node, emptied.
+    pub(crate) fn take_scratch(&mut self) -> Vec<Access> {
+        let mut v = std::mem::take(&mut self.scratch.0);
+        v.clear();
+        v
+    }
+
+    /// Adds one node. `accesses` are its memory ranges; `add` calls the driver with the
+    /// dependency list and returns the new node. Returns the scratch list for reuse.
+    pub(crate) fn add(
+        &mut self,
+        kind: NodeKind,
+        label: impl FnOnce() -> String,
+        accesses: Vec<Access>,
+        call: &'static str,
+        add: impl FnOnce(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> Result<Node> {
+        let mut deps = std::mem::take(&mut self.scratch.1);
+        deps.clear();
+        deps.append(&mut self.pending);
+        let result = self.add_with(kind, label, &accesses, &mut deps, call, add);
+        self.scratch.0 = accesses;
+        self.scratch.1 = deps;
+        result
+    }
+
+    fn add_with(
+        &mut self,
+        kind: NodeKind,
+        label: impl FnOnce() -> String,
+        accesses: &[Access],
+        deps: &mut Vec<usize>,
+        call: &'static str,
+        add: impl FnOnce(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> Result<Node> {
+        if deps.iter().any(|&d| d >= self.nodes.len()) {
+            return Err(self.foreign());
+        }
+        if self.infer {
+            self.tracker.deps(accesses, deps);
+        }
+        if deps.len() > 1 {
+            deps.sort_unstable();
+            deps.dedup();
+        }
+        let mut raw_deps = std::mem::take(&mut self.scratch.2);
+        raw_deps.clear();
+        raw_deps.extend(deps.iter().map(|&d| self.nodes[d].raw));
+        bind(&self.ctx)?;
+        let (r, raw) = add(&raw_deps);
+        self.scratch.2 = raw_deps;
+        driver(&self.ctx, call, r)?;
+        let index = self.nodes.len();
+        self.nodes.push(NodeInfo { raw, kind, label: label() });
+        self.edges.extend(deps.iter().map(|&d| (d, index)));
+        self.tracker.record(index, accesses);
+        self.all.extend_from_slice(accesses);
+        Ok(Node { graph: self.id, index })
+    }
+}
+
+/// `Ok` for success, else an [`Error::Driver`] naming `call` and the context's device.
+pub(crate) fn driver(ctx: &CudaContext, call: &'static str, r: sys::CUresult) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Driver { call, device: ctx.ordinal(), cause: DriverCode(r) })
+    }
+}

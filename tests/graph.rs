@@ -1,0 +1,346 @@
+//! CUDA graphs built from typed nodes: the two programs of Numba's graph proposal, every node
+//! kind, the inferred edges, updates, host-node panics, a buffer of another device, run-time
+//! program kernels and template instances. Every test needs a GPU (`#[ignore]`d without).
+
+use cuda_embed::{cuda_kernel, graph::GraphArg, CudaContext, Error, Graph, LaunchConfig, NodeKind, Program};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void fill_index(int* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = i; }
+    extern "C" __global__ void twice(int* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }
+    extern "C" __global__ void fill_f(float* a, float v, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = v; }
+    extern "C" __global__ void scale_f(float* a, float s, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= s; }
+    extern "C" __global__ void add_into(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += x[i]; }
+    template <typename T> __global__ void fill_t(T* out, T value, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = value; }
+"#,
+    instances = ["fill_t<float>", "fill_t<int>"]
+);
+
+const N: usize = 1000;
+
+fn ctx() -> Arc<CudaContext> {
+    cuda_embed::context(0).expect("a CUDA GPU")
+}
+
+fn cfg() -> LaunchConfig {
+    LaunchConfig::for_num_elems(N as u32)
+}
+
+fn idx(g: &Graph<'_>) -> Vec<(usize, usize)> {
+    g.edges().iter().map(|(a, b)| (a.index(), b.index())).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn numba_program_one_two_kernels_on_one_array() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let arr = stream.alloc_zeros::<i32>(N).unwrap();
+    let mut reference = stream.alloc_zeros::<i32>(N).unwrap();
+    // SAFETY: both kernels stay within N elements.
+    unsafe {
+        fill_index::launch(&stream, cfg(), &mut reference, N as i32).unwrap();
+        twice::launch(&stream, cfg(), &mut reference, N as i32).unwrap();
+    }
+    let mut g = Graph::new(&ctx).unwrap();
+    let n1 = fill_index::node(&mut g, cfg(), &arr, N as i32).unwrap();
+    let n2 = twice::node(g.after(&[*n1]), cfg(), &arr, N as i32).unwrap();
+    assert_eq!(g.edges(), vec![(*n1, *n2)]); // the explicit and the inferred edge are one
+    let exec = g.instantiate().unwrap();
+    // SAFETY: as above.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    let got = stream.clone_dtoh(&arr).unwrap();
+    assert_eq!(got, stream.clone_dtoh(&reference).unwrap());
+    assert_eq!(got[7], 14);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn numba_program_two_htod_kernel_dtoh_host() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let host_in: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let mut host_out = vec![0.0f32; N];
+    let d = stream.alloc_zeros::<f32>(N).unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    {
+        let mut g = Graph::new(&ctx).unwrap();
+        let up = g.memcpy_htod(&host_in, &d).unwrap();
+        let k = scale_f::node(&mut g, cfg(), &d, 3.0, N as i32).unwrap();
+        let down = g.memcpy_dtoh(&d, &mut host_out).unwrap();
+        let s = seen.clone();
+        let h = g
+            .after(&[*down])
+            .host(move || {
+                s.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        assert_eq!(idx(&g), [(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(g.kind(*up), Some(NodeKind::Memcpy));
+        assert_eq!(g.kind(*k), Some(NodeKind::Kernel));
+        assert_eq!(g.kind(h), Some(NodeKind::Host));
+        let exec = g.instantiate().unwrap();
+        exec.upload(&stream).unwrap();
+        // SAFETY: the kernel stays within N elements.
+        unsafe { exec.launch(&stream).unwrap() };
+        exec.synchronize(&stream).unwrap();
+    }
+    // The same program as plain stream work.
+    let mut d2 = stream.clone_htod(&host_in).unwrap();
+    // SAFETY: as above.
+    unsafe { scale_f::launch(&stream, cfg(), &mut d2, 3.0, N as i32).unwrap() };
+    assert_eq!(host_out, stream.clone_dtoh(&d2).unwrap());
+    assert_eq!(host_out[5], 15.0);
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_node_kind() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let a = stream.alloc_zeros::<f32>(N).unwrap();
+    let b = stream.alloc_zeros::<f32>(N).unwrap();
+    let ev = ctx.new_event(None).unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let mut child = Graph::new(&ctx).unwrap();
+    scale_f::node(&mut child, cfg(), &b, 2.0, N as i32).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let ms = g.memset(&a, 1.5f32).unwrap();
+    let cp = g.memcpy_dtod(&a, &b).unwrap();
+    let ch = g.child(&child).unwrap();
+    let rec = g.after(&[ch]).event_record(&ev).unwrap();
+    let wait = g.after(&[rec]).event_wait(&ev).unwrap();
+    let r = ran.clone();
+    let host = g
+        .after(&[wait])
+        .host(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let join = g.after(&[host, *ms]).empty().unwrap();
+    let kinds: Vec<_> = g.nodes().into_iter().map(|n| g.kind(n).unwrap()).collect();
+    use NodeKind::*;
+    assert_eq!(kinds, [Memset, Memcpy, Child, EventRecord, EventWait, Host, Empty]);
+    // memset -> copy (reads a), copy -> child (writes b), then the explicit chain.
+    assert_eq!(idx(&g), [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 6), (5, 6)]);
+    assert_eq!(g.label(*cp), Some("memcpy DtoD 4000 B"));
+    assert_eq!(join.index(), 6);
+    let exec = g.instantiate().unwrap();
+    for _ in 0..2 {
+        // SAFETY: scale_f stays within N elements.
+        unsafe { exec.launch(&stream).unwrap() };
+    }
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&b).unwrap().iter().all(|&v| v == 3.0));
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    let dot = g.to_dot();
+    assert!(dot.contains("n0 [label=\"memset 1000 x 4 B\"]") && dot.contains("n5 -> n6"), "{dot}");
+    let path = std::env::temp_dir().join(format!("cuda-embed-graph-{}.dot", std::process::id()));
+    g.write_driver_dot(&path).unwrap();
+    assert!(std::fs::read_to_string(&path).unwrap().contains("digraph"));
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn inferred_edges_raw_war_waw() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let (x, y, z) = (
+        stream.alloc_zeros::<f32>(N).unwrap(),
+        stream.alloc_zeros::<f32>(N).unwrap(),
+        stream.alloc_zeros::<f32>(N).unwrap(),
+    );
+    let n = N as i32;
+    let mut g = Graph::new(&ctx).unwrap();
+    fill_f::node(&mut g, cfg(), &x, 1.0, n).unwrap(); // 0 writes x
+    add_into::node(&mut g, cfg(), &x, &y, n).unwrap(); // 1 reads x (RAW on 0), writes y
+    add_into::node(&mut g, cfg(), &x, &z, n).unwrap(); // 2 reads x (RAW on 0), writes z; no edge to 1
+    fill_f::node(&mut g, cfg(), &x, 2.0, n).unwrap(); // 3 writes x: WAW on 0, WAR on 1 and 2
+    fill_f::node(&mut g, cfg(), &x, 3.0, n).unwrap(); // 4 writes x: WAW on 3 only
+    assert_eq!(idx(&g), [(0, 1), (0, 2), (0, 3), (1, 3), (2, 3), (3, 4)]);
+    let exec = g.instantiate().unwrap();
+    // SAFETY: every kernel stays within N elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 1.0));
+    assert!(stream.clone_dtoh(&x).unwrap().iter().all(|&v| v == 3.0));
+    // Off: no edges at all.
+    let mut g = Graph::new(&ctx).unwrap();
+    g.infer_dependencies(false);
+    fill_f::node(&mut g, cfg(), &x, 1.0, n).unwrap();
+    fill_f::node(&mut g, cfg(), &x, 1.0, n).unwrap();
+    assert!(g.edges().is_empty());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn inferred_edges_disjoint_views_none_overlapping_views_some() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut w = stream.alloc_zeros::<f32>(N).unwrap();
+    let y = stream.alloc_zeros::<f32>(N).unwrap();
+    let (z1, z2) = (stream.alloc_zeros::<f32>(N / 2).unwrap(), stream.alloc_zeros::<f32>(N / 2).unwrap());
+    let (v1, v2) = (y.slice(0..N / 2), y.slice(N / 4..N / 4 + N / 2)); // overlapping views of y
+    let (lo, hi) = w.split_at_mut(N / 2); // disjoint views of w
+    let half = (N / 2) as i32;
+    let hcfg = LaunchConfig::for_num_elems(N as u32 / 2);
+    let mut g = Graph::new(&ctx).unwrap();
+    fill_f::node(&mut g, hcfg, &lo, 1.0, half).unwrap(); // 0 writes w[..N/2]
+    fill_f::node(&mut g, hcfg, &hi, 2.0, half).unwrap(); // 1 writes w[N/2..]: disjoint, no edge
+    fill_f::node(&mut g, cfg(), &y, 5.0, N as i32).unwrap(); // 2 writes all of y
+    add_into::node(&mut g, hcfg, &v1, &z1, half).unwrap(); // 3 reads y[..N/2]: edge from 2
+    add_into::node(&mut g, hcfg, &v2, &z2, half).unwrap(); // 4 reads y[N/4..3N/4]: edge from 2, none from 3
+    add_into::node(&mut g, hcfg, &lo, &z1, half).unwrap(); // 5 reads w lo (0), writes z1 (after 3)
+    assert_eq!(idx(&g), [(2, 3), (2, 4), (0, 5), (3, 5)]);
+    let exec = g.instantiate().unwrap();
+    // SAFETY: every kernel stays within its view.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    drop(exec);
+    drop(g);
+    assert!(stream.clone_dtoh(&z1).unwrap().iter().all(|&v| v == 6.0));
+    assert!(stream.clone_dtoh(&z2).unwrap().iter().all(|&v| v == 5.0));
+    let w_host = stream.clone_dtoh(&w).unwrap();
+    assert_eq!((w_host[0], w_host[N - 1]), (1.0, 2.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn typed_updates_memset_memcpy_and_whole_graph() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let n = N as i32;
+    let (a, b) = (stream.alloc_zeros::<f32>(N).unwrap(), stream.alloc_zeros::<f32>(N).unwrap());
+    let src1 = vec![1.0f32; N];
+    let src2 = vec![10.0f32; N];
+    let mut g = Graph::new(&ctx).unwrap();
+    let ms = g.memset(&b, 0.0f32).unwrap();
+    let up = g.memcpy_htod(&src1, &a).unwrap();
+    let k = scale_f::node(&mut g, cfg(), &a, 2.0, n).unwrap();
+    let add = add_into::node(&mut g, cfg(), &a, &b, n).unwrap();
+    let mut exec = g.instantiate().unwrap();
+    let run = |exec: &cuda_embed::GraphExec<'_>| {
+        // SAFETY: every kernel stays within N elements.
+        unsafe { exec.launch(&stream).unwrap() };
+        exec.synchronize(&stream).unwrap();
+        stream.clone_dtoh(&b).unwrap()[3]
+    };
+    assert_eq!(run(&exec), 2.0);
+    exec.set(&k, cfg(), (&a, 3.0f32, n)).unwrap(); // typed tuple form
+    assert_eq!(run(&exec), 3.0);
+    scale_f::update(&mut exec, &k, cfg(), &a, 4.0, n).unwrap(); // generated form
+    assert_eq!(run(&exec), 4.0);
+    exec.set_memset(&ms, 100.0f32).unwrap();
+    assert_eq!(run(&exec), 104.0);
+    exec.set_memcpy_htod(&up, &src2, &a).unwrap();
+    assert_eq!(run(&exec), 140.0);
+    add_into::update(&mut exec, &add, cfg(), &a, &b, n).unwrap();
+    let bad = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4096, 1, 1), shared_mem_bytes: 0 };
+    assert!(matches!(exec.set(&k, bad, (&a, 1.0f32, n)), Err(Error::Launch { .. })));
+
+    // Whole-graph update: same topology, other values.
+    let mut g2 = Graph::new(&ctx).unwrap();
+    g2.memset(&b, 0.0f32).unwrap();
+    g2.memcpy_htod(&src1, &a).unwrap();
+    scale_f::node(&mut g2, cfg(), &a, 7.0, n).unwrap();
+    add_into::node(&mut g2, cfg(), &a, &b, n).unwrap();
+    exec.update(&g2).unwrap();
+    assert_eq!(run(&exec), 7.0);
+    // Another topology: a clear error.
+    let mut g3 = Graph::new(&ctx).unwrap();
+    g3.memset(&b, 0.0f32).unwrap();
+    match exec.update(&g3) {
+        Err(Error::Graph { cause, fix, .. }) => {
+            assert!(cause.contains("cuGraphExecUpdate") && cause.contains("topology"), "{cause}");
+            assert!(fix.unwrap().contains("instantiate"));
+        }
+        other => panic!("expected a topology error, got {other:?}"),
+    }
+    // A node of another graph.
+    assert!(matches!(exec.set_memset(&g3.memset(&b, 1.0f32).unwrap(), 2.0), Err(Error::Graph { .. })));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_node_panic_is_an_error_on_the_next_sync_and_launch() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let mut g = Graph::new(&ctx).unwrap();
+    let h = g
+        .host(move || {
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("boom in the host node");
+            }
+        })
+        .unwrap();
+    let after = g.after(&[h]).host(|| {}).unwrap();
+    assert_eq!(g.edges(), vec![(h, after)]);
+    let exec = g.instantiate().unwrap();
+    // SAFETY: no kernels.
+    unsafe { exec.launch(&stream).unwrap() };
+    match exec.synchronize(&stream) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("boom in the host node"), "{cause}"),
+        other => panic!("expected the host panic, got {other:?}"),
+    }
+    exec.synchronize(&stream).unwrap(); // reported once
+                                        // SAFETY: as above.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn program_kernels_and_template_instances_as_nodes() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let src = r#"extern "C" __global__ void add_k(float* y, float k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += k; }"#;
+    let module = Program::new(src).name("graph_prog").load(&ctx).unwrap();
+    let add_k = module.kernel("add_k").unwrap();
+    let y = stream.alloc_zeros::<f32>(N).unwrap();
+    let (k, n) = (0.5f32, N as i32);
+    let ints = stream.alloc_zeros::<i32>(N).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    fill_t::node::<f32>(&mut g, cfg(), &y, 2.0, n).unwrap();
+    add_k.node(&mut g, cfg(), &[GraphArg::write(&y), GraphArg::value(&k), GraphArg::value(&n)]).unwrap();
+    assert_eq!(idx(&g), [(0, 1)]);
+    assert_eq!(g.label(g.nodes()[0]), Some("fill_t<float>"));
+    let wrong = add_k.node(&mut g, cfg(), &[GraphArg::write(&y), GraphArg::value(&n)]);
+    assert!(matches!(wrong, Err(Error::Arguments { .. })), "{wrong:?}");
+    let exec = g.instantiate().unwrap();
+    // SAFETY: both kernels stay within N elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 2.5));
+    fill_t::node::<i32>(&mut g, cfg(), &ints, 9, n).unwrap();
+    let bad = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4096, 1, 1), shared_mem_bytes: 0 };
+    assert!(matches!(fill_t::node::<i32>(&mut g, bad, &ints, 9, n), Err(Error::Launch { .. })));
+}
+
+#[test]
+#[ignore = "needs 2 CUDA GPUs"]
+fn a_buffer_of_another_device_is_an_error() {
+    let devices = CudaContext::device_count().unwrap_or(0) as usize;
+    if devices < 2 {
+        eprintln!("graph: {devices} GPU(s); the other-device check needs 2 — not run");
+        return;
+    }
+    let (c0, c1) = (ctx(), cuda_embed::context(1).unwrap());
+    let other = c1.default_stream().alloc_zeros::<f32>(N).unwrap();
+    let mut g = Graph::new(&c0).unwrap();
+    match fill_f::node(&mut g, cfg(), &other, 1.0, N as i32) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("device 1"), "{cause}"),
+        other => panic!("expected an other-device error, got {other:?}"),
+    }
+    assert!(g.is_empty());
+    let exec = g.instantiate().unwrap();
+    // SAFETY: an empty graph.
+    assert!(matches!(unsafe { exec.launch(&c1.default_stream()) }, Err(Error::Graph { .. })));
+}
