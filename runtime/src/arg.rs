@@ -129,13 +129,10 @@ pub(crate) enum ArgKind {
 pub struct Arg<'a> {
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
-    /// What the value or the buffer's elements are, for launches that check element types
-    /// ([`ElementwiseKernel`](crate::ElementwiseKernel)).
+    /// What the value or the buffer's elements are, and whether a buffer was borrowed
+    /// exclusively: for launches that check element types ([`ElementwiseKernel`](crate::ElementwiseKernel),
+    /// kernels taken with a C signature).
     pub(crate) elem: Elem,
-    /// `type_name` of the value, or of a buffer's elements (for signature checks).
-    pub(crate) ty: &'static str,
-    /// A buffer borrowed exclusively (the kernel may write it).
-    pub(crate) writes: bool,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -162,8 +159,6 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
             elem: Elem::of::<T>(1, false),
-            ty: std::any::type_name::<T>(),
-            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -178,8 +173,6 @@ impl<'a> Arg<'a> {
                 bind: bind_shared::<T, S>,
                 placement: placement_of::<T, S>,
             },
-            ty: std::any::type_name::<T>(),
-            writes: false,
             _borrow: PhantomData,
         }
     }
@@ -194,8 +187,6 @@ impl<'a> Arg<'a> {
                 bind: bind_exclusive::<T, S>,
                 placement: placement_of::<T, S>,
             },
-            ty: std::any::type_name::<T>(),
-            writes: true,
             _borrow: PhantomData,
         }
     }
@@ -203,14 +194,7 @@ impl<'a> Arg<'a> {
     /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
     /// original).
     pub(crate) fn reborrow(&mut self) -> Arg<'_> {
-        Arg {
-            size: self.size,
-            elem: self.elem,
-            ty: self.ty,
-            writes: self.writes,
-            kind: self.kind,
-            _borrow: PhantomData,
-        }
+        Arg { size: self.size, elem: self.elem, kind: self.kind, _borrow: PhantomData }
     }
 
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
@@ -237,8 +221,6 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(1, writes),
             kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound, placement: nowhere },
-            ty: std::any::type_name::<T>(),
-            writes,
             _borrow: PhantomData,
         }
     }

@@ -224,8 +224,8 @@ pub(crate) fn check(sig: &[Expected], args: &[Arg<'_>]) -> Result<(), String> {
                     return Err(format!("{at} is a value but a buffer was given: pass it with `Arg::value`"));
                 }
                 if let Some(want) = want {
-                    if !same(want, a.ty) {
-                        return Err(format!("{at} takes `{want}` but the argument is `{}`", short(a.ty)));
+                    if !same(want, a.elem.rust) {
+                        return Err(format!("{at} takes `{want}` but the argument is `{}`", short(a.elem.rust)));
                     }
                 }
             }
@@ -233,19 +233,22 @@ pub(crate) fn check(sig: &[Expected], args: &[Arg<'_>]) -> Result<(), String> {
                 if !buffer {
                     return Err(format!(
                         "{at} is a pointer but a value of `{}` was given: pass a device buffer with `Arg::{}`",
-                        short(a.ty),
+                        short(a.elem.rust),
                         if *writes { "slice_mut" } else { "slice" }
                     ));
                 }
-                if *writes && !a.writes {
+                if *writes && !a.elem.writable {
                     return Err(format!(
                         "the kernel may write through {at} but the buffer is borrowed shared: pass it with \
                          `Arg::slice_mut`, or declare the parameter `const`"
                     ));
                 }
                 if let Some(want) = elem {
-                    if !same(want, a.ty) {
-                        return Err(format!("{at} points to `{want}` elements but the buffer holds `{}`", short(a.ty)));
+                    if !same(want, a.elem.rust) {
+                        return Err(format!(
+                            "{at} points to `{want}` elements but the buffer holds `{}`",
+                            short(a.elem.rust)
+                        ));
                     }
                 }
             }
