@@ -31,6 +31,14 @@ cuda_kernel!(
         answer = value;
     }
 
+    // The same, for the test of launches on several streams.
+    __device__ int answer_2;
+    extern "C" __global__ void late_store_2(int value, long long ns) {
+        long long start = clock64();
+        while (clock64() - start < 2 * ns) { }
+        answer_2 = value;
+    }
+
     extern "C" __global__ void spin(long long ns) {
         long long start = clock64();
         while (clock64() - start < 2 * ns) { }
@@ -97,6 +105,22 @@ fn a_read_on_another_stream_waits_for_the_modules_last_launch() {
         // 20 ms on s1, then a read on s2 with no synchronisation in between.
         unsafe { late_store::launch(&s1, LaunchConfig::for_num_elems(1), round, 20_000_000) }.unwrap();
         assert_eq!(answer.get(&s2).unwrap(), round, "the read on s2 ran before the kernel on s1 finished");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_read_waits_for_launches_on_every_stream_not_only_the_latest() {
+    // A later, short launch of the module on a third stream must not hide the long one on s1
+    // (the module keeps one event per stream, not only its last launch).
+    let ctx = ctx();
+    let (s1, s2, s3) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    answer_2.set(&s1, 0).unwrap();
+    s1.synchronize().unwrap();
+    for round in 1..=3 {
+        unsafe { late_store_2::launch(&s1, LaunchConfig::for_num_elems(1), round, 20_000_000) }.unwrap();
+        unsafe { spin::launch(&s3, LaunchConfig::for_num_elems(1), 1_000) }.unwrap();
+        assert_eq!(answer_2.get(&s2).unwrap(), round, "the read on s2 ran before the kernel on s1 finished");
     }
 }
 
