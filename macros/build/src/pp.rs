@@ -425,9 +425,8 @@ mod tests {
                 src.push_str(PIECES[(seed % PIECES.len() as u64) as usize]);
                 src.push(' ');
             }
-            let t = std::time::Instant::now();
+            // Must return (a hang stalls the test); macros/core/tests/robustness.rs has the watchdog.
             let _ = lex_with(&src, &[("A".into(), "1".into())]);
-            assert!(t.elapsed().as_secs() < 2, "slow on: {src:?}");
         }
     }
 }
