@@ -251,14 +251,25 @@ fn typed_updates_memset_memcpy_and_whole_graph() {
     add_into::node(&mut g2, cfg(), &a, &b, n).unwrap();
     exec.update(&g2).unwrap();
     assert_eq!(run(&exec), 7.0);
-    // Another topology: a clear error.
+    // Another topology: a clear error, found before the driver is asked (so no failing
+    // cuGraphExecUpdate call for compute-sanitizer to report).
     let mut g3 = Graph::new(&ctx).unwrap();
     g3.memset(&b, 0.0f32).unwrap();
     match exec.update(&g3) {
         Err(Error::Graph { cause, fix, .. }) => {
-            assert!(cause.contains("cuGraphExecUpdate") && cause.contains("topology"), "{cause}");
+            assert!(cause.contains("topology") && cause.contains("1 nodes, the instantiated one 4"), "{cause}");
             assert!(fix.unwrap().contains("instantiate"));
         }
+        other => panic!("expected a topology error, got {other:?}"),
+    }
+    // The same node kinds, other edges (the scale now writes `b`, not `a`).
+    let mut g4 = Graph::new(&ctx).unwrap();
+    g4.memset(&b, 0.0f32).unwrap();
+    g4.memcpy_htod(&src1, &a).unwrap();
+    scale_f::node(&mut g4, cfg(), &b, 7.0, n).unwrap();
+    add_into::node(&mut g4, cfg(), &a, &b, n).unwrap();
+    match exec.update(&g4) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("edge(s) added"), "{cause}"),
         other => panic!("expected a topology error, got {other:?}"),
     }
     // A node of another graph.

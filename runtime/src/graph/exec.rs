@@ -5,7 +5,7 @@ use super::args::{other_device, Access, NodeArgs};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode};
-use super::{driver, Graph, Node, RawGraph};
+use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
@@ -22,6 +22,9 @@ pub struct GraphExec<'a> {
     _graph: std::rc::Rc<RawGraph>,
     graph_id: u64,
     nodes: Vec<sys::CUgraphNode>,
+    /// The kinds of the nodes and the sorted edges it was instantiated with: a whole-graph
+    /// update with another topology is refused before the driver is asked.
+    topology: (Vec<NodeKind>, Vec<(usize, usize)>),
     hosts: Vec<Arc<HostCell>>,
     scratch: Vec<Access>,
     /// Whether it was ever launched: then dropping it waits for the context first.
@@ -65,6 +68,7 @@ impl<'a> GraphExec<'a> {
             _graph: g.raw.clone(),
             graph_id: g.id,
             nodes: g.nodes.iter().map(|n| n.raw).collect(),
+            topology: topology(g),
             hosts: g.hosts.clone(),
             scratch: Vec::new(),
             launched: std::cell::Cell::new(false),
@@ -263,6 +267,10 @@ impl<'a> GraphExec<'a> {
         if graph.ctx.cu_ctx() != self.ctx.cu_ctx() {
             return Err(other_device(&self.ctx, graph.ctx.ordinal()));
         }
+        let (kinds, edges) = topology(graph);
+        if (&kinds, &edges) != (&self.topology.0, &self.topology.1) {
+            return Err(self.topology_changed(&kinds, &edges));
+        }
         bind(&self.ctx)?;
         // SAFETY: all-zero is a valid result record (SUCCESS, null nodes) the driver fills.
         let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
@@ -300,4 +308,31 @@ impl<'a> GraphExec<'a> {
             fix: Some("instantiate the new graph instead of updating this one".into()),
         })
     }
+
+    /// What differs between the instantiated topology and `kinds`/`edges` (see `update`).
+    #[cold]
+    fn topology_changed(&self, kinds: &[NodeKind], edges: &[(usize, usize)]) -> Error {
+        let (old_kinds, old_edges) = &self.topology;
+        let why = if kinds.len() != old_kinds.len() {
+            format!("the graph has {} nodes, the instantiated one {}", kinds.len(), old_kinds.len())
+        } else if let Some(i) = (0..kinds.len()).find(|&i| kinds[i] != old_kinds[i]) {
+            format!("node {i} is a {:?} node, in the instantiated graph a {:?} node", kinds[i], old_kinds[i])
+        } else {
+            let added = edges.iter().filter(|e| !old_edges.contains(e)).count();
+            let removed = old_edges.iter().filter(|e| !edges.contains(e)).count();
+            format!("{added} edge(s) added and {removed} removed")
+        };
+        Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: format!("whole-graph update: the topology changed ({why})"),
+            fix: Some("instantiate the new graph instead of updating this one".into()),
+        }
+    }
+}
+
+/// The node kinds and the sorted edges of `g`.
+fn topology(g: &Graph<'_>) -> (Vec<NodeKind>, Vec<(usize, usize)>) {
+    let mut edges = g.edges.clone();
+    edges.sort_unstable();
+    (g.nodes.iter().map(|n| n.kind).collect(), edges)
 }

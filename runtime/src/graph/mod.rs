@@ -135,7 +135,7 @@ pub struct Graph<'a> {
     pub(crate) raw: Rc<RawGraph>,
     pub(crate) id: u64,
     pub(crate) nodes: Vec<NodeInfo>,
-    edges: Vec<(usize, usize)>,
+    pub(crate) edges: Vec<(usize, usize)>,
     tracker: deps::Tracker,
     /// Every access of every node, for a parent graph that embeds this one.
     all: Vec<Access>,
