@@ -25,6 +25,7 @@ pub mod nvrtc; // run-time compilation and its disk cache
 mod order; // stream ordering of Global copies and launches
 mod params; // the driver's view of a kernel's parameter list
 mod program;
+mod program_module;
 #[doc(hidden)]
 pub mod reduce; // scratch, plans and checks of reduction launchers
 mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
