@@ -1,4 +1,4 @@
-//! The loaded side of run-time programs: [`ProgramModule`] (a [`Program`](crate::Program) loaded
+//! The loaded side of run-time programs: [`ProgramModule`] (a [`Program`](crate::Program)(crate::Program) loaded
 //! on one device) and its kernels, [`ProgramKernel`], launched with checked [`Arg`] lists.
 
 use crate::arg::{bind_buffers, Arg, ArgKind};
@@ -48,7 +48,7 @@ impl Drop for ModuleInner {
     }
 }
 
-/// A [`Program`] loaded on one device. Cheap to clone (shared); unloaded when the last clone and
+/// A [`Program`](crate::Program) loaded on one device. Cheap to clone (shared); unloaded when the last clone and
 /// the last of its kernels are dropped.
 #[derive(Clone)]
 pub struct ProgramModule {
@@ -104,7 +104,7 @@ impl ProgramModule {
         self.inner.names.iter().find(|(e, _)| e == expression).map(|(_, s)| s.as_str())
     }
 
-    /// The kernel named `name`: a name expression given to [`Program::name_expression`], an
+    /// The kernel named `name`: a name expression given to [`Program::name_expression`](crate::Program::name_expression), an
     /// `extern "C"` kernel's name, or a symbol. Its parameter list is read once, here, for the
     /// checks every launch makes.
     ///
