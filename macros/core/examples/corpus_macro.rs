@@ -171,7 +171,7 @@ fn main() {
     }
     println!("\nwhy kernels got no launcher:");
     let mut top: Vec<_> = reasons.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|r| std::cmp::Reverse(r.1));
     for (r, n) in top.iter().take(25) {
         println!("{n:>5}  {r}");
     }
