@@ -28,6 +28,11 @@ pub struct Kernel {
     pub signature: String,
     /// `template<...>` parameters; `None` for an ordinary kernel.
     pub template: Option<Vec<TemplateParam>>,
+    /// True when this is the definition (the body follows), false for a declaration.
+    pub defined: bool,
+    /// The user header the kernel was read from, as messages cite it (`kernels/common.cuh`);
+    /// `None` for the source itself.
+    pub file: Option<String>,
 }
 
 /// One parameter of a kernel template: `class T`, `int BLOCK = 256`.
@@ -488,5 +493,18 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
     }
     let namespaces = namespaces_of(scopes);
     let signature = pieces.iter().map(|p| join(p)).collect::<Vec<_>>().join(", ");
-    Ok((Kernel { name, namespaces, extern_c, launch_bounds, params, line, signature, template: None }, j + 1))
+    let defined = t.get(j).is_some_and(|x| x.is("{"));
+    let kernel = Kernel {
+        name,
+        namespaces,
+        extern_c,
+        launch_bounds,
+        params,
+        line,
+        signature,
+        template: None,
+        defined,
+        file: None,
+    };
+    Ok((kernel, j + 1))
 }

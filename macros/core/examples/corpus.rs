@@ -4,14 +4,19 @@
 //!
 //! The extracted signatures are other projects' text, so they are not kept in this repository:
 //! only the extractor, this tool and the figures (BENCHMARKS.md) are. To measure, check the
-//! projects out in a temporary folder, extract each into `DIR/<name>.txt` and run
-//! `cargo run -p cuda-embed-macros-core --example corpus -- DIR` (or set `CUDA_EMBED_CORPUS_DIR`).
+//! projects out in a temporary folder and run
+//! `cargo run -p cuda-embed-macros-core --example corpus -- ggml=/tmp/corpus/ggml lectures=/tmp/corpus/lectures ...`
+//! (each `NAME=CHECKOUT` is extracted into a temporary folder), or extract them yourself into
+//! `DIR/<name>.txt` and run `... --example corpus -- DIR` (or set `CUDA_EMBED_CORPUS_DIR`).
+//! The full-pipeline measurement (nvcc, probes, generated launchers) is the `corpus_macro` example.
 //! It prints the table and exits non-zero when acceptance falls below the bars at the end.
 //!
 //! Each entry starts with a `//@ <repo> <path>:<line>` line and holds one `__global__` declaration
 //! (signature only) with the `#define`/`typedef`/`using` lines of its file that it names. An entry
 //! counts as accepted when `signature::parse` succeeds and every parameter of the (non-template)
-//! kernel maps with `types::map(.., None)`. Template kernels are counted apart: they need an
+//! kernel maps with `types::map(.., None)`, where a by-value name the tables do not know (which
+//! maps to a Rust type of that name) counts only when the entry defines a struct, class, union or
+//! enum of that name (else nothing would declare the Rust type the launcher names). Template kernels are counted apart: they need an
 //! instantiation list and are not generated.
 //!
 //! To extract a corpus file from a checkout (the commit is recorded in the file's first line):
@@ -43,11 +48,32 @@ struct Entry {
 }
 
 fn entries() -> Vec<Entry> {
-    let dir = std::env::args_os()
-        .nth(1)
-        .or_else(|| std::env::var_os("CUDA_EMBED_CORPUS_DIR"))
-        .map(PathBuf::from)
-        .expect("usage: corpus DIR (a folder of corpus files made by tests/corpus/extract.py)");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let checkouts: Vec<&String> = args.iter().filter(|a| a.contains('=')).collect();
+    let extracted = tempfile::tempdir().expect("a temporary folder");
+    let dir = if !checkouts.is_empty() {
+        // `NAME=CHECKOUT`: extract each checkout's signatures into a temporary folder first.
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/extract.py");
+        for c in checkouts {
+            let (name, path) = c.split_once('=').unwrap();
+            let commit = std::process::Command::new("git")
+                .args(["-C", path, "rev-parse", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+            let out = extracted.path().join(format!("{name}.txt"));
+            let mut cmd = std::process::Command::new("python3");
+            cmd.arg(&script).arg(&out).arg(name).arg(path).args(commit);
+            let status = cmd.status().expect("python3 runs extract.py");
+            assert!(status.success(), "extract.py failed on {path}");
+        }
+        extracted.path().to_path_buf()
+    } else {
+        args.first().map(PathBuf::from).or_else(|| std::env::var_os("CUDA_EMBED_CORPUS_DIR").map(PathBuf::from)).expect(
+            "usage: corpus NAME=CHECKOUT... | corpus DIR (a folder of corpus files made by tests/corpus/extract.py)",
+        )
+    };
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read the corpus folder {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -71,6 +97,14 @@ fn entries() -> Vec<Entry> {
         out.extend(cur);
     }
     out
+}
+
+/// Whether the entry defines a struct/class/union/enum `name` (or an alias of one): without
+/// the compiler a by-value parameter maps to a Rust type of its name, which only counts as
+/// accepted when such a type exists to be generated or written.
+fn defines_record(parsed: &signature::Parsed, name: &str) -> bool {
+    parsed.records.contains(name)
+        || parsed.aliases.get(name).is_some_and(|body| body.iter().any(|t| parsed.records.contains(&t.text)))
 }
 
 /// Groups rejection messages: the parameter name is dropped so equal causes add up.
@@ -117,6 +151,13 @@ fn main() {
             let mut described = Vec::new();
             for p in &k.params {
                 match types::map(p, &parsed, None) {
+                    Ok(types::Mapped::User { name, .. }) if !defines_record(&parsed, &name) => {
+                        failure = Some(format!(
+                            "parameter type `{}` is neither known nor a struct defined in the entry",
+                            p.base
+                        ));
+                        break;
+                    }
                     Ok(m) => described.push(format!(
                         "{} [{}{}] => {}",
                         p.name,

@@ -115,8 +115,9 @@ fn check_kernel(
             None => errors.error(
                 span,
                 format!(
-                    "kernel `{}` was not found in the compiled PTX (is it inside `#if 0`, or declared but never defined?)",
-                    unit.display
+                    "kernel `{}` ({}) was not found in the compiled PTX (is it inside `#if 0`, or declared but never defined?)",
+                    unit.display,
+                    module.rust_line(&unit.kernel)
                 ),
             ),
             Some(entry) => {

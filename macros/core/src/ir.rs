@@ -68,7 +68,11 @@ impl Module {
 
     /// Where a kernel's `__global__` is written: `kernels/x.cu:LINE` for a `file = "..."` source
     /// (the path as given, relative to the crate root), else `file.rs:LINE` inside the Rust file.
+    /// A kernel read from a user header cites `header.cuh:LINE` (see `Kernel::file`).
     pub fn rust_line(&self, k: &Kernel) -> String {
+        if let Some(header) = &k.file {
+            return format!("{header}:{}", k.line.max(1));
+        }
         match &self.file {
             Some(_) => format!("{}:{}", self.lit.value(), k.line.max(1)),
             None => format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1)),

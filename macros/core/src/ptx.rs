@@ -120,6 +120,30 @@ pub fn find<'a>(entries: &'a [Entry], namespaces: &[String], name: &str, extern_
     (anon.len() == 1).then(|| anon[0])
 }
 
+/// Whether a kernel symbol is a template instance: an Itanium-mangled name whose function name
+/// (or an enclosing class) carries template arguments (`_Z4fillIfEvPT_i`, `_ZN2ns4fillIiEEvPT_`).
+/// `extern "C"` names, plain C++ functions and anything this reader does not follow are not.
+pub fn is_template_symbol(symbol: &str) -> bool {
+    let Some(mut rest) = symbol.strip_prefix("_Z") else { return false };
+    let nested = rest.starts_with('N');
+    if nested {
+        rest = &rest[1..];
+    }
+    loop {
+        rest = rest.strip_prefix('L').unwrap_or(rest); // internal linkage (`static`)
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Some(n) = rest.get(..digits).and_then(|d| d.parse::<usize>().ok()) else { return false };
+        let Some(after) = rest.get(digits + n..) else { return false };
+        if after.starts_with('I') {
+            return true;
+        }
+        if !nested || after.starts_with('E') {
+            return false;
+        }
+        rest = after;
+    }
+}
+
 /// The components of an Itanium-mangled nested name (`_ZN2ns4scaleEPf` -> `["ns", "scale"]`,
 /// `_Z5scalePf` -> `["scale"]`), or `None` for anything else (templates, operators, ...).
 fn nested_name(symbol: &str) -> Option<Vec<&str>> {
@@ -203,6 +227,22 @@ mod tests {
         assert_eq!(nested_name("_ZN2ns5innerEi"), Some(vec!["ns", "inner"]));
         assert_eq!(nested_name("_ZN99x"), None, "never reads past the end");
         assert_eq!(nested_name("_Z4fillIfLi4EEvPT_S0_6Params"), Some(vec!["fill"]));
+    }
+
+    #[test]
+    fn template_symbols() {
+        for t in ["_Z4fillIfEvPT_i", "_ZN2ns4fillIiEEvPT_", "_ZN36_GLOBAL__N__1a2b3c4d_5_x_cu_f1e2d3c44fillIfEEvPT_"] {
+            assert!(is_template_symbol(t), "{t}");
+        }
+        for t in [
+            "saxpy",
+            "_Z3cxxiPd",
+            "_ZN2ns5innerEi",
+            "_ZL6staticPf",
+            "_ZN36_GLOBAL__N__1a2b3c4d_5_x_cu_f1e2d3c45innerEi",
+        ] {
+            assert!(!is_template_symbol(t), "{t}");
+        }
     }
 
     #[test]

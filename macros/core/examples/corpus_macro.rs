@@ -1,0 +1,336 @@
+//! Full-pipeline corpus measurement (opt-in; needs nvcc): every `.cu` file of the checkouts given
+//! by path goes through `cuda_kernel!(file = ...)` exactly as the macro runs it (front end, nvcc
+//! with the type probes, checker, code generator), and the tool counts, per file and per
+//! repository, the non-template kernels in the file's compiled PTX against the launchers really
+//! generated for them.
+//!
+//! ```sh
+//! scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example corpus_macro -- \
+//!     ggml=/tmp/corpus/ggml:ggml/include:ggml/src:ggml/src/ggml-cuda \
+//!     tiny-cuda-nn=/tmp/corpus/tiny-cuda-nn:include  lectures=/tmp/corpus/lectures  ...
+//! ```
+//!
+//! Each argument is `NAME=DIR` with optional `:INCLUDE_DIR`s relative to `DIR` (passed as the
+//! macro's `include_dirs`; the file's own folder is searched first, as the macro does). Options:
+//! `--define NAME[=VALUE]` defines a macro for every file (the macro's `defines`, nvcc's `-D`),
+//! `--skip TEXT` leaves out files whose path (relative to `DIR`) contains `TEXT` (repeatable),
+//! `--every K` takes every K-th file in path order (a deterministic subset when nvcc is slow),
+//! `--max-files N` takes the first `N` files of each repository in path order, `--arch N` the
+//! architecture (default 80), `--verbose` prints every file. Compiles go through the macro's
+//! build cache (`CUDA_EMBED_CACHE_DIR`), so a second run only recompiles what changed.
+//!
+//! - A file is **accepted** when nvcc alone compiles it (to PTX, with the include directories
+//!   given): files needing third-party headers that are not there are reported and left out of
+//!   the denominator.
+//! - **Kernels in PTX**: the `.entry` symbols of that PTX that are not template instances
+//!   (`ptx::is_template_symbol`); kernels from the file's user headers are among them.
+//! - A kernel **has a launcher** when the macro succeeds on the file as a whole (one failing
+//!   kernel fails the macro, so it costs the file's other launchers too), the checked kernel is
+//!   bound to that very PTX symbol, the generated code holds a module whose `NAME` is the kernel's
+//!   and whose `launch` takes `stream`, `config` and one parameter per `.param` of the entry, and
+//!   every struct passed by value has a Rust twin in the generated code (a launcher naming a type
+//!   that does not exist is no launcher).
+//!
+//! It prints, for each kernel without a launcher, why (the macro's error), then the table.
+
+use cuda_embed_macros_core::compile::{self, Request};
+use cuda_embed_macros_core::input::Input;
+use cuda_embed_macros_core::ir::Module;
+use cuda_embed_macros_core::types::Mapped;
+use cuda_embed_macros_core::{check, front, gen, oracle, ptx, CallSite};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+struct Repo {
+    name: String,
+    dir: PathBuf,
+    includes: Vec<String>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    tried: usize,
+    accepted: usize,
+    kernels: usize,
+    launchers: usize,
+    templates: usize,
+}
+
+/// One generated kernel module: its `NAME`, the types of its `launch` parameters.
+struct Launcher {
+    name: String,
+    params: Vec<String>,
+}
+
+fn main() {
+    let mut repos = Vec::new();
+    let (mut skip, mut max_files, mut arch, mut verbose) = (Vec::<String>::new(), usize::MAX, 80u32, false);
+    let mut every = 1usize;
+    let mut defines = Vec::<String>::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--skip" => skip.push(args.next().expect("--skip TEXT")),
+            "--define" => defines.push(args.next().expect("--define NAME[=VALUE]")),
+            "--every" => every = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--every K"),
+            "--max-files" => max_files = args.next().and_then(|n| n.parse().ok()).expect("--max-files N"),
+            "--arch" => arch = args.next().and_then(|n| n.parse().ok()).expect("--arch N"),
+            "--verbose" => verbose = true,
+            _ => {
+                let (name, rest) = a.split_once('=').expect("arguments are NAME=DIR[:INCLUDE_DIR...]");
+                let mut parts = rest.split(':');
+                let dir = PathBuf::from(parts.next().unwrap()).canonicalize().expect("DIR must exist");
+                repos.push(Repo { name: name.into(), dir, includes: parts.map(String::from).collect() });
+            }
+        }
+    }
+    assert!(!repos.is_empty(), "usage: corpus_macro [--skip TEXT] [--max-files N] NAME=DIR[:INCLUDE_DIR...] ...");
+    let nvcc = match compile::find_nvcc() {
+        Ok(Ok(n)) => n,
+        other => panic!("the full-pipeline corpus needs nvcc (run under scripts/with-cuda): {:?}", other.err()),
+    };
+    std::env::set_var("CUDA_EMBED_ARCHS", arch.to_string());
+    let archs = vec![compile::Arch::parse(&arch.to_string()).unwrap()];
+    let options: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
+    let mut table: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut not_accepted: Vec<String> = Vec::new();
+    for repo in &repos {
+        // The macro resolves `file` and `include_dirs` against the crate root.
+        std::env::set_var("CARGO_MANIFEST_DIR", &repo.dir);
+        let mut files = Vec::new();
+        walk(&repo.dir, &mut files);
+        files.sort();
+        let files: Vec<String> = files
+            .iter()
+            .filter_map(|f| f.strip_prefix(&repo.dir).ok().map(|r| r.display().to_string()))
+            .filter(|r| !skip.iter().any(|s| r.contains(s.as_str())))
+            .enumerate()
+            .filter(|(i, _)| i % every == 0)
+            .map(|(_, r)| r)
+            .take(max_files)
+            .collect();
+        let mut tally = Tally::default();
+        for rel in &files {
+            tally.tried += 1;
+            let path = repo.dir.join(rel);
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
+            dirs.extend(repo.includes.iter().map(|i| repo.dir.join(i)));
+            // The macro's own compile gives the PTX (the probes add no entries); nvcc alone runs
+            // only when the macro fails before or in its compile, to tell an unaccepted file.
+            let (compiled_entries, outcome) = pipeline(rel, &repo.includes, &defines);
+            let entries = match compiled_entries {
+                Some(entries) => entries,
+                None => match compile::compile(
+                    &nvcc,
+                    &Request {
+                        source: &text,
+                        line_directive: &format!("#line 1 \"{rel}\""),
+                        options: &options,
+                        archs: &archs,
+                        include_dirs: &dirs,
+                    },
+                ) {
+                    Ok(out) => ptx::entries(&out.ptx),
+                    Err(log) => {
+                        not_accepted.push(format!("{} {rel}: {}", repo.name, cut(&first_error(&log), 160)));
+                        continue;
+                    }
+                },
+            };
+            tally.accepted += 1;
+            let (templates, kernels): (Vec<_>, Vec<_>) =
+                entries.iter().partition(|e| ptx::is_template_symbol(&e.symbol));
+            tally.templates += templates.len();
+            tally.kernels += kernels.len();
+            let mut got = 0;
+            for e in &kernels {
+                let why = match &outcome {
+                    Err(why) => Some(why.clone()),
+                    Ok((bound, launchers, twins)) => launcher_for(e, bound, launchers, twins).err(),
+                };
+                match why {
+                    None => got += 1,
+                    Some(why) => {
+                        println!("MISSING {} {rel} {}: {}", repo.name, e.symbol, cut(&why, 300));
+                        *reasons.entry(reason_key(&why)).or_default() += 1;
+                    }
+                }
+            }
+            tally.launchers += got;
+            if verbose {
+                println!("FILE {} {rel}: {got}/{} launchers", repo.name, kernels.len());
+            }
+        }
+        table.insert(repo.name.clone(), tally);
+    }
+    println!("\nfiles nvcc does not compile alone (not accepted, left out of the denominator):");
+    for f in &not_accepted {
+        println!("  {f}");
+    }
+    println!("\nwhy kernels got no launcher:");
+    let mut top: Vec<_> = reasons.into_iter().collect();
+    top.sort_by_key(|r| std::cmp::Reverse(r.1));
+    for (r, n) in top.iter().take(25) {
+        println!("{n:>5}  {r}");
+    }
+    println!(
+        "\n| repository | files tried | files accepted | kernels in PTX | launchers | % | (template instances in PTX) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut total = Tally::default();
+    for (name, t) in &table {
+        row(name, t);
+        total.tried += t.tried;
+        total.accepted += t.accepted;
+        total.kernels += t.kernels;
+        total.launchers += t.launchers;
+        total.templates += t.templates;
+    }
+    row("total", &total);
+}
+
+fn row(name: &str, t: &Tally) {
+    println!(
+        "| {name} | {} | {} | {} | {} | {:.1}% | {} |",
+        t.tried,
+        t.accepted,
+        t.kernels,
+        t.launchers,
+        100.0 * t.launchers as f64 / t.kernels.max(1) as f64,
+        t.templates
+    );
+}
+
+/// What the macro generated for one file: each checked kernel's PTX symbol and display name, the
+/// generated launchers, and the struct names with a generated Rust twin.
+type Outcome = Result<(Vec<(String, String, Vec<Mapped>)>, Vec<Launcher>, Vec<String>), String>;
+
+/// Runs the macro's pipeline on `file = rel` as `cuda_kernel!` does: the PTX entries of its
+/// compile (`None` when it did not get that far) and what it generated.
+fn pipeline(rel: &str, includes: &[String], defines: &[String]) -> (Option<Vec<ptx::Entry>>, Outcome) {
+    let mut entries = None;
+    let outcome = generate(rel, includes, defines, &mut entries);
+    (entries, outcome)
+}
+
+fn generate(rel: &str, includes: &[String], defines: &[String], entries: &mut Option<Vec<ptx::Entry>>) -> Outcome {
+    let dirs: Vec<String> = includes.iter().map(|d| format!("{d:?}")).collect();
+    let defines: Vec<String> = defines.iter().map(|d| format!("{d:?}")).collect();
+    let mut tokens = format!("file = {rel:?}, include_dirs = [{}]", dirs.join(", "));
+    if !defines.is_empty() {
+        tokens.push_str(&format!(", defines = [{}]", defines.join(", ")));
+    }
+    let input: Input = syn::parse_str(&tokens).map_err(|e| format!("macro input: {e}"))?;
+    let site = CallSite { file: "src/lib.rs".into(), line: 1, dir: None };
+    let module: Module = front::lower(&input, &site).map_err(|f| format!("front end: {}", f.error))?;
+    let nvcc = compile::find_nvcc().ok().and_then(Result::ok).ok_or("no nvcc")?;
+    let compiled =
+        oracle::consult(&oracle::Nvcc(nvcc), &module).map_err(|e| format!("compile: {}", first_error(&e)))?;
+    *entries = Some(compiled.entries.clone());
+    let checked = check::check(&module, Some(&compiled))
+        .map_err(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" | "))?;
+    let tokens = gen::generate(&module, &checked, &compiled.image, &compiled.deps);
+    let file: syn::File = syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
+    let mut launchers = Vec::new();
+    let mut twins = Vec::new();
+    collect(&file.items, &mut launchers, &mut twins);
+    let bound = checked
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.symbol.clone()?, k.unit.display.clone(), k.params.clone())))
+        .collect();
+    Ok((bound, launchers, twins))
+}
+
+/// Whether PTX entry `e` got a launcher (see the module docs), or why not.
+fn launcher_for(
+    e: &ptx::Entry,
+    bound: &[(String, String, Vec<Mapped>)],
+    launchers: &[Launcher],
+    twins: &[String],
+) -> Result<(), String> {
+    let (_, display, params) =
+        bound.iter().find(|b| b.0 == e.symbol).ok_or("no kernel of the source is bound to this PTX entry")?;
+    let l = launchers.iter().find(|l| l.name == *display).ok_or(format!("no generated module for `{display}`"))?;
+    if l.params.len() != e.params.len() + 2 {
+        return Err(format!("`{display}`: launch takes {} parameters, the entry {}", l.params.len(), e.params.len()));
+    }
+    for m in params {
+        if let Mapped::User { name, .. } = m {
+            if !twins.contains(name) {
+                return Err(format!(
+                    "`{display}`: struct `{name}` has no Rust twin (user code would have to write it)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every module holding `const NAME` and `fn launch`, and every struct, in generated items.
+fn collect(items: &[syn::Item], launchers: &mut Vec<Launcher>, twins: &mut Vec<String>) {
+    let mut name = None;
+    let mut params = None;
+    for item in items {
+        match item {
+            syn::Item::Mod(m) => collect(m.content.as_ref().map_or(&[][..], |c| &c.1), launchers, twins),
+            syn::Item::Struct(s) => twins.push(s.ident.to_string()),
+            syn::Item::Const(c) if c.ident == "NAME" => {
+                if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &*c.expr {
+                    name = Some(s.value());
+                }
+            }
+            syn::Item::Fn(f) if f.sig.ident == "launch" => {
+                let types = f.sig.inputs.iter().map(|a| quote::ToTokens::to_token_stream(a).to_string());
+                params = Some(types.collect());
+            }
+            _ => {}
+        }
+    }
+    if let (Some(name), Some(params)) = (name, params) {
+        launchers.push(Launcher { name, params });
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.extension().is_some_and(|x| x == "cu") {
+            out.push(p);
+        }
+    }
+}
+
+fn first_error(log: &str) -> String {
+    log.lines().find(|l| l.contains("error")).unwrap_or(log.lines().next().unwrap_or("")).trim().to_string()
+}
+
+fn cut(s: &str, n: usize) -> String {
+    let s = s.replace('\n', " ");
+    if s.chars().count() <= n {
+        s
+    } else {
+        s.chars().take(n).collect::<String>() + "..."
+    }
+}
+
+/// Groups failure messages: names and numbers dropped so equal causes add up.
+fn reason_key(why: &str) -> String {
+    let first = why.split(" | ").next().unwrap_or(why);
+    let mut out = String::new();
+    let mut in_tick = false;
+    for c in first.chars() {
+        if c == '`' {
+            in_tick = !in_tick;
+            out.push_str(if in_tick { "`_" } else { "`" });
+        } else if !in_tick {
+            out.push(if c.is_ascii_digit() { '#' } else { c });
+        }
+    }
+    cut(&out, 140)
+}
