@@ -78,8 +78,16 @@ fn plans_full() {
 fn plans_rows() {
     let short = plan_segments(132, 1 << 20, 32, 4);
     assert_eq!((short.kind, short.aux), (PlanKind::Rows, 8));
+    // 8 lanes per row, 4 rows per lane group at once: 128 rows per block, at most 8 waves.
+    assert_eq!(short.grid.0, 132 * BLOCKS_PER_SM * 8);
+    assert_eq!(plan_segments(132, 1000, 32, 4).grid.0, 8);
     let long = plan_segments(132, 65536, 4096, 4);
     assert_eq!((long.kind, long.aux, long.partials), (PlanKind::Segments, 1, 0));
+    // Many rows of one block's loads: a block per row, all in one launch.
+    assert_eq!(long.grid.0, 65536);
+    // Longer rows: one block each, a persistent grid of two waves.
+    let wide = plan_segments(132, 4096, 65536, 4);
+    assert_eq!((wide.aux, wide.grid.0, wide.partials), (1, 2 * 132 * BLOCKS_PER_SM, 0));
     let few_long = plan_segments(132, 4, 1 << 24, 4);
     assert!(few_long.aux > 1 && few_long.grid.0.is_multiple_of(few_long.aux));
     assert_eq!(few_long.counters, 4);
@@ -113,6 +121,15 @@ fn dump_source_for_nvcc() {
         src.push_str("template __global__ void ssq_rows<double>(const double*, const float*, double, double*, long long, long long, int);\n");
         src.push_str("template __global__ void ssq_cols<float>(const float*, const float*, float, float*, long long, long long, unsigned char*, long long);\n");
         std::fs::write(format!("{dir}/ssq.cu"), src).unwrap();
+        let mut simple = r.clone();
+        simple.inputs.truncate(1);
+        simple.reduce_type = None;
+        simple.map = Snippet::new("x * x");
+        let mut src = simple.source();
+        src.push_str("template __global__ void ssq_full<float>(const float*, float*, long long, long long, int, unsigned char*, long long);\n");
+        src.push_str("template __global__ void ssq_rows<float>(const float*, float*, long long, long long, int);\n");
+        src.push_str("template __global__ void ssq_cols<float>(const float*, float*, long long, long long, unsigned char*, long long);\n");
+        std::fs::write(format!("{dir}/simple.cu"), src).unwrap();
         r.preamble = Some(Snippet::new("struct Pair { float v; long long i; };"));
         r.inputs.truncate(1);
         r.placeholders.clear();

@@ -45,34 +45,6 @@ pub fn wrapper(
         site.file,
         site.line
     );
-    let (listed, where_clause) = match generics.len() {
-        0 => (quote!(), quote!()),
-        1 => {
-            let g = &generics[0];
-            let impls = instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for #(#tys),* {}));
-            let listed = quote! {
-                /// Implemented for each type in `types = [...]`: the launchers are generic over it.
-                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
-                pub trait Listed: #(#hidden::#kernels::Listed)+* {}
-                #(#impls)*
-            };
-            (listed, quote!(where #g: Listed))
-        }
-        _ => {
-            let impls = instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for Instance<#(#tys),*> {}));
-            let phantom = &generics;
-            let listed = quote! {
-                /// Names one instance by its Rust types; those in `types = [...]` implement [`Listed`].
-                pub struct Instance<#(#generics),*>(::core::marker::PhantomData<fn() -> (#(#phantom,)*)>);
-                /// Implemented for each instance in `types = [...]`: the launchers are generic over it.
-                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
-                pub trait Listed {}
-                #(#impls)*
-            };
-            let bounds = kernels.iter().map(|k| quote!(#hidden::#k::Instance<#(#generics),*>: #hidden::#k::Listed));
-            (listed, quote!(where Instance<#(#generics),*>: Listed, #(#bounds),*))
-        }
-    };
     let mut in_args = Vec::new();
     let mut fwd = Vec::new();
     let mut sizes = Vec::new();
@@ -116,6 +88,70 @@ pub fn wrapper(
     let fwd_names = &fwd;
     let first_id = first_id.map_or(quote!(), |f| quote!(#f));
     let sig = quote!(#(#ins,)*);
+    let (listed, where_clause, call) = match generics.len() {
+        0 => (quote!(), quote!(), quote!(__run)),
+        1 => {
+            let g = &generics[0];
+            let impls = instances.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for #(#tys),* {}));
+            let listed = quote! {
+                /// Implemented for each type in `types = [...]`: the launchers are generic over it.
+                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
+                pub trait Listed: #(#hidden::#kernels::Listed)+* {}
+                #(#impls)*
+            };
+            (listed, quote!(where #g: Listed), quote!(__run::<#g>))
+        }
+        _ => {
+            // The kernels' `Instance` markers differ from the reduction's, so their bounds cannot be
+            // supertraits of `Listed`: each listed instance's impl runs `__run` with its concrete
+            // types instead, and the launchers are bounded by `Listed` alone (one error for an
+            // unlisted instance).
+            let self_ins: Vec<TokenStream> = ins.iter().map(|t| selfify(t.clone(), &generics)).collect();
+            let self_outs: Vec<TokenStream> = outs.iter().map(|t| selfify(t.clone(), &generics)).collect();
+            let impls = instances.iter().map(|(doc, tys)| {
+                quote! {
+                    #[doc = #doc]
+                    impl Listed for Instance<#(#tys),*> {
+                        #(type #generics = #tys;)*
+                        fn __run(
+                            stream: &::std::sync::Arc<#stream_ty>, shape: #red::Shape, cols: usize, #(#self_ins,)* #(#self_outs),*
+                        ) -> #result<()> {
+                            __run::<#(#tys),*>(stream, shape, cols, #(#fwd_names),*)
+                        }
+                    }
+                }
+            });
+            let listed = quote! {
+                /// Names one instance by its Rust types; those in `types = [...]` implement [`Listed`].
+                pub struct Instance<#(#generics),*>(::core::marker::PhantomData<fn() -> (#(#generics,)*)>);
+                /// Implemented for each instance in `types = [...]`: the launchers are generic over it.
+                #[diagnostic::on_unimplemented(message = #message, label = "not in `types = [...]`", note = #note)]
+                pub trait Listed {
+                    #(
+                        /// The instance's Rust type for this placeholder.
+                        type #generics;
+                    )*
+                    /// Runs the reduction at this instance (the launchers call it).
+                    #[doc(hidden)]
+                    fn __run(
+                        stream: &::std::sync::Arc<#stream_ty>, shape: #red::Shape, cols: usize, #(#self_ins,)* #(#self_outs),*
+                    ) -> #result<()>;
+                }
+                #(#impls)*
+            };
+            (
+                listed,
+                quote!(where Instance<#(#generics),*>: Listed<#(#generics = #generics),*>),
+                quote!(<Instance<#(#generics),*> as Listed>::__run),
+            )
+        }
+    };
+    let run_where = if generics.len() > 1 {
+        let bounds = kernels.iter().map(|k| quote!(#hidden::#k::Instance<#(#generics),*>: #hidden::#k::Listed));
+        quote!(where #(#bounds),*)
+    } else {
+        where_clause.clone()
+    };
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
          An empty input gives `post_map(identity)`. Deterministic: the same input gives bit-identical output on every run.\n\n\
@@ -147,17 +183,17 @@ pub fn wrapper(
 
             #[doc = #doc_launch]
             pub fn launch #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig #(#outs),*) -> #result<()> #where_clause {
-                __run #turbofish (stream, #red::Shape::Full, 0, #(#fwd_names),*)
+                #call(stream, #red::Shape::Full, 0, #(#fwd_names),*)
             }
 
             #[doc = #doc_rows]
             pub fn launch_rows #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig cols: usize, #(#outs),*) -> #result<()> #where_clause {
-                __run #turbofish (stream, #red::Shape::Rows, cols, #(#fwd_names),*)
+                #call(stream, #red::Shape::Rows, cols, #(#fwd_names),*)
             }
 
             #[doc = #doc_cols]
             pub fn launch_cols #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig cols: usize, #(#outs),*) -> #result<()> #where_clause {
-                __run #turbofish (stream, #red::Shape::Cols, cols, #(#fwd_names),*)
+                #call(stream, #red::Shape::Cols, cols, #(#fwd_names),*)
             }
 
             fn __run #gen_decl (
@@ -166,7 +202,7 @@ pub fn wrapper(
                 cols: usize,
                 #sig
                 #(#outs),*
-            ) -> #result<()> #where_clause {
+            ) -> #result<()> #run_where {
                 use #red as __r;
                 use #red::Shape;
                 use #device_slice as _;
@@ -224,4 +260,22 @@ pub fn wrapper(
             }
         }
     }
+}
+
+/// `ty` with every placeholder `T` written `Self::T` (the `Listed` trait's associated types).
+fn selfify(ty: TokenStream, generics: &[Ident]) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    ty.into_iter()
+        .flat_map(|tt| -> Vec<TokenTree> {
+            match tt {
+                TokenTree::Ident(id) if generics.contains(&id) => quote!(Self::#id).into_iter().collect(),
+                TokenTree::Group(g) => {
+                    let mut ng = Group::new(g.delimiter(), selfify(g.stream(), generics));
+                    ng.set_span(g.span());
+                    vec![TokenTree::Group(ng)]
+                }
+                other => vec![other],
+            }
+        })
+        .collect()
 }

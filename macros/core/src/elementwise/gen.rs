@@ -30,13 +30,26 @@ fn element_types(name: &str, generated: &Generated) -> Result<Vec<TokenStream>, 
         .collect()
 }
 
+/// What the kernel's public `Listed` trait says and who implements it (with placeholders).
+pub struct PublicListed {
+    /// `on_unimplemented` message, label and note, in the elementwise kernel's words.
+    pub message: String,
+    /// The label under the failing call.
+    pub label: String,
+    /// The note: the instances built and where to add one.
+    pub note: String,
+    /// Per instance: its doc line and its Rust types, one per placeholder.
+    pub impls: Vec<(String, Vec<TokenStream>)>,
+}
+
 /// The module `NAME` with its launchers.
 pub fn module(
     input: &Input,
     lists: &ParamLists,
-    instances: usize,
+    listed: &PublicListed,
     generated: &Generated,
 ) -> Result<TokenStream, String> {
+    let instances = listed.impls.len().max(1);
     let name = &input.name;
     let kname = name.to_string();
     let hidden = &generated.hidden;
@@ -54,12 +67,12 @@ pub fn module(
         0 => (quote!(), quote!(), quote!(0usize)),
         1 => {
             let t = &generics[0];
-            (quote!(<#t>), quote!(where #t: Listed), quote!(<#t as Listed>::INDEX))
+            (quote!(<#t>), quote!(where #t: Listed), quote!(<#t as super::#hidden::#inner::Listed>::INDEX))
         }
         _ => (
             quote!(<#(#generics),*>),
             quote!(where Instance<#(#generics),*>: Listed),
-            quote!(<Instance<#(#generics),*> as Listed>::INDEX),
+            quote!(<Instance<#(#generics),*> as super::#hidden::#inner::Listed>::INDEX),
         ),
     };
     let has_array = lists.all().any(|p| p.kind == ParamKind::Array);
@@ -112,10 +125,26 @@ pub fn module(
     let n_expr = if has_array { quote!(#private::common_length(__kernel, &[#(#lengths),*])?) } else { quote!(n) };
     let n_doc = if has_array { "" } else { "\n\nNo parameter is an array, so the number of indices is given: `n`." };
     let count = packed.len() + extra.len() + 2;
+    // The kernel's own `Listed` (not the hidden module's), so an unlisted instance is reported
+    // as `NAME::Listed`; the hidden trait, which holds each instance's index, is its supertrait.
+    let (message, label, note) = (&listed.message, &listed.label, &listed.note);
+    let hidden_listed = quote!(super::#hidden::#inner::Listed);
+    let public_listed = quote! {
+        /// Implemented for each instance in `types = [...]`: the launchers are generic over it.
+        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+        pub trait Listed: #hidden_listed {}
+    };
     let exports = match generics.len() {
         0 => quote!(),
-        1 => quote!(pub use super::#hidden::#inner::Listed;),
-        _ => quote!(pub use super::#hidden::#inner::{Instance, Listed};),
+        1 => {
+            let impls = listed.impls.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for #(#tys),* {}));
+            quote!(#public_listed #(#impls)*)
+        }
+        _ => {
+            let impls =
+                listed.impls.iter().map(|(doc, tys)| quote!(#[doc = #doc] impl Listed for Instance<#(#tys),*> {}));
+            quote!(pub use super::#hidden::#inner::Instance; #public_listed #(#impls)*)
+        }
     };
     let n_call = if has_array { quote!() } else { quote!(n,) };
     let (unsafety, safety_doc, call) = if raw {

@@ -195,5 +195,38 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
     }
     let listing = Listing { kind: "elementwise kernel", key: "types", macro_name: "elementwise_kernel!" };
     let generated = expand_generated_as(LitStr::new(&cuda, operation.span()), site, &input.options, exprs, listing)?;
-    gen::module(input, &lists, instances.len(), &generated).map_err(|msg| early(input.name.span(), &msg))
+    let built: Vec<String> = instances.iter().map(|i| source::instance_expr(&name, i)).collect();
+    let listed = gen::PublicListed {
+        message: format!("elementwise kernel `{name}` was not instantiated for `{{Self}}`"),
+        label: "no such instance in `types = [...]`".into(),
+        note: format!(
+            "instances built: {}; add the one you need to `types = [...]` of the elementwise_kernel! at {}:{}",
+            built.join(", "),
+            site.file,
+            site.line
+        ),
+        impls: if lists.placeholders().is_empty() {
+            Vec::new()
+        } else {
+            instances
+                .iter()
+                .zip(&built)
+                .map(|(i, shown)| (format!("`{shown}`"), i.types().iter().map(|t| instance_type(t)).collect()))
+                .collect()
+        },
+    };
+    gen::module(input, &lists, &listed, &generated).map_err(|msg| early(input.name.span(), &msg))
+}
+
+/// The Rust type of an instance's C++ type, as named inside the kernel's module: the mapped
+/// builtin, or the user's struct of the same name one module up.
+fn instance_type(c: &str) -> TokenStream {
+    match crate::types::builtin(&crate::types::normalise(c)) {
+        Some(b) => crate::gen::rust_type(&crate::types::RustType::Builtin(b)),
+        None => {
+            let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
+            let id = quote::format_ident!("{}", last);
+            quote!(super::#id)
+        }
+    }
 }
