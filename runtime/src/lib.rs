@@ -33,6 +33,7 @@ mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec
 mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
+pub mod texture; // CUDA arrays, texture and surface objects (uses args, graph, types)
 
 pub use arg::Arg;
 pub use buffer::{DeviceBuffer, DeviceBufferMut};
@@ -49,6 +50,7 @@ pub use module::Module;
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
+pub use texture::{CudaArray, Surface, Texture, TextureDesc};
 pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,
@@ -102,6 +104,7 @@ pub mod __private {
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
+    pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};
     pub use cuda_embed_build::reduction::PlanKind;
