@@ -29,8 +29,10 @@ fn bilinear(img: &[f32], w: usize, h: usize, x: f64, y: f64) -> f32 {
     let (a, b) = (xb - i0, yb - j0);
     let at = |i: i64, j: i64| img[(j.clamp(0, h as i64 - 1) as usize) * w + i.clamp(0, w as i64 - 1) as usize] as f64;
     let (i, j) = (i0 as i64, j0 as i64);
-    ((1.0 - a) * (1.0 - b) * at(i, j) + a * (1.0 - b) * at(i + 1, j) + (1.0 - a) * b * at(i, j + 1) + a * b * at(i + 1, j + 1))
-        as f32
+    ((1.0 - a) * (1.0 - b) * at(i, j)
+        + a * (1.0 - b) * at(i + 1, j)
+        + (1.0 - a) * b * at(i, j + 1)
+        + a * b * at(i + 1, j + 1)) as f32
 }
 
 fn run() -> cuda_embed::Result<()> {

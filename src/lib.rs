@@ -99,13 +99,13 @@ pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, D
 pub use cuda_embed_runtime::graph;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
-pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
     ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
+pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
 pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.

@@ -136,7 +136,9 @@ fn linear_filtering_with_clamp_and_border_matches_cpu_bilinear() {
     for (mode, address) in [(Mode::Clamp, AddressMode::Clamp), (Mode::Border, AddressMode::Border)] {
         let tex = Texture::new(&array, &TextureDesc::new().filter(FilterMode::Linear).address(address)).unwrap();
         let gpu = sample(&stream, &tex, &at);
-        compare(&format!("2-D linear, {address:?}, unnormalised"), &gpu, |i| bilinear(&img, w, h, at[i].x, at[i].y, mode));
+        compare(&format!("2-D linear, {address:?}, unnormalised"), &gpu, |i| {
+            bilinear(&img, w, h, at[i].x, at[i].y, mode)
+        });
     }
 }
 
@@ -224,7 +226,9 @@ fn linear_texture_over_a_slice_fetches_exactly() {
     assert_eq!(&got[n..], &[0; 4]);
     // The same through the `Kernel` value and a tuple of arguments.
     let mut out2 = stream.alloc_zeros::<i32>(n).unwrap();
-    unsafe { fetch1d::KERNEL.launch(&stream, LaunchConfig::for_num_elems(n as u32), (&tex, &mut out2, n as i32)).unwrap() };
+    unsafe {
+        fetch1d::KERNEL.launch(&stream, LaunchConfig::for_num_elems(n as u32), (&tex, &mut out2, n as i32)).unwrap()
+    };
     assert_eq!(stream.clone_dtoh(&out2).unwrap(), data);
     println!("1-D linear texture over a CudaSlice<i32>: {n} exact fetches");
 
@@ -276,7 +280,9 @@ fn point_sampling_a_3d_array_is_exact() {
     let tex = Texture::new(&array, &TextureDesc::new()).unwrap();
     let mut out = stream.alloc_zeros::<f32>(vol.len()).unwrap();
     let n = vol.len() as u32;
-    unsafe { sample3d::launch(&stream, LaunchConfig::for_num_elems(n), &tex, &mut out, w as i32, h as i32, d as i32).unwrap() };
+    unsafe {
+        sample3d::launch(&stream, LaunchConfig::for_num_elems(n), &tex, &mut out, w as i32, h as i32, d as i32).unwrap()
+    };
     assert_eq!(stream.clone_dtoh(&out).unwrap(), vol);
     println!("3-D point sampling: {} voxels exact", vol.len());
 }
@@ -330,7 +336,10 @@ fn linear_filtering_of_an_integer_read_type_is_an_error_that_says_what_to_do() {
     let e = TextureDesc::new().filter(FilterMode::Linear).check::<u16>(2).unwrap_err();
     assert!(matches!(e, Error::Texture { .. }));
     let m = e.to_string();
-    assert!(m.starts_with("cannot create a 2-D texture of `unsigned short`: linear filtering needs a float read type"), "{m}");
+    assert!(
+        m.starts_with("cannot create a 2-D texture of `unsigned short`: linear filtering needs a float read type"),
+        "{m}"
+    );
     assert!(m.contains(".read_mode(ReadMode::NormalizedFloat)"), "{m}");
     TextureDesc::new().filter(FilterMode::Linear).read_mode(ReadMode::NormalizedFloat).check::<u16>(2).unwrap();
 }

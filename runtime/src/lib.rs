@@ -30,10 +30,10 @@ pub mod reduce; // scratch, plans and checks of reduction launchers
 mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+pub mod texture;
 mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
-mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
-pub mod texture; // CUDA arrays, texture and surface objects (uses args, graph, types)
+mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel // CUDA arrays, texture and surface objects (uses args, graph, types)
 
 pub use arg::Arg;
 pub use buffer::{DeviceBuffer, DeviceBufferMut};

@@ -78,7 +78,10 @@ impl ArrayLimits {
         Ok(if surface {
             ArrayLimits {
                 one: a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH)?,
-                two: [a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH)?, a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT)?],
+                two: [
+                    a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH)?,
+                    a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT)?,
+                ],
                 three: [
                     a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH)?,
                     a(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT)?,
@@ -88,7 +91,10 @@ impl ArrayLimits {
         } else {
             ArrayLimits {
                 one: a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH)?,
-                two: [a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH)?, a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT)?],
+                two: [
+                    a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH)?,
+                    a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT)?,
+                ],
                 three: [
                     a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH)?,
                     a(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT)?,
@@ -122,7 +128,10 @@ impl ArrayLimits {
                         e.dims(),
                         max.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" x ")
                     ),
-                    fix: Some("split the data into tiles of at most that size, or use a texture over linear memory (1-D)".into()),
+                    fix: Some(
+                        "split the data into tiles of at most that size, or use a texture over linear memory (1-D)"
+                            .into(),
+                    ),
                 });
             }
         }
@@ -314,11 +323,7 @@ impl<T: Texel> CudaArray<T> {
         }
         Err(Error::Texture {
             what: format!("CudaArray<{}>::{call}", T::CUDA_NAME),
-            cause: format!(
-                "the {what} has {len} elements, the array {} ({})",
-                self.len(),
-                describe(self.extent)
-            ),
+            cause: format!("the {what} has {len} elements, the array {} ({})", self.len(), describe(self.extent)),
             fix: Some("copy whole arrays: give a slice of exactly width x height x depth elements".into()),
         })
     }
@@ -338,21 +343,9 @@ impl<T: Texel> CudaArray<T> {
         })
     }
 
-    /// A copy descriptor with the extent filled in (pitches for linear memory: packed rows).
+    /// A copy descriptor with the extent filled in.
     fn params(&self) -> sys::CUDA_MEMCPY3D {
-        let row = self.extent.width * std::mem::size_of::<T>();
-        let rows = self.extent.height.max(1);
-        // SAFETY: CUDA_MEMCPY3D is plain data (integers, pointers, enums whose zero is not
-        // used as such: every memory type is set before the copy).
-        let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-        p.srcPitch = row;
-        p.srcHeight = rows;
-        p.dstPitch = row;
-        p.dstHeight = rows;
-        p.WidthInBytes = row;
-        p.Height = rows;
-        p.Depth = self.extent.depth.max(1);
-        p
+        memcpy3d(self.extent, std::mem::size_of::<T>())
     }
 
     fn set_src_array(&self, p: &mut sys::CUDA_MEMCPY3D) {
@@ -400,6 +393,42 @@ impl<T> Drop for CudaArray<T> {
     }
 }
 
+/// A whole-extent copy descriptor for elements of `elem` bytes, linear memory with packed rows
+/// on either side; the caller sets the source and destination. (Built field by field: the
+/// memory-type enum has no zero value, so the struct cannot be zero-initialised.)
+fn memcpy3d(extent: Extent, elem: usize) -> sys::CUDA_MEMCPY3D {
+    let row = extent.width * elem;
+    let rows = extent.height.max(1);
+    let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: host,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: row,
+        srcHeight: rows,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: host,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: row,
+        dstHeight: rows,
+        WidthInBytes: row,
+        Height: rows,
+        Depth: extent.depth.max(1),
+    }
+}
+
 /// `640 x 480`, `64`, `8 x 8 x 8`.
 pub(crate) fn describe(e: Extent) -> String {
     match e.dims() {
@@ -432,6 +461,16 @@ mod tests {
         assert_eq!(Extent::from((7, 3, 2)).len(), 42);
         assert_eq!(Extent::from(7).len(), 7);
         assert_eq!(describe((640, 480).into()), "640 x 480");
+    }
+
+    #[test]
+    fn copy_descriptors_cover_the_whole_extent() {
+        let p = memcpy3d((640, 480).into(), 4);
+        assert_eq!((p.WidthInBytes, p.Height, p.Depth, p.srcPitch, p.dstHeight), (2560, 480, 1, 2560, 480));
+        let p = memcpy3d(100.into(), 16);
+        assert_eq!((p.WidthInBytes, p.Height, p.Depth), (1600, 1, 1));
+        let p = memcpy3d((9, 7, 5).into(), 4);
+        assert_eq!((p.WidthInBytes, p.Height, p.Depth), (36, 7, 5));
     }
 
     #[test]

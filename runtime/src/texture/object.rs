@@ -118,26 +118,16 @@ impl<'a> Texture<'a> {
             });
         }
         let bytes = buffer.num_bytes();
-        // SAFETY: the union member `linear` is the one `CU_RESOURCE_TYPE_LINEAR` reads.
-        let res = unsafe {
-            let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
-            res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
-            res.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
-                devPtr: ptr,
-                format: T::FORMAT,
-                numChannels: T::CHANNELS,
-                sizeInBytes: bytes,
-            };
-            res
+        let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR);
+        res.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
+            devPtr: ptr,
+            format: T::FORMAT,
+            numChannels: T::CHANNELS,
+            sizeInBytes: bytes,
         };
         // SAFETY: the buffer outlives the texture (borrowed for `'a`).
         let handle = unsafe { create_texture::<T>(&ctx, &res, &desc)? };
-        Ok(Texture {
-            handle,
-            ctx,
-            source: Source::Linear(ptr, ptr + bytes as u64),
-            _keep: Keep::Borrowed(PhantomData),
-        })
+        Ok(Texture { handle, ctx, source: Source::Linear(ptr, ptr + bytes as u64), _keep: Keep::Borrowed(PhantomData) })
     }
 
     /// A 2-D texture over pitched linear memory (`CU_RESOURCE_TYPE_PITCH2D`): `height` rows of
@@ -158,7 +148,11 @@ impl<'a> Texture<'a> {
         let stream = buffer.stream().clone();
         let ctx = stream.context().clone();
         let what = || {
-            format!("a pitched 2-D texture of {width} x {height} `{}` (pitch {pitch}) on device {}", T::CUDA_NAME, ctx.ordinal())
+            format!(
+                "a pitched 2-D texture of {width} x {height} `{}` (pitch {pitch}) on device {}",
+                T::CUDA_NAME,
+                ctx.ordinal()
+            )
         };
         if width == 0 || height == 0 || pitch < width || buffer.len() < pitch * (height - 1) + width {
             return Err(Error::Texture {
@@ -193,19 +187,14 @@ impl<'a> Texture<'a> {
                 });
             }
         }
-        // SAFETY: the union member `pitch2D` is the one `CU_RESOURCE_TYPE_PITCH2D` reads.
-        let res = unsafe {
-            let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
-            res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_PITCH2D;
-            res.res.pitch2D = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
-                devPtr: ptr,
-                format: T::FORMAT,
-                numChannels: T::CHANNELS,
-                width,
-                height,
-                pitchInBytes: pitch_bytes,
-            };
-            res
+        let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_PITCH2D);
+        res.res.pitch2D = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
+            devPtr: ptr,
+            format: T::FORMAT,
+            numChannels: T::CHANNELS,
+            width,
+            height,
+            pitchInBytes: pitch_bytes,
         };
         // SAFETY: the buffer outlives the texture (borrowed for `'a`).
         let handle = unsafe { create_texture::<T>(&ctx, &res, desc)? };
@@ -332,14 +321,17 @@ impl std::fmt::Debug for Surface<'_> {
     }
 }
 
+/// A resource descriptor of `kind` with every byte of the union zero; the caller writes the
+/// member `kind` reads (writing a union field is safe).
+fn resource(kind: sys::CUresourcetype) -> sys::CUDA_RESOURCE_DESC {
+    let reserved = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5 { reserved: [0; 32] };
+    sys::CUDA_RESOURCE_DESC { resType: kind, res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 { reserved }, flags: 0 }
+}
+
 fn array_resource(array: sys::CUarray) -> sys::CUDA_RESOURCE_DESC {
-    // SAFETY: plain data; the union member `array` is the one `CU_RESOURCE_TYPE_ARRAY` reads.
-    unsafe {
-        let mut res: sys::CUDA_RESOURCE_DESC = std::mem::zeroed();
-        res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
-        res.res.array = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array };
-        res
-    }
+    let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+    res.res.array = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array };
+    res
 }
 
 /// `cuTexObjectCreate` in `ctx`.
@@ -362,7 +354,7 @@ unsafe fn create_texture<T: Texel>(
 }
 
 fn aligned(value: u64, align: u64, name: &str, what: impl Fn() -> String) -> Result<()> {
-    if align <= 1 || value % align == 0 {
+    if align <= 1 || value.is_multiple_of(align) {
         return Ok(());
     }
     Err(Error::Texture {
@@ -382,12 +374,20 @@ mod tests {
     fn misalignment_names_the_value_and_the_fix() {
         aligned(1024, 512, "the buffer's start", || "x".into()).unwrap();
         let e = aligned(0x7f00_0100, 512, "the buffer's start", || "a linear texture".into()).unwrap_err().to_string();
-        assert!(e.contains("the buffer's start (0x7f000100) is not a multiple of the device's texture alignment of 512 bytes"), "{e}");
+        assert!(
+            e.contains(
+                "the buffer's start (0x7f000100) is not a multiple of the device's texture alignment of 512 bytes"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
     fn array_resource_is_an_array() {
         let r = array_resource(std::ptr::null_mut());
         assert_eq!(r.resType, sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+        let r = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR);
+        // SAFETY: the union was initialised through `reserved`, all zero.
+        assert_eq!(unsafe { r.res.reserved.reserved }, [0; 32]);
     }
 }
