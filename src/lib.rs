@@ -72,7 +72,7 @@
 //! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2` | [`F8E4M3`], [`F8E5M2`] |
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
-//! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | [`TextureObject`], [`SurfaceObject`] |
+//! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `&`[`Texture`], `&`[`Surface`] (owned objects over a [`CudaArray`] or a buffer, see [`texture`]; context checked), or a raw [`TextureObject`], [`SurfaceObject`] |
 //! | `struct P` by value | the `#[repr(C)]` twin `P` the macro generates from the compiler's layout (with a compiler at build time; members scalars, vectors, pointers or arrays of those), or your own `#[repr(C)]` type `P` (same name, in the invoking module, which wins) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
 //!
 //! `#[derive(DeviceSafe)]` accepts only `#[repr(C)]` structs whose fields are all `DeviceSafe`
@@ -97,12 +97,15 @@
 pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
+/// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
+pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
     ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
+pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
 pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.

@@ -214,6 +214,19 @@ pub enum Error {
         fix: Option<String>,
     },
 
+    /// A CUDA array, texture or surface could not be created or copied as asked: a texture
+    /// description the hardware cannot honour (linear filtering of integers read as integers), a
+    /// size over the device's limits, a misaligned buffer, a copy of the wrong length.
+    #[error("cannot create {what}: {cause}{}", fix_suffix(fix))]
+    Texture {
+        /// What was being made or done, with its element type, size and device when known.
+        what: String,
+        /// What is wrong, with the values involved.
+        cause: String,
+        /// What to do about it, when known.
+        fix: Option<String>,
+    },
+
     /// A driver error from a cudarc call in user code, reached through `?`.
     #[error("CUDA driver error: {0}")]
     Cudarc(#[from] cudarc::driver::DriverError),
@@ -302,6 +315,9 @@ impl fmt::Debug for Error {
                 .finish(),
             Error::Graph { device, cause, fix } => {
                 f.debug_struct("Graph").field("device", device).field("cause", cause).field("fix", fix).finish()
+            }
+            Error::Texture { what, cause, fix } => {
+                f.debug_struct("Texture").field("what", what).field("cause", cause).field("fix", fix).finish()
             }
             Error::Cudarc(e) => f.debug_tuple("Cudarc").field(e).finish(),
         }

@@ -31,9 +31,10 @@ pub mod reduce; // scratch, plans and checks of reduction launchers
 mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+pub mod texture;
 mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
-mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel
+mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel // CUDA arrays, texture and surface objects (uses args, graph, types)
 
 pub use arg::Arg;
 pub use buffer::{DeviceBuffer, DeviceBufferMut};
@@ -50,6 +51,7 @@ pub use module::Module;
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
+pub use texture::{CudaArray, Surface, Texture, TextureDesc};
 pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,
@@ -103,6 +105,7 @@ pub mod __private {
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
+    pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};
     pub use cuda_embed_build::reduction::PlanKind;

@@ -17,6 +17,8 @@ use std::ffi::c_void;
 pub(crate) enum Space {
     Device,
     Host,
+    /// A CUDA array (textures and surfaces over it), by handle: arrays have no device address.
+    Array,
 }
 
 /// One range of memory a node reads or writes (opaque: built by the node arguments).

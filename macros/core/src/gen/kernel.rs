@@ -196,6 +196,19 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
         let sync = format_ident!("__sync_{}", i);
         doc_rows.push_str(&format!("| `{}` | `{}` | `{}` |\n", id, p.text.replace('|', "\\|"), m.describe()));
         match m {
+            Mapped::Value(t) if is_object(t) => {
+                // `cudaTextureObject_t` / `cudaSurfaceObject_t`: the owned `&Texture`/`&Surface`
+                // (context checked against the stream's) or a raw handle.
+                let ty = rust_type(t);
+                let (object, object_arg) = (paths::object_arg_trait(), paths::object_arg());
+                args.push(quote!(#id: impl #object<#ty>));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
+                let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+                prelude.push(quote!(let #id: #ty = #object_arg(#id, stream, #handle, #pname)?;));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
             Mapped::Value(t) => {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
@@ -275,6 +288,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
         }
         ids.push(match m {
             Mapped::Pointer { .. } => quote!(#id),
+            Mapped::Value(t) if is_object(t) => quote!(#id),
             _ => quote!(#by_value(#id)),
         });
     }
@@ -479,4 +493,11 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             }
         }
     }
+}
+
+/// Whether a by-value parameter is a texture or surface object, which the launcher takes as
+/// `&Texture`/`&Surface` or a raw handle.
+fn is_object(t: &types::RustType) -> bool {
+    use cuda_embed_build::ctypes::RustPath;
+    matches!(t, types::RustType::Builtin(b) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")))
 }

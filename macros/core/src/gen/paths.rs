@@ -128,6 +128,17 @@ pub fn check_device() -> TokenStream {
     private("check_device", Span::call_site())
 }
 
+/// The trait a `cudaTextureObject_t`/`cudaSurfaceObject_t` parameter takes (`&Texture`,
+/// `&Surface` or a raw handle), `ObjectArg<H>`.
+pub fn object_arg_trait() -> TokenStream {
+    private("ObjectArg", Span::call_site())
+}
+
+/// The function that turns such an argument into its handle, checking its context.
+pub fn object_arg() -> TokenStream {
+    private("object_arg", Span::call_site())
+}
+
 /// The `const fn` that fails to compile for a user type that cannot be copied to the device;
 /// at `span`, so that the error points at the user's type.
 pub fn assert_device_safe(span: Span) -> TokenStream {
