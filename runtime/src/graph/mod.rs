@@ -31,7 +31,7 @@
 //! parameter updates without re-capturing), inferred concurrency between independent nodes,
 //! host closures with panic reporting, and a graph whose shape you can inspect.
 
-mod args;
+pub(crate) mod args;
 mod deps;
 mod exec;
 mod host;
