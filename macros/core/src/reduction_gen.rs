@@ -116,6 +116,18 @@ pub fn wrapper(
     let fwd_names = &fwd;
     let first_id = first_id.map_or(quote!(), |f| quote!(#f));
     let sig = quote!(#(#ins,)*);
+    let node_fns = crate::reduction_node::node_fns(
+        lists,
+        param_type,
+        &crate::reduction_node::Shared {
+            name,
+            hidden,
+            kernels: &kernels,
+            generics: &generics,
+            turbofish: &turbofish,
+            where_clause: &where_clause,
+        },
+    );
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
          An empty input gives `post_map(identity)`. Deterministic: the same input gives bit-identical output on every run.\n\n\
@@ -144,6 +156,8 @@ pub fn wrapper(
             fn __length_error(stream: &#stream_ty, cause: ::std::string::String) -> #error {
                 #red::length_error(#reduction, ORIGIN, stream, cause)
             }
+
+            #node_fns
 
             #[doc = #doc_launch]
             pub fn launch #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig #(#outs),*) -> #result<()> #where_clause {
