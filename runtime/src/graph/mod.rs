@@ -1,5 +1,6 @@
 //! CUDA graphs built from typed nodes: kernel nodes from every generated launcher
-//! (`NAME::node`), [`Kernel`](crate::Kernel) values and [`ProgramKernel`](crate::ProgramKernel)s;
+//! (`NAME::node` of `cuda_kernel!`, `elementwise_kernel!` and `reduction_kernel!` modules),
+//! [`Kernel`](crate::Kernel) values and [`ProgramKernel`](crate::ProgramKernel)s;
 //! memcpy, memset, host, empty, child-graph and event nodes. Dependencies are given explicitly
 //! ([`Graph::after`], [`Graph::add_edge`]) and inferred from what each node reads and writes.
 //!
