@@ -31,7 +31,10 @@ pub struct Shared<'a> {
 /// The node functions, inside the reduction's module (next to `ORIGIN`).
 pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &Shared<'_>) -> TokenStream {
     let (result, graph, node) = (paths::result(), paths::graph(), paths::graph_node());
-    let (dptr, dptr_mut) = (paths::device_buffer(), paths::device_buffer_mut());
+    // Inputs as `launch` takes them; outputs as `&y`, so not through `DeviceBufferMut`, whose
+    // error message asks for `&mut`.
+    let dbuf = paths::device_buffer();
+    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let (red, plan_kind, device_slice) =
         (paths::reduction("reduce"), paths::reduction("PlanKind"), paths::reduction("DeviceSlice"));
     let support = quote!(::cuda_embed::graph::generated);
@@ -42,7 +45,7 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
         if p.kind == ParamKind::Scalar {
             ins.push(quote!(#id: #ty));
         } else {
-            ins.push(quote!(#id: &'__g impl #dptr<#ty>));
+            ins.push(quote!(#id: &'__g impl #dbuf<#ty>));
             in_lens.push(quote!((#pname, #id.len())));
             sizes.push(quote!(::core::mem::size_of::<#ty>()));
         }
