@@ -1,9 +1,10 @@
 //! A CUDA graph built from typed kernel calls: upload, saxpy, scale, download, a host node;
-//! dependencies inferred from the borrows; replayed, then updated with new typed arguments.
+//! dependencies inferred from the borrows; replayed, then updated with new typed arguments. Then
+//! an elementwise kernel feeding a reduction, both as graph nodes.
 //!
 //! Run with `cargo run --example graph`. Without a GPU it prints why and exits with status 2.
 
-use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
+use cuda_embed::{cuda_kernel, elementwise_kernel, reduction_kernel, Graph, LaunchConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -18,6 +19,17 @@ cuda_kernel!(
         if (i < n) y[i] *= s;
     }
 "#
+);
+
+elementwise_kernel!(diff, inputs = "float a, float b", outputs = "float d", operation = "d = a - b");
+reduction_kernel!(
+    sum_sq,
+    inputs = "float d",
+    outputs = "double s",
+    map = "(double)d * d",
+    reduce = "a + b",
+    identity = "0",
+    reduce_type = "double"
 );
 
 fn run() -> cuda_embed::Result<()> {
@@ -72,6 +84,26 @@ fn run() -> cuda_embed::Result<()> {
         n
     );
     if wrong != 0 || runs.load(Ordering::Relaxed) != 4 {
+        std::process::exit(1);
+    }
+
+    // Elementwise and reduction nodes: the squared distance between x and y on the device.
+    let (xd, yd) = (stream.clone_htod(&host_x)?, stream.clone_htod(&host_y)?);
+    let d = stream.alloc_zeros::<f32>(n)?;
+    let s = stream.alloc_zeros::<f64>(1)?;
+    let mut g = Graph::new(&ctx)?;
+    let k1 = diff::node(&mut g, &xd, &yd, &d)?; // d = x - y
+    let k2 = sum_sq::node(&mut g, &d, &s)?; // s = sum(d * d)   (after k1: reads d)
+    assert_eq!(g.edges(), vec![(k1, k2)]);
+    let exec = g.instantiate()?;
+    // SAFETY: generated elementwise and reduction kernels stay within their checked arrays.
+    unsafe { exec.launch(&stream)? };
+    exec.synchronize(&stream)?;
+    drop(exec);
+    let got = stream.clone_dtoh(&s)?[0];
+    let want: f64 = host_x.iter().zip(&host_y).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+    println!("squared distance by graph: {got}, on the CPU: {want}");
+    if (got - want).abs() > 1e-9 * want.abs() {
         std::process::exit(1);
     }
     Ok(())

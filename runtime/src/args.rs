@@ -10,9 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
-use cudarc::driver::{
-    sys, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop,
-};
+use cudarc::driver::{sys, CudaStream, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
@@ -54,7 +52,7 @@ pub unsafe trait KernelArg<M> {
 
 /// The context and device of a cudarc buffer or view (see [`KernelArg::placement`]).
 #[inline(always)]
-fn placement_of<T, S: DeviceSlice<T> + ?Sized>(buffer: &S) -> (sys::CUcontext, usize) {
+pub(crate) fn placement_of<T, S: DeviceSlice<T> + ?Sized>(buffer: &S) -> (sys::CUcontext, usize) {
     let ctx = buffer.stream().context();
     (ctx.cu_ctx(), ctx.ordinal())
 }
@@ -133,45 +131,6 @@ unsafe impl<T: DeviceSafe> KernelArg<T> for T {
     }
 }
 
-macro_rules! buffer_arg {
-    ($marker:ty, [$($g:tt)*], $self_ty:ty, $method:ident) => {
-        // SAFETY: the parameter is the buffer's device address (a u64), taken on the launch
-        // stream; the guard keeps cudarc's event tracking ordered around the launch.
-        unsafe impl<'a, $($g)*> KernelArg<$marker> for $self_ty {
-            type Bound<'s>
-                = (sys::CUdeviceptr, SyncOnDrop<'s>)
-            where
-                Self: 's;
-            #[inline(always)]
-            fn bind<'s>(self, stream: &'s CudaStream) -> Self::Bound<'s>
-            where
-                Self: 's,
-            {
-                self.$method(stream)
-            }
-            #[inline(always)]
-            fn param<'s>(bound: &Self::Bound<'s>) -> *mut c_void
-            where
-                Self: 's,
-            {
-                &bound.0 as *const sys::CUdeviceptr as *mut c_void
-            }
-            #[inline(always)]
-            fn placement(&self) -> Option<(sys::CUcontext, usize)> {
-                Some(placement_of::<T, _>(&**self))
-            }
-        }
-    };
-}
-
-buffer_arg!(In<T>, [T, S: DevicePtr<T>], &'a S, device_ptr);
-buffer_arg!(Out<T>, [T, S: DevicePtrMut<T>], &'a mut S, device_ptr_mut);
-buffer_arg!(InAny, [T], &'a CudaSlice<T>, device_ptr);
-buffer_arg!(InAny, [T], &'a CudaView<'_, T>, device_ptr);
-buffer_arg!(InAny, [T], &'a CudaViewMut<'_, T>, device_ptr);
-buffer_arg!(OutAny, [T], &'a mut CudaSlice<T>, device_ptr_mut);
-buffer_arg!(OutAny, [T], &'a mut CudaViewMut<'_, T>, device_ptr_mut);
-
 /// A whole argument list for a kernel of signature `Sig` (a tuple of markers): implemented for
 /// tuples whose elements are [`KernelArg`]s of the markers, in order.
 ///
@@ -190,57 +149,4 @@ pub unsafe trait KernelArgs<Sig> {
     ) -> Result<R>;
 }
 
-macro_rules! tuple {
-    ($($a:ident $m:ident $b:ident),*) => {
-        // SAFETY: one pointer per element, each from its own `KernelArg::param`, alive (bound on
-        // this stack frame) for the call of `f`.
-        unsafe impl<$($m, $a: KernelArg<$m>,)*> KernelArgs<($($m,)*)> for ($($a,)*) {
-            #[inline(always)]
-            #[allow(unused_variables, unused_mut, unused_assignments, non_snake_case)]
-            fn with_params<R>(
-                self,
-                stream: &CudaStream,
-                f: impl FnOnce(&mut [*mut c_void]) -> Result<R>,
-                wrong: impl FnOnce(usize, usize) -> Error,
-            ) -> Result<R> {
-                let ($($b,)*) = self;
-                let ctx = stream.context().cu_ctx();
-                let mut index = 0;
-                $(
-                    if let Some((c, device)) = <$a as KernelArg<$m>>::placement(&$b) {
-                        if c != ctx {
-                            return Err(wrong(index, device));
-                        }
-                    }
-                    index += 1;
-                )*
-                $(let $b = $b.bind(stream);)*
-                let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
-                    [$(<$a as KernelArg<$m>>::param(&$b)),*];
-                f(&mut params)
-            }
-        }
-    };
-}
-
-tuple!();
-tuple!(A0 M0 a0);
-tuple!(A0 M0 a0, A1 M1 a1);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18);
-tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18, A19 M19 a19);
+// The implementations for cudarc buffers and tuples are in `arg_impls.rs`, with the node side.

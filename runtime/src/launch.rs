@@ -54,6 +54,7 @@ impl Who<'_> {
 }
 
 /// What one launch needs to know about the kernel on the stream's device.
+#[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
     pub(crate) f: sys::CUfunction,
     pub(crate) max_threads: u32,

@@ -8,6 +8,7 @@
 
 // Layered bottom-up: each module uses only those above it in this list.
 mod arg; // the dynamic argument list of run-time kernels
+mod arg_impls; // KernelArg/NodeArg impls for buffers and tuples (one table for both)
 pub mod args; // typed argument lists
 mod buffer; // DeviceBuffer, DeviceBufferMut
 mod cubin; // parameter counts read from a cubin

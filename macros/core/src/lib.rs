@@ -41,6 +41,7 @@ pub mod probe;
 pub mod ptx;
 pub mod reduction;
 pub mod reduction_gen;
+pub mod reduction_node;
 pub mod report;
 pub use cuda_embed_build::signature;
 pub mod structs;

@@ -152,6 +152,26 @@ pub fn wrapper(
     } else {
         where_clause.clone()
     };
+    // The graph nodes call the hidden kernels' typed `node`s directly, so with several
+    // placeholders they need the kernels' bounds as well as `Listed`.
+    let node_where = if generics.len() > 1 {
+        let bounds = kernels.iter().map(|k| quote!(#hidden::#k::Instance<#(#generics),*>: #hidden::#k::Listed));
+        quote!(where Instance<#(#generics),*>: Listed<#(#generics = #generics),*>, #(#bounds),*)
+    } else {
+        where_clause.clone()
+    };
+    let node_fns = crate::reduction_node::node_fns(
+        lists,
+        param_type,
+        &crate::reduction_node::Shared {
+            name,
+            hidden,
+            kernels: &kernels,
+            generics: &generics,
+            turbofish: &turbofish,
+            where_clause: &node_where,
+        },
+    );
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
          An empty input gives `post_map(identity)`. Deterministic: the same input gives bit-identical output on every run.\n\n\
@@ -180,6 +200,8 @@ pub fn wrapper(
             fn __length_error(stream: &#stream_ty, cause: ::std::string::String) -> #error {
                 #red::length_error(#reduction, ORIGIN, stream, cause)
             }
+
+            #node_fns
 
             #[doc = #doc_launch]
             pub fn launch #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig #(#outs),*) -> #result<()> #where_clause {

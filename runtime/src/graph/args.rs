@@ -6,10 +6,11 @@
 //! device address as a `u64`, one pointer per parameter), and also reports which device range it
 //! reads or writes, so the graph can infer the node's dependencies.
 
+#[cfg(doc)]
 use crate::args::{In, InAny, Out, OutAny};
 use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
 
 /// Which memory an access touches: device addresses and host addresses are kept apart.
@@ -128,29 +129,6 @@ unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
     }
 }
 
-macro_rules! buffer_node_arg {
-    ($marker:ty, $write:expr, [$($g:tt)*], $self_ty:ty) => {
-        // SAFETY: the parameter is the buffer's device address; its whole range is recorded.
-        unsafe impl<'a, $($g)*> NodeArg<'a, $marker> for $self_ty {
-            type Param = sys::CUdeviceptr;
-            #[inline(always)]
-            fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<sys::CUdeviceptr> {
-                let (p, access) = address(self, ctx, $write)?;
-                accesses.push(access);
-                Ok(p)
-            }
-        }
-    };
-}
-
-buffer_node_arg!(In<T>, false, [T, S: DevicePtr<T>], &'a S);
-buffer_node_arg!(Out<T>, true, [T, S: DevicePtr<T> + DevicePtrMut<T>], &'a S);
-buffer_node_arg!(InAny, false, [T], &'a CudaSlice<T>);
-buffer_node_arg!(InAny, false, [T], &'a CudaView<'_, T>);
-buffer_node_arg!(InAny, false, [T], &'a CudaViewMut<'_, T>);
-buffer_node_arg!(OutAny, true, [T], &'a CudaSlice<T>);
-buffer_node_arg!(OutAny, true, [T], &'a CudaViewMut<'_, T>);
-
 /// A whole argument list of a kernel node for a kernel of signature `Sig`: tuples whose
 /// elements are [`NodeArg`]s of the markers, in order (the node counterpart of
 /// [`KernelArgs`](crate::args::KernelArgs)).
@@ -170,50 +148,7 @@ pub unsafe trait NodeArgs<'a, Sig> {
     ) -> Result<R>;
 }
 
-macro_rules! node_tuple {
-    ($($a:ident $m:ident $b:ident),*) => {
-        // SAFETY: one pointer per element, each to its prepared parameter on this stack frame,
-        // alive for the call of `f`.
-        unsafe impl<'a, $($m, $a: NodeArg<'a, $m>,)*> NodeArgs<'a, ($($m,)*)> for ($($a,)*) {
-            #[inline(always)]
-            #[allow(unused_variables, unused_mut, non_snake_case)]
-            fn with_params<R>(
-                self,
-                ctx: &CudaContext,
-                mut accesses: Vec<Access>,
-                f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
-            ) -> Result<R> {
-                let ($($b,)*) = self;
-                $(let $b = $b.prepare(ctx, &mut accesses)?;)*
-                let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
-                    [$(&$b as *const <$a as NodeArg<'a, $m>>::Param as *mut c_void),*];
-                f(&mut params, accesses)
-            }
-        }
-    };
-}
-
-node_tuple!();
-node_tuple!(A0 M0 a0);
-node_tuple!(A0 M0 a0, A1 M1 a1);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18);
-node_tuple!(A0 M0 a0, A1 M1 a1, A2 M2 a2, A3 M3 a3, A4 M4 a4, A5 M5 a5, A6 M6 a6, A7 M7 a7, A8 M8 a8, A9 M9 a9, A10 M10 a10, A11 M11 a11, A12 M12 a12, A13 M13 a13, A14 M14 a14, A15 M15 a15, A16 M16 a16, A17 M17 a17, A18 M18 a18, A19 M19 a19);
+// The implementations for cudarc buffers and tuples are in `arg_impls.rs`, with the launch side.
 
 /// Reads a buffer's address and access record through a type-erased pointer.
 type Address = unsafe fn(*const (), &CudaContext, bool) -> Result<(u64, Access)>;

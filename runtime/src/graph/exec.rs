@@ -8,7 +8,7 @@ use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, Memcpy
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -26,6 +26,8 @@ pub struct GraphExec<'a> {
     /// update with another topology is refused before the driver is asked.
     topology: (Vec<NodeKind>, Vec<(usize, usize)>),
     hosts: Vec<Arc<HostCell>>,
+    /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
+    owned: Vec<Arc<CudaSlice<u8>>>,
     scratch: Vec<Access>,
     /// Whether it was ever launched: then dropping it waits for the context first.
     launched: std::cell::Cell<bool>,
@@ -70,6 +72,7 @@ impl<'a> GraphExec<'a> {
             nodes: g.nodes.iter().map(|n| n.raw).collect(),
             topology: topology(g),
             hosts: g.hosts.clone(),
+            owned: g.owned.clone(),
             scratch: Vec::new(),
             launched: std::cell::Cell::new(false),
             _borrows: PhantomData,
@@ -123,7 +126,9 @@ impl<'a> GraphExec<'a> {
     /// The graph's nodes are not stream operations, so cudarc's per-buffer event tracking does
     /// not see them: use its buffers on other streams only after synchronising (e.g.
     /// [`GraphExec::synchronize`]). Dropping a launched `GraphExec` waits for the context, so the
-    /// buffers it borrows are free to use once it is gone.
+    /// buffers it borrows are free to use once it is gone. Instantiations of one graph share the
+    /// scratch memory of its reduction nodes: do not run two of them at the same time (the
+    /// launches of one `GraphExec` are ordered by the driver).
     #[inline]
     pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
         if !self.hosts.is_empty() {
@@ -169,16 +174,25 @@ impl<'a> GraphExec<'a> {
         args: impl NodeArgs<'a, Sig>,
     ) -> Result<()> {
         let n = self.node(node.node)?;
-        let (_, target) = node.kernel.target(&self.ctx)?;
-        check(&target, &self.ctx, &config)?;
+        // The node's kernel was looked up on the graph's context when it was added, and `node`
+        // is of the graph this was instantiated from (checked above): the same context.
+        let target = &node.target;
+        check(target, &self.ctx, &config)?;
         let mut acc = std::mem::take(&mut self.scratch);
         acc.clear();
         let (exec, ctx) = (self.raw, &self.ctx);
         let r = args.with_params(ctx, acc, |params, acc| {
             let p = node_params(target.f, &config, params);
-            bind(ctx)?;
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
+            let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };
+            if r == sys::CUresult::CUDA_SUCCESS {
+                return Ok(acc);
+            }
+            // The node's function carries its context, so no context is made current first; a
+            // driver that wants one anyway gets it, and the call is made once more.
+            bind(ctx)?;
+            // SAFETY: as above.
             let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };
             driver(ctx, "cuGraphExecKernelNodeSetParams", r).map(|()| acc)
         });
@@ -279,6 +293,7 @@ impl<'a> GraphExec<'a> {
         if r == sys::CUresult::CUDA_SUCCESS {
             // The new graph's host closures are what the updated nodes call now.
             self.hosts.extend(graph.hosts.iter().cloned());
+            self.owned.extend(graph.owned.iter().cloned());
             return Ok(());
         }
         use sys::CUgraphExecUpdateResult::*;

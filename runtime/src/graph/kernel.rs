@@ -19,6 +19,9 @@ use std::marker::PhantomData;
 pub struct KernelNode<Sig> {
     pub(crate) node: Node,
     pub(crate) kernel: KernelRef,
+    /// The kernel on the graph's context, looked up once when the node was added: an update
+    /// (on an instantiation of that graph, so of that context) reuses it.
+    pub(crate) target: Target<'static>,
     _sig: PhantomData<fn(Sig)>,
 }
 
@@ -77,7 +80,7 @@ impl<'a> Graph<'a> {
     /// # Safety
     /// `target.f` belongs to the graph's context; `params` holds one pointer per kernel parameter
     /// to a value of its exact type; `accesses` lists the ranges the arguments name.
-    unsafe fn kernel_raw(
+    pub(crate) unsafe fn kernel_raw(
         &mut self,
         target: &Target<'_>,
         cfg: &LaunchConfig,
@@ -126,7 +129,7 @@ impl<Sig> Kernel<Sig> {
             // one pointer per parameter of the types `Sig` names (the kernel's).
             unsafe { graph.kernel_raw(&target, &config, params, acc) }
         });
-        r.map(|node| KernelNode { node, kernel: raw, _sig: PhantomData })
+        r.map(|node| KernelNode { node, kernel: raw, target, _sig: PhantomData })
     }
 }
 

@@ -1,5 +1,6 @@
 //! CUDA graphs built from typed nodes: kernel nodes from every generated launcher
-//! (`NAME::node`), [`Kernel`](crate::Kernel) values and [`ProgramKernel`](crate::ProgramKernel)s;
+//! (`NAME::node` of `cuda_kernel!`, `elementwise_kernel!` and `reduction_kernel!` modules),
+//! [`Kernel`](crate::Kernel) values and [`ProgramKernel`](crate::ProgramKernel)s;
 //! memcpy, memset, host, empty, child-graph and event nodes. Dependencies are given explicitly
 //! ([`Graph::after`], [`Graph::add_edge`]) and inferred from what each node reads and writes.
 //!
@@ -34,6 +35,8 @@
 pub(crate) mod args;
 mod deps;
 mod exec;
+#[doc(hidden)]
+pub mod generated;
 mod host;
 mod kernel;
 mod nodes;
@@ -48,7 +51,7 @@ pub use nodes::{MemcpyNode, MemsetNode};
 use crate::error::{DriverCode, Error, Result};
 use crate::limits::bind;
 use args::Access;
-use cudarc::driver::{sys, CudaContext};
+use cudarc::driver::{sys, CudaContext, CudaSlice};
 use host::HostCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -142,6 +145,8 @@ pub struct Graph<'a> {
     pending: Vec<usize>,
     infer: bool,
     pub(crate) hosts: Vec<Arc<HostCell>>,
+    /// Device memory the graph's nodes use that the graph itself owns (reduction scratch).
+    pub(crate) owned: Vec<Arc<CudaSlice<u8>>>,
     /// Scratch for one node's accesses and dependencies (no allocation per node).
     scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -176,6 +181,7 @@ impl<'a> Graph<'a> {
             pending: Vec::new(),
             infer: true,
             hosts: Vec::new(),
+            owned: Vec::new(),
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             _borrows: PhantomData,
         })

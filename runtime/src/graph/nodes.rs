@@ -335,6 +335,7 @@ impl<'a> Graph<'a> {
             },
         )?;
         self.hosts.extend(child.hosts.iter().cloned());
+        self.owned.extend(child.owned.iter().cloned());
         Ok(node)
     }
 

@@ -183,6 +183,14 @@ pub fn module(
          loops over the indices with a grid-stride loop).{safety_doc}"
     );
     let auto = quote!(#private::AutoConfig);
+    let shared = super::node::Shared {
+        elems: &elems,
+        generics: &generics,
+        where_clause: &where_clause,
+        turbofish: &turbofish,
+        index: &index,
+    };
+    let node_fns = super::node::node_fns(lists, &shared);
     let tokens = &generated.tokens;
     Ok(quote! {
         #tokens
@@ -245,6 +253,8 @@ pub fn module(
                     },
                 }
             }
+
+            #node_fns
         }
     })
 }

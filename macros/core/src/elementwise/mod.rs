@@ -6,6 +6,7 @@
 //! as `cuda_kernel!`, and `gen` wraps the generated kernel in the public module's launchers.
 
 mod gen;
+mod node;
 
 use crate::expand::{expand_generated_as, CallSite};
 use crate::input::{string_list, Listing, Options};

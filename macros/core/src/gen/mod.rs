@@ -60,7 +60,8 @@ pub fn generic_arg(a: &GenericArg) -> TokenStream {
 
 /// A launcher argument's name: the parameter's, unless Rust or the launcher reserves it.
 pub fn param_ident(name: &str, index: usize) -> syn::Ident {
-    const RESERVED: &[&str] = &["stream", "config", "cluster", "self", "Self", "super", "crate", "_"];
+    const RESERVED: &[&str] =
+        &["stream", "config", "cluster", "graph", "exec", "node", "self", "Self", "super", "crate", "_"];
     if RESERVED.contains(&name) || name.starts_with("__") {
         return format_ident!("{}_{}", name.trim_start_matches('_'), index);
     }

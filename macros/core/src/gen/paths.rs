@@ -176,6 +176,11 @@ pub fn graph_exec() -> TokenStream {
     public("GraphExec")
 }
 
+/// A graph node handle, `Node`.
+pub fn graph_node() -> TokenStream {
+    public("Node")
+}
+
 /// A typed kernel node, `KernelNode<Sig>`.
 pub fn kernel_node() -> TokenStream {
     public("KernelNode")
