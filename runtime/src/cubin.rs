@@ -11,7 +11,9 @@
 /// `EIATTR_KPARAM_INFO`: one record per kernel parameter.
 const KPARAM_INFO: u8 = 0x17;
 
-/// The `.nv.info` record formats: no value, a byte, a 16-bit value, a sized value.
+/// The `.nv.info` record formats: no value, a byte, a 16-bit value, a sized value. Every record
+/// starts with a 4-byte header (format, attribute, 16 bits of value or size): the byte value sits in
+/// the low byte of those 16 bits and a no-value record leaves them zero; a sized value's bytes follow.
 const FMT_NVAL: u8 = 1;
 const FMT_BVAL: u8 = 2;
 const FMT_HVAL: u8 = 3;
@@ -68,9 +70,10 @@ fn count_params(info: &[u8]) -> Option<usize> {
         let (format, attribute) = (*info.get(at)?, *info.get(at + 1)?);
         at += 2;
         match format {
-            FMT_NVAL => {}
-            FMT_BVAL => at += 1,
-            FMT_HVAL => at += 2,
+            FMT_NVAL | FMT_BVAL | FMT_HVAL => {
+                u16_at(info, at)?;
+                at += 2;
+            }
             FMT_SVAL => {
                 let size = usize::from(u16_at(info, at)?);
                 at += 2;
@@ -149,6 +152,14 @@ mod tests {
                       0000000000000000f0210003500000031bff00035f0101041c0800300000009000000003191400040a08000f00\
                       0000100214000436040008000000";
 
+    /// `.nv.info` of this crate's generated column-reduction kernel (6 parameters) as NVRTC 13.0
+    /// wrote it for sm_90: it holds byte-valued records (`EIATTR` 0x4c), 4 bytes each like the others.
+    const COLS6: &str = "043704008200000004170c00000000000500280000f0210004170c00000000000400200000f0210004170c000000\
+                         00000300180000f0210004170c00000000000200100000f0210004170c00000000000100080000f0210004170c00\
+                         000000000000000000f0210003500000031b4000024c0100035f010104310800d01f0000a0200000041c1c006021\
+                         0000d0210000402800006028000080280000c0290000f029000004050c00000100000100000001000000041e0400\
+                         0000000003193000040a080029000000100230000436040008000000";
+
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
@@ -159,6 +170,8 @@ mod tests {
         assert_eq!(param_counts(&elf), Some(vec![("k".to_string(), 3)]));
         let counts = param_counts(&elf).unwrap();
         assert_eq!(lookup(&counts, "k"), Some(3));
+        // Byte-valued records are 4 bytes long too.
+        assert_eq!(param_counts(&elf_with(&hex(COLS6))), Some(vec![("k".to_string(), 6)]));
         // Not a kernel of the cubin: unknown.
         assert_eq!(lookup(&counts, "other"), None);
     }
