@@ -3,8 +3,8 @@
 //! `cuda-version-from-build-system` (cudarc refuses two linking modes).
 //!
 //! Two crates outside this workspace depend on cuda-embed by path and on cudarc with exactly
-//! candle-core 0.11.1's feature set (candle itself is left out: its kernels take half an hour to
-//! build; `examples/candle` is the full example). With `default-features = false, features =
+//! candle-core 0.11.1's feature set (candle itself is left out: nvcc takes over a quarter of an
+//! hour over its kernels; `examples/candle` is the full example). With `default-features = false, features =
 //! ["dynamic-linking"]` the crate, a `cuda_kernel!` launcher included, type-checks (`cargo check`:
 //! linking needs the CUDA libraries, which this machine may not have); with cuda-embed's defaults
 //! cudarc's build script refuses the two linking modes, the error the features exist to avoid.

@@ -25,11 +25,12 @@
 //!
 //! which runs cargo here under `scripts/with-cuda` with `CUDA_COMPUTE_CAP=90` (candle-kernels
 //! compiles all of candle's kernels with nvcc for that one architecture; a clean release build
-//! takes about half an hour on a 2-core machine, see the README). The linker needs `libcuda.so`,
-//! `libcublas.so`, `libcublasLt.so`, `libcurand.so`, `libnvrtc.so` and `libcudart.so`: a CUDA
-//! toolkit provides them; where it does not, `build.rs` links against the real NVRTC/cudart of
-//! the pinned compiler wheels and builds link-only stubs for the others (it says so in a cargo
-//! warning). At run time the real libraries are loaded (the driver's and the toolkit's).
+//! took 41 minutes on a 2-core machine shared with other builds, 17 of them in candle-kernels).
+//! The linker needs `libcuda.so`, `libcublas.so`, `libcublasLt.so`, `libcurand.so`,
+//! `libnvrtc.so` and `libcudart.so`: a CUDA toolkit provides them; where it does not, `build.rs`
+//! links against the real NVRTC/cudart of the pinned compiler wheels and builds link-only stubs
+//! for the others (it says so in a cargo warning). At run time the real libraries are loaded (the
+//! driver's and the toolkit's); `gpu-run.sh` runs a copied binary on a GPU machine without Rust.
 
 mod ops;
 
@@ -111,7 +112,12 @@ fn main() -> ExitCode {
     let gpu = match Device::new_cuda(0) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("candle example: no CUDA GPU available ({e}); this example needs one");
+            // candle's error carries a backtrace after the first line.
+            let e = e.to_string();
+            eprintln!(
+                "candle example: no CUDA GPU available ({}); this example needs one",
+                e.lines().next().unwrap_or("")
+            );
             return ExitCode::from(2);
         }
     };

@@ -1,6 +1,7 @@
 //! Two candle custom operations whose CUDA forward pass is a `cuda_kernel!` kernel launched on
 //! candle's own stream and buffers, and whose CPU forward pass is plain Rust.
 
+use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CudaStorage, CustomOp1, Layout, Shape};
 use cuda_embed::{cuda_kernel, LaunchConfig};
 
