@@ -91,6 +91,21 @@
 //! Everything at run time returns [`Error`], which names the kernel, the device and the cause and
 //! says what to do. Nothing panics when there is no driver or GPU: use [`context`] instead of
 //! `CudaContext::new` (which panics when `libcuda` is missing).
+//!
+//! ## Cargo features: how cudarc finds CUDA
+//!
+//! cudarc takes exactly one linking mode and one CUDA version for the whole program, so these are
+//! cuda-embed features, passed on to cudarc:
+//!
+//! - `dynamic-loading` (default): libcuda and libnvrtc are opened at run time; a program starts
+//!   on any machine and gets [`Error::NoDriver`] where there is no driver.
+//! - `dynamic-linking`: they are linked at build time (the linker needs them; the program does not
+//!   start without them). This is what candle's `cuda` feature selects: with candle, use
+//!   `default-features = false, features = ["dynamic-linking"]` (`examples/candle`).
+//! - `cuda-13000` (default), `cuda-13010` ... `cuda-13040`, `cuda-version-from-build-system` (asks
+//!   nvcc): the CUDA version of cudarc's bindings. Leave all off when another crate picks one.
+//!
+//! With `dynamic-linking`, [`driver_available`] and [`nvrtc::is_available`] are always `true`.
 
 #![warn(missing_docs)]
 

@@ -66,12 +66,22 @@ use std::sync::Arc;
 
 /// Whether a CUDA driver library can be loaded on this machine. Never panics.
 ///
+/// With the `dynamic-linking` feature (or when another crate, such as candle, makes cudarc link
+/// the driver) the process could not have started without `libcuda`, so this is `true`.
+///
 /// ```
 /// let _ = cuda_embed_runtime::driver_available();
 /// ```
 pub fn driver_available() -> bool {
-    // SAFETY: only tries to dlopen the driver library; no driver function is called.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    #[cfg(feature = "dynamic-loading")]
+    {
+        // SAFETY: only tries to dlopen the driver library; no driver function is called.
+        unsafe { cudarc::driver::sys::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
+    }
 }
 
 /// Opens (retains) the primary context of GPU `ordinal`, returning an [`Error`] — never a

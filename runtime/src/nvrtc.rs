@@ -55,9 +55,19 @@ pub struct Compiled {
 }
 
 /// Whether the NVRTC library can be loaded on this machine.
+///
+/// Always `true` when cudarc links NVRTC at build time (`dynamic-linking`): the process could not
+/// have started without it.
 pub fn is_available() -> bool {
-    // SAFETY: only tries to dlopen the library; no NVRTC function is called.
-    unsafe { nv::is_culib_present() }
+    #[cfg(feature = "dynamic-loading")]
+    {
+        // SAFETY: only tries to dlopen the library; no NVRTC function is called.
+        unsafe { nv::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
+    }
 }
 
 /// The NVRTC version as (major, minor). Errors when the library is missing.
