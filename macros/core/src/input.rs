@@ -81,6 +81,78 @@ const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instance
     `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]` or \
     `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`";
 
+/// What the `NAME, key = "...", ..., types = [...], <compiler options>` input of
+/// `elementwise_kernel!` and `reduction_kernel!` accepts (see [`Keyed::parse`]).
+pub struct KeyedSpec {
+    /// The error when the input does not start with the name (how the call should look).
+    pub name_hint: &'static str,
+    /// The keys that take a string literal of CUDA code.
+    pub strings: &'static [&'static str],
+    /// Every key but the compiler options, as the errors list them.
+    pub keys_help: &'static str,
+    /// What one entry of `types = [...]` is, for its error.
+    pub types_hint: &'static str,
+}
+
+/// A parsed `NAME, key = value, ...` input: the string options by key, `types`, and the
+/// compiler options of `cuda_kernel!`. Each key may be given once.
+pub struct Keyed {
+    /// The generated module's name.
+    pub name: Ident,
+    strings: Vec<(&'static str, LitStr)>,
+    /// `types = [...]` with its key.
+    pub types: Option<(Ident, Vec<LitStr>)>,
+    /// The compiler options of `cuda_kernel!`.
+    pub options: Options,
+}
+
+impl Keyed {
+    /// Parses the input as `spec` describes.
+    pub fn parse(input: ParseStream, spec: &KeyedSpec) -> syn::Result<Keyed> {
+        let name: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), spec.name_hint))?;
+        let mut this = Keyed { name, strings: Vec::new(), types: None, options: Options::default() };
+        let keys = spec.keys_help;
+        let mut seen: Vec<String> = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            let key: Ident = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), format!("expected one of {keys} or {}", Options::KEYS_HELP)))?;
+            input
+                .parse::<Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
+            let k = key.to_string();
+            if seen.contains(&k) {
+                return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
+            }
+            seen.push(k.clone());
+            if let Some(&slot) = spec.strings.iter().find(|s| **s == k) {
+                let lit = input
+                    .parse()
+                    .map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal of CUDA code")))?;
+                this.strings.push((slot, lit));
+            } else if k == "types" {
+                this.types = Some((key.clone(), string_list(input, spec.types_hint)?));
+            } else if !this.options.parse_option(&key, input)? {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    format!("unknown option `{k}`: expected one of {keys} or {}", Options::KEYS_HELP),
+                ));
+            }
+        }
+        Ok(this)
+    }
+
+    /// The string option `key`, if given.
+    pub fn take(&mut self, key: &str) -> Option<LitStr> {
+        let i = self.strings.iter().position(|(k, _)| *k == key)?;
+        Some(self.strings.swap_remove(i).1)
+    }
+}
+
 /// Reads `[ "a", "b" ]`; `what` names one element in the error for a non-literal.
 pub fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
     let content;

@@ -5,14 +5,14 @@
 
 use crate::expand::{expand_generated, CallSite};
 use crate::gen::rust_type;
-use crate::input::{string_list, Options};
+use crate::input::{Keyed, KeyedSpec, Options};
 use crate::types;
 use cuda_embed_build::params::{ListError, Param, ParamKind, ParamLists, ParamType, Role, Source};
 use cuda_embed_build::reduction::{RedParam, ReductionSource, Snippet};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token};
+use syn::{Ident, LitStr};
 
 /// Parsed `reduction_kernel!` input.
 pub struct ReductionInput {
@@ -46,72 +46,28 @@ const KEYS: &str = "`inputs = \"T x\"`, `outputs = \"T y\"`, `map = \"x * x\"`, 
 
 impl Parse for ReductionInput {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let name: Ident = input.parse().map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "expected the reduction's name first: reduction_kernel!(l2norm, inputs = \"T x\", ...)",
-            )
-        })?;
-        let mut r = ReductionInput {
-            name,
-            inputs: None,
-            outputs: None,
-            map: None,
-            reduce: None,
-            post_map: None,
-            identity: None,
-            reduce_type: None,
-            preamble: None,
-            types: None,
-            options: Options::default(),
-        };
-        let mut seen: Vec<String> = Vec::new();
-        while !input.is_empty() {
-            input.parse::<Token![,]>()?;
-            if input.is_empty() {
-                break;
-            }
-            let key: Ident = input
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), format!("expected one of {KEYS} or {}", Options::KEYS_HELP)))?;
-            input
-                .parse::<Token![=]>()
-                .map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
-            let k = key.to_string();
-            if seen.contains(&k) {
-                return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
-            }
-            seen.push(k.clone());
-            let slot = match k.as_str() {
-                "inputs" => &mut r.inputs,
-                "outputs" => &mut r.outputs,
-                "map" => &mut r.map,
-                "reduce" => &mut r.reduce,
-                "post_map" => &mut r.post_map,
-                "identity" => &mut r.identity,
-                "reduce_type" => &mut r.reduce_type,
-                "preamble" => &mut r.preamble,
-                "types" => {
-                    r.types =
-                        Some((string_list(input, "type instance (e.g. \"float\" or \"T=float, U=int\")")?, key.span()));
-                    continue;
-                }
-                _ => {
-                    if r.options.parse_option(&key, input)? {
-                        continue;
-                    }
-                    return Err(syn::Error::new_spanned(
-                        &key,
-                        format!("unknown option `{k}`: expected one of {KEYS} or {}", Options::KEYS_HELP),
-                    ));
-                }
-            };
-            let lit: LitStr = input
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal of CUDA code")))?;
-            *slot = Some(lit);
-        }
-        Ok(r)
+        let mut k = Keyed::parse(
+            input,
+            &KeyedSpec {
+                name_hint: "expected the reduction's name first: reduction_kernel!(l2norm, inputs = \"T x\", ...)",
+                strings: &["inputs", "outputs", "map", "reduce", "post_map", "identity", "reduce_type", "preamble"],
+                keys_help: KEYS,
+                types_hint: "type instance (e.g. \"float\" or \"T=float, U=int\")",
+            },
+        )?;
+        Ok(ReductionInput {
+            inputs: k.take("inputs"),
+            outputs: k.take("outputs"),
+            map: k.take("map"),
+            reduce: k.take("reduce"),
+            post_map: k.take("post_map"),
+            identity: k.take("identity"),
+            reduce_type: k.take("reduce_type"),
+            preamble: k.take("preamble"),
+            types: k.types.map(|(key, list)| (list, key.span())),
+            name: k.name,
+            options: k.options,
+        })
     }
 }
 

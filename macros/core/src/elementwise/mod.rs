@@ -9,7 +9,7 @@ mod gen;
 mod node;
 
 use crate::expand::{expand_generated_as, CallSite};
-use crate::input::{string_list, Listing, Options};
+use crate::input::{Keyed, KeyedSpec, Listing, Options};
 use crate::report::Failure;
 use cuda_embed_build::elementwise::{self as source, Elementwise, Origin};
 use cuda_embed_build::params::{ListError, ParamLists, Source};
@@ -17,7 +17,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use std::collections::HashMap;
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token};
+use syn::{Ident, LitStr};
 
 /// The macro's input.
 pub struct Input {
@@ -38,65 +38,26 @@ const KEYS: &str = "`inputs = \"T x, scalar T a\"`, `outputs = \"T y\"`, `operat
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let name: Ident = input.parse().map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "expected the kernel's name first: elementwise_kernel!(name, inputs = \"T x\", outputs = \"T y\", operation = \"y = x\", types = [\"float\"])",
-            )
-        })?;
-        let mut this = Input {
-            name,
-            inputs: None,
-            outputs: None,
-            operation: None,
-            types: None,
-            preamble: None,
-            loop_prep: None,
-            after_loop: None,
-            options: Options::default(),
-        };
-        while !input.is_empty() {
-            input.parse::<Token![,]>()?;
-            if input.is_empty() {
-                break;
-            }
-            let key: Ident = input
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), format!("expected one of {KEYS} or {}", Options::KEYS_HELP)))?;
-            input.parse::<Token![=]>().map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value")))?;
-            let k = key.to_string();
-            let slot = match k.as_str() {
-                "inputs" => &mut this.inputs,
-                "outputs" => &mut this.outputs,
-                "operation" => &mut this.operation,
-                "preamble" => &mut this.preamble,
-                "loop_prep" => &mut this.loop_prep,
-                "after_loop" => &mut this.after_loop,
-                "types" => {
-                    if this.types.is_some() {
-                        return Err(syn::Error::new_spanned(&key, "`types` is given twice"));
-                    }
-                    this.types =
-                        Some((key.clone(), string_list(input, "instance (e.g. \"float\" or \"T=float, U=int\")")?));
-                    continue;
-                }
-                _ => {
-                    if this.options.parse_option(&key, input)? {
-                        continue;
-                    }
-                    return Err(syn::Error::new_spanned(
-                        &key,
-                        format!("unknown option `{k}`: expected one of {KEYS} or {}", Options::KEYS_HELP),
-                    ));
-                }
-            };
-            if slot.is_some() {
-                return Err(syn::Error::new_spanned(&key, format!("`{k}` is given twice")));
-            }
-            *slot =
-                Some(input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes a string literal")))?);
-        }
-        Ok(this)
+        let mut k = Keyed::parse(
+            input,
+            &KeyedSpec {
+                name_hint: "expected the kernel's name first: elementwise_kernel!(name, inputs = \"T x\", outputs = \"T y\", operation = \"y = x\", types = [\"float\"])",
+                strings: &["inputs", "outputs", "operation", "preamble", "loop_prep", "after_loop"],
+                keys_help: KEYS,
+                types_hint: "instance (e.g. \"float\" or \"T=float, U=int\")",
+            },
+        )?;
+        Ok(Input {
+            inputs: k.take("inputs"),
+            outputs: k.take("outputs"),
+            operation: k.take("operation"),
+            preamble: k.take("preamble"),
+            loop_prep: k.take("loop_prep"),
+            after_loop: k.take("after_loop"),
+            name: k.name,
+            types: k.types,
+            options: k.options,
+        })
     }
 }
 
