@@ -72,6 +72,7 @@
 //! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2` | [`F8E4M3`], [`F8E5M2`] |
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
+//! | `cudaExtent`, `cudaPitchedPtr`, `cudaPos` | [`CudaExtent`], [`CudaPitchedPtr`], [`CudaPos`] (fields checked against the toolkit's struct by the compiler probe) |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `&`[`Texture`], `&`[`Surface`] (owned objects over a [`CudaArray`] or a buffer, see [`texture`]; context checked), or a raw [`TextureObject`], [`SurfaceObject`] |
 //! | `struct P` by value | the `#[repr(C)]` twin `P` the macro generates from the compiler's layout (with a compiler at build time; members scalars, vectors, pointers or arrays of those), or your own `#[repr(C)]` type `P` (same name, in the invoking module, which wins) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
 //!
@@ -121,6 +122,8 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
+// The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
+pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.
 pub use cuda_embed_runtime::{CudaType, Reduction, ReductionProgram, TypedArg, TypedArgKind};
 // The CUDA by-value types (`float4` -> `Float4`, `__half` -> `f16`, ...) and `DeviceSafe`.

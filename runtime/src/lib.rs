@@ -33,6 +33,7 @@ mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
 pub mod texture;
+mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
 mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel // CUDA arrays, texture and surface objects (uses args, graph, types)
@@ -53,6 +54,7 @@ pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
+pub use toolkit::{CudaExtent, CudaPitchedPtr, CudaPos};
 pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,

@@ -262,7 +262,7 @@ macro_rules! runtime_types {
         /// The runtime's CUDA types by the name the type table gives them, with their
         /// `type_name`.
         static RUNTIME_TYPES: std::sync::LazyLock<Vec<(&'static str, &'static str)>> = std::sync::LazyLock::new(|| {
-            vec![$((stringify!($t), std::any::type_name::<crate::types::$t>())),*]
+            vec![$((stringify!($t), std::any::type_name::<crate::$t>())),*]
         });
     };
 }
@@ -326,6 +326,9 @@ runtime_types!(
     Double2,
     Double3,
     Double4,
+    CudaExtent,
+    CudaPitchedPtr,
+    CudaPos,
 );
 
 #[cfg(test)]

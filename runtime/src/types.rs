@@ -13,6 +13,7 @@
 //! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2` | [`F8E4M3`], [`F8E5M2`] (crate `float8`) |
 //! | `cuComplex` / `cuFloatComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | [`TextureObject`], [`SurfaceObject`] |
+//! | `cudaExtent`, `cudaPitchedPtr`, `cudaPos` | [`CudaExtent`](crate::CudaExtent), [`CudaPitchedPtr`](crate::CudaPitchedPtr), [`CudaPos`](crate::CudaPos) |
 //! | `T**` and deeper pointers | [`RawDevicePtr`] |
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};

@@ -172,7 +172,44 @@ pub const VECTORS: &[(&str, Builtin)] = &[
     ("double4_16a", c("Double4", 32, 16)),
 ];
 
-/// Looks up a type name in the builtin and vector tables.
+/// The CUDA runtime's plain structs that kernels take by value (`driver_types.h`), with their
+/// members in declaration order (the compiler probe asks where each lies, and the generated code
+/// compares with the Rust type's `DeviceSafe::LAYOUT`). Their probe ids continue after
+/// [`VECTORS`]: entry `i` is id `VECTORS.len() + i + 1`.
+pub const TOOLKIT: &[(&str, Builtin, &[&str])] = &[
+    ("cudaExtent", c("CudaExtent", 24, 8), &["width", "height", "depth"]),
+    ("cudaPitchedPtr", c("CudaPitchedPtr", 32, 8), &["ptr", "pitch", "xsize", "ysize"]),
+    ("cudaPos", c("CudaPos", 24, 8), &["x", "y", "z"]),
+];
+
+/// Looks up a type name in the builtin, vector and toolkit struct tables.
 pub fn builtin(name: &str) -> Option<Builtin> {
-    BUILTINS.iter().chain(VECTORS).find(|(n, _)| *n == name).map(|(_, b)| *b)
+    BUILTINS.iter().chain(VECTORS).find(|(n, _)| *n == name).map(|(_, b)| *b).or_else(|| toolkit(name).map(|t| t.1))
+}
+
+/// The [`TOOLKIT`] entry of a CUDA type name (`cudaExtent`, also spelled `struct cudaExtent`).
+pub fn toolkit(name: &str) -> Option<&'static (&'static str, Builtin, &'static [&'static str])> {
+    let name = name.strip_prefix("struct ").unwrap_or(name);
+    TOOLKIT.iter().find(|t| t.0 == name)
+}
+
+/// The builtin of a probe's vector id: [`VECTORS`] first, then [`TOOLKIT`].
+pub fn by_probe_id(id: u16) -> Option<Builtin> {
+    let i = usize::from(id).checked_sub(1)?;
+    VECTORS.get(i).map(|v| v.1).or_else(|| TOOLKIT.get(i.checked_sub(VECTORS.len())?).map(|t| t.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toolkit_structs_are_builtins_with_probe_ids_after_the_vectors() {
+        assert_eq!(builtin("cudaPitchedPtr").map(|b| (b.rust.name(), b.size)), Some(("CudaPitchedPtr", 32)));
+        assert_eq!(toolkit("struct cudaExtent").map(|t| t.2.len()), Some(3));
+        assert_eq!(by_probe_id(1), builtin("char1"));
+        assert_eq!(by_probe_id(VECTORS.len() as u16 + 1), builtin("cudaExtent"));
+        assert_eq!(by_probe_id(0), None);
+        assert_eq!(by_probe_id((VECTORS.len() + TOOLKIT.len() + 1) as u16), None);
+    }
 }

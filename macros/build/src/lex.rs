@@ -50,6 +50,8 @@ pub struct Lexed {
     pub defines: HashMap<String, Vec<Token>>,
     /// `#include` targets, as written (`<cuda_fp16.h>`, `"util.cuh"`).
     pub includes: Vec<String>,
+    /// The 1-based line of each of [`Lexed::includes`], in the same order.
+    pub include_lines: Vec<usize>,
     /// Function-like macros (last definition wins), expanded like object-like ones.
     pub macros: HashMap<String, crate::pp::FnMacro>,
     /// The open `#if` groups while lexing.
@@ -80,6 +82,7 @@ pub fn lex_after(src: &str, defines: &[(String, String)], headers: &[&str]) -> L
         out.cond.clear();
     }
     out.includes.clear();
+    out.include_lines.clear();
     let raw = raw_tokens(src, &mut out, true);
     out.tokens = expand_tokens(&raw, &out);
     out
@@ -266,6 +269,7 @@ fn directive(text: &str, line: usize, out: &mut Lexed) {
         let target = rest.trim();
         if !target.is_empty() {
             out.includes.push(target.to_string());
+            out.include_lines.push(line);
         }
     }
 }
@@ -337,6 +341,7 @@ mod tests {
     fn records_includes_and_undef() {
         let l = lex("#include <cuda_fp16.h>\n# include \"a.cuh\"\n#define A 1\n#undef A\nA");
         assert_eq!(l.includes, ["<cuda_fp16.h>", "\"a.cuh\""]);
+        assert_eq!(l.include_lines, [1, 2]);
         assert_eq!(l.tokens[0].text, "A");
     }
 

@@ -84,6 +84,9 @@ pub struct Parsed {
     pub records: HashSet<String>,
     /// Includes as written.
     pub includes: Vec<String>,
+    /// Where each of [`Parsed::includes`] sits (the same order): the namespaces and linkage
+    /// block enclosing it, which the header's declarations live in.
+    pub include_sites: Vec<IncludeSite>,
     /// `__constant__`, `__device__` and `__managed__` variables at namespace scope.
     pub globals: Vec<GlobalVar>,
 }
@@ -103,6 +106,25 @@ pub struct GlobalVar {
     pub dims: Vec<String>,
     /// 1-based line in the CUDA source.
     pub line: usize,
+    /// The user header the variable was read from, as messages cite it; `None` for the source.
+    pub file: Option<String>,
+}
+
+/// Where an `#include` sits in the text that includes it: what encloses the header's
+/// declarations. `namespace ops { #include "k.cuh" }` puts the kernels of `k.cuh` in `ops`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IncludeSite {
+    /// The include as written (`"k.cuh"`, `<lib/k.cuh>`).
+    pub include: String,
+    /// The named namespaces enclosing it, outermost first (including those the text itself was
+    /// read in, see [`parse_in`]).
+    pub namespaces: Vec<String>,
+    /// The innermost linkage block enclosing it: `Some(true)` inside `extern "C" { }`,
+    /// `Some(false)` inside `extern "C++" { }`.
+    pub linkage: Option<bool>,
+    /// Inside a function body, class or initialiser: nothing the header declares is at
+    /// namespace scope.
+    pub nested: bool,
 }
 
 impl GlobalVar {
@@ -161,15 +183,43 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
 /// `headers` are the texts of the user headers the source includes: their macros are defined
 /// first.
 pub fn parse_with(src: &str, defines: &[(String, String)], headers: &[&str]) -> Result<Parsed, SourceError> {
+    parse_in(src, defines, headers, &IncludeSite::default())
+}
+
+/// Parses a header's text as [`parse_with`] does, as the compiler reads it at `site` (the
+/// `#include` in the text that includes it): its kernels, globals and include sites are in the
+/// site's namespaces and linkage block.
+pub fn parse_in(
+    src: &str,
+    defines: &[(String, String)],
+    headers: &[&str],
+    site: &IncludeSite,
+) -> Result<Parsed, SourceError> {
     let lexed: Lexed = lex_after(src, defines, headers);
     let t = &lexed.tokens;
     let mut parsed = Parsed { includes: lexed.includes.clone(), ..Parsed::default() };
-    let mut scopes: Vec<Scope> = Vec::new();
+    let mut scopes: Vec<Scope> = site.namespaces.iter().map(|n| Scope::Namespace(n.clone())).collect();
+    match site.linkage {
+        Some(true) => scopes.push(Scope::ExternC),
+        Some(false) => scopes.push(Scope::ExternCxx),
+        None => {}
+    }
+    if site.nested {
+        scopes.push(Scope::Other);
+    }
+    // The include sites, recorded at the first token after each `#include` line.
+    let mut sites = lexed.includes.iter().zip(&lexed.include_lines).peekable();
+    let mut site_here = |scopes: &[Scope], line: usize, parsed: &mut Parsed| {
+        while let Some((include, _)) = sites.next_if(|(_, at)| **at < line) {
+            parsed.include_sites.push(include_site(include, scopes));
+        }
+    };
     let mut stmt_start = 0usize; // index of the first token of the current statement
     let mut seen: HashMap<String, Vec<ParamShape>> = HashMap::new(); // name -> parameter types
     let mut i = 0;
     while i < t.len() {
         let tok = &t[i];
+        site_here(&scopes, tok.line, &mut parsed);
         match tok.text.as_str() {
             "{" => {
                 let prefix = &t[stmt_start..i];
@@ -269,9 +319,24 @@ pub fn parse_with(src: &str, defines: &[(String, String)], headers: &[&str]) -> 
         }
         i += 1;
     }
+    site_here(&scopes, usize::MAX, &mut parsed);
     parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
     parsed.templates.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
     Ok(parsed)
+}
+
+/// The [`IncludeSite`] of `include` under `scopes`.
+fn include_site(include: &str, scopes: &[Scope]) -> IncludeSite {
+    IncludeSite {
+        include: include.to_string(),
+        namespaces: namespaces_of(scopes),
+        linkage: scopes.iter().rev().find_map(|s| match s {
+            Scope::ExternC => Some(true),
+            Scope::ExternCxx => Some(false),
+            _ => None,
+        }),
+        nested: scopes.iter().any(|s| matches!(s, Scope::Other)),
+    }
 }
 
 /// Reads the inside of `template< ... >`.
@@ -398,6 +463,7 @@ fn record_global(stmt: &[Token], scopes: &[Scope], parsed: &mut Parsed) {
             elem,
             dims,
             line: piece[name_at].line,
+            file: None,
         });
     }
 }
@@ -441,6 +507,17 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
                 i = close + 1;
                 break;
             }
+        }
+        // `__global__ void (name)(params)`: a parenthesised declarator name (valid C++).
+        if tok.is("void")
+            && t.get(i + 1).is_some_and(|n| n.is("("))
+            && t.get(i + 2).is_some_and(|n| n.is_ident())
+            && t.get(i + 3).is_some_and(|n| n.is(")"))
+            && t.get(i + 4).is_some_and(|n| n.is("("))
+        {
+            name = Some(t[i + 2].text.clone());
+            i += 4;
+            break;
         }
         if tok.is_ident() && t.get(i + 1).is_some_and(|n| n.is("(")) {
             let attr =
@@ -508,3 +585,7 @@ fn read_kernel(t: &[Token], g: usize, extern_c: bool, scopes: &[Scope]) -> Resul
     };
     Ok((kernel, j + 1))
 }
+
+#[cfg(test)]
+#[path = "signature_tests.rs"]
+mod tests;

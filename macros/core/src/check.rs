@@ -133,11 +133,17 @@ fn check_kernel(
     TypedKernel { unit: unit.clone(), params, fields, symbol }
 }
 
-/// The CUDA members of a struct passed by value (`m` is `Mapped::User`), when the compiler told
-/// where they lie; `p` is the type as written in namespace `scope`.
+/// The CUDA members of a struct passed by value (`m` is `Mapped::User`, or a toolkit struct of
+/// `types::TOOLKIT`), when the compiler told where they lie; `p` is the type as written in
+/// namespace `scope`.
 fn struct_fields(m: &Mapped, compiled: Option<&Compiled>, scope: &[String], p: &Param) -> Option<Fields> {
     match m {
         Mapped::User { .. } if p.pointer_depth == 0 && !p.reference => compiled?.fields(scope, &p.base),
+        // The runtime's plain structs (`cudaExtent`): the toolkit's members, from the global scope.
+        Mapped::Value(RustType::Builtin(_)) if p.pointer_depth == 0 && !p.reference => {
+            let (name, _, _) = types::toolkit(&p.base)?;
+            compiled?.fields(&[], &format!("::{name}"))
+        }
         _ => None,
     }
 }
@@ -250,8 +256,10 @@ fn instance_args(module: &Module, ii: usize, compiled: Option<&Compiled>) -> Res
 
 /// The Rust element type of a global.
 fn global_elem(g: &GlobalVar, parsed: &Parsed, probed: Option<&types::Probed>) -> Result<Mapped, String> {
-    let m = types::map(&g.elem, parsed, probed)
-        .map_err(|e| format!("{} `{}` (line {}): {e}", g.space, g.qualified_name(), g.line))?;
+    let m = types::map(&g.elem, parsed, probed).map_err(|e| match &g.file {
+        Some(file) => format!("{} `{}` ({file}:{}): {e}", g.space, g.qualified_name(), g.line),
+        None => format!("{} `{}` (line {}): {e}", g.space, g.qualified_name(), g.line),
+    })?;
     Ok(match m {
         Mapped::Pointer { .. } | Mapped::RawPointer => Mapped::RawPointer,
         other => other,

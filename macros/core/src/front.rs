@@ -99,7 +99,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     if src.text.trim().is_empty() {
         return Err(early("the CUDA source is empty: write at least one `__global__` function".into()));
     }
-    let headers = includes::scan(
+    let mut headers = includes::scan(
         &src.text,
         src.file.as_ref().and_then(|f| f.parent()).or(site.dir.as_deref()),
         &src.include_dirs,
@@ -114,9 +114,12 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     let defines = defines(&input.options);
     let mut parsed = signature::parse_with(&src.text, &defines, &header_texts)
         .map_err(|e| early(format!("cannot read the CUDA source: {}", e.0)))?;
-    header_kernels(&mut parsed, &headers, &defines, manifest_dir().as_deref());
+    let header_error = crate::headers::read(&mut parsed, &mut headers, &defines, manifest_dir().as_deref()).err();
     let kernels: Vec<String> = parsed.kernels.iter().chain(&parsed.templates).map(|k| k.name.clone()).collect();
     let fail = |msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels.clone() };
+    if let Some(e) = header_error {
+        return Err(fail(e));
+    }
     check_declarations(&parsed, input).map_err(fail)?;
     let instances = resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let archs = match &input.archs {
@@ -162,82 +165,6 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         origin,
         listing: input.listing.clone(),
     })
-}
-
-/// Adds the kernels and templates *defined* in the user headers the source includes (the files
-/// [`includes::scan`] reaches: next to the source and in its include directories, never toolkit
-/// or system headers) to `parsed`, each read as the compiler reads it: the source's `-D` defines
-/// and the other headers' macros applied, and only headers included from a branch the
-/// preprocessor takes (`#include` under `#if 0` adds nothing). A kernel the header only declares
-/// is left out (its definition, if any, is in the source or another translation unit); a header
-/// definition of a kernel the source declares replaces the declaration. Each kernel records the
-/// header it came from (`Kernel::file`: its path relative to the crate root when under it, else
-/// its full path), so
-/// messages cite `header.cuh:line`. The headers' type aliases and record names are added where
-/// the source has none of the same name. A header the reader cannot read adds nothing; the
-/// compiler still sees it.
-fn header_kernels(
-    parsed: &mut Parsed,
-    headers: &[includes::Header],
-    defines: &[(String, String)],
-    root: Option<&std::path::Path>,
-) {
-    let inner = |written: &str| written.trim_matches(|c| c == '"' || c == '<' || c == '>').trim().to_string();
-    let mut active: Vec<String> = parsed.includes.iter().map(|i| inner(i)).collect();
-    let mut done: Vec<&std::path::Path> = Vec::new();
-    // Headers are listed depth first; a header included by a later one is found on a later pass.
-    let mut progress = true;
-    while progress {
-        progress = false;
-        for (hi, h) in headers.iter().enumerate() {
-            if done.contains(&h.path.as_path()) || !active.contains(&h.include) {
-                continue;
-            }
-            done.push(h.path.as_path());
-            progress = true;
-            let others: Vec<&str> =
-                headers.iter().enumerate().filter(|(j, _)| *j != hi).map(|(_, o)| o.text.as_str()).collect();
-            let Ok(theirs) = signature::parse_with(&h.text, defines, &others) else { continue };
-            active.extend(theirs.includes.iter().map(|i| inner(i)));
-            let root = root.map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf()));
-            let shown = root.and_then(|r| h.path.strip_prefix(r).ok().map(std::path::Path::to_path_buf));
-            let file = shown.unwrap_or_else(|| h.path.clone()).display().to_string().replace('\\', "/");
-            merge_header(parsed, theirs, &file);
-        }
-    }
-}
-
-/// Merges one header's declarations into the source's (see [`header_kernels`]).
-fn merge_header(parsed: &mut Parsed, theirs: Parsed, file: &str) {
-    let shape = |k: &Kernel| -> Vec<(String, usize, bool, bool)> {
-        k.params.iter().map(|p| (p.base.clone(), p.pointer_depth, p.pointee_const, p.reference)).collect()
-    };
-    for (mine, from) in [(&mut parsed.kernels, theirs.kernels), (&mut parsed.templates, theirs.templates)] {
-        for mut k in from.into_iter().filter(|k| k.defined) {
-            k.file = Some(file.to_string());
-            let key = k.qualified_name();
-            match mine.iter_mut().find(|o| o.qualified_name() == key) {
-                None => mine.push(k),
-                Some(o) if shape(o) == shape(&k) => {
-                    if !o.defined {
-                        *o = k;
-                    }
-                }
-                Some(_) => {
-                    if !parsed.overloaded.contains(&key) {
-                        parsed.overloaded.push(key);
-                    }
-                }
-            }
-        }
-    }
-    let overloaded = parsed.overloaded.clone();
-    parsed.kernels.retain(|k| !overloaded.contains(&k.qualified_name()));
-    parsed.templates.retain(|k| !overloaded.contains(&k.qualified_name()));
-    for (name, body) in theirs.aliases {
-        parsed.aliases.entry(name).or_insert(body);
-    }
-    parsed.records.extend(theirs.records);
 }
 
 /// What must hold of the declarations before anything is generated: kernels to generate, one
@@ -467,62 +394,4 @@ fn resolve_instance(text: &str, parsed: &Parsed, earlier: &[Instance]) -> Result
         return Err(format!("instance `{expr}` is listed twice"));
     }
     Ok((template, args, expr))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::includes::Header;
-
-    fn header(include: &str, text: &str) -> Header {
-        Header { include: include.into(), path: PathBuf::from("/crate/kernels").join(include), text: text.into() }
-    }
-
-    #[test]
-    fn kernels_defined_in_active_user_headers_are_read() {
-        let headers = [
-            header(
-                "a.cuh",
-                "#pragma once\n#include \"b.cuh\"\n#ifdef WIDE\ntypedef double real;\n#else\ntypedef float real;\n#endif\n\
-                 \nextern \"C\" __global__ void from_a(real* x) {}\n\
-                 extern \"C\" __global__ void declared(real* x);\nextern \"C\" __global__ void elsewhere(real* x);\n\
-                 #if 0\nextern \"C\" __global__ void hidden(real* x) {}\n#endif\n#ifdef NEVER\n#include \"c.cuh\"\n#endif\n",
-            ),
-            header("b.cuh", "#pragma once\nnamespace ns { __global__ void from_b(int n) {} }\n"),
-            header("c.cuh", "#pragma once\n__global__ void from_c(int n) {}\n"),
-            header("d.cuh", "__global__ void not_included(int n) {}\n"),
-        ];
-        let src = "#include \"a.cuh\"\nextern \"C\" __global__ void declared(real* y) { }\n";
-        let defines = [("WIDE".to_string(), "1".to_string())];
-        let texts: Vec<&str> = headers.iter().map(|h| h.text.as_str()).collect();
-        let mut parsed = signature::parse_with(src, &defines, &texts).unwrap();
-        header_kernels(&mut parsed, &headers, &defines, Some(std::path::Path::new("/nowhere")));
-        let found: Vec<(String, Option<String>, usize, String)> = parsed
-            .kernels
-            .iter()
-            .map(|k| (k.qualified_name(), k.file.clone(), k.line, k.params[0].base.clone()))
-            .collect();
-        assert_eq!(
-            found,
-            [
-                ("declared".to_string(), None, 2, "real".to_string()),
-                ("from_a".to_string(), Some("/crate/kernels/a.cuh".to_string()), 9, "real".to_string()),
-                ("ns::from_b".to_string(), Some("/crate/kernels/b.cuh".to_string()), 2, "int".to_string()),
-            ]
-        );
-        // The header's typedef, as the define picked it.
-        assert_eq!(signature::join(&parsed.aliases["real"]), "double");
-    }
-
-    #[test]
-    fn a_header_definition_replaces_a_source_declaration_and_overloads_are_reported() {
-        let headers = [header("a.cuh", "__global__ void k(float* x) {}\n__global__ void o(int n) {}\n")];
-        let src = "#include \"a.cuh\"\n__global__ void k(float* y);\n__global__ void o(float n) {}\n";
-        let mut parsed = signature::parse_with(src, &[], &[]).unwrap();
-        header_kernels(&mut parsed, &headers, &[], Some(std::path::Path::new("/crate")));
-        assert_eq!(parsed.kernels.len(), 1);
-        assert_eq!(parsed.kernels[0].file.as_deref(), Some("kernels/a.cuh"));
-        assert!(parsed.kernels[0].defined);
-        assert_eq!(parsed.overloaded, ["o"]);
-    }
 }

@@ -18,6 +18,11 @@ pub struct Header {
     pub path: PathBuf,
     /// Its text.
     pub text: String,
+    /// The named namespaces enclosing the `#include` the compiler reads it at
+    /// (`namespace ops { #include "k.cuh" }`: `["ops"]`), which its declarations live in; set
+    /// by the front end ([`crate::headers`]), empty until then and for a header included at
+    /// global scope.
+    pub namespaces: Vec<String>,
 }
 
 /// Every user header reachable from `source` (whose own directory is `dir`), searching quoted
@@ -26,7 +31,10 @@ pub struct Header {
 /// a location. An include cycle through unguarded headers is an error naming the chain.
 pub fn scan(source: &str, dir: Option<&Path>, include_dirs: &[PathBuf]) -> Result<Vec<Header>, String> {
     let headers = Scanner::new(include_dirs).scan(source, dir).into_result().map_err(|c| c.to_string())?;
-    Ok(headers.into_iter().filter_map(|h| Some(Header { include: h.include, path: h.path?, text: h.text })).collect())
+    Ok(headers
+        .into_iter()
+        .filter_map(|h| Some(Header { include: h.include, path: h.path?, text: h.text, namespaces: Vec::new() }))
+        .collect())
 }
 
 #[cfg(test)]

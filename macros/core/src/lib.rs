@@ -2,7 +2,8 @@
 //!
 //! - [`input`]: the macro's arguments.
 //! - [`lex`] and [`signature`]: find every `__global__` function and global and read their
-//!   declarations ([`cxx`]: small C++ token readers they share); [`includes`]: the headers the source includes.
+//!   declarations ([`cxx`]: small C++ token readers they share); [`includes`]: the headers the source includes;
+//!   [`headers`]: the kernels and globals those headers define.
 //! - [`ir`]: the typed IR of one module, as read and as checked.
 //! - [`front`]: macro input to IR (source, declarations, template instances, includes).
 //! - [`types`]: the CUDA-to-Rust type tables and the mapping of one parameter.
@@ -31,6 +32,7 @@ pub mod expand;
 pub mod firstload;
 pub mod front;
 pub mod gen;
+pub mod headers;
 pub mod includes;
 pub mod input;
 pub mod ir;

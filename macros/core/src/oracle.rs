@@ -181,8 +181,20 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
     let defines = crate::front::defines(&module.options);
     let mut cuda = structs::structs_with(&module.source, &defines);
     for h in &module.headers {
-        cuda.extend(structs::structs_with(&h.text, &defines));
+        // A header included inside `namespace ops { }` declares its structs in `ops`.
+        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(|mut s| {
+            s.namespaces.splice(0..0, h.namespaces.iter().cloned());
+            s
+        }));
     }
+    // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
+    // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`.
+    cuda.extend(types::TOOLKIT.iter().map(|(name, _, members)| CudaStruct {
+        name: name.to_string(),
+        namespaces: Vec::new(),
+        members: Some(members.iter().map(|m| m.to_string()).collect()),
+        line: 0,
+    }));
     let (essential, extra, layout) = questions(module, &cuda);
     let with = |label: &str, probes: &[Probe<ProbeKey>]| {
         oracle.compile(module, &format!("{}\n#line 1 \"{label}\"\n{}", module.source, probe::code(probes)))
@@ -216,7 +228,10 @@ fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     // Structs whose layout to ask for, by index into `cuda`.
     let mut wanted: Vec<usize> = Vec::new();
     let mut want = |scope: &[String], p: &Param| {
-        if p.pointer_depth == 0 && !p.reference && types::builtin(&p.base).is_none() {
+        if p.pointer_depth == 0
+            && !p.reference
+            && (types::builtin(&p.base).is_none() || types::toolkit(&p.base).is_some())
+        {
             if let Some(st) = structs::lookup(cuda, scope, &p.base) {
                 if cuda[st].members.is_some() && !wanted.contains(&st) {
                     wanted.push(st);

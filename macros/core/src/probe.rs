@@ -6,7 +6,7 @@
 //! are resolved by the compiler itself — into a `__device__` integer. The integer's initial value
 //! appears in the PTX, where [`read`] picks it up. See `types::kind` for the encoding.
 
-use crate::types::VECTORS;
+use crate::types::{TOOLKIT, VECTORS};
 use std::collections::HashMap;
 use std::fmt::{Display, Write};
 
@@ -201,6 +201,13 @@ pub fn code<K: Display>(probes: &[Probe<K>]) -> String {
     for (id, (name, _)) in VECTORS.iter().enumerate() {
         let _ = write!(vectors, "CUDA_EMBED_K({name}, 14ull | ({}ull << 48)) ", id + 1);
     }
+    // The runtime's plain structs, where the source sees `driver_types.h` (nvcc always; NVRTC
+    // when the source includes it).
+    let _ = write!(vectors, "\n#if defined(__DRIVER_TYPES_H__)\n");
+    for (i, (name, _, _)) in TOOLKIT.iter().enumerate() {
+        let _ = write!(vectors, "CUDA_EMBED_K({name}, 14ull | ({}ull << 48)) ", VECTORS.len() + i + 1);
+    }
+    vectors.push_str("\n#endif");
     let mut s = HEADER.replace("@VECTORS@", &vectors);
     for p in probes {
         let _ = match p {

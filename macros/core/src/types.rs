@@ -6,7 +6,7 @@
 
 use crate::lex::Token;
 use crate::signature::{Param, Parsed};
-pub use cuda_embed_build::ctypes::{builtin, Builtin, RustPath, BUILTINS, VECTORS};
+pub use cuda_embed_build::ctypes::{builtin, toolkit, Builtin, RustPath, BUILTINS, TOOLKIT, VECTORS};
 
 /// The Rust type of a value: a builtin, or a generic parameter standing for a template's type
 /// parameter.
@@ -87,7 +87,8 @@ impl Mapped {
 
 pub use cuda_embed_build::typecode::{kind, Probed};
 
-/// The builtin a probed value type is (scalars, `__half`/`bf16`/fp8, CUDA vector types).
+/// The builtin a probed value type is (scalars, `__half`/`bf16`/fp8, CUDA vector types, the
+/// runtime's plain structs of [`TOOLKIT`]).
 pub fn probed_builtin(p: &Probed) -> Option<Builtin> {
     from_probe_scalar(p)
 }
@@ -111,7 +112,7 @@ fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
         (kind::FP8E5M2, _) => "__nv_fp8_e5m2",
         (kind::HALF2, _) => "__half2",
         (kind::BF162, _) => "__nv_bfloat162",
-        (kind::VECTOR, _) => return VECTORS.get(usize::from(p.vector).checked_sub(1)?).map(|v| v.1),
+        (kind::VECTOR, _) => return cuda_embed_build::ctypes::by_probe_id(p.vector),
         _ => return None,
     };
     builtin(name)
@@ -120,7 +121,8 @@ fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
 /// The list of supported types, for error messages.
 pub const SUPPORTED: &str = "supported: C/C++ integer types and fixed-width typedefs, float, double, bool, \
 __half, __nv_bfloat16, __half2, __nv_bfloat162, __nv_fp8_e4m3/e5m2, CUDA vector types (float4, int2, ...), \
-cuComplex/cuDoubleComplex, cudaTextureObject_t/cudaSurfaceObject_t, #[repr(C)] structs by value, and \
+cuComplex/cuDoubleComplex, cudaTextureObject_t/cudaSurfaceObject_t, cudaExtent/cudaPitchedPtr/cudaPos, \
+#[repr(C)] structs by value, and \
 pointers to any of these, to void or to opaque types";
 
 /// Maps one parameter. `probe` is what the compiler said about it, if it ran.

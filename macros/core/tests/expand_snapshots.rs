@@ -245,3 +245,26 @@ fn every_bad_instance_is_reported() {
     assert!(out.contains("`axpy<float*>`: `float*` is a pointer or reference"), "{out}");
     assert!(out.contains("pub mod axpy { }"), "the fallback modules stay: {out}");
 }
+
+/// The runtime's plain structs by value: the launcher takes `CudaExtent`/`CudaPitchedPtr` and
+/// their Rust fields are compared with where the compiler put the toolkit's members (also for a
+/// `__device__` variable of one).
+#[test]
+fn toolkit_structs_get_a_field_check_from_the_probe() {
+    setup();
+    if !have_nvcc() {
+        return;
+    }
+    let source = "__device__ cudaPos origin;\n\
+                  extern \"C\" __global__ void k(cudaPitchedPtr p, cudaExtent e, int n) { }";
+    let out = expand(quote!(#source, compiler = "nvcc"), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    for (ty, rows) in [
+        ("CudaPitchedPtr", "(\"cudaPitchedPtr\" , & [(\"ptr\" , 0usize , 8usize) , (\"pitch\" , 8usize , 8usize) , (\"xsize\" , 16usize , 8usize) , (\"ysize\" , 24usize , 8usize)])"),
+        ("CudaExtent", "(\"cudaExtent\" , & [(\"width\" , 0usize , 8usize) , (\"height\" , 8usize , 8usize) , (\"depth\" , 16usize , 8usize)])"),
+        ("CudaPos", "(\"cudaPos\" , & [(\"x\" , 0usize , 8usize) , (\"y\" , 8usize , 8usize) , (\"z\" , 16usize , 8usize)])"),
+    ] {
+        let want = format!("check_layout :: < :: cuda_embed :: {ty} > {rows}");
+        assert!(out.contains(&want), "no `{want}` in\n{out}");
+    }
+}

@@ -211,6 +211,10 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             }
             Mapped::Value(t) => {
                 let ty = rust_type(t);
+                // A toolkit struct (`cudaExtent`): its Rust twin's fields against the compiler's.
+                if let Some(fields) = gen.fields.get(i).and_then(Option::as_ref) {
+                    checks.push(structs::layout_check(ty.clone(), &p.base, fields, span));
+                }
                 args.push(quote!(#id: #ty));
                 node_args.push(quote!(#id: #ty));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));

@@ -136,7 +136,15 @@ fn option(s: Option<&str>) -> TokenStream {
 /// One global: its `GlobalSpec` and its items (checks, the `static`).
 fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream) {
     let (ty, check) = match &g.elem {
-        Mapped::Value(t) => (rust_type(t), quote!()),
+        Mapped::Value(t) => {
+            let ty = rust_type(t);
+            // A toolkit struct (`cudaExtent`): its Rust twin's fields against the compiler's.
+            let check = match &g.fields {
+                Some(fields) => crate::structs::layout_check(ty.clone(), &g.var.elem.base, fields, span),
+                None => quote!(),
+            };
+            (ty, check)
+        }
         Mapped::User { name, .. } => {
             let ty = format_ident!("{}", name, span = span);
             // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.

@@ -1,0 +1,46 @@
+//! Tests of the signature reader's include sites and header parsing.
+use super::*;
+
+#[test]
+fn include_sites_carry_the_enclosing_namespaces_and_linkage() {
+    let src = "#include \"top.cuh\"\nnamespace ops {\nnamespace inner {\n#include \"a.cuh\"\n}\n#include \"b.cuh\"\n\
+               extern \"C\" {\n#include \"c.cuh\"\n}\n}\nstruct S {\n#include \"members.h\"\n};\n#if 0\n#include \"no.cuh\"\n#endif\n";
+    let p = parse(src).unwrap();
+    let got: Vec<(&str, String, Option<bool>, bool)> =
+        p.include_sites.iter().map(|s| (s.include.as_str(), s.namespaces.join("::"), s.linkage, s.nested)).collect();
+    assert_eq!(
+        got,
+        [
+            ("\"top.cuh\"", String::new(), None, false),
+            ("\"a.cuh\"", "ops::inner".into(), None, false),
+            ("\"b.cuh\"", "ops".into(), None, false),
+            ("\"c.cuh\"", "ops".into(), Some(true), false),
+            ("\"members.h\"", String::new(), None, true),
+        ]
+    );
+    assert_eq!(p.includes.len(), p.include_sites.len());
+}
+
+#[test]
+fn a_header_read_at_its_site_is_in_the_sites_namespaces() {
+    let site =
+        IncludeSite { include: "\"k.cuh\"".into(), namespaces: vec!["ops".into()], linkage: None, nested: false };
+    let h = "#pragma once\n__device__ float bias;\nnamespace detail { __constant__ int lut[4]; }\n\
+             __global__ void k(float* x) {}\n#include \"more.cuh\"\n";
+    let p = parse_in(h, &[], &[], &site).unwrap();
+    assert_eq!(p.kernels[0].qualified_name(), "ops::k");
+    let globals: Vec<String> = p.globals.iter().map(GlobalVar::qualified_name).collect();
+    assert_eq!(globals, ["ops::bias", "ops::detail::lut"]);
+    assert_eq!(p.include_sites[0].namespaces, ["ops"]);
+    let c = IncludeSite { linkage: Some(true), ..site.clone() };
+    assert!(parse_in(h, &[], &[], &c).unwrap().kernels[0].extern_c);
+    let nested = IncludeSite { nested: true, ..site.clone() };
+    let p = parse_in(h, &[], &[], &nested).unwrap();
+    assert!(p.kernels.is_empty() && p.globals.is_empty());
+}
+
+#[test]
+fn a_parenthesised_kernel_name_is_the_name() {
+    let p = parse("__global__ void (wrapped)(float* x, int n) {}").unwrap();
+    assert_eq!((p.kernels[0].name.as_str(), p.kernels[0].params.len()), ("wrapped", 2));
+}
