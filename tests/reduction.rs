@@ -147,6 +147,9 @@ fn sum_of_squares_every_shape() -> cuda_embed::Result<()> {
         (1 << 14, 1 << 8),
         (1, 1 << 22),
         (1 << 20, 3),
+        // At least a wave of rows longer than one block's loads: rows split over blocks.
+        (600, 10_001),
+        (1024, 20_000),
     ];
     for (si, &(rows, cols)) in shapes.iter().enumerate() {
         let x = data(rows * cols, si as u64);
@@ -291,6 +294,19 @@ fn deterministic_over_100_runs() -> cuda_embed::Result<()> {
         match &first {
             None => first = Some(now),
             Some(f) => assert!(*f == now, "a result changed between runs"),
+        }
+    }
+    // Rows split over several blocks (a wave of long rows) combine in a fixed order too.
+    let (rows, cols) = (1100, 9001);
+    let dw = stream.clone_htod(&data(rows * cols, 12))?;
+    let mut yw = stream.alloc_zeros::<f32>(rows)?;
+    let mut first_wide: Option<Vec<u32>> = None;
+    for _ in 0..100 {
+        sum_of_squares::launch_rows(&stream, &dw, cols, &mut yw)?;
+        let now: Vec<u32> = stream.clone_dtoh(&yw)?.iter().map(|f| f.to_bits()).collect();
+        match &first_wide {
+            None => first_wide = Some(now),
+            Some(f) => assert!(*f == now, "a split-row result changed between runs"),
         }
     }
     // A misaligned view of the same values gives the same bits (same combination order).

