@@ -178,6 +178,30 @@ fn sum_of_squares_every_shape() -> cuda_embed::Result<()> {
     Ok(())
 }
 
+/// A stream's scratch buffer reused by plans with ever more last-block counters: the partials a
+/// full reduction leaves behind must never be read as counters by a later rows reduction (they
+/// were, before the counters got a region of their own: NaN rows).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scratch_counters_stay_clear_of_earlier_partials() -> cuda_embed::Result<()> {
+    let stream = cuda_embed::context(0).expect("a CUDA GPU").new_stream()?;
+    let x = data(1 << 22, 21);
+    let dx = stream.clone_htod(&x)?;
+    let mut y = stream.alloc_zeros::<f32>(1)?;
+    sum_of_squares::launch(&stream, &dx, &mut y)?;
+    close(f64::from(stream.clone_dtoh(&y)?[0]), ssq(&x), 1e-4, "full 2^22");
+    for (rows, cols) in [(64, 65536), (100, 41_943), (600, 6_990), (4000, 1_048)] {
+        let part = &x[..rows * cols];
+        let mut yr = stream.alloc_zeros::<f32>(rows)?;
+        sum_of_squares::launch_rows(&stream, &dx.slice(..rows * cols), cols, &mut yr)?;
+        for (r, (g, w)) in stream.clone_dtoh(&yr)?.iter().zip(cpu_rows(part, cols, ssq)).enumerate() {
+            close(f64::from(*g), w, 1e-4, &format!("rows {rows}x{cols} row {r} after a full reduction"));
+        }
+        sum_of_squares::launch(&stream, &dx, &mut y)?;
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn empty_input_gives_identity() -> cuda_embed::Result<()> {

@@ -3,8 +3,10 @@
 //! buffer per stream for the partial values and the last-block counters.
 //!
 //! The scratch buffer of a stream is allocated zeroed on that stream the first time a reduction
-//! needs one there and grows (a new zeroed buffer) when a plan needs more. The kernels leave every
-//! counter at zero when they finish, so the buffer is reused without clearing. Launches that use
+//! needs one there and grows (a new zeroed buffer) when a plan needs more. Its counters come
+//! first, in a region whose size is fixed for the buffer's life (partials of one plan never
+//! overlap counters of another); the kernels leave every counter at zero when they finish, so
+//! the buffer is reused without clearing. Launches that use
 //! it hold one lock from the plan to the launch, so two threads launching on one stream never
 //! see a buffer freed under them; work on different streams uses different buffers.
 
@@ -73,39 +75,54 @@ pub fn config(plan: &Plan) -> LaunchConfig {
     }
 }
 
-type ScratchMap = HashMap<usize, CudaSlice<u8>>;
+/// A stream's scratch buffer: `counter_bytes` of last-block counters first, the partial values
+/// after them. The counters region is fixed for the buffer's life, whatever the plan, so partials
+/// written by one plan never land where a later plan keeps counters (counters must read zero).
+struct Scratch {
+    buf: CudaSlice<u8>,
+    counter_bytes: u64,
+}
+
+type ScratchMap = HashMap<usize, Scratch>;
 static SCRATCH: Mutex<Option<ScratchMap>> = Mutex::new(None);
 
-/// Runs `f` with `stream`'s scratch buffer, at least `plan.scratch_bytes()` long, holding the
-/// scratch lock (so `f` should only launch). A plan that needs no scratch gets a one-byte buffer
-/// it never touches.
+/// Runs `f` with `stream`'s scratch buffer and the byte offset of its partials region (the
+/// kernels' `__partial_off`), holding the scratch lock (so `f` should only launch). The buffer
+/// has room for `plan.counters` counters before that offset and `plan.partials` partials after
+/// it; a plan that needs no scratch gets a small buffer it never touches.
 pub fn with_scratch<R>(
     stream: &Arc<CudaStream>,
     plan: &Plan,
-    f: impl FnOnce(&mut CudaSlice<u8>) -> Result<R>,
+    f: impl FnOnce(&mut CudaSlice<u8>, i64) -> Result<R>,
 ) -> Result<R> {
-    let need = plan.scratch_bytes().max(1) as usize;
+    let counters = plan.partial_offset();
+    let partials = plan.scratch_bytes() - counters;
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     let key = stream.cu_stream() as usize;
-    let old = map.get(&key).map_or(0, CudaSlice::len);
-    if old < need {
-        let bytes = need.max(old * 2).max(4096);
-        let buf = stream.alloc_zeros::<u8>(bytes).map_err(|e| Error::Driver {
+    let (old_counters, old_partials) =
+        map.get(&key).map_or((0, 0), |s| (s.counter_bytes, s.buf.len() as u64 - s.counter_bytes));
+    if !map.contains_key(&key) || old_counters < counters || old_partials < partials {
+        // A new zeroed buffer (every counter zero), each region at least doubling when it grows.
+        let grow = |old: u64, need: u64, least: u64| if old >= need { old } else { need.max(old * 2).max(least) };
+        let counter_bytes = grow(old_counters, counters, 256);
+        let bytes = counter_bytes + grow(old_partials, partials, 4096);
+        let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| Error::Driver {
             call: "cuMemAllocAsync",
             device: stream.context().ordinal(),
             cause: DriverCode(e.0),
         })?;
-        map.insert(key, buf);
+        map.insert(key, Scratch { buf, counter_bytes });
     }
-    let Some(buf) = map.get_mut(&key) else {
+    let Some(scratch) = map.get_mut(&key) else {
         return Err(Error::Driver {
             call: "cuMemAllocAsync",
             device: stream.context().ordinal(),
             cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
         });
     };
-    f(buf)
+    let offset = scratch.counter_bytes as i64;
+    f(&mut scratch.buf, offset)
 }
 
 /// Frees the scratch buffer reductions keep for `stream` (it is allocated again by the next

@@ -328,9 +328,9 @@ impl Reduction {
             .collect();
         let plan = reduce::plan(stream, shape, rows as u64, n as u64, &sizes)?;
         let cfg = reduce::config(&plan);
-        let (rows, n, aux, off) = (rows as i64, n as i64, plan.aux as i32, plan.partial_offset() as i64);
+        let (rows, n, aux) = (rows as i64, n as i64, plan.aux as i32);
         let [full, by_rows, by_cols] = &self.kernels[which];
-        reduce::with_scratch(stream, &plan, |scratch| {
+        reduce::with_scratch(stream, &plan, |scratch, off| {
             let mut list: Vec<crate::Arg<'_>> = args.iter_mut().map(TypedArg::as_arg).collect();
             list.push(crate::Arg::value(&rows));
             list.push(crate::Arg::value(&n));
@@ -354,8 +354,9 @@ impl Reduction {
             // SAFETY: every argument has the kind and CUDA element type of its parameter (checked
             // by `select`), every array input has `rows * n` elements and each output one per
             // result (checked by `shape_of`); the generated kernels touch only those elements
-            // and, under this plan, `plan.scratch_bytes()` of the scratch buffer, which is that
-            // long. The count and sizes are checked once more against the compiled kernel.
+            // and, under this plan, the plan's counters before `off` and its partials after it
+            // in the scratch buffer, which has room for both. The count and sizes are checked
+            // once more against the compiled kernel.
             unsafe { kernel.launch(stream, cfg, &mut list) }
         })
     }

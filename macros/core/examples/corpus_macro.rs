@@ -15,6 +15,7 @@
 //! `--define NAME[=VALUE]` defines a macro for every file (the macro's `defines`, nvcc's `-D`),
 //! `--skip TEXT` leaves out files whose path (relative to `DIR`) contains `TEXT` (repeatable),
 //! `--only TEXT` keeps only files whose path contains one of the `TEXT`s given (repeatable),
+//! `--front-only` runs only the front end (no nvcc) and lists the files it refuses,
 //! `--every K` takes every K-th file in path order (a deterministic subset when nvcc is slow),
 //! `--max-files N` takes the first `N` files of each repository in path order, `--arch N` the
 //! architecture (default 80), `--jobs N` measures `N` files at once (default: the number of
@@ -70,6 +71,7 @@ fn main() {
     let (mut skip, mut max_files, mut arch, mut verbose) = (Vec::<String>::new(), usize::MAX, 80u32, false);
     let mut every = 1usize;
     let mut only = Vec::<String>::new();
+    let mut front_only = false;
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut shard = (0usize, 1usize);
     let mut defines = Vec::<String>::new();
@@ -83,6 +85,7 @@ fn main() {
             "--max-files" => max_files = args.next().and_then(|n| n.parse().ok()).expect("--max-files N"),
             "--arch" => arch = args.next().and_then(|n| n.parse().ok()).expect("--arch N"),
             "--verbose" => verbose = true,
+            "--front-only" => front_only = true,
             "--jobs" => jobs = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--jobs N"),
             "--shard" => {
                 let spec = args.next().unwrap_or_default();
@@ -130,6 +133,10 @@ fn main() {
             .filter(|(i, _)| i % shard.1 == shard.0)
             .map(|(_, r)| r)
             .collect();
+        if front_only {
+            front_errors(repo, &files, &defines);
+            continue;
+        }
         let mut tally = Tally::default();
         // Files are measured `jobs` at a time (each runs its own nvcc), then reported in path order.
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -212,6 +219,27 @@ fn main() {
         total.templates += t.templates;
     }
     row("total", &total);
+}
+
+/// `--front-only`: runs only the macro's front end (no compiler) on each file and prints the
+/// files it refuses, with why; a quick check of header and signature reading over a corpus.
+fn front_errors(repo: &Repo, files: &[String], defines: &[String]) {
+    let mut refused = 0;
+    for rel in files {
+        let dirs: Vec<String> = repo.includes.iter().map(|d| format!("{d:?}")).collect();
+        let defs: Vec<String> = defines.iter().map(|d| format!("{d:?}")).collect();
+        let tokens = format!("file = {rel:?}, include_dirs = [{}], defines = [{}]", dirs.join(", "), defs.join(", "));
+        let input: Input = match syn::parse_str(&tokens) {
+            Ok(i) => i,
+            Err(e) => panic!("macro input for {rel}: {e}"),
+        };
+        let site = CallSite { file: "src/lib.rs".into(), line: 1, dir: None };
+        if let Err(f) = front::lower(&input, &site) {
+            refused += 1;
+            println!("FRONT {} {rel}: {}", repo.name, cut(&f.error.to_string(), 300));
+        }
+    }
+    println!("{}: the front end refused {refused} of {} files", repo.name, files.len());
 }
 
 /// What one file gave: not accepted (nvcc alone fails, with its first error), or its non-template

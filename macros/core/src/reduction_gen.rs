@@ -261,13 +261,12 @@ pub fn wrapper(
                 }
                 let __plan = __r::plan(stream, shape, __rows as u64, __n as u64, &[#(#sizes),*])?;
                 let __cfg = __r::config(&__plan);
-                let __off = __plan.partial_offset() as i64;
                 let (__rows, __n, __aux) = (__rows as i64, __n as i64, __plan.aux as i32);
-                __r::with_scratch(stream, &__plan, |__scratch| {
+                __r::with_scratch(stream, &__plan, |__scratch, __off| {
                     // SAFETY: the lengths were checked above (every array input has `__len` elements,
                     // each output one element per reduced segment); the plan's grid and the kernels'
-                    // bounds keep every access within them, and the scratch buffer holds at least
-                    // `__plan.scratch_bytes()`.
+                    // bounds keep every access within them, and the scratch buffer holds the plan's
+                    // counters before `__off` and its partials after it.
                     unsafe {
                         match __plan.kind {
                             #plan_kind::Segments => #hidden::#kfull::launch #turbofish (
