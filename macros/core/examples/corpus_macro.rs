@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example corpus_macro -- \
-//!     ggml=/tmp/corpus/ggml:ggml/include:ggml/src:ggml/src/ggml-cuda \
+//!     ggml=/tmp/corpus/ggml:include:src:src/ggml-cuda \
 //!     tiny-cuda-nn=/tmp/corpus/tiny-cuda-nn:include  lectures=/tmp/corpus/lectures  ...
 //! ```
 //!

@@ -174,6 +174,12 @@ impl Oracle for NvrtcBuild {
     }
 }
 
+/// Whether `text` has `name` as a whole identifier.
+fn mentions(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
+}
+
 /// Compiles the module with its probes and reads the answers. If the probes do not compile (an
 /// unusual declaration), retries without the struct layout probes, then with only what cannot
 /// be left out (template instantiations, symbols), so that errors then are the user's own.
@@ -188,8 +194,13 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
         }));
     }
     // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
-    // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`.
-    cuda.extend(types::TOOLKIT.iter().map(|(name, _, members)| CudaStruct {
+    // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`. Only those
+    // the code names: NVRTC declares them only when the source includes `driver_types.h`, and a
+    // probe naming an undeclared one would fail the layout probes of the user's structs too.
+    let texts: Vec<&str> =
+        std::iter::once(module.source.as_str()).chain(module.headers.iter().map(|h| h.text.as_str())).collect();
+    let named = |name: &str| texts.iter().any(|t| mentions(t, name));
+    cuda.extend(types::TOOLKIT.iter().filter(|t| named(t.0)).map(|(name, _, members)| CudaStruct {
         name: name.to_string(),
         namespaces: Vec::new(),
         members: Some(members.iter().map(|m| m.to_string()).collect()),
@@ -286,4 +297,16 @@ fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
         }
     }
     (essential, extra, layout)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mentions_whole_identifiers_only() {
+        assert!(super::mentions("void k(cudaExtent e)", "cudaExtent"));
+        assert!(super::mentions("cudaPos", "cudaPos"));
+        assert!(!super::mentions("void k(my_cudaExtent e)", "cudaExtent"));
+        assert!(!super::mentions("cudaExtentLike e", "cudaExtent"));
+        assert!(!super::mentions("float* x", "cudaExtent"));
+    }
 }
