@@ -6,9 +6,9 @@
 //! needs one there and grows (a new zeroed buffer) when a plan needs more. Its counters come
 //! first, in a region whose size is fixed for the buffer's life (partials of one plan never
 //! overlap counters of another); the kernels leave every counter at zero when they finish, so
-//! the buffer is reused without clearing. Launches that use
-//! it hold one lock from the plan to the launch, so two threads launching on one stream never
-//! see a buffer freed under them; work on different streams uses different buffers.
+//! the buffer is reused without clearing. Launches that use it hold one lock from the plan to the
+//! launch, so two threads launching on one stream never see a buffer freed under them; work on
+//! different streams uses different buffers.
 
 use crate::error::{DriverCode, Error, Result};
 use cuda_embed_build::reduction::{self, Plan};
@@ -86,6 +86,21 @@ struct Scratch {
 type ScratchMap = HashMap<usize, Scratch>;
 static SCRATCH: Mutex<Option<ScratchMap>> = Mutex::new(None);
 
+/// The (counter, partial) region sizes of a new scratch buffer when the current one (`old`, if
+/// any) cannot hold `counters` counter bytes and `partials` partial bytes; `None` when it can.
+/// Each region at least doubles when it grows, and neither is ever empty (a plan that needs no
+/// scratch still passes the buffer to its kernel).
+fn scratch_regions(old: Option<(u64, u64)>, counters: u64, partials: u64) -> Option<(u64, u64)> {
+    match old {
+        Some((c, p)) if c >= counters && p >= partials => None,
+        _ => {
+            let (c, p) = old.unwrap_or((0, 0));
+            let grow = |old: u64, need: u64, least: u64| if old >= need { old } else { need.max(old * 2) }.max(least);
+            Some((grow(c, counters, 256), grow(p, partials, 4096)))
+        }
+    }
+}
+
 /// Runs `f` with `stream`'s scratch buffer and the byte offset of its partials region (the
 /// kernels' `__partial_off`), holding the scratch lock (so `f` should only launch). The buffer
 /// has room for `plan.counters` counters before that offset and `plan.partials` partials after
@@ -100,13 +115,9 @@ pub fn with_scratch<R>(
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     let key = stream.cu_stream() as usize;
-    let (old_counters, old_partials) =
-        map.get(&key).map_or((0, 0), |s| (s.counter_bytes, s.buf.len() as u64 - s.counter_bytes));
-    if !map.contains_key(&key) || old_counters < counters || old_partials < partials {
-        // A new zeroed buffer (every counter zero), each region at least doubling when it grows.
-        let grow = |old: u64, need: u64, least: u64| if old >= need { old } else { need.max(old * 2).max(least) };
-        let counter_bytes = grow(old_counters, counters, 256);
-        let bytes = counter_bytes + grow(old_partials, partials, 4096);
+    let old = map.get(&key).map(|s| (s.counter_bytes, s.buf.len() as u64 - s.counter_bytes));
+    if let Some((counter_bytes, partial_bytes)) = scratch_regions(old, counters, partials) {
+        let bytes = counter_bytes + partial_bytes;
         let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| Error::Driver {
             call: "cuMemAllocAsync",
             device: stream.context().ordinal(),
@@ -140,5 +151,24 @@ pub fn length_error(reduction: &str, origin: &str, stream: &CudaStream, cause: S
         device: stream.context().ordinal(),
         cause,
         fix: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scratch_regions;
+
+    #[test]
+    fn scratch_regions_grow_and_keep_counters_apart() {
+        // A first buffer is never empty, even for a plan that needs no scratch.
+        assert_eq!(scratch_regions(None, 0, 0), Some((256, 4096)));
+        // Enough room: the buffer (and its counter region) is kept.
+        assert_eq!(scratch_regions(Some((256, 8192)), 256, 8000), None);
+        // More counters: a new buffer whose counter region at least doubles; the partials
+        // region is kept at its size.
+        assert_eq!(scratch_regions(Some((256, 8192)), 2560, 100), Some((2560, 8192)));
+        assert_eq!(scratch_regions(Some((2048, 8192)), 2560, 100), Some((4096, 8192)));
+        // More partials: the counter region stays where it was.
+        assert_eq!(scratch_regions(Some((512, 4096)), 256, 10_000), Some((512, 10_000)));
     }
 }
