@@ -98,4 +98,5 @@ def main():
         join(sys.argv[sys.argv.index("--rust") + 1], cupy, copy_gbs)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,8 @@ NVRTC). The winner goes into `macros/build/src/reduction*.rs`.
 import sys
 import cupy as cp
 
+from reduction_cupy import median_ms  # the same timing as the bench table
+
 SRC = r"""
 template <int HINT> __device__ __forceinline__ float4 ld4(const float* p) {
     float4 v;
@@ -127,23 +129,6 @@ __global__ void __launch_bounds__(256) readall(const float* __restrict__ x, floa
     if (acc == 0x12345678u) y[0] = 1.f;
 }
 """
-
-
-def median_ms(f, reps=20):
-    for _ in range(3):
-        f()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        cp.cuda.Stream.null.synchronize()
-        a.record()
-        for _ in range(10):
-            f()
-        b.record()
-        b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b) / 10)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def main():

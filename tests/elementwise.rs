@@ -5,6 +5,9 @@ use cuda_embed::cudarc::driver::{CudaSlice, CudaStream};
 use cuda_embed::{bf16, elementwise_kernel, f16, DeviceSafe, Error, Float4, LaunchConfig};
 use std::sync::Arc;
 
+mod common;
+use common::data_pm2 as data;
+
 elementwise_kernel!(
     squared_diff,
     inputs = "T x, T y",
@@ -81,19 +84,6 @@ fn setup() -> Option<(Arc<cuda_embed::CudaContext>, Arc<CudaStream>)> {
     let ctx = cuda_embed::context(0).ok()?;
     let stream = ctx.default_stream();
     Some((ctx, stream))
-}
-
-/// Pseudo-random values (xorshift), never zeros.
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
 }
 
 fn poisoned(stream: &Arc<CudaStream>, n: usize) -> CudaSlice<f32> {

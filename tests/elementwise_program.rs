@@ -4,17 +4,8 @@
 
 use cuda_embed::{Arg, ElementwiseProgram, Error};
 
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
-}
+mod common;
+use common::data_pm2 as data;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

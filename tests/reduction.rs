@@ -1,8 +1,10 @@
 //! reduction_kernel!: results against f64 CPU references on every shape class, determinism,
 //! length errors. GPU tests are ignored without a GPU.
 
-use cuda_embed::{f16, reduction_kernel, CudaStream};
-use std::sync::Arc;
+use cuda_embed::{f16, reduction_kernel};
+
+mod common;
+use common::{close, data, gpu};
 
 reduction_kernel!(
     sum_of_squares,
@@ -95,26 +97,6 @@ reduction_kernel!(
     identity = "0",
     reduce_type = "long long"
 );
-
-fn gpu() -> Arc<CudaStream> {
-    cuda_embed::context(0).expect("a CUDA GPU").default_stream()
-}
-
-/// Deterministic pseudo-random values in [-1, 1).
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn close(got: f64, want: f64, tol: f64, what: &str) {
-    let err = (got - want).abs() / want.abs().max(1.0);
-    assert!(err <= tol, "{what}: got {got}, want {want} (relative error {err:e} > {tol:e})");
-}
 
 fn cpu_rows(x: &[f32], cols: usize, f: impl Fn(&[f32]) -> f64) -> Vec<f64> {
     x.chunks(cols).map(f).collect()

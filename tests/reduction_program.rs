@@ -2,8 +2,10 @@
 //! bit-identical to the macro on the same input, argument checks as `Error`s. GPU tests are
 //! ignored without a GPU.
 
-use cuda_embed::{reduction_kernel, CudaStream, Error, ReductionProgram, TypedArg};
-use std::sync::Arc;
+use cuda_embed::{reduction_kernel, Error, ReductionProgram, TypedArg};
+
+mod common;
+use common::{close, data, gpu};
 
 reduction_kernel!(
     sum_of_squares,
@@ -14,25 +16,6 @@ reduction_kernel!(
     identity = "0",
     types = ["float", "double"],
 );
-
-fn gpu() -> Arc<CudaStream> {
-    cuda_embed::context(0).expect("a CUDA GPU").default_stream()
-}
-
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn close(got: f64, want: f64, tol: f64, what: &str) {
-    let err = (got - want).abs() / want.abs().max(1.0);
-    assert!(err <= tol, "{what}: got {got}, want {want} (relative error {err:e} > {tol:e})");
-}
 
 fn ssq_program() -> ReductionProgram {
     ReductionProgram::new("rt_sum_sq", "T x", "T y")
