@@ -104,10 +104,11 @@ fn main() {
         }
     }
     assert!(!repos.is_empty(), "usage: corpus_macro [--skip TEXT] [--max-files N] NAME=DIR[:INCLUDE_DIR...] ...");
-    let nvcc = match compile::find_nvcc() {
+    // `--front-only` needs no compiler.
+    let nvcc = (!front_only).then(|| match compile::find_nvcc() {
         Ok(Ok(n)) => n,
         other => panic!("the full-pipeline corpus needs nvcc (run under scripts/with-cuda): {:?}", other.err()),
-    };
+    });
     std::env::set_var("CUDA_EMBED_ARCHS", arch.to_string());
     let archs = vec![compile::Arch::parse(&arch.to_string()).unwrap()];
     let options: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
@@ -133,10 +134,10 @@ fn main() {
             .filter(|(i, _)| i % shard.1 == shard.0)
             .map(|(_, r)| r)
             .collect();
-        if front_only {
+        let Some(nvcc) = &nvcc else {
             front_errors(repo, &files, &defines);
             continue;
-        }
+        };
         let mut tally = Tally::default();
         // Files are measured `jobs` at a time (each runs its own nvcc), then reported in path order.
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -148,7 +149,7 @@ fn main() {
                         loop {
                             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let Some(rel) = files.get(i) else { break };
-                            let r = measure(repo, rel, &nvcc, &options, &archs, &defines);
+                            let r = measure(repo, rel, nvcc, &options, &archs, &defines);
                             if verbose {
                                 // As each file finishes, so a run cut short still shows what it measured.
                                 match &r {
@@ -195,6 +196,9 @@ fn main() {
         }
         table.insert(repo.name.clone(), tally);
     }
+    if front_only {
+        return;
+    }
     println!("\nfiles nvcc does not compile alone (not accepted, left out of the denominator):");
     for f in &not_accepted {
         println!("  {f}");
@@ -226,17 +230,9 @@ fn main() {
 fn front_errors(repo: &Repo, files: &[String], defines: &[String]) {
     let mut refused = 0;
     for rel in files {
-        let dirs: Vec<String> = repo.includes.iter().map(|d| format!("{d:?}")).collect();
-        let defs: Vec<String> = defines.iter().map(|d| format!("{d:?}")).collect();
-        let tokens = format!("file = {rel:?}, include_dirs = [{}], defines = [{}]", dirs.join(", "), defs.join(", "));
-        let input: Input = match syn::parse_str(&tokens) {
-            Ok(i) => i,
-            Err(e) => panic!("macro input for {rel}: {e}"),
-        };
-        let site = CallSite { file: "src/lib.rs".into(), line: 1, dir: None };
-        if let Err(f) = front::lower(&input, &site) {
+        if let Err(why) = lower(rel, &repo.includes, defines) {
             refused += 1;
-            println!("FRONT {} {rel}: {}", repo.name, cut(&f.error.to_string(), 300));
+            println!("FRONT {} {rel}: {}", repo.name, cut(&why, 300));
         }
     }
     println!("{}: the front end refused {refused} of {} files", repo.name, files.len());
@@ -264,7 +260,7 @@ fn measure(
     dirs.extend(repo.includes.iter().map(|i| repo.dir.join(i)));
     // The macro's own compile gives the PTX (the probes add no entries); nvcc alone runs only when
     // the macro fails before or in its compile, to tell an unaccepted file.
-    let (compiled_entries, outcome) = pipeline(rel, &repo.includes, defines);
+    let (compiled_entries, outcome) = pipeline(rel, &repo.includes, defines, nvcc);
     let entries = match compiled_entries {
         Some(entries) => entries,
         None => match compile::compile(
@@ -313,13 +309,20 @@ type Outcome = Result<(Vec<(String, String, Vec<Mapped>)>, Vec<Launcher>, Vec<St
 
 /// Runs the macro's pipeline on `file = rel` as `cuda_kernel!` does: the PTX entries of its
 /// compile (`None` when it did not get that far) and what it generated.
-fn pipeline(rel: &str, includes: &[String], defines: &[String]) -> (Option<Vec<ptx::Entry>>, Outcome) {
+fn pipeline(
+    rel: &str,
+    includes: &[String],
+    defines: &[String],
+    nvcc: &compile::Nvcc,
+) -> (Option<Vec<ptx::Entry>>, Outcome) {
     let mut entries = None;
-    let outcome = generate(rel, includes, defines, &mut entries);
+    let outcome = generate(rel, includes, defines, nvcc, &mut entries);
     (entries, outcome)
 }
 
-fn generate(rel: &str, includes: &[String], defines: &[String], entries: &mut Option<Vec<ptx::Entry>>) -> Outcome {
+/// The macro's front end on `file = rel` with these include dirs and defines, as `cuda_kernel!`
+/// runs it from `src/lib.rs` of the checkout.
+fn lower(rel: &str, includes: &[String], defines: &[String]) -> Result<Module, String> {
     let dirs: Vec<String> = includes.iter().map(|d| format!("{d:?}")).collect();
     let defines: Vec<String> = defines.iter().map(|d| format!("{d:?}")).collect();
     let mut tokens = format!("file = {rel:?}, include_dirs = [{}]", dirs.join(", "));
@@ -328,10 +331,19 @@ fn generate(rel: &str, includes: &[String], defines: &[String], entries: &mut Op
     }
     let input: Input = syn::parse_str(&tokens).map_err(|e| format!("macro input: {e}"))?;
     let site = CallSite { file: "src/lib.rs".into(), line: 1, dir: None };
-    let module: Module = front::lower(&input, &site).map_err(|f| format!("front end: {}", f.error))?;
-    let nvcc = compile::find_nvcc().ok().and_then(Result::ok).ok_or("no nvcc")?;
+    front::lower(&input, &site).map_err(|f| format!("front end: {}", f.error))
+}
+
+fn generate(
+    rel: &str,
+    includes: &[String],
+    defines: &[String],
+    nvcc: &compile::Nvcc,
+    entries: &mut Option<Vec<ptx::Entry>>,
+) -> Outcome {
+    let module = lower(rel, includes, defines)?;
     let compiled =
-        oracle::consult(&oracle::Nvcc(nvcc), &module).map_err(|e| format!("compile: {}", first_error(&e)))?;
+        oracle::consult(&oracle::Nvcc(nvcc.clone()), &module).map_err(|e| format!("compile: {}", first_error(&e)))?;
     *entries = Some(compiled.entries.clone());
     let checked = check::check(&module, Some(&compiled))
         .map_err(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" | "))?;
