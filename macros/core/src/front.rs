@@ -58,6 +58,11 @@ fn source_text(input: &Input, site: &CallSite) -> Result<SourceText, String> {
     }
 }
 
+/// The identifier-like words of `text` (runs of letters, digits and `_`; empty pieces too).
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+}
+
 /// The CUDA headers that declare the reduced-precision types the source names, as CuPy adds
 /// them: `__half`/`__half2` (`cuda_fp16.h`), `__nv_bfloat16`/`__nv_bfloat162` (`cuda_bf16.h`),
 /// `__nv_fp8_*` (`cuda_fp8.h`), so a kernel taking `__half` compiles without the user knowing
@@ -67,7 +72,7 @@ fn source_text(input: &Input, site: &CallSite) -> Result<SourceText, String> {
 pub fn automatic_includes(source: &str, extra: &str) -> String {
     let mut found = [false; 3];
     for text in [source, extra] {
-        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        for word in words(text) {
             match word {
                 "__half" | "__half2" | "__half_raw" => found[0] = true,
                 "__nv_bfloat16" | "__nv_bfloat162" => found[1] = true,

@@ -176,8 +176,7 @@ impl Oracle for NvrtcBuild {
 
 /// Whether `text` has `name` as a whole identifier.
 fn mentions(text: &str, name: &str) -> bool {
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
+    crate::front::words(text).any(|w| w == name)
 }
 
 /// Compiles the module with its probes and reads the answers. If the probes do not compile (an
