@@ -6,56 +6,41 @@
 
 #![warn(missing_docs)]
 
-// Layered bottom-up: each module uses only those above it in this list.
-mod arg; // the dynamic argument list of run-time kernels
-mod arg_impls; // KernelArg/NodeArg impls for buffers and tuples (one table for both)
-pub mod args; // typed argument lists
-mod buffer; // DeviceBuffer, DeviceBufferMut
-mod cubin; // parameter counts read from a cubin
-pub mod elementwise; // support of elementwise kernels: cached launch configuration, length checks
-pub mod elementwise_program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
+// One folder per capability; each uses only those above it in this list.
+pub mod args; // what a launch takes: typed argument lists, the dynamic list, buffers, typed values
+pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
-mod global; // Global<T>
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
-mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
-mod launch; // the one launch routine
-mod limits; // launch limits and attribute readers
-mod load; // one module on one device
-mod module; // the registry: lazy per-device loading
-pub mod nvrtc; // run-time compilation and its disk cache
-mod order; // stream ordering of Global copies and launches
-mod params; // the driver's view of a kernel's parameter list
-mod program;
-mod program_module;
+mod launch; // the one launch routine, its limits, kernel handles
+mod module; // what cuda_kernel! embeds and how it is loaded: spec, cubin, load, registry, globals
+mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
-pub mod reduce; // scratch, plans and checks of reduction launchers
-mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
-mod sigcheck; // run-time kernels checked against a C signature
-mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
+pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
 pub mod texture;
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
-mod typecheck; // first-load type check, cubin choice
-mod typed_arg; // TypedArg, CudaType
-mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel // CUDA arrays, texture and surface objects (uses args, graph, types)
+mod types; // by-value CUDA types, DeviceSafe // CUDA arrays, texture and surface objects
 
-pub use arg::Arg;
-pub use buffer::{DeviceBuffer, DeviceBufferMut};
+pub use elementwise::program as elementwise_program;
+pub use program::nvrtc; // run-time compilation and its disk cache
+
+pub use args::buffer::{DeviceBuffer, DeviceBufferMut};
+pub use args::dynamic::Arg;
+pub use args::typed::{CudaType, TypedArg, TypedArgKind};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
-pub use elementwise_program::{ElementwiseKernel, ElementwiseProgram};
+pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
-pub use global::Global;
 pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
-pub use kernel::{Kernel, KernelRef};
+pub use launch::kernel::{Kernel, KernelRef};
+pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
-pub use limits::KernelAttributes;
-pub use module::Module;
+pub use module::global::Global;
+pub use module::registry::Module;
+pub use module::spec::BuildPath;
 pub use program::{Program, ProgramKernel, ProgramModule};
-pub use reduction_program::{Reduction, ReductionProgram};
-pub use spec::BuildPath;
+pub use reduction::program::{Reduction, ReductionProgram};
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
 pub use toolkit::{CudaExtent, CudaPitchedPtr, CudaPos};
-pub use typed_arg::{CudaType, TypedArg, TypedArgKind};
 pub use types::{
     bf16, f16, AnyBitPattern, Bf162, Char1, Char2, Char3, Char4, Complex32, Complex64, DeviceSafe, Double1, Double2,
     Double3, Double4, FieldLayout, Float1, Float2, Float3, Float4, Half2, Int1, Int2, Int3, Int4, Long1, Long2, Long3,
@@ -116,8 +101,8 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
-    pub use crate::reduce;
-    pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
+    pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
+    pub use crate::reduction as reduce;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};

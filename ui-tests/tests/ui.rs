@@ -23,8 +23,8 @@
 //! and read every changed `.stderr`: each message must say what is wrong and point at the line
 //! to fix.
 
-use cuda_embed_macros_core::compile::find_nvcc;
-use cuda_embed_macros_core::nvrtc::find_nvrtc;
+use cuda_embed_macros_core::oracle::nvcc::find_nvcc;
+use cuda_embed_macros_core::oracle::nvrtc::find_nvrtc;
 
 #[test]
 fn ui() {

@@ -39,11 +39,11 @@ fn expand_all(n: usize, dir: &std::path::Path) -> (f64, Vec<f64>) {
 }
 
 fn main() {
-    if cuda_embed_macros_core::compile::find_nvcc().ok().and_then(|r| r.ok()).is_none() {
+    if cuda_embed_macros_core::oracle::nvcc::find_nvcc().ok().and_then(|r| r.ok()).is_none() {
         eprintln!("build bench: no nvcc found (set PATH, NVCC or CUDA_PATH)");
         std::process::exit(2);
     }
-    let nvrtc = cuda_embed_macros_core::nvrtc::find_nvrtc().ok().and_then(|r| r.ok()).is_some();
+    let nvrtc = cuda_embed_macros_core::oracle::nvrtc::find_nvrtc().ok().and_then(|r| r.ok()).is_some();
     // The same sequence through nvcc, then (when libnvrtc is found) through NVRTC at build time,
     // in this one process, each with its own empty cache.
     let mut cold_by = Vec::new();

@@ -37,11 +37,11 @@
 //!
 //! It prints, for each kernel without a launcher, why (the macro's error), then the table.
 
-use cuda_embed_macros_core::compile::{self, Request};
-use cuda_embed_macros_core::input::Input;
-use cuda_embed_macros_core::ir::Module;
-use cuda_embed_macros_core::types::Mapped;
-use cuda_embed_macros_core::{check, front, gen, oracle, ptx, CallSite};
+use cuda_embed_macros_core::check::types::Mapped;
+use cuda_embed_macros_core::front::input::Input;
+use cuda_embed_macros_core::front::ir::Module;
+use cuda_embed_macros_core::oracle::nvcc::{self, Request};
+use cuda_embed_macros_core::{check, front, gen, oracle, oracle::ptx, CallSite};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -105,12 +105,12 @@ fn main() {
     }
     assert!(!repos.is_empty(), "usage: corpus_macro [--skip TEXT] [--max-files N] NAME=DIR[:INCLUDE_DIR...] ...");
     // `--front-only` needs no compiler.
-    let nvcc = (!front_only).then(|| match compile::find_nvcc() {
+    let nvcc = (!front_only).then(|| match nvcc::find_nvcc() {
         Ok(Ok(n)) => n,
         other => panic!("the full-pipeline corpus needs nvcc (run under scripts/with-cuda): {:?}", other.err()),
     });
     std::env::set_var("CUDA_EMBED_ARCHS", arch.to_string());
-    let archs = vec![compile::Arch::parse(&arch.to_string()).unwrap()];
+    let archs = vec![nvcc::Arch::parse(&arch.to_string()).unwrap()];
     let options: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
     let mut table: BTreeMap<String, Tally> = BTreeMap::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
@@ -249,9 +249,9 @@ enum FileResult {
 fn measure(
     repo: &Repo,
     rel: &str,
-    nvcc: &compile::Nvcc,
+    nvcc: &nvcc::Nvcc,
     options: &[String],
-    archs: &[compile::Arch],
+    archs: &[nvcc::Arch],
     defines: &[String],
 ) -> FileResult {
     let path = repo.dir.join(rel);
@@ -263,7 +263,7 @@ fn measure(
     let (compiled_entries, outcome) = pipeline(rel, &repo.includes, defines, nvcc);
     let entries = match compiled_entries {
         Some(entries) => entries,
-        None => match compile::compile(
+        None => match nvcc::compile(
             nvcc,
             &Request {
                 source: &text,
@@ -313,7 +313,7 @@ fn pipeline(
     rel: &str,
     includes: &[String],
     defines: &[String],
-    nvcc: &compile::Nvcc,
+    nvcc: &nvcc::Nvcc,
 ) -> (Option<Vec<ptx::Entry>>, Outcome) {
     let mut entries = None;
     let outcome = generate(rel, includes, defines, nvcc, &mut entries);
@@ -338,7 +338,7 @@ fn generate(
     rel: &str,
     includes: &[String],
     defines: &[String],
-    nvcc: &compile::Nvcc,
+    nvcc: &nvcc::Nvcc,
     entries: &mut Option<Vec<ptx::Entry>>,
 ) -> Outcome {
     let module = lower(rel, includes, defines)?;

@@ -3,20 +3,20 @@
 //! -> [`gen`] (tokens).
 
 use crate::check;
-use crate::compile::{self, NoNvcc};
+use crate::check::report::Failure;
+use crate::check::types::Mapped;
 use crate::front;
+use crate::front::input::{Compiler, Input, Listing, Options, Source};
+use crate::front::ir::{rust_name, Image};
 use crate::gen;
-use crate::input::{Compiler, Input, Listing, Options, Source};
-use crate::ir::{rust_name, Image};
-use crate::nvrtc;
+use crate::oracle::nvcc::{self, NoNvcc};
+use crate::oracle::nvrtc;
 use crate::oracle::{self, Oracle};
-use crate::report::Failure;
-use crate::types::Mapped;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::LitStr;
 
-pub use crate::ir::CallSite;
+pub use crate::front::ir::CallSite;
 
 /// Expands `cuda_kernel!`. Errors become `compile_error!`s plus fallback items, so the user sees
 /// the real error and not a cascade of "cannot find `saxpy`".
@@ -99,7 +99,7 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
 fn expand_with<R>(
     input: &Input,
     site: &CallSite,
-    generate: impl FnOnce(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
+    generate: impl FnOnce(&crate::front::ir::Module, &crate::front::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
 ) -> Result<R, Failure> {
     let module = front::lower(input, site)?;
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
@@ -148,12 +148,12 @@ fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, String>, 
                 ))
             }
         },
-        Compiler::Auto => match compile::find_nvcc()? {
+        Compiler::Auto => match nvcc::find_nvcc()? {
             Ok(n) => Ok(Box::new(oracle::Nvcc(n)) as Box<dyn Oracle>),
             Err(NoNvcc::Forced) => Err(NoNvcc::Forced.to_string()),
             Err(not_found) => nvrtc()?.map_err(|why| format!("{not_found} and {why}")),
         },
-        Compiler::Nvcc => match compile::find_nvcc()? {
+        Compiler::Nvcc => match nvcc::find_nvcc()? {
             Ok(n) => Ok(Box::new(oracle::Nvcc(n)) as Box<dyn Oracle>),
             Err(why) => {
                 return Err(format!(
@@ -163,7 +163,7 @@ fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, String>, 
         },
     };
     match chosen {
-        Err(why) if compile::flag(REQUIRE_COMPILER_VAR) => Err(format!(
+        Err(why) if nvcc::flag(REQUIRE_COMPILER_VAR) => Err(format!(
             "{REQUIRE_COMPILER_VAR} is set but this module would be compiled at run time, without the build-time \
              checks: {why}; install the CUDA toolkit (nvcc or libnvrtc), or unset {REQUIRE_COMPILER_VAR}"
         )),

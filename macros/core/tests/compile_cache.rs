@@ -2,15 +2,15 @@
 //! header tracking, `#line` mapping of errors, and the type probe. Skipped without nvcc unless
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it).
 
-use cuda_embed_macros_core::compile::{self, Arch, Request};
-use cuda_embed_macros_core::{probe, ptx, signature, types};
+use cuda_embed_macros_core::oracle::nvcc::{self, Arch, Request};
+use cuda_embed_macros_core::{check::types, oracle::probe, oracle::ptx, signature};
 use std::sync::Mutex;
 
 // The cache directory is process-global (an environment variable): one test at a time.
 static LOCK: Mutex<()> = Mutex::new(());
 
-fn nvcc() -> Option<compile::Nvcc> {
-    match compile::find_nvcc().unwrap() {
+fn nvcc() -> Option<nvcc::Nvcc> {
+    match nvcc::find_nvcc().unwrap() {
         Ok(n) => Some(n),
         Err(why) => {
             assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
@@ -38,36 +38,36 @@ fn cache_hits_and_header_changes_recompile() {
     let req =
         Request { source: src, line_directive: "#line 1 \"x.rs\"", options: &[], archs: &archs, include_dirs: &dirs };
 
-    let first = compile::compile(&nvcc, &req).unwrap();
+    let first = nvcc::compile(&nvcc, &req).unwrap();
     assert!(!first.from_cache);
     assert_eq!(first.targets, ["sm_80", "sm_90", "compute_80"]);
     assert!(first.ptx.contains(".entry k("), "PTX of the lowest arch is kept");
     assert!(first.ptx.contains("0f3FC00000"), "SCALE (1.5f) from the header is compiled in");
 
-    let second = compile::compile(&nvcc, &req).unwrap();
+    let second = nvcc::compile(&nvcc, &req).unwrap();
     assert!(second.from_cache, "nothing changed: no nvcc run");
     assert_eq!(second.fatbin, first.fatbin);
 
     // Touching the header's bytes invalidates the entry.
     std::fs::write(inc.path().join("scale.cuh"), "#define SCALE 2.5f\n").unwrap();
-    let third = compile::compile(&nvcc, &req).unwrap();
+    let third = nvcc::compile(&nvcc, &req).unwrap();
     assert!(!third.from_cache, "a changed header must recompile");
     assert!(third.ptx.contains("0f40200000"), "the new SCALE (2.5f) is compiled in");
 
     // The entry is a `build/` entry under its key; a garbage entry is a miss, rewritten.
-    let entry = cache.path().join("build").join(format!("{}.bin", compile::key(&nvcc, &req)));
+    let entry = cache.path().join("build").join(format!("{}.bin", nvcc::key(&nvcc, &req)));
     assert!(entry.is_file(), "{}", entry.display());
     std::fs::write(&entry, b"cuda-embed cache entry v2\ngarbage").unwrap();
-    assert!(!compile::compile(&nvcc, &req).unwrap().from_cache, "a torn entry recompiles");
-    assert!(compile::compile(&nvcc, &req).unwrap().from_cache, "and is rewritten");
+    assert!(!nvcc::compile(&nvcc, &req).unwrap().from_cache, "a torn entry recompiles");
+    assert!(nvcc::compile(&nvcc, &req).unwrap().from_cache, "and is rewritten");
 
     // Options and archs are part of the key.
     let opts = ["-DUNUSED".to_string()];
     let req2 = Request { options: &opts, ..req.clone() };
-    assert!(!compile::compile(&nvcc, &req2).unwrap().from_cache);
+    assert!(!nvcc::compile(&nvcc, &req2).unwrap().from_cache);
     let one = [Arch::parse("90").unwrap()];
     let req3 = Request { archs: &one, ..req.clone() };
-    let only90 = compile::compile(&nvcc, &req3).unwrap();
+    let only90 = nvcc::compile(&nvcc, &req3).unwrap();
     assert_eq!(only90.targets, ["sm_90", "compute_90"]);
 }
 
@@ -86,7 +86,7 @@ fn errors_cite_the_rust_file_and_line() {
         archs: &archs,
         include_dirs: &[],
     };
-    let log = compile::compile(&nvcc, &req).unwrap_err();
+    let log = nvcc::compile(&nvcc, &req).unwrap_err();
     // Line 40 is the literal's first line (empty here); the error is two lines further down.
     assert!(log.contains("src/kernels.rs(42): error"), "{log}");
     assert!(log.contains("undefined_name"), "{log}");
@@ -118,7 +118,7 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
     let archs = [Arch::parse("80").unwrap()];
     let req =
         Request { source: &full, line_directive: "#line 1 \"p.rs\"", options: &[], archs: &archs, include_dirs: &[] };
-    let out = compile::compile(&nvcc, &req).unwrap();
+    let out = nvcc::compile(&nvcc, &req).unwrap();
     let values = probe::read(&out.ptx);
     let mapped: Vec<String> = k
         .params

@@ -6,7 +6,7 @@
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set. What depends on the machine is normalised: the fatbin bytes
 //! and their length, the nvcc release and absolute paths.
 
-use cuda_embed_macros_core::{compile, expand, CallSite};
+use cuda_embed_macros_core::{expand, oracle::nvcc, CallSite};
 use proc_macro2::{Group, Literal, TokenStream, TokenTree};
 use quote::quote;
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn setup() {
 
 /// Whether nvcc is there; a missing nvcc fails when the toolkit is required.
 fn have_nvcc() -> bool {
-    match compile::find_nvcc() {
+    match nvcc::find_nvcc() {
         Ok(Ok(_)) => true,
         other => {
             let why = match other {

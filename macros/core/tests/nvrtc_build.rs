@@ -6,7 +6,7 @@
 //! Needs nvcc and libnvrtc (run under `scripts/with-cuda`); skipped without them unless
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set.
 
-use cuda_embed_macros_core::{compile, expand, nvrtc, CallSite};
+use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc, CallSite};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::quote;
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ fn setup() {
 /// Whether both compilers are there; a missing one fails when the toolkit is required.
 fn have_both() -> bool {
     setup();
-    let nvcc = compile::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
+    let nvcc = nvcc::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
     let why = match (nvcc, nvrtc::find_nvrtc()) {
         (Ok(Ok(_)), Ok(Ok(_))) => return true,
         (Ok(Err(w)) | Err(w), _) | (_, Ok(Err(w)) | Err(w)) => w,
@@ -213,7 +213,7 @@ fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
     if !have_both() {
         return;
     }
-    use cuda_embed_macros_core::{check, firstload, front, input::Input, probe};
+    use cuda_embed_macros_core::{check, front, front::input::Input, oracle::firstload, oracle::probe};
     let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
     let misread = "#ifdef __CUDACC_RTC__\ntypedef double real;\n#else\ntypedef float real;\n#endif\n\
                    extern \"C\" __global__ void scale(real* x, real a, int n) { x[n] *= a; }";
@@ -228,7 +228,7 @@ fn the_first_load_probe_catches_what_the_source_text_got_wrong() {
         let out = nvrtc::compile(
             &n,
             &[],
-            &compile::Request {
+            &nvcc::Request {
                 source: &text,
                 line_directive: &module.line_directive,
                 options: &module.options,

@@ -7,7 +7,7 @@
 //! `ROBUSTNESS_SEED=S` the seed. For open-ended searching, `macros/core/fuzz/` has cargo-fuzz
 //! targets for the same functions.
 
-use cuda_embed_macros_core::{includes, lex, ptx, signature, structs};
+use cuda_embed_macros_core::{front::includes, lex, oracle::ptx, oracle::structs, signature};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;

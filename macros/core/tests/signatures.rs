@@ -16,9 +16,9 @@
 //! | `raw`        | `RawDevicePtr`                       |
 //! | `user P`     | `P (your #[repr(C)] type)`           |
 
+use cuda_embed_macros_core::check::types::{self, Mapped};
 use cuda_embed_macros_core::lex;
 use cuda_embed_macros_core::signature::{self, Parsed};
-use cuda_embed_macros_core::types::{self, Mapped};
 
 /// One kernel the row expects: qualified name, `extern "C"`, `["name: short", ...]`.
 type K = (&'static str, bool, &'static [&'static str]);

@@ -7,7 +7,7 @@ use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::error::{DriverCode, Error, Result};
-use crate::limits::bind;
+use crate::launch::limits::bind;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::marker::PhantomData;
 use std::sync::Arc;

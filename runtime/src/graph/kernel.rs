@@ -5,7 +5,7 @@
 use super::args::{Access, GraphArg, GraphArgKind, NodeArgs};
 use super::{Graph, Node, NodeKind};
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, KernelRef};
+use crate::launch::kernel::{Kernel, KernelRef};
 use crate::launch::Target;
 use crate::program::ProgramKernel;
 use cudarc::driver::{sys, CudaContext, LaunchConfig};

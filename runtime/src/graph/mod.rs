@@ -49,7 +49,7 @@ pub use kernel::KernelNode;
 pub use nodes::{MemcpyNode, MemsetNode};
 
 use crate::error::{DriverCode, Error, Result};
-use crate::limits::bind;
+use crate::launch::limits::bind;
 use args::Access;
 use cudarc::driver::{sys, CudaContext, CudaSlice};
 use host::HostCell;

@@ -5,7 +5,7 @@ use super::object::{Source, Surface, Texture};
 use crate::args::{wrong_device, KernelArg};
 use crate::error::{Error, Result};
 use crate::graph::args::{other_device, Access, NodeArg, Space};
-use crate::kernel::KernelRef;
+use crate::launch::kernel::KernelRef;
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;

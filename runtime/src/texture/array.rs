@@ -3,7 +3,7 @@
 
 use super::format::Texel;
 use crate::error::{DriverCode, Error, Result};
-use crate::limits::{bind, device_attr};
+use crate::launch::limits::{bind, device_attr};
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
 use std::marker::PhantomData;

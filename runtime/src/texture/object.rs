@@ -5,7 +5,7 @@ use super::array::{check, describe, CudaArray};
 use super::desc::{ReadMode, TextureDesc};
 use super::format::Texel;
 use crate::error::{Error, Result};
-use crate::limits::{bind, device_attr};
+use crate::launch::limits::{bind, device_attr};
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext, DevicePtr};
 use std::any::Any;

@@ -2,9 +2,9 @@
 //! device), `launch_with` (the caller's `LaunchConfig`), the instance trait and the kernel handle.
 
 use super::Input;
+use crate::check::types::Mapped;
 use crate::expand::Generated;
 use crate::gen::{generic_ident, param_ident, paths, rust_type};
-use crate::types::Mapped;
 use cuda_embed_build::elementwise::types_kernel;
 use cuda_embed_build::params::{ParamKind, ParamLists, Role};
 use proc_macro2::TokenStream;

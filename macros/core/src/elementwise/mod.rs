@@ -8,9 +8,9 @@
 mod gen;
 mod node;
 
+use crate::check::report::Failure;
 use crate::expand::{expand_generated_as, CallSite};
-use crate::input::{Keyed, KeyedSpec, Listing, Options};
-use crate::report::Failure;
+use crate::front::input::{Keyed, KeyedSpec, Listing, Options};
 use cuda_embed_build::elementwise::{self as source, Elementwise, Origin};
 use cuda_embed_build::params::{ListError, ParamLists, Source};
 use proc_macro2::{Span, TokenStream};
@@ -183,8 +183,8 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
 /// The Rust type of an instance's C++ type, as named inside the kernel's module: the mapped
 /// builtin, or the user's struct of the same name one module up.
 fn instance_type(c: &str) -> TokenStream {
-    match crate::types::builtin(&crate::types::normalise(c)) {
-        Some(b) => crate::gen::rust_type(&crate::types::RustType::Builtin(b)),
+    match crate::check::types::builtin(&crate::check::types::normalise(c)) {
+        Some(b) => crate::gen::rust_type(&crate::check::types::RustType::Builtin(b)),
         None => {
             let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
             let id = quote::format_ident!("{}", last);

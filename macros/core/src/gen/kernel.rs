@@ -3,10 +3,10 @@
 
 use super::paths;
 use super::{generic_arg, generic_ident, param_ident, rust_type};
-use crate::ir::{rust_name, Checked, Fields, Module};
+use crate::check::types::{self, Mapped};
+use crate::front::ir::{rust_name, Checked, Fields, Module};
+use crate::oracle::structs;
 use crate::signature::{Kernel, TemplateKind};
-use crate::structs;
-use crate::types::{self, Mapped};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -99,7 +99,7 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
             }
         }
         for a in &checked.instances[*ii].args {
-            if let crate::ir::GenericArg::User(t) = a {
+            if let crate::front::ir::GenericArg::User(t) = a {
                 if !field_checked.contains(&t.as_str()) {
                     let ty = format_ident!("{}", t);
                     let assert = paths::assert_device_safe(span);

@@ -8,8 +8,8 @@
 pub mod kernel;
 pub mod paths;
 
-use crate::ir::{rust_name, Checked, GenericArg, Global, Image, Module};
-use crate::types::{Mapped, RustPath, RustType};
+use crate::check::types::{Mapped, RustPath, RustType};
+use crate::front::ir::{rust_name, Checked, GenericArg, Global, Image, Module};
 use kernel::{kernel_module, template_gen, KernelGen};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -108,10 +108,10 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);
-            let (probe, checks) = crate::firstload::plan(checked);
+            let (probe, checks) = crate::oracle::firstload::plan(checked);
             let check_ty = paths::param_check();
             let checks = checks.iter().map(|c| {
-                let crate::firstload::Check { kernel, param, name, cxx, rust, symbol, mask, value } = c;
+                let crate::oracle::firstload::Check { kernel, param, name, cxx, rust, symbol, mask, value } = c;
                 quote! {
                     #check_ty { kernel: #kernel, param: #param, name: #name, cxx: #cxx, rust: #rust, symbol: #symbol,
                         mask: #mask, value: #value }
@@ -140,7 +140,7 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
             let ty = rust_type(t);
             // A toolkit struct (`cudaExtent`): its Rust twin's fields against the compiler's.
             let check = match &g.fields {
-                Some(fields) => crate::structs::layout_check(ty.clone(), &g.var.elem.base, fields, span),
+                Some(fields) => crate::oracle::structs::layout_check(ty.clone(), &g.var.elem.base, fields, span),
                 None => quote!(),
             };
             (ty, check)
@@ -149,7 +149,9 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
             let ty = format_ident!("{}", name, span = span);
             // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
             let check = match &g.fields {
-                Some(fields) => crate::structs::layout_check(quote_spanned!(span=> super::#ty), name, fields, span),
+                Some(fields) => {
+                    crate::oracle::structs::layout_check(quote_spanned!(span=> super::#ty), name, fields, span)
+                }
                 None => {
                     let assert = paths::assert_device_safe(span);
                     quote_spanned!(span=> const _: () = #assert::<super::#ty>();)

@@ -1,0 +1,245 @@
+//! The typed IR of one `cuda_kernel!`: what the front end read ([`Module`]) and what the checker
+//! learned about it ([`Checked`]). Plain data, carrying the user's spans; no logic beyond names.
+
+use crate::check::types::{Mapped, RustType};
+use crate::front::includes::Header;
+use crate::oracle::nvcc::Arch;
+use crate::signature::{GlobalVar, Kernel, Parsed};
+use proc_macro2::Span;
+use std::path::PathBuf;
+use syn::LitStr;
+
+/// Where the macro was invoked, as rustc reports it.
+#[derive(Debug, Clone, Default)]
+pub struct CallSite {
+    /// The Rust file as rustc names it in diagnostics (`src/main.rs`).
+    pub file: String,
+    /// 1-based line of the source literal's first character.
+    pub line: usize,
+    /// The file's directory on disk, for `#include "..."` next to the Rust file.
+    pub dir: Option<PathBuf>,
+}
+
+/// One module as the front end read it: source, kernels, instances, options.
+pub struct Module {
+    /// The source literal (inline source or `file = "..."`): errors about the source point here.
+    pub lit: LitStr,
+    /// Where the macro was invoked.
+    pub site: CallSite,
+    /// The CUDA source text.
+    pub source: String,
+    /// The prologue compiled before the source: the headers of the reduced-precision types it
+    /// names ([`automatic_includes`](crate::front::automatic_includes)), then `#line N "file"`
+    /// mapping the source's first line to where it was written.
+    pub line_directive: String,
+    /// Directories searched for `#include "..."`, in order.
+    pub include_dirs: Vec<PathBuf>,
+    /// The `.cu` file, for `file = "..."`.
+    pub file: Option<PathBuf>,
+    /// Headers the source includes from outside the toolkit.
+    pub headers: Vec<Header>,
+    /// The source's declarations.
+    pub parsed: Parsed,
+    /// Every launchable kernel: the ordinary ones, then one per listed template instance.
+    pub units: Vec<Unit>,
+    /// `instances = [...]`, resolved against the templates.
+    pub instances: Vec<Instance>,
+    /// Compiler options, for nvcc and NVRTC alike.
+    pub options: Vec<String>,
+    /// Target architectures.
+    pub archs: Vec<Arch>,
+    /// `src/lib.rs:10`, or `kernels/x.cu (src/lib.rs:10)`: where the module came from, for errors
+    /// at run time.
+    pub origin: String,
+    /// How a not-listed instance is reported.
+    pub listing: crate::front::input::Listing,
+}
+
+impl Module {
+    /// The span errors about the source point at.
+    pub fn span(&self) -> Span {
+        self.lit.span()
+    }
+
+    /// Names of every kernel and template the source declares (each becomes a Rust module).
+    pub fn kernel_names(&self) -> Vec<String> {
+        self.parsed.kernels.iter().chain(&self.parsed.templates).map(|k| k.name.clone()).collect()
+    }
+
+    /// Where a kernel's `__global__` is written: `kernels/x.cu:LINE` for a `file = "..."` source
+    /// (the path as given, relative to the crate root), else `file.rs:LINE` inside the Rust file.
+    /// A kernel read from a user header cites `header.cuh:LINE` (see `Kernel::file`).
+    pub fn rust_line(&self, k: &Kernel) -> String {
+        if let Some(header) = &k.file {
+            return format!("{header}:{}", k.line.max(1));
+        }
+        match &self.file {
+            Some(_) => format!("{}:{}", self.lit.value(), k.line.max(1)),
+            None => format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1)),
+        }
+    }
+}
+
+/// One launchable kernel: an ordinary `__global__` function or one instance of a template.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// The kernel with concrete parameter types (template parameters substituted).
+    pub kernel: Kernel,
+    /// The C++ entity naming it: `::ns::k`, `ns::axpy<float>`.
+    pub expr: String,
+    /// For messages and `KernelSpec::name`: `ns::k`, `ns::axpy<float>`.
+    pub display: String,
+    /// Index into [`Module::instances`] for template instances.
+    pub instance: Option<usize>,
+}
+
+/// One entry of `instances = [...]`, resolved against the source.
+#[derive(Clone)]
+pub struct Instance {
+    /// The literal, for errors about this instance.
+    pub lit: LitStr,
+    /// Index into `Parsed::templates`.
+    pub template: usize,
+    /// Template arguments as written (defaults filled in).
+    pub args: Vec<String>,
+    /// `ns::axpy<float>`.
+    pub expr: String,
+}
+
+/// What the checker adds to a [`Module`]: every Rust type, symbol and size.
+pub struct Checked {
+    /// The kernels to build, in module order (instances that are the same kernel under another
+    /// spelling appear once).
+    pub kernels: Vec<TypedKernel>,
+    /// The Rust generic arguments of each instance, by index into [`Module::instances`].
+    pub instances: Vec<InstanceArgs>,
+    /// The generic launcher signature of each template (by index into `Parsed::templates`), or
+    /// why there is none: the template's module is then that error alone.
+    pub templates: Vec<Result<Vec<Mapped>, String>>,
+    /// The globals.
+    pub globals: Vec<Global>,
+    /// Rust twins of the structs passed by value or held in globals, generated from the
+    /// compiler's layout (`(Rust name, fields)`), for the user who writes none: the user's own
+    /// type of the same name wins.
+    pub twins: Vec<(String, Vec<crate::oracle::TwinField>)>,
+}
+
+/// A C++ struct's data members as the compiler laid them out: `(member, offset, size)` in
+/// declaration order, for the generated field-order check (`check_layout`).
+pub type Fields = Vec<(String, u64, u64)>;
+
+/// A kernel with its Rust parameter types.
+#[derive(Debug, Clone)]
+pub struct TypedKernel {
+    /// The kernel.
+    pub unit: Unit,
+    /// The Rust side of each parameter.
+    pub params: Vec<Mapped>,
+    /// For each parameter that is a struct by value, its CUDA members when the compiler told
+    /// them (`None` otherwise: no field check).
+    pub fields: Vec<Option<Fields>>,
+    /// The symbol in the compiled image, when a compiler ran.
+    pub symbol: Option<String>,
+}
+
+/// The Rust generic arguments of one template instance (`<f32, 256>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceArgs {
+    /// One per template parameter.
+    pub args: Vec<GenericArg>,
+}
+
+/// One Rust generic argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GenericArg {
+    /// A type from the tables.
+    Type(RustType),
+    /// The user's own Rust type of this name (a struct passed by value).
+    User(String),
+    /// A `bool` const generic.
+    Bool(bool),
+    /// A signed integer const generic.
+    Signed(i64),
+    /// An unsigned integer const generic.
+    Unsigned(u64),
+}
+
+/// A global variable with what is known about it.
+#[derive(Debug, Clone)]
+pub struct Global {
+    /// The declaration.
+    pub var: GlobalVar,
+    /// The Rust element type.
+    pub elem: Mapped,
+    /// For a struct element, its CUDA members when the compiler told them.
+    pub fields: Option<Fields>,
+    /// The symbol in the compiled image, when a compiler ran.
+    pub symbol: Option<String>,
+    /// Size in bytes, when known at build time.
+    pub bytes: Option<u64>,
+    /// Why its size does not fit its element type, reported where the global is generated.
+    pub size_error: Option<String>,
+}
+
+/// The compiled module, or what NVRTC needs to compile it at run time.
+#[derive(Debug, Clone)]
+pub enum Image {
+    /// Built by a compiler at build time.
+    Fatbin {
+        /// The fatbin.
+        bytes: Vec<u8>,
+        /// What it holds: `sm_80`, `compute_80`.
+        targets: Vec<String>,
+        /// The compiler's release, e.g. `13.0`.
+        release: String,
+    },
+    /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
+    /// runtime loads the best one for the device.
+    Cubins {
+        /// `(sm_XX, cubin)`, lowest architecture first.
+        cubins: Vec<(String, Vec<u8>)>,
+        /// PTX for the lowest architecture, for GPUs no cubin runs on.
+        ptx: String,
+        /// The PTX's target, `compute_80`.
+        ptx_target: String,
+        /// NVRTC's release, e.g. `13.0`.
+        release: String,
+    },
+    /// To be compiled by NVRTC at first use.
+    Source {
+        /// `#line` directive and source.
+        text: String,
+        /// Options, including `-I` for the include directories.
+        options: Vec<String>,
+        /// Included headers by their include name, with their text.
+        headers: Vec<(String, String)>,
+        /// Why no compiler ran at build time.
+        reason: String,
+    },
+}
+
+impl Image {
+    /// The image of a module compiled by NVRTC at run time.
+    pub fn source(module: &Module, reason: String) -> Image {
+        Image::Source {
+            text: format!("{}\n{}", module.line_directive, module.source),
+            options: module
+                .options
+                .iter()
+                .cloned()
+                .chain(module.include_dirs.iter().map(|d| format!("-I{}", d.display())))
+                .collect(),
+            headers: module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect(),
+            reason,
+        }
+    }
+}
+
+/// The Rust module name for a kernel or global: raw identifiers for Rust keywords (`r#move`), an
+/// error for the few names that cannot be modules at all.
+pub fn rust_name(name: &str) -> Result<syn::Ident, String> {
+    if ["self", "Self", "super", "crate", "_"].contains(&name) {
+        return Err(format!("a kernel named `{name}` cannot become a Rust module: rename the kernel"));
+    }
+    Ok(syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site())))
+}

@@ -1,0 +1,575 @@
+//! The run-time twin of `elementwise_kernel!`: elementwise kernels whose types or operation are
+//! only known while the program runs (CuPy builds its `ElementwiseKernel`s at call time).
+//!
+//! [`ElementwiseProgram`] takes the same parameter lists, operation, preamble, `loop_prep` and
+//! `after_loop` as the macro, writes the CUDA source with the same generator
+//! ([`cuda_embed_build::elementwise`]), and [`ElementwiseProgram::build`] compiles one instance
+//! with NVRTC through [`Program`] (so through its disk cache: a second run of the program loads
+//! the cubin without compiling). The [`ElementwiseKernel`] it returns launches with a dynamic
+//! argument list of [`Arg`]s, one per declared parameter in order (inputs, then outputs), each
+//! checked before anything runs: a value for a `scalar`, a buffer for an array (writable,
+//! [`Arg::slice_mut`], for an output), the Rust type of the value or of the buffer's elements
+//! against the parameter's CUDA type, and the lengths of the arrays. A mismatch is an
+//! [`Error::Argument`] or [`Error::Length`] naming the parameter. The launch configuration is the
+//! macro's: the occupancy block size and a grid of one vector per thread, found once per device.
+//!
+//! ```no_run
+//! use cuda_embed_runtime::{Arg, ElementwiseProgram};
+//! let ctx = cuda_embed_runtime::context(0)?;
+//! let stream = ctx.default_stream();
+//! let squared_diff = ElementwiseProgram::new("squared_diff", "T x, T y", "T z", "z = (x - y) * (x - y)")?;
+//! let kernel = squared_diff.build(&ctx, "float")?;
+//! let x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+//! let y = stream.clone_htod(&[3.0f32, 2.0, 1.0])?;
+//! let mut z = stream.alloc_zeros::<f32>(3)?;
+//! kernel.launch(&stream, &mut [Arg::slice(&x), Arg::slice(&y), Arg::slice_mut(&mut z)])?;
+//! assert_eq!(stream.clone_dtoh(&z)?, [4.0, 0.0, 4.0]);
+//! # Ok::<(), cuda_embed_runtime::Error>(())
+//! ```
+
+use crate::args::dynamic::{bind_buffers, Arg, ArgKind};
+use crate::elementwise::AutoConfig;
+use crate::error::{Error, Result};
+use crate::launch::{self, LaunchKind};
+use crate::program::{Program, ProgramKernel};
+use cuda_embed_build::elementwise::{aligned, instance_expr, source, types_kernel, vector_width, Elementwise};
+use cuda_embed_build::params::{parse_instance, Instance, ParamKind, ParamLists, Role};
+use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
+use std::any::type_name;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An elementwise kernel defined at run time: see the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct ElementwiseProgram {
+    name: String,
+    lists: ParamLists,
+    operation: String,
+    preamble: String,
+    loop_prep: String,
+    after_loop: String,
+    program: Program,
+}
+
+impl ElementwiseProgram {
+    /// An elementwise kernel `name` (a C identifier) with parameter lists as in `elementwise_kernel!`
+    /// (`"T x, scalar T a, raw float r"`; outputs `"T y"`) and the per-element `operation`.
+    /// A bad list or an empty operation is an [`Error::Definition`] quoting the text.
+    ///
+    /// ```
+    /// use cuda_embed_runtime::ElementwiseProgram;
+    /// let axpy = ElementwiseProgram::new("axpy", "T x, scalar T a", "T y", "y = a * x + y")?;
+    /// assert!(ElementwiseProgram::new("bad", "T x", "T x", "x = 1").is_err());
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn new(name: &str, inputs: &str, outputs: &str, operation: &str) -> Result<Self> {
+        let origin = origin_of(name);
+        let err = |detail: String| Error::Definition { origin: origin.clone(), detail };
+        let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            return Err(err(format!("the kernel's name `{name}` is not a C identifier")));
+        }
+        let lists = ParamLists::parse(inputs, outputs).map_err(|e| {
+            let text = match e.source {
+                cuda_embed_build::params::Source::Inputs => inputs,
+                _ => outputs,
+            };
+            err(quote(&e.error.message, e.error.span.clone(), text, &e.to_string()))
+        })?;
+        if lists.outputs.is_empty() {
+            return Err(err("an elementwise kernel needs at least one output, e.g. `\"T z\"`".into()));
+        }
+        if operation.trim().is_empty() {
+            return Err(err("the operation is empty: write the code run for each index, e.g. `z = x + y`".into()));
+        }
+        Ok(ElementwiseProgram {
+            name: name.to_string(),
+            lists,
+            operation: operation.to_string(),
+            preamble: String::new(),
+            loop_prep: String::new(),
+            after_loop: String::new(),
+            program: Program::new("").name(format!("{name}.cu")),
+        })
+    }
+
+    /// Code before the kernel: device functions, `#include`s.
+    pub fn preamble(mut self, code: &str) -> Self {
+        self.preamble = code.to_string();
+        self
+    }
+
+    /// Code in each thread before the loop over the indices (its declarations are visible in the
+    /// operation).
+    pub fn loop_prep(mut self, code: &str) -> Self {
+        self.loop_prep = code.to_string();
+        self
+    }
+
+    /// Code in each thread after the loop over the indices.
+    pub fn after_loop(mut self, code: &str) -> Self {
+        self.after_loop = code.to_string();
+        self
+    }
+
+    /// Adds an NVRTC option (as [`Program::option`]).
+    pub fn option(mut self, option: impl Into<String>) -> Self {
+        self.program = self.program.option(option);
+        self
+    }
+
+    /// Defines a preprocessor macro (as [`Program::define`]).
+    pub fn define(mut self, name: &str, value: impl std::fmt::Display) -> Self {
+        self.program = self.program.define(name, value);
+        self
+    }
+
+    /// Adds an in-memory header (as [`Program::header`]).
+    pub fn header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        self.program = self.program.header(name, contents);
+        self
+    }
+
+    /// Adds an include directory (as [`Program::include_dir`]).
+    pub fn include_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.program = self.program.include_dir(dir);
+        self
+    }
+
+    /// Keeps compiled code under `dir` instead of the default cache (as [`Program::cache_dir`]).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.program = self.program.cache_dir(dir);
+        self
+    }
+
+    /// The placeholders of the parameter lists, in template-argument order.
+    pub fn placeholders(&self) -> Vec<String> {
+        self.lists.placeholders()
+    }
+
+    /// The generated CUDA source (both kernels, every instance).
+    pub fn source(&self) -> String {
+        let e = Elementwise {
+            name: &self.name,
+            operation: &self.operation,
+            preamble: &self.preamble,
+            loop_prep: &self.loop_prep,
+            after_loop: &self.after_loop,
+            origins: Default::default(),
+        };
+        source(&e, &self.lists)
+    }
+
+    /// Reads an instance: `""` without placeholders, `"float"` with one, `"T=float, U=int"`.
+    fn instance(&self, types: &str) -> Result<Instance> {
+        let placeholders = self.lists.placeholders();
+        if placeholders.is_empty() {
+            if types.trim().is_empty() {
+                return Ok(Instance::default());
+            }
+            return Err(self.definition(format!(
+                "the instance `{types}` is given but no parameter uses a placeholder: pass \"\""
+            )));
+        }
+        parse_instance(types, &placeholders)
+            .map_err(|e| self.definition(quote(&e.message, e.span.clone(), types, &e.message)))
+    }
+
+    fn definition(&self, detail: String) -> Error {
+        Error::Definition { origin: origin_of(&self.name), detail }
+    }
+
+    /// The [`Program`] of one instance (`""`, `"float"` or `"T=float, U=int"`): the generated
+    /// source, the options given, and the name expressions of the kernel and its types carrier.
+    /// [`ElementwiseProgram::build`] compiles and loads it; [`Program::compile`] compiles it
+    /// without a GPU.
+    pub fn program(&self, types: &str) -> Result<Program> {
+        let inst = self.instance(types)?;
+        Ok(self
+            .program
+            .clone()
+            .with_source(self.source())
+            .name_expression(instance_expr(&self.name, &inst))
+            .name_expression(instance_expr(&types_kernel(&self.name), &inst)))
+    }
+
+    /// Compiles one instance for `ctx`'s device (NVRTC, or the disk cache) and loads it.
+    pub fn build(&self, ctx: &Arc<CudaContext>, types: &str) -> Result<ElementwiseKernel> {
+        let inst = self.instance(types)?;
+        let module = self.program(types)?.load(ctx)?;
+        let kernel = module.kernel(&instance_expr(&self.name, &inst))?;
+        let carrier = module.kernel(&instance_expr(&types_kernel(&self.name), &inst))?;
+        // The element sizes as the compiler sees them (user structs included); without the
+        // driver's parameter info (before CUDA 12.4), only the types of the table are known.
+        let sizes: Vec<Option<usize>> = match carrier.params() {
+            Some(p) => p.iter().map(|&(_, size)| Some(size)).collect(),
+            None => self.lists.all().map(|_| None).collect(),
+        };
+        let params: Vec<ParamInfo> = self
+            .lists
+            .all()
+            .zip(sizes)
+            .map(|(p, size)| {
+                let cuda = inst.resolve(&p.ty).to_string();
+                let rust = rust_type(&cuda);
+                ParamInfo {
+                    name: p.name.clone(),
+                    kind: p.kind,
+                    role: p.role,
+                    size: size.or(rust.map(|r| r.1)),
+                    rust: rust.map(|r| r.0),
+                    cuda,
+                }
+            })
+            .collect();
+        let sizes: Vec<usize> =
+            params.iter().filter(|p| p.kind == ParamKind::Array).map(|p| p.size.unwrap_or(0)).collect();
+        Ok(ElementwiseKernel {
+            sig: Sig {
+                kernel: kernel.name().to_string(),
+                origin: kernel.origin().to_string(),
+                params,
+                width: vector_width(&sizes),
+            },
+            kernel,
+            instance: inst.to_string(),
+            auto: AutoConfig::new(),
+        })
+    }
+}
+
+/// A parse error's message, quoting the text it is about.
+fn quote(message: &str, span: std::ops::Range<usize>, text: &str, fallback: &str) -> String {
+    match text.get(span).filter(|t| !t.is_empty() && *t != text) {
+        Some(t) => format!("{message} (at `{t}` in `{text}`)"),
+        None if text.is_empty() => fallback.to_string(),
+        None => format!("{message} (in `{text}`)"),
+    }
+}
+
+fn origin_of(name: &str) -> String {
+    format!("elementwise program `{name}`")
+}
+
+/// The Rust type (its `type_name`) and size of the CUDA types whose Rust twin is fixed; others
+/// (user structs, rarer types) are checked by size against the compiled kernel.
+fn rust_type(cuda: &str) -> Option<(&'static str, usize)> {
+    fn t<T>() -> Option<(&'static str, usize)> {
+        Some((type_name::<T>(), std::mem::size_of::<T>()))
+    }
+    use crate::types as ty;
+    match cuda {
+        "float" => t::<f32>(),
+        "double" => t::<f64>(),
+        "signed char" | "int8_t" => t::<i8>(),
+        "unsigned char" | "uint8_t" => t::<u8>(),
+        "short" | "short int" | "signed short" | "int16_t" => t::<i16>(),
+        "unsigned short" | "unsigned short int" | "uint16_t" => t::<u16>(),
+        "int" | "signed" | "signed int" | "int32_t" => t::<i32>(),
+        "unsigned" | "unsigned int" | "uint32_t" => t::<u32>(),
+        "long" | "long int" | "signed long" => t::<std::ffi::c_long>(),
+        "unsigned long" | "unsigned long int" => t::<std::ffi::c_ulong>(),
+        "long long" | "long long int" | "signed long long" | "int64_t" => t::<i64>(),
+        "unsigned long long" | "unsigned long long int" | "uint64_t" => t::<u64>(),
+        "size_t" => t::<usize>(),
+        "ptrdiff_t" => t::<isize>(),
+        "bool" => t::<bool>(),
+        "__half" | "half" => t::<ty::f16>(),
+        "__nv_bfloat16" | "nv_bfloat16" => t::<ty::bf16>(),
+        "float2" => t::<ty::Float2>(),
+        "float3" => t::<ty::Float3>(),
+        "float4" => t::<ty::Float4>(),
+        "double2" => t::<ty::Double2>(),
+        "int2" => t::<ty::Int2>(),
+        "int4" => t::<ty::Int4>(),
+        "uint2" => t::<ty::UInt2>(),
+        "uint4" => t::<ty::UInt4>(),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ParamInfo {
+    name: String,
+    kind: ParamKind,
+    role: Role,
+    /// The element (or scalar) type, resolved for the instance.
+    cuda: String,
+    /// Its Rust twin's `type_name`, when fixed.
+    rust: Option<&'static str>,
+    /// Its size in bytes, when known.
+    size: Option<usize>,
+}
+
+/// One instance of an [`ElementwiseProgram`], loaded on a device, with checked launches.
+#[derive(Debug)]
+pub struct ElementwiseKernel {
+    kernel: ProgramKernel,
+    instance: String,
+    sig: Sig,
+    auto: AutoConfig,
+}
+
+/// What the launch checks arguments against.
+#[derive(Debug)]
+struct Sig {
+    kernel: String,
+    origin: String,
+    params: Vec<ParamInfo>,
+    /// The vector width of the arrays' element types.
+    width: usize,
+}
+
+impl ElementwiseKernel {
+    /// The compiled kernel (attributes, occupancy, its parameter list).
+    pub fn program_kernel(&self) -> &ProgramKernel {
+        &self.kernel
+    }
+
+    /// The instance it was built for (`T=float`; empty without placeholders).
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Whether the kernel has `raw` parameters (then only [`ElementwiseKernel::launch_raw`] runs it).
+    pub fn has_raw(&self) -> bool {
+        self.sig.params.iter().any(|p| p.kind == ParamKind::Raw)
+    }
+
+    /// Runs the operation for every index `i < n` on `stream`, `n` the common length of the
+    /// array arguments, with the automatic configuration; `n = 0` launches nothing.
+    ///
+    /// `args` holds one [`Arg`] per declared parameter, inputs then outputs: [`Arg::value`] for
+    /// a `scalar`, [`Arg::slice`] for an input array, [`Arg::slice_mut`] for an output. Each is
+    /// checked before the launch (an [`Error::Argument`] naming the parameter: value or buffer,
+    /// writable, the Rust type against the CUDA type), and the lengths of the arrays
+    /// ([`Error::Length`]).
+    ///
+    /// Safe: with every argument checked, the generated loop alone decides which elements are
+    /// touched (element `i < n` of each array). A kernel with `raw` parameters indexes memory
+    /// itself: it is refused here ([`Error::Argument`]) and runs through
+    /// [`ElementwiseKernel::launch_raw`].
+    pub fn launch(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
+        self.sig.refuse_raw()?;
+        // SAFETY: no raw parameters: every access is the generated loop's, within the checked
+        // common length.
+        unsafe { self.run(stream, None, None, args) }
+    }
+
+    /// [`ElementwiseKernel::launch`] with the caller's launch configuration (any grid and block:
+    /// the kernel loops over the indices with a grid-stride loop).
+    pub fn launch_with(&self, stream: &CudaStream, config: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
+        self.sig.refuse_raw()?;
+        // SAFETY: as in `launch`.
+        unsafe { self.run(stream, Some(config), None, args) }
+    }
+
+    /// [`ElementwiseKernel::launch`] over `n` indices, for kernels without array parameters
+    /// (only scalars and raw arrays); with arrays, `n` must equal their length.
+    pub fn launch_n(&self, stream: &CudaStream, n: usize, args: &mut [Arg<'_>]) -> Result<()> {
+        self.sig.refuse_raw()?;
+        // SAFETY: as in `launch`.
+        unsafe { self.run(stream, None, Some(n), args) }
+    }
+
+    /// Launches a kernel that may have `raw` parameters, with the checks of
+    /// [`ElementwiseKernel::launch`]; `config` `None` chooses it, `n` `None` takes the arrays'
+    /// length (required when there are no arrays).
+    ///
+    /// # Safety
+    /// The operation indexes the raw arrays itself: it must stay within each one's length
+    /// (`x.size()`).
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &CudaStream,
+        config: Option<LaunchConfig>,
+        n: Option<usize>,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.run(stream, config, n, args) }
+    }
+
+    /// # Safety
+    /// With raw parameters, the operation's accesses are the caller's responsibility.
+    unsafe fn run(
+        &self,
+        stream: &CudaStream,
+        config: Option<LaunchConfig>,
+        n: Option<usize>,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        let n = self.sig.check(n, args)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let ctx = stream.context();
+        if ctx.cu_ctx() != self.kernel.context().cu_ctx() {
+            return Err(self.sig.arg_error(
+                "stream",
+                format!(
+                    "the stream belongs to device {} but the kernel was built on device {}: build it on the \
+                     stream's device too",
+                    ctx.ordinal(),
+                    self.kernel.context().ordinal()
+                ),
+            ));
+        }
+        let raw_lens: Vec<i64> = self
+            .sig
+            .params
+            .iter()
+            .zip(args.iter())
+            .filter(|(p, _)| p.kind == ParamKind::Raw)
+            .map(|(_, a)| a.elem.len as i64)
+            .collect();
+        let n64 = n as i64;
+        let target = self.kernel.target();
+        let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let mut go = |pointers: &[sys::CUdeviceptr]| {
+            let arrays: Vec<(u64, usize)> = self
+                .sig
+                .params
+                .iter()
+                .zip(pointers)
+                .filter(|(p, _)| p.kind == ParamKind::Array)
+                .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
+                .collect();
+            let vector: i32 =
+                if self.sig.width > 1 && aligned(self.sig.width, &arrays) { self.sig.width as i32 } else { 1 };
+            let cfg = match config {
+                Some(c) => c,
+                None => self.auto.config_raw(self.kernel.cu_function(), ctx, n, vector as usize)?,
+            };
+            let mut params: Vec<*mut c_void> = args
+                .iter()
+                .zip(pointers)
+                .map(|(a, p)| match a.kind {
+                    ArgKind::Value(v) => v as *mut c_void,
+                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
+                })
+                .collect();
+            params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
+            params.push(&n64 as *const i64 as *mut c_void);
+            params.push(&vector as *const i32 as *mut c_void);
+            // SAFETY: the kernel belongs to the stream's context (checked above); one pointer per
+            // parameter of the generated kernel (declared parameters, raw lengths, n, vector),
+            // each to a live value of the parameter's type (checked above); the vector path is
+            // taken only with every array aligned to it.
+            unsafe { launch::launch(&target, stream, &cfg, LaunchKind::Plain, &mut params) }
+        };
+        // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
+        unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut go) }.map(drop)
+    }
+}
+
+impl Sig {
+    fn refuse_raw(&self) -> Result<()> {
+        match self.params.iter().find(|p| p.kind == ParamKind::Raw) {
+            Some(p) => Err(self.arg_error(
+                &p.name,
+                "is `raw`: the operation indexes it itself, so the kernel runs only through the unsafe \
+                 `launch_raw`"
+                    .into(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    #[cold]
+    fn arg_error(&self, parameter: &str, detail: String) -> Error {
+        Error::Argument {
+            kernel: self.kernel.clone(),
+            origin: self.origin.clone(),
+            parameter: parameter.to_string(),
+            detail,
+        }
+    }
+
+    /// Checks every argument against its parameter; returns the number of indices.
+    fn check(&self, n: Option<usize>, args: &[Arg<'_>]) -> Result<usize> {
+        if args.len() != self.params.len() {
+            let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(Error::Argument {
+                kernel: self.kernel.clone(),
+                origin: self.origin.clone(),
+                parameter: names.join(", "),
+                detail: format!("{} arguments given for {} parameters (inputs then outputs)", args.len(), names.len()),
+            });
+        }
+        for (p, a) in self.params.iter().zip(args) {
+            let buffer = matches!(a.kind, ArgKind::Buffer { .. });
+            let what = match p.kind {
+                ParamKind::Scalar => "a scalar: pass `Arg::value(&v)`",
+                _ if p.role == Role::Output => "an output array: pass `Arg::slice_mut(&mut buffer)`",
+                _ => "an input array: pass `Arg::slice(&buffer)`",
+            };
+            if buffer != (p.kind != ParamKind::Scalar) || (p.role == Role::Output && !a.elem.writable) {
+                let given = if !buffer {
+                    "a value"
+                } else if a.elem.writable {
+                    "a writable buffer"
+                } else {
+                    "a read-only buffer"
+                };
+                return Err(self.arg_error(&p.name, format!("is {what}; {given} was given")));
+            }
+            let fits = match (p.rust, p.size) {
+                (Some(rust), _) => a.elem.rust == rust,
+                (None, Some(size)) => a.elem.size == size,
+                (None, None) => true,
+            };
+            if !fits {
+                let expected = match p.rust {
+                    Some(r) => format!("`{r}`"),
+                    None => format!("a {}-byte type", p.size.unwrap_or(0)),
+                };
+                let of = if buffer { "elements" } else { "value" };
+                return Err(self.arg_error(
+                    &p.name,
+                    format!(
+                        "its CUDA type is `{}`, so its {of} must be {expected}, but `{}` ({} bytes) was given",
+                        p.cuda, a.elem.rust, a.elem.size
+                    ),
+                ));
+            }
+        }
+        let lengths: Vec<(&str, usize)> = self
+            .params
+            .iter()
+            .zip(args)
+            .filter(|(p, _)| p.kind == ParamKind::Array)
+            .map(|(p, a)| (p.name.as_str(), a.elem.len))
+            .collect();
+        let common = lengths.first().map(|l| l.1);
+        let n = match (n, common) {
+            (Some(n), _) => n,
+            (None, Some(c)) => c,
+            (None, None) => {
+                return Err(self.length_error(
+                    "no parameter is an array, so the number of indices must be given: use `launch_n`".into(),
+                ))
+            }
+        };
+        if lengths.iter().any(|l| l.1 != n) {
+            let list: Vec<String> = lengths.iter().map(|(p, k)| format!("`{p}` has {k}")).collect();
+            let must = if common.is_some() && lengths.iter().all(|l| Some(l.1) == common) {
+                format!("the array parameters must have the {n} elements asked for, but ")
+            } else {
+                "the array parameters must have the same length (one element per index), but ".to_string()
+            };
+            return Err(self.length_error(format!("{must}{}", list.join(", "))));
+        }
+        Ok(n)
+    }
+
+    #[cold]
+    fn length_error(&self, detail: String) -> Error {
+        Error::Length { kernel: self.kernel.clone(), origin: self.origin.clone(), detail }
+    }
+}
+
+#[cfg(test)]
+mod tests;

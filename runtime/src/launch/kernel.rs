@@ -1,0 +1,336 @@
+//! Kernel handles of `cuda_kernel!` modules.
+//!
+//! [`KernelRef`] is the untyped handle (module + index) every generated launcher goes through:
+//! attributes, limits, occupancy, cudarc's [`CudaFunction`], and the launch itself.
+//! [`Kernel<Sig>`] is the same handle typed with the kernel's signature, so a kernel can be
+//! stored, passed and launched generically: every generated kernel module has
+//! `pub static KERNEL: Kernel<...>` (a `fn kernel::<T...>()` for templates), and kernels with the
+//! same signature fit in one `Vec`.
+
+use crate::args::KernelArgs;
+use crate::error::{Error, Result};
+use crate::launch::limits::KernelAttributes;
+use crate::launch::{self, attrs, ClusterDim, LaunchKind, Target, Who};
+use crate::module::load::Loaded;
+use crate::module::registry::Module;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig};
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+const RAISE_SMEM: &str = "`NAME::set_max_dynamic_shared_memory(&ctx, bytes)`";
+
+/// One kernel of a `cuda_kernel!` module, untyped. `Copy`, `'static`, free to pass around.
+#[derive(Clone, Copy)]
+pub struct KernelRef {
+    module: &'static Module,
+    index: usize,
+}
+
+impl std::fmt::Debug for KernelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelRef").field("name", &self.name()).field("origin", &self.module.origin()).finish()
+    }
+}
+
+impl KernelRef {
+    /// Kernel `index` of `module`.
+    ///
+    /// # Safety
+    /// `index` must be a kernel of `module`, and every launch through the handle packs arguments
+    /// of that kernel's parameter types. Only `cuda_kernel!` makes handles.
+    #[doc(hidden)]
+    pub const unsafe fn new(module: &'static Module, index: usize) -> Self {
+        KernelRef { module, index }
+    }
+
+    /// The kernel's C++ name (`saxpy`, `ns::scale`, `axpy<float>`).
+    pub fn name(&self) -> &'static str {
+        self.module.spec().kernels.get(self.index).map_or("<no such kernel>", |k| k.name)
+    }
+
+    /// The kernel's symbol in the compiled image, when known at build time (nvcc builds).
+    pub fn symbol(&self) -> Option<&'static str> {
+        self.module.spec().kernels.get(self.index).and_then(|k| k.symbol)
+    }
+
+    /// The byte size of each parameter, as the launchers pack them.
+    pub fn param_sizes(&self) -> &'static [u32] {
+        self.module.spec().kernels.get(self.index).map_or(&[], |k| k.param_sizes)
+    }
+
+    /// The module holding the kernel (shared by every kernel of one `cuda_kernel!`).
+    pub fn module(&self) -> &'static Module {
+        self.module
+    }
+
+    fn who(&self) -> Who<'static> {
+        Who { kernel: self.name(), origin: self.module.origin(), raise_smem: RAISE_SMEM }
+    }
+
+    /// The kernel on `ctx`'s device, loading the module there first if needed.
+    #[inline(always)]
+    pub(crate) fn target(&self, ctx: &Arc<CudaContext>) -> Result<(&'static Loaded, Target<'static>)> {
+        let loaded = self.module.loaded(ctx)?;
+        match loaded.functions.get(self.index) {
+            Some(f) => Ok((
+                loaded,
+                Target { f: f.raw, max_threads: f.max_threads, max_dyn_smem: &f.max_dyn_smem, who: self.who() },
+            )),
+            None => Err(self.no_such_kernel(ctx)),
+        }
+    }
+
+    #[cold]
+    fn no_such_kernel(&self, ctx: &CudaContext) -> Error {
+        Error::Launch {
+            kernel: format!("#{}", self.index),
+            origin: self.module.origin().to_string(),
+            device: ctx.ordinal(),
+            cause: format!(
+                "the module has {} kernels, there is no kernel {}",
+                self.module.spec().kernels.len(),
+                self.index
+            ),
+            fix: None,
+        }
+    }
+
+    /// Launches the kernel as `kind` says with `args`, one pointer per kernel parameter.
+    /// Returns the GPU time in milliseconds for [`LaunchKind::Timed`].
+    ///
+    /// This is the routine behind every generated launcher; prefer those (or [`Kernel::launch`]),
+    /// which pack the arguments with the right types.
+    ///
+    /// # Safety
+    /// `args` must hold one pointer per kernel parameter, each to a live value of exactly the
+    /// parameter's type (device pointers as `u64`), and the kernel must be safe to run with them.
+    #[inline(always)]
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        kind: LaunchKind,
+        args: &mut [*mut c_void],
+    ) -> Result<Option<f32>> {
+        let (loaded, target) = self.target(stream.context())?;
+        match &loaded.order {
+            // A module with globals, several streams: ordered with the global copies.
+            // SAFETY: as below.
+            Some(order) if crate::module::order::tracking(stream) => unsafe {
+                Self::launch_ordered(order, &target, stream, config, kind, args)
+            },
+            // SAFETY: the function was looked up in the stream's context; the rest is the caller's.
+            _ => unsafe { launch::launch(&target, stream, config, kind, args) },
+        }
+    }
+
+    /// A launch ordered after the last global write, recording its completion for global copies.
+    #[cold]
+    #[inline(never)]
+    unsafe fn launch_ordered(
+        order: &crate::module::order::GlobalOrder,
+        target: &Target<'_>,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        kind: LaunchKind,
+        args: &mut [*mut c_void],
+    ) -> Result<Option<f32>> {
+        order.before_launch(stream)?;
+        // SAFETY: forwarded from `launch_raw`.
+        let r = unsafe { launch::launch(target, stream, config, kind, args) }?;
+        order.after_launch(stream)?;
+        Ok(r)
+    }
+
+    /// [`KernelRef::launch_raw`] of a plain launch without the limit checks.
+    #[inline(always)]
+    pub(crate) unsafe fn launch_unchecked(
+        &self,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let (_, target) = self.target(stream.context())?;
+        // SAFETY: as in `launch_raw`.
+        unsafe { launch::launch_unchecked(&target, stream, config, args) }
+    }
+
+    /// Registers, thread and memory limits of this kernel on `ctx`'s device.
+    pub fn attributes(&self, ctx: &Arc<CudaContext>) -> Result<KernelAttributes> {
+        let (_, t) = self.target(ctx)?;
+        attrs::attributes(&t, ctx.ordinal())
+    }
+
+    /// Lets this kernel use up to `bytes` of dynamic shared memory per block on `ctx`'s device
+    /// (the opt-in above the default 48 KiB). Errors name the device's opt-in maximum.
+    pub fn set_max_dynamic_shared_memory(&self, ctx: &Arc<CudaContext>, bytes: u32) -> Result<()> {
+        let (_, t) = self.target(ctx)?;
+        attrs::set_max_dynamic_shared_memory(&t, ctx, bytes)
+    }
+
+    /// Sets the preferred L1/shared-memory carveout on `ctx`'s device, in percent (0..=100), a
+    /// hint the driver may round.
+    pub fn set_preferred_shared_carveout(&self, ctx: &Arc<CudaContext>, percent: u32) -> Result<()> {
+        let (_, t) = self.target(ctx)?;
+        attrs::set_preferred_shared_carveout(&t, ctx, percent)
+    }
+
+    /// A 1-D configuration covering `n` threads with the block size that maximises occupancy on
+    /// `ctx`'s device (`cuOccupancyMaxPotentialBlockSize`), with `dynamic_shared_bytes` of
+    /// dynamic shared memory per block.
+    pub fn occupancy_config(&self, ctx: &Arc<CudaContext>, n: u32, dynamic_shared_bytes: u32) -> Result<LaunchConfig> {
+        let (_, t) = self.target(ctx)?;
+        attrs::occupancy_config(&t, ctx, n, dynamic_shared_bytes)
+    }
+
+    /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
+    /// cudarc's launch builder and other cudarc APIs.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::KernelRef;
+    /// # fn f(k: KernelRef) -> cuda_embed_runtime::Result<()> {
+    /// let ctx = cuda_embed_runtime::context(0)?;
+    /// let f = k.function(&ctx)?; // a cudarc::driver::CudaFunction
+    /// # Ok(()) }
+    /// ```
+    pub fn function(&self, ctx: &Arc<CudaContext>) -> Result<CudaFunction> {
+        let loaded = self.module.loaded(ctx)?;
+        match loaded.functions.get(self.index) {
+            Some(f) => Ok(f.handle.clone()),
+            None => Err(self.no_such_kernel(ctx)),
+        }
+    }
+}
+
+/// A kernel of a `cuda_kernel!` module typed with its signature `Sig`: a tuple with one
+/// [`args`](crate::args) marker per parameter (`f32` for `float`, [`In<f32>`](crate::args::In)
+/// for `const float*`, [`Out<f32>`](crate::args::Out) for `float*`, ...).
+///
+/// `Copy` and `'static`: store kernels of one signature in a `Vec`, pass them to generic code,
+/// launch them with a tuple of arguments. Derefs to [`KernelRef`] for attributes and limits.
+///
+/// ```ignore
+/// cuda_kernel!(r#"
+///     extern "C" __global__ void add1(int* out, int n) { ... }
+///     extern "C" __global__ void add2(int* out, int n) { ... }
+/// "#);
+/// let kernels = vec![add1::KERNEL, add2::KERNEL]; // Vec<Kernel<(Out<i32>, i32)>>
+/// for k in &kernels {
+///     unsafe { k.launch(&stream, cfg, (&mut out, n))? };
+/// }
+/// ```
+pub struct Kernel<Sig> {
+    raw: KernelRef,
+    _sig: PhantomData<fn(Sig)>,
+}
+
+impl<Sig> Clone for Kernel<Sig> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Sig> Copy for Kernel<Sig> {}
+
+impl<Sig> std::fmt::Debug for Kernel<Sig> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.raw.name())
+            .field("signature", &std::any::type_name::<Sig>())
+            .finish()
+    }
+}
+
+impl<Sig> std::ops::Deref for Kernel<Sig> {
+    type Target = KernelRef;
+    fn deref(&self) -> &KernelRef {
+        &self.raw
+    }
+}
+
+impl<Sig> Kernel<Sig> {
+    /// Kernel `index` of `module`, typed `Sig`.
+    ///
+    /// # Safety
+    /// As for [`KernelRef::new`], and `Sig` must describe the kernel's parameters.
+    #[doc(hidden)]
+    pub const unsafe fn new(module: &'static Module, index: usize) -> Self {
+        Kernel { raw: KernelRef { module, index }, _sig: PhantomData }
+    }
+
+    /// The untyped handle.
+    pub fn untyped(&self) -> KernelRef {
+        self.raw
+    }
+
+    #[inline(always)]
+    unsafe fn go(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        kind: LaunchKind,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<Option<f32>> {
+        let wrong = |i: usize, device: usize| {
+            crate::args::wrong_device(self.name(), self.raw.module().origin(), &format!("#{i}"), device, stream)
+        };
+        // SAFETY: `KernelArgs<Sig>` packs one pointer per parameter of the types `Sig` names,
+        // which are the kernel's (the constructor's contract); the kernel itself is the caller's.
+        args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) }, wrong)
+    }
+
+    /// Launches the kernel on `stream` with `config` and `args`, a tuple with one argument per
+    /// parameter typed as the generated `launch` takes them.
+    ///
+    /// # Safety
+    /// The kernel runs arbitrary device code: it must stay within the buffers it is given and
+    /// the grid must match what it expects.
+    #[inline]
+    pub unsafe fn launch(&self, stream: &CudaStream, config: LaunchConfig, args: impl KernelArgs<Sig>) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Plain, args) }.map(drop)
+    }
+
+    /// Like [`Kernel::launch`], and returns the kernel's GPU time in milliseconds.
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`].
+    pub unsafe fn launch_timed(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<f32> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Timed, args) }.map(|t| t.unwrap_or(0.0))
+    }
+
+    /// Launches cooperatively (grid-wide synchronisation); see [`LaunchKind::Cooperative`].
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`].
+    pub unsafe fn launch_cooperative(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Cooperative, args) }.map(drop)
+    }
+
+    /// Launches with thread-block clusters of shape `cluster`; see [`LaunchKind::Cluster`].
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`].
+    pub unsafe fn launch_cluster(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        cluster: ClusterDim,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Cluster(cluster), args) }.map(drop)
+    }
+}

@@ -1,0 +1,438 @@
+//! The one launch routine. Generated launchers, typed [`Kernel`](crate::Kernel) values and
+//! run-time [`ProgramKernel`](crate::ProgramKernel)s all end here, with the launch kind as a
+//! parameter: plain, timed, cooperative or with thread-block clusters. Every launch checks the
+//! configuration against the kernel's limits before the driver is called, and every failure is
+//! an [`Error::Launch`] naming the kernel, where it comes from, the device and the cause.
+
+pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
+pub(crate) mod limits; // launch limits and attribute readers
+
+use crate::error::{DriverCode, Error, Result};
+use crate::launch::limits::{bind, check_config, device_attr, func_attr, Violation};
+use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A thread-block cluster shape (sm_90 and newer).
+pub type ClusterDim = (u32, u32, u32);
+
+/// How a kernel is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchKind {
+    /// `cuLaunchKernel`.
+    Plain,
+    /// A plain launch between two timing events; waits for the kernel and reports its GPU time.
+    Timed,
+    /// `cuLaunchCooperativeKernel`: the kernel may synchronise the whole grid. A grid larger than
+    /// what fits on the device at once is an Error, never silently clamped.
+    Cooperative,
+    /// `cuLaunchKernelEx` with thread-block clusters of this shape (sm_90 and newer); every grid
+    /// dimension must be a multiple of the cluster's.
+    Cluster(ClusterDim),
+}
+
+/// Names a kernel in errors: its C++ name and where it comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Who<'a> {
+    pub(crate) kernel: &'a str,
+    /// `file:line` of the `cuda_kernel!`, or ``program `name` ``.
+    pub(crate) origin: &'a str,
+    /// How this kind of handle raises its dynamic shared memory limit (for the error's fix).
+    pub(crate) raise_smem: &'static str,
+}
+
+impl Who<'_> {
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn error(&self, device: usize, cause: String, fix: Option<String>) -> Error {
+        Error::Launch { kernel: self.kernel.to_string(), origin: self.origin.to_string(), device, cause, fix }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn driver_error(&self, device: usize, call: &str, r: sys::CUresult) -> Error {
+        self.error(device, format!("{call}: {}", DriverCode(r)), None)
+    }
+}
+
+/// What one launch needs to know about the kernel on the stream's device.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub(crate) f: sys::CUfunction,
+    pub(crate) max_threads: u32,
+    pub(crate) max_dyn_smem: &'a AtomicU32,
+    pub(crate) who: Who<'a>,
+}
+
+impl Target<'_> {
+    /// The launch-limit checks: a handful of compares against limits cached at load; the error
+    /// is built off the hot path.
+    #[inline(always)]
+    pub(crate) fn check(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
+        match check_config(cfg, self.max_threads, self.max_dyn_smem.load(Ordering::Relaxed)) {
+            Ok(()) => Ok(()),
+            Err(v) => self.recheck(device, cfg, v),
+        }
+    }
+
+    /// A violation of the cached limits: the dynamic shared memory limit may have been raised
+    /// through the driver since it was read (cudarc's `CudaFunction`, `cu_function()`), so it is
+    /// read again before the launch is refused.
+    #[cold]
+    #[inline(never)]
+    fn recheck(&self, device: usize, cfg: &LaunchConfig, v: Violation) -> Result<()> {
+        let v = match v {
+            Violation::SharedMemory { .. } => {
+                let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                let max = func_attr(self.f, attr).unwrap_or(u32::MAX);
+                self.max_dyn_smem.store(max, Ordering::Relaxed);
+                match check_config(cfg, self.max_threads, max) {
+                    Ok(()) => return Ok(()),
+                    Err(v) => v,
+                }
+            }
+            v => v,
+        };
+        Err(self.violation(device, cfg, v))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn violation(&self, device: usize, cfg: &LaunchConfig, v: Violation) -> Error {
+        let (mut cause, mut fix) = v.describe(cfg);
+        if let Violation::SharedMemory { .. } = v {
+            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+            let static_smem = func_attr(self.f, attr).unwrap_or(0);
+            cause.push_str(&format!(" (plus {static_smem} static)"));
+            fix = format!("request less, or raise the kernel's limit first with {}", self.who.raise_smem);
+        }
+        self.who.error(device, cause, Some(fix))
+    }
+
+    /// The Error for a launch the driver refused: a limit the kernel's attributes show was
+    /// exceeded, else the driver's code with the configuration.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, device: usize, call: &str, cfg: &LaunchConfig, r: sys::CUresult) -> Error {
+        use sys::CUfunction_attribute::*;
+        let attr = |a| func_attr(self.f, a).unwrap_or(u32::MAX);
+        let limits = check_config(
+            cfg,
+            attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+        );
+        if let Err(v) = limits {
+            return self.violation(device, cfg, v);
+        }
+        let (b, g) = (cfg.block_dim, cfg.grid_dim);
+        self.who.error(
+            device,
+            format!(
+                "{call}: {} with grid {g:?}, block {b:?}, {} bytes dynamic shared memory",
+                DriverCode(r),
+                cfg.shared_mem_bytes
+            ),
+            None,
+        )
+    }
+}
+
+/// Launches `target` on `stream` as `kind` says. Returns the kernel's GPU time in milliseconds
+/// for [`LaunchKind::Timed`], else `None`.
+///
+/// # Safety
+/// `target.f` belongs to the stream's context; `args` holds one pointer per kernel parameter,
+/// each to a live value of exactly the parameter's type; the kernel is safe to run with them.
+#[inline(always)]
+pub(crate) unsafe fn launch(
+    target: &Target<'_>,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    kind: LaunchKind,
+    args: &mut [*mut c_void],
+) -> Result<Option<f32>> {
+    let ctx = stream.context();
+    target.check(ctx.ordinal(), cfg)?;
+    bind(ctx)?;
+    match kind {
+        LaunchKind::Plain => {
+            // SAFETY: forwarded from the caller.
+            unsafe { plain(target, stream, cfg, args) }.map(|()| None)
+        }
+        // SAFETY: forwarded from the caller.
+        LaunchKind::Timed => unsafe { timed(target, stream, cfg, args) }.map(Some),
+        // SAFETY: forwarded from the caller.
+        LaunchKind::Cooperative => unsafe { cooperative(target, ctx, stream, cfg, args) }.map(|()| None),
+        // SAFETY: forwarded from the caller.
+        LaunchKind::Cluster(c) => unsafe { cluster(target, ctx, stream, cfg, c, args) }.map(|()| None),
+    }
+}
+
+/// A plain launch without the limit checks (for the launch benchmark only).
+///
+/// # Safety
+/// As for [`launch`].
+#[inline(always)]
+pub(crate) unsafe fn launch_unchecked(
+    target: &Target<'_>,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    bind(stream.context())?;
+    // SAFETY: forwarded from the caller.
+    unsafe { plain(target, stream, cfg, args) }
+}
+
+#[inline(always)]
+unsafe fn plain(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, args: &mut [*mut c_void]) -> Result<()> {
+    let (g, b) = (cfg.grid_dim, cfg.block_dim);
+    // SAFETY: `f` belongs to the stream's context (caller's contract), `args` holds one valid
+    // pointer per parameter (caller's contract), extra is null.
+    let r = unsafe {
+        sys::cuLaunchKernel(
+            target.f,
+            g.0,
+            g.1,
+            g.2,
+            b.0,
+            b.1,
+            b.2,
+            cfg.shared_mem_bytes,
+            stream.cu_stream(),
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(target.refused(stream.context().ordinal(), "cuLaunchKernel", cfg, r))
+    }
+}
+
+unsafe fn timed(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, args: &mut [*mut c_void]) -> Result<f32> {
+    let device = stream.context().ordinal();
+    let who = &target.who;
+    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = stream.record_event(timing).map_err(|e| who.driver_error(device, "cuEventRecord", e.0))?;
+    // SAFETY: forwarded from the caller.
+    unsafe { plain(target, stream, cfg, args)? };
+    let end = stream.record_event(timing).map_err(|e| who.driver_error(device, "cuEventRecord", e.0))?;
+    end.synchronize().map_err(|e| who.driver_error(device, "cuEventSynchronize", e.0))?;
+    start.elapsed_ms(&end).map_err(|e| who.driver_error(device, "cuEventElapsedTime", e.0))
+}
+
+unsafe fn cooperative(
+    target: &Target<'_>,
+    ctx: &CudaContext,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    let device = ctx.ordinal();
+    let who = &target.who;
+    if device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
+        return Err(who.error(device, "this device does not support cooperative launches".into(), None));
+    }
+    let (b, g) = (cfg.block_dim, cfg.grid_dim);
+    let threads = (b.0 * b.1 * b.2) as i32;
+    let mut per_sm = 0i32;
+    // SAFETY: live function handle; valid out-pointer.
+    let r = unsafe {
+        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, target.f, threads, cfg.shared_mem_bytes as usize)
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(who.driver_error(device, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r));
+    }
+    let sms = device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u64;
+    let fit = per_sm.max(0) as u64 * sms;
+    let blocks = g.0 as u64 * g.1 as u64 * g.2 as u64;
+    if blocks > fit {
+        return Err(who.error(
+            device,
+            format!(
+                "cooperative grid of {blocks} blocks exceeds the {fit} blocks that can be resident at once \
+                 ({per_sm} per SM x {sms} SMs with {threads} threads and {} bytes dynamic shared memory per block)",
+                cfg.shared_mem_bytes
+            ),
+            Some(format!("launch at most {fit} blocks, or use fewer threads or less shared memory per block")),
+        ));
+    }
+    // SAFETY: `f` belongs to the stream's context; args per caller contract.
+    let r = unsafe {
+        sys::cuLaunchCooperativeKernel(
+            target.f,
+            g.0,
+            g.1,
+            g.2,
+            b.0,
+            b.1,
+            b.2,
+            cfg.shared_mem_bytes,
+            stream.cu_stream(),
+            args.as_mut_ptr(),
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(target.refused(device, "cuLaunchCooperativeKernel", cfg, r));
+    }
+    Ok(())
+}
+
+unsafe fn cluster(
+    target: &Target<'_>,
+    ctx: &CudaContext,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    c: ClusterDim,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    let device = ctx.ordinal();
+    let who = &target.who;
+    let (major, minor) = ctx.compute_capability().map_err(|e| who.driver_error(device, "cuDeviceGetAttribute", e.0))?;
+    if major < 9 {
+        return Err(who.error(
+            device,
+            format!("thread-block clusters need compute capability 9.0 or newer; this GPU is {major}.{minor}"),
+            Some("launch without a cluster on this GPU".into()),
+        ));
+    }
+    let g = cfg.grid_dim;
+    let whole = |g: u32, c: u32| c != 0 && g.is_multiple_of(c);
+    if !(whole(g.0, c.0) && whole(g.1, c.1) && whole(g.2, c.2)) {
+        return Err(who.error(
+            device,
+            format!("grid {g:?} is not a whole number of clusters of {c:?}"),
+            Some("make every grid dimension a multiple of the cluster dimension".into()),
+        ));
+    }
+    let portable = 8u64;
+    if c.0 as u64 * c.1 as u64 * c.2 as u64 > portable {
+        return Err(who.error(
+            device,
+            format!("cluster {c:?} has more than the portable maximum of {portable} blocks"),
+            Some("use at most 8 blocks per cluster".into()),
+        ));
+    }
+    // SAFETY: an all-zero attribute is valid plain data; the fields are set below.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = c.0;
+    attr.value.clusterDim.y = c.1;
+    attr.value.clusterDim.z = c.2;
+    let b = cfg.block_dim;
+    let config = sys::CUlaunchConfig {
+        gridDimX: g.0,
+        gridDimY: g.1,
+        gridDimZ: g.2,
+        blockDimX: b.0,
+        blockDimY: b.1,
+        blockDimZ: b.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: `config` and `attr` outlive the call; `f` belongs to the stream's context; args per
+    // caller contract.
+    let r = unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(target.refused(device, "cuLaunchKernelEx with a cluster", cfg, r));
+    }
+    Ok(())
+}
+
+/// The kernel-attribute operations shared by every kind of kernel handle.
+pub(crate) mod attrs {
+    use super::*;
+    use crate::launch::limits::KernelAttributes;
+
+    pub(crate) fn attributes(t: &Target<'_>, device: usize) -> Result<KernelAttributes> {
+        KernelAttributes::read(t.f).map_err(|r| t.who.driver_error(device, "cuFuncGetAttribute", r))
+    }
+
+    /// `cuFuncSetAttribute(attr, value)` in `ctx`; a failure names the kernel, the device and `call`.
+    fn set_attr(
+        t: &Target<'_>,
+        ctx: &CudaContext,
+        attr: sys::CUfunction_attribute,
+        value: u32,
+        call: &str,
+    ) -> Result<()> {
+        bind(ctx)?;
+        // SAFETY: live function handle of this context; both attributes set here take a
+        // non-negative integer (a byte count, a percentage) checked by the callers.
+        let r = unsafe { sys::cuFuncSetAttribute(t.f, attr, value as i32) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(t.who.driver_error(ctx.ordinal(), call, r));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_max_dynamic_shared_memory(t: &Target<'_>, ctx: &CudaContext, bytes: u32) -> Result<()> {
+        let device = ctx.ordinal();
+        let optin = device_attr(ctx, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let static_smem = func_attr(t.f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0);
+        let allowed = optin.saturating_sub(static_smem);
+        if bytes > allowed {
+            return Err(t.who.error(
+                device,
+                format!(
+                    "{bytes} bytes of dynamic shared memory requested; this device allows {optin} per block, \
+                     {static_smem} of which the kernel uses statically, so at most {allowed}"
+                ),
+                Some(format!("ask for at most {allowed} bytes")),
+            ));
+        }
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        set_attr(t, ctx, attr, bytes, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+        t.max_dyn_smem.store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) fn set_preferred_shared_carveout(t: &Target<'_>, ctx: &CudaContext, percent: u32) -> Result<()> {
+        let device = ctx.ordinal();
+        if percent > 100 {
+            return Err(t.who.error(
+                device,
+                format!("shared memory carveout of {percent}% requested"),
+                Some("give a percentage from 0 to 100".into()),
+            ));
+        }
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+        set_attr(t, ctx, attr, percent, "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)")
+    }
+
+    pub(crate) fn occupancy_config(
+        t: &Target<'_>,
+        ctx: &CudaContext,
+        n: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<LaunchConfig> {
+        let device = ctx.ordinal();
+        bind(ctx)?;
+        let (mut min_grid, mut block) = (0i32, 0i32);
+        // SAFETY: live function handle; out-pointers valid; no block-size callback.
+        let r = unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut min_grid,
+                &mut block,
+                t.f,
+                None,
+                dynamic_shared_bytes as usize,
+                0,
+            )
+        };
+        if r != sys::CUresult::CUDA_SUCCESS || block <= 0 {
+            return Err(t.who.driver_error(device, "cuOccupancyMaxPotentialBlockSize", r));
+        }
+        let block = block as u32;
+        Ok(LaunchConfig {
+            grid_dim: (n.div_ceil(block).max(1), 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: dynamic_shared_bytes,
+        })
+    }
+}

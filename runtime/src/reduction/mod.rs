@@ -1,0 +1,176 @@
+//! What the launchers of `reduction_kernel!` (and the run-time reductions) need besides the
+//! kernels: the GPU's multiprocessor count (cached per device), the launch plan, and one scratch
+//! buffer per stream for the partial values and the last-block counters.
+//!
+//! The scratch buffer of a stream is allocated zeroed on that stream the first time a reduction
+//! needs one there and grows (a new zeroed buffer) when a plan needs more. Its counters come
+//! first, in a region whose size is fixed for the buffer's life (partials of one plan never
+//! overlap counters of another); the kernels leave every counter at zero when they finish, so
+//! the buffer is reused without clearing. Launches that use it hold one lock from the plan to the
+//! launch, so two threads launching on one stream never see a buffer freed under them; work on
+//! different streams uses different buffers.
+
+pub(crate) mod program; // run-time reductions (ReductionProgram, Reduction)
+
+use crate::error::{DriverCode, Error, Result};
+use cuda_embed_build::reduction::{self, Plan};
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MAX_CACHED_DEVICES: usize = 64;
+static SMS: [AtomicU32; MAX_CACHED_DEVICES] = [const { AtomicU32::new(0) }; MAX_CACHED_DEVICES];
+
+/// The number of multiprocessors of `stream`'s device (read once per device).
+pub fn sm_count(stream: &CudaStream) -> Result<u32> {
+    let ctx = stream.context();
+    let ordinal = ctx.ordinal();
+    if let Some(slot) = SMS.get(ordinal) {
+        let v = slot.load(Ordering::Relaxed);
+        if v != 0 {
+            return Ok(v);
+        }
+    }
+    let v = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(|e| Error::Driver {
+        call: "cuDeviceGetAttribute",
+        device: ordinal,
+        cause: DriverCode(e.0),
+    })?;
+    let v = v.max(1) as u32;
+    if let Some(slot) = SMS.get(ordinal) {
+        slot.store(v, Ordering::Relaxed);
+    }
+    Ok(v)
+}
+
+/// The shapes a reduction launcher is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Everything into one value.
+    Full,
+    /// Each contiguous row of `cols` elements.
+    Rows,
+    /// Each column of the row-major matrix with `cols` columns.
+    Cols,
+}
+
+/// The launch plan for `rows` segments of `n` elements (`Full`: one segment; `Rows`: contiguous
+/// rows) or the `n` columns of a `rows` x `n` row-major matrix (`Cols`), the array inputs' element
+/// sizes giving the vector width. Lengths are checked before.
+pub fn plan(stream: &CudaStream, shape: Shape, rows: u64, n: u64, input_sizes: &[usize]) -> Result<Plan> {
+    let sms = sm_count(stream)?;
+    let v = reduction::vec_width(input_sizes);
+    Ok(match shape {
+        Shape::Full | Shape::Rows => reduction::plan_segments(sms, rows, n, v),
+        Shape::Cols => reduction::plan_cols(sms, rows, n, v),
+    })
+}
+
+/// The `LaunchConfig` of a plan.
+pub fn config(plan: &Plan) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (plan.grid.0, plan.grid.1, 1),
+        block_dim: (plan.block.0, plan.block.1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// A stream's scratch buffer: `counter_bytes` of last-block counters first, the partial values
+/// after them. The counters region is fixed for the buffer's life, whatever the plan, so partials
+/// written by one plan never land where a later plan keeps counters (counters must read zero).
+struct Scratch {
+    buf: CudaSlice<u8>,
+    counter_bytes: u64,
+}
+
+type ScratchMap = HashMap<usize, Scratch>;
+static SCRATCH: Mutex<Option<ScratchMap>> = Mutex::new(None);
+
+/// The (counter, partial) region sizes of a new scratch buffer when the current one (`old`, if
+/// any) cannot hold `counters` counter bytes and `partials` partial bytes; `None` when it can.
+/// Each region at least doubles when it grows, and neither is ever empty (a plan that needs no
+/// scratch still passes the buffer to its kernel).
+fn scratch_regions(old: Option<(u64, u64)>, counters: u64, partials: u64) -> Option<(u64, u64)> {
+    match old {
+        Some((c, p)) if c >= counters && p >= partials => None,
+        _ => {
+            let (c, p) = old.unwrap_or((0, 0));
+            let grow = |old: u64, need: u64, least: u64| if old >= need { old } else { need.max(old * 2) }.max(least);
+            Some((grow(c, counters, 256), grow(p, partials, 4096)))
+        }
+    }
+}
+
+/// Runs `f` with `stream`'s scratch buffer and the byte offset of its partials region (the
+/// kernels' `__partial_off`), holding the scratch lock (so `f` should only launch). The buffer
+/// has room for `plan.counters` counters before that offset and `plan.partials` partials after
+/// it; a plan that needs no scratch gets a small buffer it never touches.
+pub fn with_scratch<R>(
+    stream: &Arc<CudaStream>,
+    plan: &Plan,
+    f: impl FnOnce(&mut CudaSlice<u8>, i64) -> Result<R>,
+) -> Result<R> {
+    let counters = plan.partial_offset();
+    let partials = plan.scratch_bytes() - counters;
+    let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    let key = stream.cu_stream() as usize;
+    let old = map.get(&key).map(|s| (s.counter_bytes, s.buf.len() as u64 - s.counter_bytes));
+    if let Some((counter_bytes, partial_bytes)) = scratch_regions(old, counters, partials) {
+        let bytes = counter_bytes + partial_bytes;
+        let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| Error::Driver {
+            call: "cuMemAllocAsync",
+            device: stream.context().ordinal(),
+            cause: DriverCode(e.0),
+        })?;
+        map.insert(key, Scratch { buf, counter_bytes });
+    }
+    let Some(scratch) = map.get_mut(&key) else {
+        return Err(Error::Driver {
+            call: "cuMemAllocAsync",
+            device: stream.context().ordinal(),
+            cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        });
+    };
+    let offset = scratch.counter_bytes as i64;
+    f(&mut scratch.buf, offset)
+}
+
+/// Frees the scratch buffer reductions keep for `stream` (it is allocated again by the next
+/// reduction on that stream). Returns whether there was one.
+pub fn release_scratch(stream: &CudaStream) -> bool {
+    let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    guard.as_mut().is_some_and(|m| m.remove(&(stream.cu_stream() as usize)).is_some())
+}
+
+/// The error for arguments of the wrong length: names the reduction, the parameters and lengths.
+pub fn length_error(reduction: &str, origin: &str, stream: &CudaStream, cause: String) -> Error {
+    Error::Launch {
+        kernel: reduction.to_string(),
+        origin: origin.to_string(),
+        device: stream.context().ordinal(),
+        cause,
+        fix: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scratch_regions;
+
+    #[test]
+    fn scratch_regions_grow_and_keep_counters_apart() {
+        // A first buffer is never empty, even for a plan that needs no scratch.
+        assert_eq!(scratch_regions(None, 0, 0), Some((256, 4096)));
+        // Enough room: the buffer (and its counter region) is kept.
+        assert_eq!(scratch_regions(Some((256, 8192)), 256, 8000), None);
+        // More counters: a new buffer whose counter region at least doubles; the partials
+        // region is kept at its size.
+        assert_eq!(scratch_regions(Some((256, 8192)), 2560, 100), Some((2560, 8192)));
+        assert_eq!(scratch_regions(Some((2048, 8192)), 2560, 100), Some((4096, 8192)));
+        // More partials: the counter region stays where it was.
+        assert_eq!(scratch_regions(Some((512, 4096)), 256, 10_000), Some((512, 10_000)));
+    }
+}
