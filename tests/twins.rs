@@ -88,3 +88,43 @@ fn generated_twins_are_passed_by_value() {
     unsafe { clamp::launch(&stream, cfg, &mut y, 4).unwrap() };
     assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0; 4]);
 }
+
+/// A host function with the kernel's name beside it (real code does this): the struct twin is
+/// still generated.
+mod host_function_same_name {
+    cuda_embed::cuda_kernel!(
+        r#"
+        struct Coeffs { float* a; float* b; };
+        __global__ void calc(Coeffs d, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) d.b[i] = 2.0f * d.a[i];
+        }
+        void calc() { Coeffs d; calc<<<1, 1>>>(d, 0); }
+    "#
+    );
+}
+
+#[test]
+fn a_host_function_with_the_kernel_name_keeps_the_twin() {
+    use host_function_same_name::Coeffs;
+    let c = Coeffs { a: RawDevicePtr(1), b: RawDevicePtr(2) };
+    assert_eq!(std::mem::size_of::<Coeffs>(), 16, "two device pointers");
+    assert_eq!((c.a.0, c.b.0), (1, 2));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_twin_beside_a_same_name_host_function_is_passed_by_value() {
+    use cuda_embed::cudarc::driver::{DevicePtr, DevicePtrMut};
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    let a = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let mut b = stream.alloc_zeros::<f32>(4).unwrap();
+    let (pa, _ga) = a.device_ptr(&stream);
+    let (pb, _gb) = b.device_ptr_mut(&stream);
+    let d = host_function_same_name::Coeffs { a: RawDevicePtr(pa), b: RawDevicePtr(pb) };
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4, 1, 1), shared_mem_bytes: 0 };
+    unsafe { host_function_same_name::calc::launch(&stream, cfg, d, 4).unwrap() };
+    drop((_ga, _gb));
+    assert_eq!(stream.clone_dtoh(&b).unwrap(), [2.0, 4.0, 6.0, 8.0]);
+}

@@ -218,7 +218,13 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
     let all = [essential.clone(), extra.clone(), layout.clone()].concat();
     let mut built = with("cuda-embed-probe", &all);
     if built.is_err() && !layout.is_empty() {
-        built = with("cuda-embed-probe", &[essential.clone(), extra].concat());
+        // One group of questions can fail alone: `decltype(calc)` in a parameter-type question is
+        // ill-formed when a host function shares the kernel's name, and that must not cost the
+        // struct layouts (and with them the Rust twins), nor the other way round.
+        built = with("cuda-embed-probe", &[essential.clone(), layout].concat());
+        if built.is_err() {
+            built = with("cuda-embed-probe", &[essential.clone(), extra].concat());
+        }
     }
     let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
     let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
