@@ -116,8 +116,8 @@ pub use cuda_embed_runtime::graph;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::{
-    args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
-    CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
+    args, cache, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction,
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
     ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };

@@ -23,6 +23,25 @@ mod types; // by-value CUDA types, DeviceSafe // CUDA arrays, texture and surfac
 pub use elementwise::program as elementwise_program;
 pub use program::nvrtc; // run-time compilation and its disk cache
 
+/// The disk cache of compiled kernels (the macro's nvcc/NVRTC builds and run-time NVRTC cubins):
+/// where it is, what it holds, and emptying it; CuPy's `clear_memo` and cache directory.
+///
+/// It is capped at 2 GiB by default (`CUDA_EMBED_CACHE_MAX`, e.g. `512M`, `0` for no cap) with
+/// least-recently-used eviction; a corrupt entry is reported and rebuilt, never loaded; an
+/// unwritable directory means compiling without caching, with one warning. Modules already
+/// loaded in a running process stay loaded after [`clear`](cache::clear). On the command line:
+/// `cargo run -p cuda-embed --bin cuda-embed-cache -- usage` (or `clear`).
+///
+/// ```no_run
+/// let before = cuda_embed_runtime::cache::usage();
+/// println!("{before}"); // ~/.cache/cuda-embed: 12 entries, 3.4 MiB (cap 2048.0 MiB)
+/// let freed = cuda_embed_runtime::cache::clear()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub mod cache {
+    pub use cuda_embed_build::cache::{clear, max_bytes, root, usage, Usage, MAX_VAR};
+}
+
 pub use args::buffer::{DeviceBuffer, DeviceBufferMut};
 pub use args::dynamic::Arg;
 pub use args::typed::{CudaType, TypedArg, TypedArgKind};

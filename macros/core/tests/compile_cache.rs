@@ -57,9 +57,17 @@ fn cache_hits_and_header_changes_recompile() {
     // The entry is a `build/` entry under its key; a garbage entry is a miss, rewritten.
     let entry = cache.path().join("build").join(format!("{}.bin", nvcc::key(&nvcc, &req)));
     assert!(entry.is_file(), "{}", entry.display());
-    std::fs::write(&entry, b"cuda-embed cache entry v2\ngarbage").unwrap();
+    std::fs::write(&entry, b"cuda-embed cache entry v3\ngarbage").unwrap();
     assert!(!nvcc::compile(&nvcc, &req).unwrap().from_cache, "a torn entry recompiles");
     assert!(nvcc::compile(&nvcc, &req).unwrap().from_cache, "and is rewritten");
+
+    // nvcc's environment settings are part of the key.
+    let plain = nvcc::key_with_env(&nvcc, &req, &[]);
+    assert_ne!(plain, nvcc::key_with_env(&nvcc, &req, &["NVCC_APPEND_FLAGS=-G".to_string()]));
+    assert_ne!(
+        nvcc::key_with_env(&nvcc, &req, &["NVCC_CCBIN=/a".to_string()]),
+        nvcc::key_with_env(&nvcc, &req, &["NVCC_CCBIN=/b".to_string()])
+    );
 
     // Options and archs are part of the key.
     let opts = ["-DUNUSED".to_string()];

@@ -229,7 +229,7 @@ impl<S: AsRef<str>> Unit<'_, S> {
         })?;
         let entry = Entry { blobs: vec![cubin], strings: symbols, deps: Vec::new() };
         // A cache that cannot be written is not an error: the program still runs, only slower next time.
-        let cache_file = store.write_atomic(&key, &entry).ok();
+        let cache_file = store.write_or_warn(&key, &entry);
         let Entry { blobs, strings, .. } = entry;
         Ok(Compiled {
             cubin: blobs.into_iter().next().unwrap_or_default(),

@@ -20,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 pub use cuda_embed_build::options::{archs_from_env, Arch, DEFAULT_ARCHS, KNOWN_ARCHS};
 
 /// The key scheme of nvcc builds (see [`key`]).
-const KEY_SCHEME: &str = "cuda-embed nvcc build v2";
+const KEY_SCHEME: &str = "cuda-embed nvcc build v3";
 
 /// A usable nvcc.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,22 @@ fn args(req: &Request<'_>) -> cuda_embed_build::options::NvccArgs {
 /// The cache key of a request: nvcc's version, its arguments and the source, in one
 /// [`Key`] scheme.
 pub fn key(nvcc: &Nvcc, req: &Request<'_>) -> String {
-    Key::new(KEY_SCHEME).field("nvcc", &nvcc.version).list("args", &args(req).args).field("source", req.source).finish()
+    // nvcc reads these from the environment: they change the output as much as the arguments.
+    let env: Vec<String> = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"]
+        .iter()
+        .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_default()))
+        .collect();
+    key_with_env(nvcc, req, &env)
+}
+
+/// [`key`] with nvcc's environment settings given (`NAME=value` each).
+pub fn key_with_env(nvcc: &Nvcc, req: &Request<'_>, env: &[String]) -> String {
+    Key::new(KEY_SCHEME)
+        .field("nvcc", &nvcc.version)
+        .list("args", &args(req).args)
+        .list("env", env)
+        .field("source", req.source)
+        .finish()
 }
 
 /// Compiles, or returns the cached result. `Err` carries nvcc's full log.
@@ -168,11 +183,11 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         // Relative names are the `#line` file (the Rust file or the `.cu` file itself), not a
         // header: the source text is already in the key.
         .filter(|d| d.is_absolute())
-        .filter(|d| !d.starts_with(&nvcc.root) && !d.starts_with("/usr/include") && !d.starts_with("/usr/lib"))
+        .filter(|d| !is_toolkit_or_system_header(d, &nvcc.root))
         .filter_map(Dep::of_file)
         .collect();
     let entry = Entry { blobs: vec![fatbin], strings: vec![ptx], deps: user_deps };
-    let _ = store.write_atomic(&key, &entry); // an unwritable cache only costs time
+    store.write_or_warn(&key, &entry); // an unwritable cache only costs time
     output(entry, false, &targets).ok_or_else(|| "nvcc produced an empty fatbin".to_string())
 }
 
@@ -240,7 +255,33 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
 pub fn parse_depfile(d: &str) -> Vec<PathBuf> {
     let body = d.replace("\\\n", " ");
     let after = body.split_once(": ").map(|x| x.1).unwrap_or("");
-    after.split_whitespace().map(PathBuf::from).collect()
+    // Make-style: whitespace separates names, `\ ` is a space inside one.
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = after.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => cur.push(chars.next().unwrap_or(' ')),
+            c if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out
+}
+
+/// Whether a dependency is the toolkit's or the system's own header, which the nvcc version in
+/// the key already stands for. Judged by the toolkit's header folders, not its whole root: an
+/// nvcc installed as `/usr/bin/nvcc` has the root `/usr`, under which user projects live too.
+fn is_toolkit_or_system_header(d: &std::path::Path, root: &std::path::Path) -> bool {
+    let toolkit = ["include", "targets", "nvvm", "lib", "lib64"].iter().any(|s| d.starts_with(root.join(s)));
+    toolkit || ["/usr/include", "/usr/lib", "/usr/local/include"].iter().any(|s| d.starts_with(s))
 }
 
 /// Drops nvcc's noise (the deprecation banner) and keeps the diagnostics.
@@ -256,6 +297,20 @@ fn clean_log(log: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depfile_names_with_spaces_and_toolkit_headers() {
+        let d = "k.o: /home/me/my\\ proj/h.cuh /x/y.cuh\n";
+        assert_eq!(parse_depfile(d), [PathBuf::from("/home/me/my proj/h.cuh"), "/x/y.cuh".into()]);
+        let usr = std::path::Path::new("/usr");
+        assert!(is_toolkit_or_system_header("/usr/include/cuda_runtime.h".as_ref(), usr));
+        assert!(
+            !is_toolkit_or_system_header("/usr/src/project/kernels/h.cuh".as_ref(), usr),
+            "a user header under the root"
+        );
+        let wheel = std::path::Path::new("/w/.cuda/site/nvidia/cu13");
+        assert!(is_toolkit_or_system_header("/w/.cuda/site/nvidia/cu13/include/cuda_fp16.h".as_ref(), wheel));
+    }
 
     #[test]
     fn depfile() {

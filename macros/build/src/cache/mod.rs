@@ -3,9 +3,20 @@
 //! # Location
 //!
 //! [`root`]: `CUDA_EMBED_CACHE_DIR` when set, else `$XDG_CACHE_HOME/cuda-embed`, else
-//! `$HOME/.cache/cuda-embed`, else `cuda-embed` under the system temporary directory. Below it,
-//! [`BUILD_SUBDIR`] (`build/`) holds nvcc results of the macro and [`NVRTC_SUBDIR`] (`nvrtc/`)
-//! holds NVRTC cubins compiled at run time.
+//! `$HOME/.cache/cuda-embed`, else `cuda-embed-<uid>` under the system temporary directory
+//! (created private to the user, mode 0700; one owned by another user or open to others is
+//! refused: caching is then off, with one warning). Below it, [`BUILD_SUBDIR`] (`build/`) holds
+//! nvcc results of the macro and [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
+//! time.
+//!
+//! # Size and management
+//!
+//! The cache is capped (default 2 GiB, `CUDA_EMBED_CACHE_MAX` in bytes or with a `K`/`M`/`G`
+//! suffix, `0` for no cap): a hit refreshes its entry's modification time, and after each write
+//! the least recently used entries are deleted until the cache is below 90% of the cap.
+//! [`usage`] and [`clear`] report and empty it (`cuda-embed-cache usage|clear` on the command
+//! line). A cache directory that cannot be written (read-only, full) only costs time: the
+//! result is used uncached and one warning is printed per process.
 //!
 //! # Entries
 //!
@@ -14,14 +25,16 @@
 //! filed under its key (see [`key`](crate::key)). [`Store::write_atomic`] writes a temporary file
 //! in the same directory and renames it into place, so concurrent builds (parallel rustc
 //! processes, several programs) never see a torn entry. [`Store::read`] returns an entry only when
-//! its magic line, its recorded key, every length and its end marker are right and every
-//! dependency still has the recorded hash: a missing, foreign, truncated or stale entry is a miss
-//! (`None`), never an error, and the caller rebuilds and overwrites it.
+//! its magic line, its recorded key, every length, its end marker and the SHA-256 of its
+//! contents are right and every dependency still has the recorded hash: a missing, foreign,
+//! truncated, corrupt or stale entry is a miss (`None`), never an error, and the caller rebuilds
+//! and overwrites it. A corrupt entry (well-formed in places but not what was written) is also
+//! reported on stderr ([`Store::lookup`] says which kind of miss it was).
 //!
 //! The file is a text header line per field followed by the field's raw bytes:
 //!
 //! ```text
-//! cuda-embed cache entry v2
+//! cuda-embed cache entry v3
 //! key <key>
 //! dep <sha256 hex> <path length>
 //! <path bytes>
@@ -29,14 +42,17 @@
 //! <bytes>
 //! blob <length>
 //! <bytes>
-//! end
+//! end <sha256 hex of every byte before this line>
 //! ```
 
 use crate::key::{hex, sha256, Digest};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &str = "cuda-embed cache entry v2";
+mod manage;
+pub use manage::{clear, evict, max_bytes, usage, Usage, MAX_VAR};
+
+const MAGIC: &str = "cuda-embed cache entry v3";
 
 /// The subdirectory of [`root`] holding the macro's nvcc builds.
 pub const BUILD_SUBDIR: &str = "build";
@@ -51,7 +67,12 @@ pub const NVRTC_SUBDIR: &str = "nvrtc";
 /// assert!(dir.ends_with("cuda-embed") || std::env::var_os("CUDA_EMBED_CACHE_DIR").is_some());
 /// ```
 pub fn root() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    root_from(|name| std::env::var_os(name))
+}
+
+/// [`root`] with the environment given as a function (tests pass their own).
+pub(crate) fn root_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(d) = var("CUDA_EMBED_CACHE_DIR") {
         d
     } else if let Some(d) = var("XDG_CACHE_HOME") {
@@ -59,7 +80,7 @@ pub fn root() -> PathBuf {
     } else if let Some(h) = var("HOME") {
         h.join(".cache").join("cuda-embed")
     } else {
-        std::env::temp_dir().join("cuda-embed")
+        manage::private_temp_root()
     }
 }
 
@@ -170,34 +191,112 @@ impl Store {
                 w.write_all(b)?;
                 w.write_all(b"\n")?;
             }
-            w.write_all(b"end\n")?;
             w.flush()?;
         }
+        // The trailer hashes everything before it, so a file altered in place is caught.
+        let f = tmp.as_file_mut();
+        f.seek(SeekFrom::Start(0))?;
+        let mut written = Vec::new();
+        f.read_to_end(&mut written)?;
+        writeln!(f, "end {}", hex(&sha256(&written)))?;
         let file = self.path(key);
         tmp.persist(&file).map_err(|e| e.error)?;
+        evict(&self.dir);
         Ok(file)
     }
 
+    /// [`write_atomic`](Self::write_atomic) for callers that go on without the cache when it
+    /// cannot be written (read-only, full, refused): the first failure in a process prints one
+    /// warning naming the directory and the cause; later ones are silent.
+    pub fn write_or_warn(&self, key: &str, entry: &Entry) -> Option<PathBuf> {
+        match self.write_atomic(key, entry) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                manage::warn_once(&format!(
+                    "cuda-embed: cannot write the cache in {} ({e}); going on without caching (set \
+                     CUDA_EMBED_CACHE_DIR to a writable directory)",
+                    self.dir.display()
+                ));
+                None
+            }
+        }
+    }
+
     /// The entry under `key`, if there is a valid one whose dependencies are unchanged (see the
-    /// module docs); anything else is `None`.
+    /// module docs); anything else is `None`. A hit marks the entry as recently used; a corrupt
+    /// entry is reported on stderr.
     pub fn read(&self, key: &str) -> Option<Entry> {
-        let bytes = std::fs::read(self.path(key)).ok()?;
-        let entry = parse(&bytes, key)?;
-        entry.deps.iter().all(Dep::is_fresh).then_some(entry)
+        match self.lookup(key) {
+            Lookup::Hit(e) => Some(e),
+            Lookup::Corrupt(why) => {
+                eprintln!("cuda-embed: cache entry {} is corrupt ({why}); rebuilding it", self.path(key).display());
+                None
+            }
+            Lookup::Missing | Lookup::Stale => None,
+        }
+    }
+
+    /// What is filed under `key`, and if it cannot be used, why.
+    pub fn lookup(&self, key: &str) -> Lookup {
+        let path = self.path(key);
+        let Ok(bytes) = std::fs::read(&path) else { return Lookup::Missing };
+        // Another version's entry (an older cuda-embed sharing the directory) is not corrupt:
+        // it is replaced without a report.
+        if !bytes.starts_with(MAGIC.as_bytes()) || bytes.get(MAGIC.len()) != Some(&b'\n') {
+            return if bytes.starts_with(b"cuda-embed cache entry v") {
+                Lookup::Missing
+            } else {
+                Lookup::Corrupt("not a cache entry")
+            };
+        }
+        let entry = match parse(&bytes, key) {
+            Ok(e) => e,
+            Err(why) => return Lookup::Corrupt(why),
+        };
+        if !entry.deps.iter().all(Dep::is_fresh) {
+            return Lookup::Stale;
+        }
+        manage::touch(&path);
+        Lookup::Hit(entry)
     }
 }
 
-/// Parses an entry file written for `key`; `None` for anything malformed.
-fn parse(bytes: &[u8], key: &str) -> Option<Entry> {
-    let mut rest = bytes;
+/// The result of [`Store::lookup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// A valid entry whose dependencies are unchanged.
+    Hit(Entry),
+    /// No entry under the key (or one of another cuda-embed version's format).
+    Missing,
+    /// A valid entry, but a file it was built from changed or disappeared.
+    Stale,
+    /// A file that is not a whole, unaltered entry for this key (torn, truncated, edited,
+    /// another key's, an older format); the text says what is wrong.
+    Corrupt(&'static str),
+}
+
+/// Parses an entry file written for `key`; the error says what is malformed.
+fn parse(bytes: &[u8], key: &str) -> Result<Entry, &'static str> {
+    // The trailer first: `end <sha256 of everything before it>` and nothing after.
+    let body_len = bytes.len().checked_sub(1).filter(|&n| bytes[n] == b'\n').ok_or("no end line")?;
+    let trailer_at = bytes[..body_len].iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+    let trailer = std::str::from_utf8(&bytes[trailer_at..body_len]).map_err(|_| "no end line")?;
+    let digest = trailer.strip_prefix("end ").and_then(parse_digest).ok_or("no end line with a hash")?;
+    let mut rest = &bytes[..trailer_at];
+    if sha256(rest) != digest {
+        return Err("its contents do not match their hash");
+    }
     let mut line = || -> Option<&str> {
         let at = rest.iter().position(|&b| b == b'\n')?;
         let l = std::str::from_utf8(&rest[..at]).ok()?;
         rest = &rest[at + 1..];
         Some(l)
     };
-    if line()? != MAGIC || line()?.strip_prefix("key ")? != key {
-        return None;
+    if line() != Some(MAGIC) {
+        return Err("not a cache entry of this version");
+    }
+    if line().and_then(|l| l.strip_prefix("key ")) != Some(key) {
+        return Err("it is filed under another key");
     }
     let mut entry = Entry::default();
     // Each field: a header line, then `len` raw bytes and a newline.
@@ -209,24 +308,28 @@ fn parse(bytes: &[u8], key: &str) -> Option<Entry> {
         *rest = &rest[len + 1..];
         Some(value)
     }
-    loop {
+    let mut field = |rest: &mut &[u8]| -> Option<()> {
         let at = rest.iter().position(|&b| b == b'\n')?;
         let header = std::str::from_utf8(&rest[..at]).ok()?.to_string();
-        rest = &rest[at + 1..];
+        *rest = &rest[at + 1..];
         let (tag, args) = header.split_once(' ').unwrap_or((header.as_str(), ""));
         match tag {
-            "end" if args.is_empty() => return rest.is_empty().then_some(entry),
             "dep" => {
                 let (hash, len) = args.split_once(' ')?;
                 let sha = parse_digest(hash)?;
-                let path = String::from_utf8(take(&mut rest, len.parse().ok()?)?).ok()?;
+                let path = String::from_utf8(take(rest, len.parse().ok()?)?).ok()?;
                 entry.deps.push(Dep { path: PathBuf::from(path), sha256: sha });
             }
-            "str" => entry.strings.push(String::from_utf8(take(&mut rest, args.parse().ok()?)?).ok()?),
-            "blob" => entry.blobs.push(take(&mut rest, args.parse().ok()?)?),
+            "str" => entry.strings.push(String::from_utf8(take(rest, args.parse().ok()?)?).ok()?),
+            "blob" => entry.blobs.push(take(rest, args.parse().ok()?)?),
             _ => return None,
         }
+        Some(())
+    };
+    while !rest.is_empty() {
+        field(&mut rest).ok_or("a malformed field")?;
     }
+    Ok(entry)
 }
 
 fn parse_digest(hex: &str) -> Option<Digest> {
@@ -241,100 +344,4 @@ fn parse_digest(hex: &str) -> Option<Digest> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample(dir: &Path) -> Entry {
-        let header = dir.join("h.cuh");
-        std::fs::write(&header, "#define X 1\n").unwrap();
-        Entry {
-            blobs: vec![b"\x7fELF\n\0binary\nend\n".to_vec(), Vec::new()],
-            strings: vec!["_Z1kv".into(), "multi\nline ptx".into(), String::new()],
-            deps: vec![Dep::of_file(&header).unwrap()],
-        }
-    }
-
-    #[test]
-    fn round_trip() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::new(d.path().join("nvrtc"), "cubin");
-        let entry = sample(d.path());
-        let file = store.write_atomic("abc123", &entry).unwrap();
-        assert_eq!(file, d.path().join("nvrtc/abc123.cubin"));
-        assert_eq!(store.read("abc123"), Some(entry.clone()));
-        // Overwriting is fine; no temporary files are left behind.
-        store.write_atomic("abc123", &entry).unwrap();
-        assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 1);
-        assert_eq!(store.read("abc123"), Some(entry));
-        assert_eq!(Store::new(d.path().join("nvrtc"), "bin").read("abc123"), None, "other extension");
-    }
-
-    #[test]
-    fn garbage_torn_and_foreign_entries_are_misses() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::new(d.path(), "bin");
-        let entry = sample(d.path());
-        let file = store.write_atomic("k1", &entry).unwrap();
-        let good = std::fs::read(&file).unwrap();
-        // Every truncation (a torn write) is a miss.
-        for len in 0..good.len() {
-            std::fs::write(&file, &good[..len]).unwrap();
-            assert_eq!(store.read("k1"), None, "truncated to {len} bytes");
-        }
-        // Trailing bytes, garbage, a wrong magic.
-        std::fs::write(&file, [&good[..], b"x"].concat()).unwrap();
-        assert_eq!(store.read("k1"), None);
-        std::fs::write(&file, b"garbage").unwrap();
-        assert_eq!(store.read("k1"), None);
-        std::fs::write(&file, String::from_utf8_lossy(&good).replace("v2", "v1")).unwrap();
-        assert_eq!(store.read("k1"), None);
-        // An entry filed under another key's name (copied or renamed) is not that key's entry.
-        std::fs::write(&file, &good).unwrap();
-        std::fs::copy(&file, store.path("k2")).unwrap();
-        assert_eq!(store.read("k2"), None);
-        assert!(store.read("k1").is_some());
-        // Keys that are not file names are refused.
-        assert!(store.write_atomic("../x", &entry).is_err());
-        assert!(store.write_atomic("", &entry).is_err());
-    }
-
-    #[test]
-    fn a_changed_or_missing_dependency_is_a_miss() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Store::new(d.path(), "bin");
-        let entry = sample(d.path());
-        store.write_atomic("k", &entry).unwrap();
-        assert!(store.read("k").is_some());
-        std::fs::write(d.path().join("h.cuh"), "#define X 2\n").unwrap();
-        assert_eq!(store.read("k"), None, "a header's bytes changed");
-        std::fs::write(d.path().join("h.cuh"), "#define X 1\n").unwrap();
-        assert!(store.read("k").is_some(), "the same bytes again: a hit");
-        std::fs::remove_file(d.path().join("h.cuh")).unwrap();
-        assert_eq!(store.read("k"), None, "a header disappeared");
-    }
-
-    #[test]
-    fn location_rules() {
-        // One test owns the environment variables (tests run in parallel threads).
-        let vars = ["CUDA_EMBED_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
-        let saved: Vec<_> = vars.iter().map(std::env::var_os).collect();
-        std::env::set_var("CUDA_EMBED_CACHE_DIR", "/c");
-        std::env::set_var("XDG_CACHE_HOME", "/x");
-        std::env::set_var("HOME", "/h");
-        assert_eq!(root(), Path::new("/c"));
-        assert_eq!(build_dir(), Path::new("/c/build"));
-        assert_eq!(nvrtc_dir(), Path::new("/c/nvrtc"));
-        std::env::set_var("CUDA_EMBED_CACHE_DIR", "");
-        assert_eq!(root(), Path::new("/x/cuda-embed"));
-        std::env::remove_var("XDG_CACHE_HOME");
-        assert_eq!(root(), Path::new("/h/.cache/cuda-embed"));
-        std::env::remove_var("HOME");
-        assert_eq!(root(), std::env::temp_dir().join("cuda-embed"));
-        for (v, s) in vars.iter().zip(saved) {
-            match s {
-                Some(s) => std::env::set_var(v, s),
-                None => std::env::remove_var(v),
-            }
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,235 @@
+//! Managing the cache as a whole: its size cap with least-recently-used eviction, [`usage`] and
+//! [`clear`], the private temporary fallback directory, and the one warning a process prints
+//! when the cache cannot be used.
+
+use super::{root, BUILD_SUBDIR, NVRTC_SUBDIR};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+/// The environment variable that sets the cache's size cap: bytes, or a number with a `K`, `M`
+/// or `G` suffix (powers of 1024); `0` turns the cap off.
+pub const MAX_VAR: &str = "CUDA_EMBED_CACHE_MAX";
+
+const DEFAULT_MAX: u64 = 2 << 30;
+
+/// The subdirectories of the cache root that hold entries (the others are left alone).
+const SUBDIRS: [&str; 2] = [BUILD_SUBDIR, NVRTC_SUBDIR];
+
+/// The cache's size cap in bytes ([`MAX_VAR`], default 2 GiB); `None` when turned off. A value
+/// that cannot be read is reported once and the default used.
+///
+/// ```
+/// assert!(cuda_embed_build::cache::max_bytes().is_none_or(|b| b > 0));
+/// ```
+pub fn max_bytes() -> Option<u64> {
+    match std::env::var(MAX_VAR) {
+        Err(_) => Some(DEFAULT_MAX),
+        Ok(v) => match parse_size(&v) {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => {
+                warn_once(&format!(
+                    "cuda-embed: {MAX_VAR}={v:?} is not a size (write bytes, or a number with K, M or G, or 0 for \
+                     no cap); using 2G"
+                ));
+                Some(DEFAULT_MAX)
+            }
+        },
+    }
+}
+
+/// `"512M"` -> 536870912; `None` for anything else than digits with an optional K/M/G.
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (digits, shift) = match s.as_bytes().last()? {
+        b'k' | b'K' => (&s[..s.len() - 1], 10),
+        b'm' | b'M' => (&s[..s.len() - 1], 20),
+        b'g' | b'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = digits.trim().parse().ok()?;
+    n.checked_mul(1u64 << shift)
+}
+
+/// What the cache holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// The cache root ([`root`]).
+    pub root: PathBuf,
+    /// Number of entries.
+    pub entries: u64,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// The size cap in bytes ([`max_bytes`]), `None` when off.
+    pub max_bytes: Option<u64>,
+}
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cap = self.max_bytes.map_or("no cap".to_string(), |m| format!("cap {:.1} MiB", m as f64 / 1048576.0));
+        write!(f, "{}: {} entries, {:.1} MiB ({cap})", self.root.display(), self.entries, self.bytes as f64 / 1048576.0)
+    }
+}
+
+/// What the cache at [`root`] holds (build-time and run-time entries together).
+///
+/// ```
+/// let u = cuda_embed_build::cache::usage();
+/// println!("{u}");
+/// ```
+pub fn usage() -> Usage {
+    usage_of(root(), max_bytes())
+}
+
+pub(crate) fn usage_of(root: PathBuf, max_bytes: Option<u64>) -> Usage {
+    let files = entries(&root);
+    Usage { entries: files.len() as u64, bytes: files.iter().map(|f| f.1).sum(), max_bytes, root }
+}
+
+/// Deletes every entry under [`root`] (what [`usage`] counts), returning how many bytes were
+/// freed. Entries other processes are writing at the same moment may survive; modules already
+/// loaded in running processes are not affected.
+///
+/// ```no_run
+/// let freed = cuda_embed_build::cache::clear()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn clear() -> std::io::Result<u64> {
+    clear_in(&root())
+}
+
+pub(crate) fn clear_in(root: &Path) -> std::io::Result<u64> {
+    let mut freed = 0;
+    for (path, len, _) in entries(root) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => freed += len,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(freed)
+}
+
+/// Deletes the least recently used entries of the cache that holds `dir` until it is below 90%
+/// of [`max_bytes`]. Safe to run from several processes at once: a file another process
+/// removed first is skipped, and a reader that loses the race sees a miss.
+pub fn evict(dir: &Path) {
+    if let Some(max) = max_bytes() {
+        evict_to(dir, max);
+    }
+}
+
+pub(crate) fn evict_to(dir: &Path, max: u64) {
+    // `dir` is `<root>/build` or `<root>/nvrtc` (or a Program's own directory): the cap covers
+    // its parent's entry folders.
+    let base = dir.parent().filter(|_| SUBDIRS.iter().any(|s| dir.ends_with(s))).unwrap_or(dir);
+    let mut files = if base == dir { files_in(dir) } else { entries(base) };
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    if total <= max {
+        return;
+    }
+    files.sort_by_key(|f| f.2);
+    let target = max / 10 * 9;
+    let mut now = total;
+    for (path, len, _) in files {
+        if now <= target {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            now -= len;
+        }
+    }
+}
+
+/// Marks an entry as used now (its modification time), for eviction order.
+pub(crate) fn touch(path: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(path) {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+/// `(path, bytes, last used)` of every entry under `root`'s entry folders.
+fn entries(root: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+    SUBDIRS.iter().flat_map(|s| files_in(&root.join(s))).collect()
+}
+
+fn files_in(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            // Temporary files of writes in progress (`.tmpXXXX`) are not entries.
+            let name = e.file_name();
+            (m.is_file() && !name.to_string_lossy().starts_with(".tmp"))
+                .then(|| (e.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+        })
+        .collect()
+}
+
+/// Prints `message` on stderr if this process has printed no cache warning yet.
+pub(crate) fn warn_once(message: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!("{message}");
+    }
+}
+
+/// `cuda-embed-<uid>` under the system temporary directory, created mode 0700. A directory of
+/// that name owned by another user, or open to other users, is refused (anyone could plant a
+/// binary there): a fresh private directory is used instead, so nothing is cached across runs,
+/// with one warning.
+pub(crate) fn private_temp_root() -> PathBuf {
+    let tmp = std::env::temp_dir();
+    let Some(uid) = current_uid() else { return tmp.join("cuda-embed") };
+    let dir = tmp.join(format!("cuda-embed-{uid}"));
+    match check_private(&dir, uid) {
+        Ok(()) => dir,
+        Err(why) => {
+            warn_once(&format!(
+                "cuda-embed: not using {} as the cache ({why}); set CUDA_EMBED_CACHE_DIR or HOME",
+                dir.display()
+            ));
+            tempfile::Builder::new().prefix("cuda-embed-").tempdir().map(|d| d.keep()).unwrap_or(dir)
+        }
+    }
+}
+
+#[cfg(unix)]
+fn current_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    // The owner of this process's own /proc entry is the process's user (Linux).
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+#[cfg(not(unix))]
+fn current_uid() -> Option<u32> {
+    None
+}
+
+/// Creates `dir` private to `uid`, or checks that the existing one is.
+#[cfg(unix)]
+pub(crate) fn check_private(dir: &Path, uid: u32) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create it: {e}")),
+    }
+    let m = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    if !m.is_dir() {
+        return Err("it is not a directory".into());
+    }
+    if m.uid() != uid {
+        return Err(format!("it belongs to user {}, not to this user ({uid})", m.uid()));
+    }
+    if m.permissions().mode() & 0o077 != 0 {
+        return Err(format!("other users can use it (mode {:o})", m.permissions().mode() & 0o777));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub(crate) fn check_private(_dir: &Path, _uid: u32) -> Result<(), String> {
+    Ok(())
+}

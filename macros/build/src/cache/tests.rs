@@ -1,0 +1,195 @@
+use super::*;
+
+fn sample(dir: &Path) -> Entry {
+    let header = dir.join("h.cuh");
+    std::fs::write(&header, "#define X 1\n").unwrap();
+    Entry {
+        blobs: vec![b"\x7fELF\n\0binary\nend\n".to_vec(), Vec::new()],
+        strings: vec!["_Z1kv".into(), "multi\nline ptx".into(), String::new()],
+        deps: vec![Dep::of_file(&header).unwrap()],
+    }
+}
+
+#[test]
+fn round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path().join("nvrtc"), "cubin");
+    let entry = sample(d.path());
+    let file = store.write_atomic("abc123", &entry).unwrap();
+    assert_eq!(file, d.path().join("nvrtc/abc123.cubin"));
+    assert_eq!(store.read("abc123"), Some(entry.clone()));
+    // Overwriting is fine; no temporary files are left behind.
+    store.write_atomic("abc123", &entry).unwrap();
+    assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 1);
+    assert_eq!(store.read("abc123"), Some(entry));
+    assert_eq!(Store::new(d.path().join("nvrtc"), "bin").read("abc123"), None, "other extension");
+}
+
+#[test]
+fn garbage_torn_and_foreign_entries_are_misses() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path(), "bin");
+    let entry = sample(d.path());
+    let file = store.write_atomic("k1", &entry).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    // Every truncation (a torn write) is a miss.
+    for len in 0..good.len() {
+        std::fs::write(&file, &good[..len]).unwrap();
+        assert_eq!(store.read("k1"), None, "truncated to {len} bytes");
+    }
+    // Trailing bytes, garbage, a wrong magic.
+    std::fs::write(&file, [&good[..], b"x"].concat()).unwrap();
+    assert_eq!(store.read("k1"), None);
+    std::fs::write(&file, b"garbage").unwrap();
+    assert_eq!(store.read("k1"), None);
+    std::fs::write(&file, String::from_utf8_lossy(&good).replace("v3", "v1")).unwrap();
+    assert_eq!(store.read("k1"), None);
+    // An entry filed under another key's name (copied or renamed) is not that key's entry.
+    std::fs::write(&file, &good).unwrap();
+    std::fs::copy(&file, store.path("k2")).unwrap();
+    assert_eq!(store.read("k2"), None);
+    assert!(store.read("k1").is_some());
+    // Keys that are not file names are refused.
+    assert!(store.write_atomic("../x", &entry).is_err());
+    assert!(store.write_atomic("", &entry).is_err());
+}
+
+#[test]
+fn a_changed_or_missing_dependency_is_a_miss() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path(), "bin");
+    let entry = sample(d.path());
+    store.write_atomic("k", &entry).unwrap();
+    assert!(store.read("k").is_some());
+    std::fs::write(d.path().join("h.cuh"), "#define X 2\n").unwrap();
+    assert_eq!(store.read("k"), None, "a header's bytes changed");
+    std::fs::write(d.path().join("h.cuh"), "#define X 1\n").unwrap();
+    assert!(store.read("k").is_some(), "the same bytes again: a hit");
+    std::fs::remove_file(d.path().join("h.cuh")).unwrap();
+    assert_eq!(store.read("k"), None, "a header disappeared");
+}
+
+#[test]
+fn location_rules() {
+    use std::ffi::OsString;
+    // The environment is passed in, not set: tests run in parallel threads of one process.
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| pairs.iter().find(|p| p.0 == name).map(|p| OsString::from(p.1))
+    };
+    assert_eq!(
+        root_from(env(&[("CUDA_EMBED_CACHE_DIR", "/c"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])),
+        Path::new("/c")
+    );
+    assert_eq!(
+        root_from(env(&[("CUDA_EMBED_CACHE_DIR", ""), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])),
+        Path::new("/x/cuda-embed")
+    );
+    assert_eq!(root_from(env(&[("HOME", "/h")])), Path::new("/h/.cache/cuda-embed"));
+    let fallback = root_from(env(&[]));
+    assert!(fallback.starts_with(std::env::temp_dir()), "{}", fallback.display());
+    assert!(fallback.file_name().unwrap().to_string_lossy().starts_with("cuda-embed-"));
+}
+
+#[test]
+fn usage_clear_and_least_recently_used_eviction() {
+    use super::manage::{clear_in, evict_to, usage_of};
+    use std::time::{Duration, SystemTime};
+    let d = tempfile::tempdir().unwrap();
+    let build = Store::new(d.path().join(BUILD_SUBDIR), "bin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let blob = |n: usize| Entry { blobs: vec![vec![7u8; n]], strings: vec![], deps: vec![] };
+    for (i, store) in [&build, &nvrtc, &build, &nvrtc].iter().enumerate() {
+        let f = store.write_atomic(&format!("k{i}"), &blob(1000)).unwrap();
+        // Ages: k0 oldest ... k3 newest.
+        let t = SystemTime::now() - Duration::from_secs(1000 - 100 * i as u64);
+        std::fs::File::options().append(true).open(&f).unwrap().set_modified(t).unwrap();
+    }
+    // Something else in the root is not an entry.
+    std::fs::write(d.path().join("notes.txt"), "keep").unwrap();
+    let u = usage_of(d.path().to_path_buf(), Some(1 << 20));
+    assert_eq!(u.entries, 4);
+    assert!(u.bytes > 4000 && u.bytes < 4800, "{u}");
+    // A hit makes k0 the most recently used.
+    assert!(build.read("k0").is_some());
+    // A cap of 2.5 entries: evicted down to 90% of it, oldest first (k1, then k2).
+    let one = std::fs::metadata(build.path("k0")).unwrap().len();
+    evict_to(build.dir(), one * 5 / 2);
+    assert!(build.read("k0").is_some(), "recently used: kept");
+    assert_eq!(nvrtc.lookup("k1"), Lookup::Missing, "least recently used: evicted");
+    assert_eq!(build.lookup("k2"), Lookup::Missing);
+    assert!(nvrtc.read("k3").is_some());
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 2);
+    // Clear empties both folders and leaves other files.
+    assert_eq!(clear_in(d.path()).unwrap(), 2 * one);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+    assert!(d.path().join("notes.txt").exists());
+}
+
+#[test]
+fn an_unwritable_cache_is_skipped_with_a_warning_not_an_error() {
+    // A cache "directory" below a plain file cannot be created, whoever runs the test (root
+    // writes read-only directories).
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let store = Store::new(file.join("build"), "bin");
+    assert!(store.write_atomic("k", &Entry::default()).is_err());
+    assert_eq!(store.write_or_warn("k", &Entry::default()), None);
+    assert_eq!(store.lookup("k"), Lookup::Missing);
+}
+
+#[test]
+fn an_entry_altered_in_place_is_corrupt_and_reported_as_such() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path(), "bin");
+    let entry = sample(d.path());
+    let file = store.write_atomic("k", &entry).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    // Flip one byte inside the first blob: every length and marker is still right.
+    let at = good.windows(4).position(|w| w == b"\x7fELF").unwrap() + 1;
+    let mut bad = good.clone();
+    bad[at] ^= 0x20;
+    std::fs::write(&file, &bad).unwrap();
+    assert_eq!(store.lookup("k"), Lookup::Corrupt("its contents do not match their hash"));
+    assert_eq!(store.read("k"), None);
+    // Rewritten, it is a hit again.
+    store.write_atomic("k", &entry).unwrap();
+    assert_eq!(store.lookup("k"), Lookup::Hit(entry));
+    // An older format is a quiet miss, not corruption.
+    std::fs::write(&file, b"cuda-embed cache entry v2\nkey k\nend\n").unwrap();
+    assert_eq!(store.lookup("k"), Lookup::Missing);
+    assert_eq!(store.lookup("absent"), Lookup::Missing);
+}
+
+#[test]
+fn sizes_parse_with_suffixes() {
+    use super::manage::parse_size;
+    assert_eq!(parse_size("1024"), Some(1024));
+    assert_eq!(parse_size("4K"), Some(4096));
+    assert_eq!(parse_size("3m"), Some(3 << 20));
+    assert_eq!(parse_size(" 2G "), Some(2 << 30));
+    assert_eq!(parse_size("0"), Some(0));
+    assert_eq!(parse_size("lots"), None);
+    assert_eq!(parse_size("-1"), None);
+    assert_eq!(parse_size("99999999999999G"), None);
+}
+
+#[test]
+fn a_private_temp_dir_is_created_0700_and_others_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").unwrap().uid()
+    };
+    let mine = d.path().join("cuda-embed-test");
+    super::manage::check_private(&mine, uid).unwrap();
+    assert_eq!(std::fs::metadata(&mine).unwrap().permissions().mode() & 0o777, 0o700);
+    super::manage::check_private(&mine, uid).unwrap();
+    // Open to others: refused.
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(super::manage::check_private(&mine, uid).unwrap_err().contains("other users"));
+    // Owned by someone else: refused.
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(super::manage::check_private(&mine, uid + 1).unwrap_err().contains("belongs to user"));
+}
