@@ -120,6 +120,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::launch::capture::binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::reduction as reduce;
     pub use crate::texture::{object_arg, ObjectArg};

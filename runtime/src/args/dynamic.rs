@@ -8,7 +8,7 @@ use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-/// Binds buffer arguments `i..` on `stream` (each buffer's cudarc ordering guard stays alive on
+/// Binds the buffer arguments for a launch on `stream` (each buffer's cudarc ordering guard stays alive on
 /// this call stack), then runs `launch` with every device pointer, then releases the guards, so
 /// cudarc records each buffer's use after the launch — as its own launches do.
 ///
@@ -16,6 +16,20 @@ use std::marker::PhantomData;
 /// Every buffer argument's object must be alive and borrowed (shared or exclusive, as its `Arg`
 /// says) for the duration of the call.
 pub(crate) unsafe fn bind_buffers(
+    args: &[Arg<'_>],
+    stream: &CudaStream,
+    pointers: &mut [sys::CUdeviceptr],
+    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
+) -> Result<Option<f32>> {
+    // Under capture with event tracking, buffers are bound on the side stream.
+    let binding = crate::launch::capture::binding(stream)?;
+    // SAFETY: forwarded from the caller.
+    unsafe { bind_from(args, 0, &binding, pointers, launch) }
+}
+
+/// # Safety
+/// As for [`bind_buffers`].
+unsafe fn bind_from(
     args: &[Arg<'_>],
     i: usize,
     stream: &CudaStream,
@@ -25,12 +39,12 @@ pub(crate) unsafe fn bind_buffers(
     let Some(arg) = args.get(i) else { return launch(pointers) };
     match arg.kind {
         // SAFETY: forwarded from the caller.
-        ArgKind::Value(_) => unsafe { bind_buffers(args, i + 1, stream, pointers, launch) },
+        ArgKind::Value(_) => unsafe { bind_from(args, i + 1, stream, pointers, launch) },
         ArgKind::Buffer { object, bind, .. } => {
             let mut then = |p: sys::CUdeviceptr| {
                 pointers[i] = p;
                 // SAFETY: forwarded from the caller.
-                unsafe { bind_buffers(args, i + 1, stream, pointers, launch) }
+                unsafe { bind_from(args, i + 1, stream, pointers, launch) }
             };
             // SAFETY: `bind` was made for `object`'s type by the `Arg` constructor; the object is
             // alive and borrowed (caller's contract).

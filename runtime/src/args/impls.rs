@@ -118,7 +118,9 @@ macro_rules! tuple_impls {
                     }
                     index += 1;
                 )*
-                $(let $b = $b.bind(stream);)*
+                // Under capture with event tracking, buffers are bound on the side stream.
+                let binding = crate::launch::capture::binding(stream)?;
+                $(let $b = $b.bind(&binding);)*
                 let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
                     [$(<$a as KernelArg<$m>>::param(&$b)),*];
                 f(&mut params)

@@ -461,7 +461,7 @@ impl ElementwiseKernel {
             unsafe { launch::launch(&target, stream, &cfg, LaunchKind::Plain, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut go) }.map(drop)
+        unsafe { bind_buffers(args, stream, &mut pointers, &mut go) }.map(drop)
     }
 }
 

@@ -4,6 +4,7 @@
 //! configuration against the kernel's limits before the driver is called, and every failure is
 //! an [`Error::Launch`] naming the kernel, where it comes from, the device and the cause.
 
+pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
 

@@ -339,7 +339,7 @@ impl ProgramKernel {
             unsafe { launch::launch(&target, stream, &cfg, kind, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, 0, stream, &mut pointers, &mut go) }
+        unsafe { bind_buffers(args, stream, &mut pointers, &mut go) }
     }
 
     /// Registers, thread and memory limits of this kernel.

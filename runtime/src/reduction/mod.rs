@@ -83,9 +83,44 @@ pub fn config(plan: &Plan) -> LaunchConfig {
 struct Scratch {
     buf: CudaSlice<u8>,
     counter_bytes: u64,
+    /// When it was last used (a counter), for evicting the least recently used buffer.
+    used: u64,
 }
 
-type ScratchMap = HashMap<usize, Scratch>;
+/// Which scratch buffer a launch uses: one per (context, stream), and per thread on the
+/// per-thread default stream (one handle, a different stream in each thread) and the legacy
+/// stream handles (the same handle in every context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ScratchKey {
+    ctx: usize,
+    stream: usize,
+    thread: Option<std::thread::ThreadId>,
+}
+
+impl ScratchKey {
+    fn of(stream: &CudaStream) -> ScratchKey {
+        let handle = stream.cu_stream() as usize;
+        // 0: the null stream; 1: CU_STREAM_LEGACY; 2: CU_STREAM_PER_THREAD.
+        let shared_handle = handle <= 2;
+        ScratchKey {
+            ctx: stream.context().cu_ctx() as usize,
+            stream: handle,
+            thread: shared_handle.then(|| std::thread::current().id()),
+        }
+    }
+}
+
+/// At most this many scratch buffers are kept; beyond it the least recently used is freed (on
+/// its own stream, after the work that used it), so streams and contexts that are gone do not
+/// keep theirs forever.
+const MAX_SCRATCH_BUFFERS: usize = 64;
+
+#[derive(Default)]
+struct ScratchMap {
+    map: HashMap<ScratchKey, Scratch>,
+    clock: u64,
+}
+
 static SCRATCH: Mutex<Option<ScratchMap>> = Mutex::new(None);
 
 /// The (counter, partial) region sizes of a new scratch buffer when the current one (`old`, if
@@ -103,10 +138,18 @@ fn scratch_regions(old: Option<(u64, u64)>, counters: u64, partials: u64) -> Opt
     }
 }
 
+fn alloc_error(stream: &CudaStream, call: &'static str, r: cudarc::driver::sys::CUresult) -> Error {
+    Error::Driver { call, device: stream.context().ordinal(), cause: DriverCode(r) }
+}
+
 /// Runs `f` with `stream`'s scratch buffer and the byte offset of its partials region (the
 /// kernels' `__partial_off`), holding the scratch lock (so `f` should only launch). The buffer
 /// has room for `plan.counters` counters before that offset and `plan.partials` partials after
 /// it; a plan that needs no scratch gets a small buffer it never touches.
+///
+/// While `stream` is being captured, the launch gets a buffer of its own that the captured graph
+/// allocates, zeroes and frees (graph memory nodes) instead: a kept buffer could be freed or
+/// regrown while the graph still points at it.
 pub fn with_scratch<R>(
     stream: &Arc<CudaStream>,
     plan: &Plan,
@@ -114,35 +157,81 @@ pub fn with_scratch<R>(
 ) -> Result<R> {
     let counters = plan.partial_offset();
     let partials = plan.scratch_bytes() - counters;
+    if crate::launch::capture::is_capturing(stream) {
+        return with_captured_scratch(stream, counters, partials, f);
+    }
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
-    let key = stream.cu_stream() as usize;
+    let scratch_map = guard.get_or_insert_with(ScratchMap::default);
+    scratch_map.clock += 1;
+    let now = scratch_map.clock;
+    let map = &mut scratch_map.map;
+    let key = ScratchKey::of(stream);
     let old = map.get(&key).map(|s| (s.counter_bytes, s.buf.len() as u64 - s.counter_bytes));
     if let Some((counter_bytes, partial_bytes)) = scratch_regions(old, counters, partials) {
         let bytes = counter_bytes + partial_bytes;
-        let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| Error::Driver {
-            call: "cuMemAllocAsync",
-            device: stream.context().ordinal(),
-            cause: DriverCode(e.0),
-        })?;
-        map.insert(key, Scratch { buf, counter_bytes });
+        let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| alloc_error(stream, "cuMemAllocAsync", e.0))?;
+        if old.is_none() && map.len() >= MAX_SCRATCH_BUFFERS {
+            if let Some(lru) = map.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| *k) {
+                map.remove(&lru);
+            }
+        }
+        map.insert(key, Scratch { buf, counter_bytes, used: now });
     }
     let Some(scratch) = map.get_mut(&key) else {
-        return Err(Error::Driver {
-            call: "cuMemAllocAsync",
-            device: stream.context().ordinal(),
-            cause: DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
-        });
+        return Err(alloc_error(stream, "cuMemAllocAsync", cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
     };
+    scratch.used = now;
     let offset = scratch.counter_bytes as i64;
     f(&mut scratch.buf, offset)
+}
+
+/// The scratch of a launch being captured: allocated, zeroed and freed on the capturing stream,
+/// so the graph owns it (alloc, memset and free nodes) and every replay starts from zeroed
+/// counters.
+fn with_captured_scratch<R>(
+    stream: &Arc<CudaStream>,
+    counters: u64,
+    partials: u64,
+    f: impl FnOnce(&mut CudaSlice<u8>, i64) -> Result<R>,
+) -> Result<R> {
+    use cudarc::driver::sys;
+    let (counter_bytes, partial_bytes) = scratch_regions(None, counters, partials).unwrap_or((256, 4096));
+    let bytes = (counter_bytes + partial_bytes) as usize;
+    crate::launch::limits::bind(stream.context())?;
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: `ptr` is a valid out-pointer; the stream is live; captured, this becomes a graph
+    // allocation node.
+    let r = unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.cu_stream()) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(alloc_error(stream, "cuMemAllocAsync (captured)", r));
+    }
+    // SAFETY: `ptr` holds `bytes` bytes (just allocated on this stream, ordered before).
+    let r = unsafe { sys::cuMemsetD8Async(ptr, 0, bytes, stream.cu_stream()) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(alloc_error(stream, "cuMemsetD8Async (captured)", r));
+    }
+    // The buffer as a `CudaSlice` for the launcher, never dropped: its drop would wait on its
+    // tracking events (recorded outside the capture) from its stream and free it there; it is
+    // freed below instead. It is made on the context's side stream, which lives as long as the
+    // process, so only its two tracking events (if any) are leaked, not a user's stream.
+    let side = crate::launch::capture::side_stream(stream.context())?;
+    // SAFETY: `ptr` is a live allocation of `bytes` bytes in this context.
+    let mut buf = std::mem::ManuallyDrop::new(unsafe { side.upgrade_device_ptr::<u8>(ptr, bytes) });
+    let out = f(&mut buf, counter_bytes as i64);
+    // SAFETY: `ptr` came from cuMemAllocAsync on this stream; the launch that uses it was
+    // captured before this free, which the graph orders after it.
+    let r = unsafe { sys::cuMemFreeAsync(ptr, stream.cu_stream()) };
+    if r != sys::CUresult::CUDA_SUCCESS && out.is_ok() {
+        return Err(alloc_error(stream, "cuMemFreeAsync (captured)", r));
+    }
+    out
 }
 
 /// Frees the scratch buffer reductions keep for `stream` (it is allocated again by the next
 /// reduction on that stream). Returns whether there was one.
 pub fn release_scratch(stream: &CudaStream) -> bool {
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    guard.as_mut().is_some_and(|m| m.remove(&(stream.cu_stream() as usize)).is_some())
+    guard.as_mut().is_some_and(|m| m.map.remove(&ScratchKey::of(stream)).is_some())
 }
 
 /// The error for arguments of the wrong length: names the reduction, the parameters and lengths.

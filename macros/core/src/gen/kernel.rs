@@ -182,6 +182,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let mut generics = gen.generics.clone();
     let mut args = Vec::new();
     let mut prelude = Vec::new();
+    let mut bound = false;
     let mut packed = Vec::new();
     let mut checks = Vec::new();
     let mut doc_rows = String::new();
@@ -274,12 +275,19 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
                 let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
                 prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
+                if !bound {
+                    // Under stream capture with cudarc's event tracking, buffers are bound on a side
+                    // stream (launch/capture.rs); otherwise on `stream` itself.
+                    let binding = paths::binding();
+                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    bound = true;
+                }
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, stream);));
+                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, stream);));
+                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }

@@ -103,6 +103,11 @@ pub fn c_void() -> TokenStream {
     private("c_void", Span::call_site())
 }
 
+/// The stream a launch binds its buffers on (the launch stream, or a side stream under capture).
+pub fn binding() -> TokenStream {
+    private("binding", Span::call_site())
+}
+
 /// Read-only device memory a kernel takes (`const T*`).
 pub fn device_ptr() -> TokenStream {
     private("DevicePtr", Span::call_site())

@@ -276,10 +276,29 @@ pub fn parse_depfile(d: &str) -> Vec<PathBuf> {
     out
 }
 
+/// `path` with `.` and `a/..` removed, without asking the file system.
+fn lexical(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Whether a dependency is the toolkit's or the system's own header, which the nvcc version in
 /// the key already stands for. Judged by the toolkit's header folders, not its whole root: an
 /// nvcc installed as `/usr/bin/nvcc` has the root `/usr`, under which user projects live too.
 fn is_toolkit_or_system_header(d: &std::path::Path, root: &std::path::Path) -> bool {
+    // nvcc names its own headers through its bin folder (`<root>/bin/..//include/...`).
+    let d = &lexical(d);
+    let root = &lexical(root);
     let toolkit = ["include", "targets", "nvvm", "lib", "lib64"].iter().any(|s| d.starts_with(root.join(s)));
     toolkit || ["/usr/include", "/usr/lib", "/usr/local/include"].iter().any(|s| d.starts_with(s))
 }
@@ -310,6 +329,10 @@ mod tests {
         );
         let wheel = std::path::Path::new("/w/.cuda/site/nvidia/cu13");
         assert!(is_toolkit_or_system_header("/w/.cuda/site/nvidia/cu13/include/cuda_fp16.h".as_ref(), wheel));
+        assert!(is_toolkit_or_system_header(
+            "/w/.cuda/site/nvidia/cu13/bin/..//include/crt/host_defines.h".as_ref(),
+            wheel
+        ));
     }
 
     #[test]

@@ -1,0 +1,92 @@
+//! Launches inside stream capture while cudarc's event tracking is on (its default).
+//!
+//! cudarc orders each buffer's uses across streams with events: taking a buffer's pointer makes
+//! the launch stream wait on the buffer's last write (and, for a write, its reads), and the
+//! launch is recorded on the buffer's events afterwards. A stream that is being captured must not
+//! wait on an event recorded outside the capture: the driver invalidates the whole capture
+//! (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` at the end), so a buffer allocated before
+//! `begin_capture` could not be used in it.
+//!
+//! So while the launch stream is capturing, buffers are bound on a side stream of the context
+//! instead ([`binding`]): the waits and records happen there, outside the capture, where they are
+//! legal, and the kernel is still launched (captured) on the caller's stream. Nothing is lost:
+//! the captured graph runs when it is launched, long after, and cudarc does not track graph
+//! launches anyway; order a replay with other work the way graphs always are (launch it on the
+//! stream that uses the results, or synchronise).
+//!
+//! Only when tracking is on is the stream asked whether it is capturing (one driver call); with
+//! tracking off, launches are as before.
+
+use crate::error::{DriverCode, Error, Result};
+use cudarc::driver::{sys, CudaContext, CudaStream};
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+/// The stream buffers are bound on for one launch: the launch stream itself, or, while it is
+/// being captured with event tracking on, the context's side stream.
+pub enum Binding<'a> {
+    /// The launch stream.
+    Stream(&'a CudaStream),
+    /// The context's side stream (the launch stream is capturing).
+    Side(Arc<CudaStream>),
+}
+
+impl Deref for Binding<'_> {
+    type Target = CudaStream;
+    #[inline(always)]
+    fn deref(&self) -> &CudaStream {
+        match self {
+            Binding::Stream(s) => s,
+            Binding::Side(s) => s,
+        }
+    }
+}
+
+/// The stream to take buffer pointers on for a launch on `stream` (see the module docs).
+#[inline(always)]
+pub fn binding(stream: &CudaStream) -> Result<Binding<'_>> {
+    if !stream.context().is_managing_stream_synchronization() {
+        return Ok(Binding::Stream(stream));
+    }
+    binding_tracked(stream)
+}
+
+#[inline(never)]
+fn binding_tracked(stream: &CudaStream) -> Result<Binding<'_>> {
+    if !is_capturing(stream) {
+        return Ok(Binding::Stream(stream));
+    }
+    Ok(Binding::Side(side_stream(stream.context())?))
+}
+
+/// Whether `stream` is being captured (an invalidated capture counts: it has not ended). A
+/// stream the driver cannot answer for (the legacy stream while another stream captures in
+/// global mode) counts as not capturing: the launch then gets the driver's own error.
+pub fn is_capturing(stream: &CudaStream) -> bool {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the stream handle is live (borrowed); `status` is a valid out-pointer.
+    let r = unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) };
+    r == sys::CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+type Sides = HashMap<usize, Arc<CudaStream>>;
+static SIDES: Mutex<Option<Sides>> = Mutex::new(None);
+
+/// The side stream of `ctx`, created the first time a launch is captured on the context
+/// (creating a stream is allowed during capture; nothing else pays for it).
+pub(crate) fn side_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>> {
+    let mut guard = SIDES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(s) = map.get(&(ctx.cu_ctx() as usize)) {
+        return Ok(s.clone());
+    }
+    let s = ctx.new_stream().map_err(|e| Error::Driver {
+        call: "cuStreamCreate (the side stream for launches under capture)",
+        device: ctx.ordinal(),
+        cause: DriverCode(e.0),
+    })?;
+    // The stream holds its context, so the key cannot be reused by another context.
+    map.insert(ctx.cu_ctx() as usize, s.clone());
+    Ok(s)
+}
