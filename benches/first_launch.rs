@@ -43,6 +43,63 @@ cuda_kernel!(
     compiler = "nvrtc"
 );
 
+/// Where the time of a raw first launch goes, phase by phase (`--phases`): what the embedded path
+/// adds must come from somewhere in this list.
+fn phases() -> cuda_embed::Result<()> {
+    let ctx = cuda_embed::context(0)?;
+    let stream = ctx.default_stream();
+    let mut y = stream.alloc_zeros::<f32>(256)?;
+    stream.synchronize()?;
+    let Some(bytes) = reference::module().spec().image.fatbin_bytes() else { return Ok(()) };
+    use cuda_embed::cudarc::driver::DevicePtrMut;
+    let (p, _g) = y.device_ptr_mut(&stream);
+    let mut t = Instant::now();
+    let mut lap = |name: &str| {
+        let now = Instant::now();
+        println!("PHASE {name} {:.1} us", (now - t).as_secs_f64() * 1e6);
+        t = now;
+    };
+    let copy = bytes.to_vec();
+    lap("copy of the fatbin");
+    let (mut module, mut f) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: a complete embedded fatbin; the symbol exists; args match `reference`.
+    unsafe {
+        sys::cuModuleLoadData(&mut module, copy.as_ptr() as *const c_void);
+        lap("cuModuleLoadData");
+        sys::cuModuleGetFunction(&mut f, module, c"reference".as_ptr());
+        lap("cuModuleGetFunction");
+        let mut v = 0i32;
+        sys::cuFuncGetAttribute(&mut v, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+        lap("cuFuncGetAttribute (first: loads the function)");
+        sys::cuFuncGetAttribute(&mut v, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f);
+        lap("cuFuncGetAttribute (second)");
+        let mut m = std::ptr::null_mut();
+        sys::cuFuncGetModule(&mut m, f);
+        lap("cuFuncGetModule");
+        let _ = ctx.compute_capability();
+        lap("compute_capability");
+        let (a, n) = (2.0f32, 256i32);
+        let mut args: [*mut c_void; 3] =
+            [&p as *const u64 as *mut c_void, &a as *const f32 as *mut c_void, &n as *const i32 as *mut c_void];
+        sys::cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, stream.cu_stream(), args.as_mut_ptr(), std::ptr::null_mut());
+        lap("cuLaunchKernel");
+    }
+    stream.synchronize()?;
+    lap("synchronize");
+    drop(_g);
+    let t0 = Instant::now();
+    jitted::module().preload(&ctx)?;
+    println!(
+        "PHASE nvrtc-path preload {:.1} us (from disk cache: {})",
+        t0.elapsed().as_secs_f64() * 1e6,
+        jitted::module().loaded_from_disk_cache(&ctx)
+    );
+    let t0 = Instant::now();
+    first::module().preload(&ctx)?;
+    println!("PHASE embedded preload {:.1} us", t0.elapsed().as_secs_f64() * 1e6);
+    Ok(())
+}
+
 fn child(mode: &str) -> cuda_embed::Result<f64> {
     let ctx = cuda_embed::context(0)?;
     let stream = ctx.default_stream();
@@ -126,6 +183,13 @@ fn median(mut v: Vec<f64>) -> (f64, f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--phases") {
+        if let Err(e) = phases() {
+            eprintln!("first_launch bench: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--child") {
         match child(&args[i + 1]) {
             Ok(ms) => println!("MS={ms}"),

@@ -70,12 +70,23 @@ pub(crate) fn device_attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Resu
     })
 }
 
+thread_local! {
+    /// The context this thread last made current through [`bind`] (0: none yet).
+    pub(crate) static BOUND: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Makes `ctx` current on this thread; a failure is an [`Error::Driver`] naming the device.
 #[inline(always)]
 pub(crate) fn bind(ctx: &CudaContext) -> Result<()> {
     match ctx.bind_to_thread() {
-        Ok(()) => Ok(()),
-        Err(e) => Err(bind_error(ctx, e)),
+        Ok(()) => {
+            BOUND.with(|b| b.set(ctx.cu_ctx() as usize));
+            Ok(())
+        }
+        Err(e) => {
+            BOUND.with(|b| b.set(0));
+            Err(bind_error(ctx, e))
+        }
     }
 }
 

@@ -155,6 +155,18 @@ pub(crate) unsafe fn launch(
 ) -> Result<Option<f32>> {
     let ctx = stream.context();
     target.check(ctx.ordinal(), cfg)?;
+    if kind == LaunchKind::Plain && bound_here(ctx) {
+        // SAFETY: forwarded from the caller.
+        let r = unsafe { cu_launch(target, stream, cfg, args) };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            return Ok(None);
+        }
+        if !wrong_context(r) {
+            return Err(target.refused(ctx.ordinal(), "cuLaunchKernel", cfg, r));
+        }
+        // Something else made another context current on this thread: bind and launch again
+        // (nothing was queued by the refused call).
+    }
     bind(ctx)?;
     match kind {
         LaunchKind::Plain => {
@@ -186,12 +198,39 @@ pub(crate) unsafe fn launch_unchecked(
     unsafe { plain(target, stream, cfg, args) }
 }
 
+/// Whether this thread last made `ctx` current through [`bind`]: then a plain launch skips
+/// cudarc's `bind_to_thread` (a `cuCtxGetCurrent` per launch, the largest part of what a launch
+/// costs over a raw `cuLaunchKernel`). Code that makes another context current behind our back
+/// (cudarc itself for another device, other libraries) makes the launch fail with a context or
+/// handle error, on which the launch binds and tries once more; deferred errors cudarc recorded
+/// surface at its next call instead of this launch.
 #[inline(always)]
-unsafe fn plain(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, args: &mut [*mut c_void]) -> Result<()> {
+fn bound_here(ctx: &CudaContext) -> bool {
+    crate::launch::limits::BOUND.with(|b| b.get() == ctx.cu_ctx() as usize)
+}
+
+/// Launch results that can mean the current context is not the kernel's.
+#[cold]
+fn wrong_context(r: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(r, CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_INVALID_HANDLE | CUDA_ERROR_CONTEXT_IS_DESTROYED)
+}
+
+/// `cuLaunchKernel` itself.
+///
+/// # Safety
+/// As for [`launch`].
+#[inline(always)]
+unsafe fn cu_launch(
+    target: &Target<'_>,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    args: &mut [*mut c_void],
+) -> sys::CUresult {
     let (g, b) = (cfg.grid_dim, cfg.block_dim);
     // SAFETY: `f` belongs to the stream's context (caller's contract), `args` holds one valid
     // pointer per parameter (caller's contract), extra is null.
-    let r = unsafe {
+    unsafe {
         sys::cuLaunchKernel(
             target.f,
             g.0,
@@ -205,7 +244,13 @@ unsafe fn plain(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, ar
             args.as_mut_ptr(),
             std::ptr::null_mut(),
         )
-    };
+    }
+}
+
+#[inline(always)]
+unsafe fn plain(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, args: &mut [*mut c_void]) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    let r = unsafe { cu_launch(target, stream, cfg, args) };
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {

@@ -1,0 +1,33 @@
+//! A launch skips making its context current when this thread last did so; code that changes the
+//! current context behind its back (another library, cudarc for another device) must not break
+//! it: the launch binds and tries again.
+
+use cuda_embed::cudarc::driver::sys;
+use cuda_embed::{cuda_kernel, LaunchConfig};
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void bump(int* y) { y[threadIdx.x] += 1; }
+"#
+);
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_launch_after_someone_else_changed_the_current_context() {
+    let ctx = cuda_embed::context(0).expect("a CUDA GPU");
+    let stream = ctx.default_stream();
+    let mut y = stream.alloc_zeros::<i32>(32).unwrap();
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    unsafe { bump::launch(&stream, cfg, &mut y).unwrap() };
+    for _ in 0..3 {
+        // Another library leaves no context current on this thread.
+        // SAFETY: a null context is a valid argument (unbinds).
+        assert_eq!(unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) }, sys::CUresult::CUDA_SUCCESS);
+        unsafe { bump::launch(&stream, cfg, &mut y).unwrap() };
+        // And from another thread, where nothing is current yet.
+        std::thread::scope(|s| {
+            s.spawn(|| unsafe { bump::launch(&stream, cfg, &mut y).unwrap() });
+        });
+    }
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7; 32]);
+}
