@@ -251,3 +251,24 @@ fn lengths_empty_and_explicit_config() {
     let got = stream.clone_dtoh(&z).unwrap();
     assert!(got.iter().all(|g| *g == 0.0));
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn launch_with_refuses_configurations_that_are_not_1d() {
+    let stream = common::gpu();
+    let x = stream.clone_htod(&[1.0f32; 64]).unwrap();
+    let y = stream.clone_htod(&[2.0f32; 64]).unwrap();
+    let mut z = stream.alloc_zeros::<f32>(64).unwrap();
+    for cfg in [
+        LaunchConfig { grid_dim: (1, 2, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 },
+        LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 2, 1), shared_mem_bytes: 0 },
+        LaunchConfig { grid_dim: (1, 1, 2), block_dim: (8, 1, 4), shared_mem_bytes: 0 },
+    ] {
+        let e = squared_diff::launch_with(&stream, cfg, &x, &y, &mut z).unwrap_err();
+        let Error::Launch { cause, fix, .. } = e else { panic!("expected Error::Launch, got {e:?}") };
+        assert!(cause.contains("1-D") && fix.is_some_and(|f| f.contains("1-D")), "{cause}");
+    }
+    let cfg = LaunchConfig { grid_dim: (3, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    squared_diff::launch_with(&stream, cfg, &x, &y, &mut z).unwrap();
+    assert_eq!(stream.clone_dtoh(&z).unwrap(), [1.0f32; 64]);
+}

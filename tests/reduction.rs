@@ -339,3 +339,36 @@ fn lengths_are_checked() -> cuda_embed::Result<()> {
     assert!(e.contains("sum_of_squares") && e.contains("gives 1"), "{e}");
     Ok(())
 }
+
+// Integer keywords in any order, as C++ allows (`int unsigned`): the same Rust types.
+reduction_kernel!(
+    count_set,
+    inputs = "int unsigned x",
+    outputs = "long unsigned long y",
+    map = "(unsigned long long)(x & 1u)",
+    reduce = "a + b",
+    identity = "0",
+);
+
+#[test]
+fn integer_keywords_in_any_order_map_to_the_same_rust_types() {
+    // Compiles only if `int unsigned` is u32 and `long unsigned long` is u64.
+    fn _typed(
+        s: &std::sync::Arc<cuda_embed::CudaStream>,
+        x: &cuda_embed::CudaSlice<u32>,
+        y: &mut cuda_embed::CudaSlice<u64>,
+    ) {
+        let _ = count_set::launch(s, x, y);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_reduction_over_int_unsigned() {
+    let stream = gpu();
+    let x: Vec<u32> = (0..100_000u32).collect();
+    let dx = stream.clone_htod(&x).unwrap();
+    let mut y = stream.alloc_zeros::<u64>(1).unwrap();
+    count_set::launch(&stream, &dx, &mut y).unwrap();
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [50_000]);
+}

@@ -7,7 +7,10 @@
 //! device 0, whose memory the primary context may not use either.
 
 use cuda_embed::args::{In, Out};
-use cuda_embed::{cuda_kernel, Arg, CudaContext, CudaStream, Error, Kernel, LaunchConfig, Program};
+use cuda_embed::{
+    cuda_kernel, elementwise_kernel, Arg, CudaContext, CudaStream, ElementwiseProgram, Error, Kernel, LaunchConfig,
+    Program,
+};
 use std::sync::Arc;
 
 cuda_kernel!(
@@ -18,6 +21,8 @@ cuda_kernel!(
     }
 "#
 );
+
+elementwise_kernel!(ew_saxpy, inputs = "float x, scalar float a", outputs = "float y", operation = "y = a * x + y");
 
 const N: usize = 1024;
 
@@ -58,8 +63,24 @@ fn refuses_foreign_memory(stream: &Arc<CudaStream>, foreign: &Arc<CudaStream>, e
     let cause = launch_cause(e, "saxpy");
     assert!(cause.contains("parameter #2"), "{cause}");
 
+    // The safe elementwise launchers, automatic and with the caller's configuration.
+    let e = ew_saxpy::launch(stream, &x_foreign, 2.0, &mut y).unwrap_err();
+    let cause = launch_cause(e, "ew_saxpy");
+    assert!(cause.contains("parameter `x`"), "{cause}");
+    expect.iter().for_each(|w| assert!(cause.contains(w), "`{w}` in: {cause}"));
+    let e = ew_saxpy::launch_with(stream, cfg, &x, 2.0, &mut y_foreign).unwrap_err();
+    assert!(launch_cause(e, "ew_saxpy").contains("parameter `y`"));
+
     // A run-time program's dynamic argument list (needs NVRTC on the machine).
     if cuda_embed::nvrtc::is_available() {
+        let ew = ElementwiseProgram::new("ew_axpy", "float x, scalar float a", "float y", "y = a * x + y")
+            .unwrap()
+            .build(stream.context(), "")
+            .unwrap();
+        let a = 2.0f32;
+        let e = ew.launch(stream, &mut [Arg::slice(&x_foreign), Arg::value(&a), Arg::slice_mut(&mut y)]).unwrap_err();
+        let Error::Launch { kernel, cause, .. } = e else { panic!("expected Error::Launch, got {e:?}") };
+        assert!(kernel.contains("ew_axpy") && cause.contains("parameter `x`"), "{kernel}: {cause}");
         let program = Program::new(
             r#"extern "C" __global__ void fill(float* y, float v, int n) {
                 int i = blockIdx.x * blockDim.x + threadIdx.x;

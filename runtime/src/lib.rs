@@ -119,7 +119,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
-    pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
     pub use crate::launch::capture::binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::reduction as reduce;

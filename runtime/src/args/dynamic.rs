@@ -8,6 +8,18 @@ use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
+/// The first buffer argument that is not memory of `ctx`: its index and its device ordinal.
+pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize, usize)> {
+    args.iter().enumerate().find_map(|(i, a)| match a.kind {
+        ArgKind::Buffer { object, placement, .. } => {
+            // SAFETY: `a` borrows the buffer `object` points at for as long as `args` lives.
+            let (c, device) = unsafe { placement(object) };
+            (c != ctx).then_some((i, device))
+        }
+        ArgKind::Value(_) => None,
+    })
+}
+
 /// Binds the buffer arguments for a launch on `stream` (each buffer's cudarc ordering guard stays alive on
 /// this call stack), then runs `launch` with every device pointer, then releases the guards, so
 /// cudarc records each buffer's use after the launch — as its own launches do.

@@ -27,7 +27,7 @@
 //! # Ok::<(), cuda_embed_runtime::Error>(())
 //! ```
 
-use crate::args::dynamic::{bind_buffers, Arg, ArgKind};
+use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
 use crate::elementwise::AutoConfig;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchKind};
@@ -416,6 +416,13 @@ impl ElementwiseKernel {
                     self.kernel.context().ordinal()
                 ),
             ));
+        }
+        if let Some((i, buffer_device)) = misplaced(args, ctx.cu_ctx()) {
+            let param = self.sig.params.get(i).map_or_else(|| format!("#{i}"), |p| format!("`{}`", p.name));
+            return Err(crate::args::wrong_device(&self.sig.kernel, &self.sig.origin, &param, buffer_device, stream));
+        }
+        if let Some(c) = &config {
+            crate::elementwise::check_1d(&self.sig.kernel, &self.sig.origin, stream, c)?;
         }
         let raw_lens: Vec<i64> = self
             .sig

@@ -1,7 +1,7 @@
 //! The loaded side of run-time programs: [`ProgramModule`] (a [`Program`](crate::Program)(crate::Program) loaded
 //! on one device) and its kernels, [`ProgramKernel`], launched with checked [`Arg`] lists.
 
-use crate::args::dynamic::{bind_buffers, Arg, ArgKind};
+use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, func_attr, KernelAttributes};
 use crate::launch::{self, attrs, LaunchKind, Target, Who};
@@ -306,22 +306,9 @@ impl ProgramKernel {
             ));
         }
         self.check_args(args)?;
-        let here = ctx.cu_ctx();
-        for (i, a) in args.iter().enumerate() {
-            if let ArgKind::Buffer { object, placement, .. } = a.kind {
-                // SAFETY: `a` borrows the buffer `object` points at for the call.
-                let (c, buffer_device) = unsafe { placement(object) };
-                if c != here {
-                    let who = &target.who;
-                    return Err(crate::args::wrong_device(
-                        who.kernel,
-                        who.origin,
-                        &format!("#{i}"),
-                        buffer_device,
-                        stream,
-                    ));
-                }
-            }
+        if let Some((i, buffer_device)) = misplaced(args, ctx.cu_ctx()) {
+            let who = &target.who;
+            return Err(crate::args::wrong_device(who.kernel, who.origin, &format!("#{i}"), buffer_device, stream));
         }
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let mut go = |pointers: &[sys::CUdeviceptr]| {

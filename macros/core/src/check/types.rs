@@ -271,7 +271,30 @@ pub use cuda_embed_build::typecode::decode as decode_probe;
 
 /// `std::size_t` -> `size_t`, `unsigned   int` -> `unsigned int`: a type as the tables spell it.
 pub fn normalise(ty: &str) -> String {
-    crate::signature::strip_std(&ty.split_whitespace().collect::<Vec<_>>().join(" "))
+    let words: Vec<&str> = ty.split_whitespace().collect();
+    crate::signature::strip_std(&canonical_integer(&words).unwrap_or_else(|| words.join(" ")))
+}
+
+/// An integer type written with its keywords in any order (`int unsigned`, `long unsigned long`)
+/// in the order the type tables use (`unsigned int`, `unsigned long long`); `None` when `words`
+/// are not all integer keywords.
+fn canonical_integer(words: &[&str]) -> Option<String> {
+    const KEYWORDS: [&str; 6] = ["signed", "unsigned", "short", "long", "char", "int"];
+    if words.len() < 2 || !words.iter().all(|w| KEYWORDS.contains(w)) {
+        return None;
+    }
+    let count = |k: &str| words.iter().filter(|w| **w == k).count();
+    let mut out: Vec<&str> = Vec::new();
+    if count("unsigned") > 0 {
+        out.push("unsigned");
+    } else if count("signed") > 0 {
+        out.push("signed");
+    }
+    out.extend(std::iter::repeat_n("short", count("short")));
+    out.extend(std::iter::repeat_n("long", count("long")));
+    out.extend(std::iter::repeat_n("char", count("char")));
+    out.extend(std::iter::repeat_n("int", count("int")));
+    Some(out.join(" "))
 }
 
 /// The Rust type of a non-type template parameter declared as `ty` (a const generic can only be
@@ -281,5 +304,20 @@ pub fn const_generic_type(ty: &str) -> Option<&'static str> {
     match builtin(ty)?.rust {
         RustPath::Primitive(p) if INTEGRAL.contains(&p) => Some(p),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod normalise_tests {
+    use super::normalise;
+
+    #[test]
+    fn integer_keywords_in_any_order() {
+        assert_eq!(normalise("int unsigned"), "unsigned int");
+        assert_eq!(normalise("long  unsigned long int"), "unsigned long long int");
+        assert_eq!(normalise("short signed"), "signed short");
+        assert_eq!(normalise("char unsigned"), "unsigned char");
+        assert_eq!(normalise("long double"), "long double", "not an integer type: unchanged");
+        assert_eq!(normalise("float"), "float");
     }
 }

@@ -112,10 +112,14 @@ pub fn module(
                     prelude.push(quote!(let #len: i64 = #private::DeviceSlice::len(#id) as i64;));
                     extra.push(quote!(&#len as *const i64 as *mut #c_void));
                 }
+                // Device memory of another context than the stream's is an Error, before the driver.
+                let pshown = format!("`{pname}`");
+                prelude.push(quote!(#private::check_device::<#ty, _>(#id, stream, __kernel, #pshown)?;));
+                // Bound on `__binding`: the stream, or a side stream under capture (launch/capture.rs).
                 prelude.push(if p.role == Role::Input {
-                    quote!(let (#id, #guard) = #dptr::device_ptr(#id, stream);)
+                    quote!(let (#id, #guard) = #dptr::device_ptr(#id, &__binding);)
                 } else {
-                    quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, stream);)
+                    quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);)
                 });
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
@@ -179,8 +183,9 @@ pub fn module(
          cached.{n_doc}{safety_doc}"
     );
     let with_doc = format!(
-        "Like `launch`, with the caller's launch configuration: any grid and block work (the kernel \
-         loops over the indices with a grid-stride loop).{safety_doc}"
+        "Like `launch`, with the caller's launch configuration: any 1-D grid and block work (the \
+         kernel loops over the indices with a grid-stride loop); a grid or block with more than one \
+         row or layer (`y`/`z` above 1) is an `Error::Launch`, since the index is 1-D.{safety_doc}"
     );
     let auto = quote!(#private::AutoConfig);
     let shared = super::node::Shared {
@@ -233,6 +238,11 @@ pub fn module(
                 if __n == 0 {
                     return ::core::result::Result::Ok(());
                 }
+                if let ::core::option::Option::Some(c) = &config {
+                    // The generated index is 1-D (x only): threads along y or z would repeat it.
+                    #private::elementwise_config_is_1d(__kernel, stream, c)?;
+                }
+                let __binding = #private::binding(stream)?;
                 #(#prelude)*
                 let __width = #private::vector_width(&[#(#sizes),*]);
                 let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };

@@ -124,7 +124,28 @@ fn param_type(p: &Param) -> TokenStream {
     }
 }
 
-/// The Rust type of a CUDA type: the mapped builtin, or the user's struct of the same name.
+/// A CUDA type [`concrete_type`] can name in Rust, or the error saying why not: a builtin, or a
+/// struct (its last path segment an identifier the user's Rust type has).
+fn check_rust_type(c: &str, span: Span) -> syn::Result<()> {
+    if types::builtin(&types::normalise(c)).is_some() {
+        return Ok(());
+    }
+    let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
+    if syn::parse_str::<syn::Ident>(last).is_ok() {
+        return Ok(());
+    }
+    Err(syn::Error::new(
+        span,
+        format!(
+            "`{c}` has no Rust type: reduction parameters take the CUDA scalar types (`float`, `double`, `int`, \
+             `unsigned long long`, `__half`, ...), CUDA vector types, or a struct with a Rust type of the same name \
+             (`long double` and other types without a Rust counterpart cannot be passed)"
+        ),
+    ))
+}
+
+/// The Rust type of a CUDA type: the mapped builtin, or the user's struct of the same name
+/// (checked by [`check_rust_type`] first).
 fn concrete_type(c: &str) -> TokenStream {
     match types::builtin(&types::normalise(c)) {
         Some(b) => rust_type(&types::RustType::Builtin(b)),
@@ -170,6 +191,18 @@ fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize
     }
     let types: Vec<String> = input.types.as_ref().map(|t| t.0.iter().map(LitStr::value).collect()).unwrap_or_default();
     let instances = lists.instances(&types).map_err(|e| list_error(e, input, inputs, outputs))?;
+    // Every concrete type needs a Rust type: a builtin, or a struct the user names in Rust.
+    for p in lists.all() {
+        if let ParamType::Concrete(c) = &p.ty {
+            let lit = if p.role == Role::Input { inputs } else { outputs };
+            check_rust_type(c, lit.span())?;
+        }
+    }
+    for i in &instances {
+        for ty in i.types() {
+            check_rust_type(ty, input.types.as_ref().map_or(name.span(), |t| t.1))?;
+        }
+    }
     let placeholders = lists.placeholders();
     let snippet = |lit: &LitStr| Snippet {
         text: lit.value(),
