@@ -256,6 +256,10 @@ fn pitched_2d_texture_filters_like_an_array() {
     }
     stream.memcpy_htod(&rows, &mut buf).unwrap();
     let view = buf.slice(off..off + pitch * h);
+    // Sizes whose element count overflows are refused (they used to wrap into a small need).
+    let huge = usize::MAX / 2 + 1;
+    assert!(Texture::pitched(&view, 4, 3, huge, &TextureDesc::new()).is_err());
+    assert!(Texture::pitched(&view, huge, 3, huge, &TextureDesc::new()).is_err());
     let tex = Texture::pitched(&view, w, h, pitch, &TextureDesc::new().filter(FilterMode::Linear)).unwrap();
     let at = coords(10_000, (-2.0, -2.0), (w as f32 + 2.0, h as f32 + 2.0), 8);
     let gpu = sample(&stream, &tex, &at);

@@ -48,12 +48,26 @@ pub fn ccbin(options: &[String]) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// The rules read and change process-wide environment variables, which other tests running
+    /// in parallel threads read too: they run in a child process of this test binary, alone.
     #[test]
     fn ccbin_rules() {
-        // One test owns the environment variables (tests run in parallel threads).
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "host::tests::ccbin_rules_in_a_child_process", "--nocapture", "--test-threads=1"])
+            .env("CUDA_EMBED_HOST_TEST_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    }
+
+    #[test]
+    fn ccbin_rules_in_a_child_process() {
+        if std::env::var_os("CUDA_EMBED_HOST_TEST_CHILD").is_none() {
+            return; // run by `ccbin_rules`, in its own process
+        }
         let mut vars = cxx_vars();
         vars.push("NVCC_CCBIN".into());
-        let saved: Vec<_> = vars.iter().map(std::env::var_os).collect();
         for v in &vars {
             std::env::remove_var(v);
         }
@@ -65,11 +79,5 @@ mod tests {
         assert_eq!(ccbin(&["-ccbin=/x/g++".into()]), None, "the macro's own -ccbin wins");
         std::env::set_var("NVCC_CCBIN", "/y/g++");
         assert_eq!(ccbin(&[]), None, "nvcc reads NVCC_CCBIN itself");
-        for (v, s) in vars.iter().zip(saved) {
-            match s {
-                Some(s) => std::env::set_var(v, s),
-                None => std::env::remove_var(v),
-            }
-        }
     }
 }

@@ -4,7 +4,7 @@
 use super::args::{other_device, Access, NodeArgs};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
-use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode};
+use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::bind;
@@ -255,9 +255,9 @@ impl<'a> GraphExec<'a> {
     }
 
     /// Changes the value a memset node writes.
-    pub fn set_memset<T: DeviceRepr>(&mut self, node: &MemsetNode<T>, value: T) -> Result<()> {
+    pub fn set_memset<T: MemsetValue>(&mut self, node: &MemsetNode<T>, value: T) -> Result<()> {
         let n = self.node(node.node)?;
-        let (size, bits) = memset_bits(value, self.ctx.ordinal())?;
+        let (size, bits) = memset_bits(value);
         let p = sys::CUDA_MEMSET_NODE_PARAMS {
             dst: node.dst,
             pitch: 0,

@@ -46,7 +46,7 @@ pub use args::ByValue;
 pub use args::{GraphArg, NodeArg, NodeArgs};
 pub use exec::GraphExec;
 pub use kernel::KernelNode;
-pub use nodes::{MemcpyNode, MemsetNode};
+pub use nodes::{MemcpyNode, MemsetNode, MemsetValue};
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::bind;

@@ -165,26 +165,46 @@ fn too_long(device: usize, what: &str, n: usize, room: usize) -> Error {
     }
 }
 
-/// The memset element size and value bits of `value`, or an error for a size the driver lacks.
-pub(crate) fn memset_bits<T: DeviceRepr>(value: T, device: usize) -> Result<(u32, u32)> {
-    let size = std::mem::size_of::<T>();
-    let bits = match size {
-        // SAFETY (all three): `T` is exactly that many bytes of plain data (DeviceRepr).
-        1 => (unsafe { std::mem::transmute_copy::<T, u8>(&value) }) as u32,
-        2 => (unsafe { std::mem::transmute_copy::<T, u16>(&value) }) as u32,
-        4 => unsafe { std::mem::transmute_copy::<T, u32>(&value) },
-        _ => {
-            return Err(Error::Graph {
-                device,
-                cause: format!(
-                    "a memset node sets elements of 1, 2 or 4 bytes; `{}` is {size}",
-                    std::any::type_name::<T>()
-                ),
-                fix: Some("use a kernel node for wider elements".into()),
-            })
+/// A value a memset node can write: a scalar of 1, 2 or 4 bytes without padding, whose bits are
+/// read safely (a struct's padding bytes are uninitialised, so the size alone is not enough).
+#[diagnostic::on_unimplemented(
+    message = "a memset node cannot write `{Self}`",
+    label = "not a 1-, 2- or 4-byte scalar",
+    note = "memset nodes write u8/i8/bool, u16/i16/f16/bf16 or u32/i32/f32 elements; fill wider elements with a kernel node"
+)]
+pub trait MemsetValue: DeviceRepr + Copy {
+    /// The element size (1, 2 or 4) and the value's bits, as `cuMemsetD*` takes them.
+    fn memset_bits(self) -> (u32, u32);
+}
+
+macro_rules! memset_value {
+    ($($t:ty => |$v:ident| $bits:expr),* $(,)?) => { $(
+        impl MemsetValue for $t {
+            #[inline]
+            fn memset_bits(self) -> (u32, u32) {
+                let $v = self;
+                (std::mem::size_of::<$t>() as u32, $bits)
+            }
         }
-    };
-    Ok((size as u32, bits))
+    )* };
+}
+
+memset_value!(
+    u8 => |v| u32::from(v),
+    i8 => |v| u32::from(v as u8),
+    bool => |v| u32::from(v),
+    u16 => |v| u32::from(v),
+    i16 => |v| u32::from(v as u16),
+    crate::f16 => |v| u32::from(v.to_bits()),
+    crate::bf16 => |v| u32::from(v.to_bits()),
+    u32 => |v| v,
+    i32 => |v| v as u32,
+    f32 => |v| v.to_bits(),
+);
+
+/// The memset element size and value bits of `value`.
+pub(crate) fn memset_bits<T: MemsetValue>(value: T) -> (u32, u32) {
+    value.memset_bits()
 }
 
 impl<'a> Graph<'a> {
@@ -243,13 +263,14 @@ impl<'a> Graph<'a> {
         self.copy(format!("memcpy DtoD {} B", ends.2), ends, acc, Direction::DtoD)
     }
 
-    /// Sets every element of `dst` to `value` (elements of 1, 2 or 4 bytes).
-    pub fn memset<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
+    /// Sets every element of `dst` to `value`: a [`MemsetValue`] (integers, `bool`, `f16`,
+    /// `bf16`, `f32`: elements of 1, 2 or 4 bytes; wider elements need a kernel node).
+    pub fn memset<T: MemsetValue, D: DevicePtr<T> + DevicePtrMut<T>>(
         &mut self,
         dst: &'a D,
         value: T,
     ) -> Result<MemsetNode<T>> {
-        let (size, bits) = memset_bits(value, self.ctx.ordinal())?;
+        let (size, bits) = memset_bits(value);
         let mut acc = self.take_scratch();
         let (d, a) = address(dst, &self.ctx, true)?;
         acc.push(a);
@@ -400,9 +421,12 @@ mod tests {
 
     #[test]
     fn memset_sizes() {
-        assert_eq!(memset_bits(1.5f32, 0).unwrap(), (4, 1.5f32.to_bits()));
-        assert_eq!(memset_bits(0xabu8, 0).unwrap(), (1, 0xab));
-        assert_eq!(memset_bits(7u16, 0).unwrap(), (2, 7));
-        assert!(matches!(memset_bits(1.0f64, 3), Err(Error::Graph { device: 3, .. })));
+        assert_eq!(memset_bits(1.5f32), (4, 1.5f32.to_bits()));
+        assert_eq!(memset_bits(0xabu8), (1, 0xab));
+        assert_eq!(memset_bits(7u16), (2, 7));
+        assert_eq!(memset_bits(-1i16), (2, 0xffff));
+        assert_eq!(memset_bits(-1i8), (1, 0xff), "no sign extension into the unused bits");
+        assert_eq!(memset_bits(crate::f16::from_f32(1.0)), (2, 0x3c00));
+        assert_eq!(memset_bits(true), (1, 1));
     }
 }

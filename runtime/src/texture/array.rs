@@ -36,7 +36,9 @@ impl Extent {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.width * self.height.max(1) * self.depth.max(1)
+        // Saturating: an extent too large to count is refused by the driver when an array is
+        // made of it, and must not wrap into a small length first.
+        self.width.saturating_mul(self.height.max(1)).saturating_mul(self.depth.max(1))
     }
 
     /// Whether the extent holds no element (never true of a created array).
@@ -461,6 +463,9 @@ mod tests {
         assert_eq!(Extent::from((7, 3, 2)).len(), 42);
         assert_eq!(Extent::from(7).len(), 7);
         assert_eq!(describe((640, 480).into()), "640 x 480");
+        // Too large to count: saturates instead of wrapping into a small length.
+        assert_eq!(Extent::from((usize::MAX / 2, 3, 1)).len(), usize::MAX);
+        assert_eq!(Extent::from((1 << 40, 1 << 30, 1 << 20)).len(), usize::MAX);
     }
 
     #[test]

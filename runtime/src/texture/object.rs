@@ -154,13 +154,15 @@ impl<'a> Texture<'a> {
                 ctx.ordinal()
             )
         };
-        if width == 0 || height == 0 || pitch < width || buffer.len() < pitch * (height - 1) + width {
+        // Checked arithmetic: sizes near usize::MAX must be refused, not wrap into a small need.
+        let needed = pitch.checked_mul(height.saturating_sub(1)).and_then(|n| n.checked_add(width));
+        if width == 0 || height == 0 || pitch < width || needed.is_none_or(|n| buffer.len() < n) {
             return Err(Error::Texture {
                 what: what(),
                 cause: format!(
                     "the buffer has {} elements; {width} x {height} with a pitch of {pitch} needs a pitch of at least the width and {} elements",
                     buffer.len(),
-                    pitch * height.saturating_sub(1) + width
+                    needed.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
                 ),
                 fix: Some("pass the row length in elements as `pitch` and a buffer of at least pitch x height elements".into()),
             });
@@ -170,7 +172,7 @@ impl<'a> Texture<'a> {
         drop(record);
         let align = device_attr(&ctx, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)? as u64;
         aligned(ptr, align, "the buffer's start", what)?;
-        let pitch_bytes = pitch * std::mem::size_of::<T>();
+        let pitch_bytes = pitch.saturating_mul(std::mem::size_of::<T>());
         let pitch_align = device_attr(&ctx, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)? as u64;
         aligned(pitch_bytes as u64, pitch_align, "the pitch in bytes", what)?;
         let limits = [
