@@ -8,6 +8,12 @@ fn tool(dir: &std::path::Path, arg: &str) -> std::process::Output {
 
 #[test]
 fn usage_and_clear_from_the_command_line() {
+    // Test binaries copied to a machine without the build (the GPU machine) lack the tool.
+    if !std::path::Path::new(env!("CARGO_BIN_EXE_cuda-embed-cache")).exists() {
+        assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "the cuda-embed-cache binary is missing");
+        eprintln!("cache_cli: the cuda-embed-cache binary is not here (a copied test binary) — not run");
+        return;
+    }
     let d = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(d.path().join("nvrtc")).unwrap();
     std::fs::write(d.path().join("nvrtc/abc.cubin"), vec![0u8; 4096]).unwrap();

@@ -421,15 +421,17 @@ fn load_hits_the_disk_cache_in_a_second_process() {
     assert!(first.contains("FROM_CACHE=false"), "{first}");
     let files: Vec<_> = std::fs::read_dir(cache.path().join("nvrtc")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(files.len(), 1, "one cubin cached: {files:?}");
-    let mtime = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    // A rewrite renames a new file into place (a new inode); a hit only marks the entry as used
+    // (its modification time, for least-recently-used eviction).
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&files[0]).unwrap());
     assert!(first.contains(&format!("FILE={}", files[0].display())), "{first}");
 
     let second = run_child("load_child", GPU_CHILD, cache.path(), &["--include-ignored"]);
     assert!(second.contains("FROM_CACHE=true"), "{second}");
     assert!(second.contains(&format!("FILE={}", files[0].display())), "{second}");
     assert_eq!(
-        std::fs::metadata(&files[0]).unwrap().modified().unwrap(),
-        mtime,
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&files[0]).unwrap()),
+        inode,
         "the cache file was reused, not rewritten"
     );
     assert_eq!(std::fs::read_dir(cache.path().join("nvrtc")).unwrap().count(), 1);

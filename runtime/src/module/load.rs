@@ -62,7 +62,26 @@ unsafe impl Send for Loaded {}
 // SAFETY: as above.
 unsafe impl Sync for Loaded {}
 
+/// With `CUDA_EMBED_TRACE_LOAD` set, each module load prints how long its phases took (stderr),
+/// to find where a first launch spends its time.
+pub(crate) struct Trace(Option<(std::time::Instant, &'static str)>);
+
+impl Trace {
+    pub(crate) fn start(what: &'static str) -> Trace {
+        Trace(std::env::var_os("CUDA_EMBED_TRACE_LOAD").map(|_| (std::time::Instant::now(), what)))
+    }
+
+    pub(crate) fn lap(&mut self, phase: &str) {
+        if let Some((t, what)) = &mut self.0 {
+            let now = std::time::Instant::now();
+            eprintln!("cuda-embed load {what}: {phase} {:.1} us", (now - *t).as_secs_f64() * 1e6);
+            *t = now;
+        }
+    }
+}
+
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
+    let mut trace = Trace::start(spec.origin);
     let device = ctx.ordinal();
     let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
     let arch = (major * 10 + minor) as u32;
@@ -98,6 +117,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                 };
                 load_error(with_log(code, &log), fix)
             })?;
+            trace.lap("cuModuleLoadData of the fatbin (with the copy)");
             let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(e, None))?;
             (module, symbols, globals, false)
         }
@@ -139,7 +159,9 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             } else {
                 format!("{source}\n{probe}").into()
             };
+            trace.lap("source and probe text");
             let compiled = crate::program::nvrtc::compile(spec.origin, &text, options, headers, &exprs, arch)?;
+            trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             let module =
                 load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
             let mut symbols = compiled.symbols;
@@ -149,6 +171,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         }
     };
 
+    trace.lap("image loaded");
     let mut functions = Vec::with_capacity(spec.kernels.len());
     let mut size_error = None;
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
@@ -180,11 +203,14 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         None => std::ptr::null_mut(),
     };
     if let ImageKind::Source { checks, .. } = &spec.image.0 {
+        trace.lap("functions and limits");
         crate::module::typecheck::check_types(spec, raw_module, checks, device)?;
+        trace.lap("first-load type check");
     }
     if let Some(e) = size_error {
         return Err(e);
     }
+    trace.lap("done");
     Ok(Loaded {
         cu_ctx: ctx.cu_ctx(),
         _module: module,

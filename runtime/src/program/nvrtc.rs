@@ -205,10 +205,16 @@ impl<S: AsRef<str>> Unit<'_, S> {
     /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
     /// any include cycle through unguarded headers noted), or why NVRTC could not run.
     pub(crate) fn compile(&self, arch: u32, store: &Store) -> Result<Compiled, String> {
+        let mut trace = crate::module::load::Trace::start("nvrtc unit");
         let identity = compiler_identity()?;
+        trace.lap("compiler identity");
         let scan = self.scan();
+        trace.lap("include scan");
         let key = self.key(&identity, arch, &scan);
-        if let Some(entry) = store.read(&key) {
+        trace.lap("key");
+        let hit = store.read(&key);
+        trace.lap("cache read");
+        if let Some(entry) = hit {
             if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) {
                 if !cubin.is_empty() && entry.strings.len() == self.name_expressions.len() {
                     return Ok(Compiled {

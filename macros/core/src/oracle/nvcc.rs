@@ -217,7 +217,9 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
         .arg("--keep")
         .arg("--keep-dir")
         .arg(&keep)
-        .arg("-MD")
+        // Non-system dependencies only: the host compiler's own headers (wherever it is installed,
+        // e.g. /opt/gcc) stay out; the toolkit's are left out by `is_toolkit_or_system_header`.
+        .arg("-MMD")
         .arg("-MF")
         .arg(&depfile)
         .arg("-o")
