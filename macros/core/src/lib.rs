@@ -19,6 +19,7 @@
 //! - [`elementwise`]: `elementwise_kernel!`, on the same pipeline.
 //! - [`firstload`]: the type probe and checks a module built with no compiler carries to its
 //!   first load.
+//! - [`tune`]: `tune = { ... }`, autotuned variants of a template kernel.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`; [`structs`]: the members of the source's C++ structs.
 
 #![warn(missing_docs)]
@@ -47,6 +48,7 @@ pub mod reduction_node;
 pub mod report;
 pub use cuda_embed_build::signature;
 pub mod structs;
+pub mod tune;
 pub mod types;
 
 pub use expand::{expand, CallSite};
