@@ -50,21 +50,14 @@ pub fn eval(ops: &[Op], scalars: &[i64], params: &[i64]) -> Option<i64> {
                 let (a, b) = (stack[len - 2], stack[len - 1]);
                 len -= 2;
                 match binary {
-                    Op::Add => a.checked_add(b)?,
-                    Op::Sub => a.checked_sub(b)?,
-                    Op::Mul => a.checked_mul(b)?,
-                    Op::Div => a.checked_div(b)?,
-                    Op::Rem => a.checked_rem(b)?,
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    Op::CeilDiv => {
-                        let q = a.checked_div(b)?;
-                        if a.checked_rem(b)? != 0 && ((a < 0) == (b < 0)) {
-                            q.checked_add(1)?
-                        } else {
-                            q
-                        }
-                    }
+                    Op::Add => step::add(a, b)?,
+                    Op::Sub => step::sub(a, b)?,
+                    Op::Mul => step::mul(a, b)?,
+                    Op::Div => step::div(a, b)?,
+                    Op::Rem => step::rem(a, b)?,
+                    Op::Min => step::min(a, b)?,
+                    Op::Max => step::max(a, b)?,
+                    Op::CeilDiv => step::cdiv(a, b)?,
                     Op::Const(_) | Op::Scalar(_) | Op::Param(_) => return None,
                 }
             }
@@ -98,5 +91,80 @@ impl Scalar for bool {
     #[inline(always)]
     fn to_i64(self) -> Option<i64> {
         Some(self as i64)
+    }
+}
+
+/// A tuned launcher's argument `name` of `kernel` as an `i64` for the formulas and the key, or
+/// the error saying it does not fit.
+#[inline(always)]
+pub fn scalar<S: Scalar + std::fmt::Debug>(v: S, kernel: &'static str, name: &'static str) -> crate::Result<i64> {
+    match v.to_i64() {
+        Some(x) => Ok(x),
+        None => Err(too_large(kernel, name, format!("{v:?}"))),
+    }
+}
+
+#[cold]
+fn too_large(kernel: &str, name: &str, v: String) -> crate::Error {
+    crate::Error::Tune {
+        what: format!("kernel `{kernel}`"),
+        cause: format!("argument `{name}` = {v} does not fit the launch formulas' i64"),
+        fix: None,
+    }
+}
+
+/// The steps of a formula as functions, for the launchers that compile their formulas to Rust
+/// (the fast path; [`eval`] stays the reference and reports errors): the same checked
+/// arithmetic, step for step.
+pub mod step {
+    /// `a + b`.
+    #[inline(always)]
+    pub fn add(a: i64, b: i64) -> Option<i64> {
+        a.checked_add(b)
+    }
+    /// `a - b`.
+    #[inline(always)]
+    pub fn sub(a: i64, b: i64) -> Option<i64> {
+        a.checked_sub(b)
+    }
+    /// `a * b`.
+    #[inline(always)]
+    pub fn mul(a: i64, b: i64) -> Option<i64> {
+        a.checked_mul(b)
+    }
+    /// `a / b`, truncating.
+    #[inline(always)]
+    pub fn div(a: i64, b: i64) -> Option<i64> {
+        a.checked_div(b)
+    }
+    /// `a % b`.
+    #[inline(always)]
+    pub fn rem(a: i64, b: i64) -> Option<i64> {
+        a.checked_rem(b)
+    }
+    /// The smaller.
+    #[inline(always)]
+    pub fn min(a: i64, b: i64) -> Option<i64> {
+        Some(a.min(b))
+    }
+    /// The larger.
+    #[inline(always)]
+    pub fn max(a: i64, b: i64) -> Option<i64> {
+        Some(a.max(b))
+    }
+    /// `a / b` rounded up.
+    #[inline(always)]
+    pub fn cdiv(a: i64, b: i64) -> Option<i64> {
+        let q = a.checked_div(b)?;
+        if a.checked_rem(b)? != 0 && ((a < 0) == (b < 0)) {
+            q.checked_add(1)
+        } else {
+            Some(q)
+        }
+    }
+    /// A dimension: the value when it fits a `u32`.
+    #[inline(always)]
+    pub fn dim(v: i64) -> Option<u32> {
+        u32::try_from(v).ok()
     }
 }

@@ -22,6 +22,7 @@ use crate::module::Module;
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The most key values a tuned kernel may name.
@@ -103,9 +104,18 @@ impl Hasher for KeyHasher {
 
 type Choices = HashMap<Key, usize, BuildHasherDefault<KeyHasher>>;
 
+/// Entries of the lock-free table in front of the choices.
+const SLOTS: usize = 64;
+
 /// The run-time side of one tuned kernel (`NAME::tuner()`).
+///
+/// A call finds its choice in a small direct-mapped table of atomics (one load: the key's
+/// 64-bit hash, its low byte replaced by the variant), backed by the complete table under a
+/// read-write lock. Two keys whose hashes agree in 56 bits would share a choice: a slower
+/// variant at worst, never a wrong result, since every variant computes the same thing.
 pub struct Tuner {
     spec: &'static TuneSpec,
+    slots: [AtomicU64; SLOTS],
     chosen: RwLock<Choices>,
     tuning: Mutex<()>,
 }
@@ -130,6 +140,7 @@ impl Tuner {
     pub const fn new(spec: &'static TuneSpec) -> Tuner {
         Tuner {
             spec,
+            slots: [const { AtomicU64::new(0) }; SLOTS],
             chosen: RwLock::new(HashMap::with_hasher(BuildHasherDefault::new())),
             tuning: Mutex::new(()),
         }
@@ -151,6 +162,9 @@ impl Tuner {
         if let Ok(mut m) = self.chosen.write() {
             m.clear();
         }
+        for s in &self.slots {
+            s.store(0, Ordering::Relaxed);
+        }
     }
 
     /// The variant chosen so far on device `ordinal` for these scalar arguments (in the order
@@ -159,6 +173,19 @@ impl Tuner {
         let key = self.key(ordinal, scalars);
         let v = *self.chosen.read().ok()?.get(&key)?;
         Some(self.spec.variants[v].label)
+    }
+
+    /// The key's hash with its low byte cleared (for the slot entry).
+    #[inline(always)]
+    fn hash(key: &Key) -> u64 {
+        let mut h = KeyHasher::default();
+        h.write_usize(key.device);
+        for v in key.values {
+            h.write_i64(v);
+        }
+        // One more round so the low bits (the slot index) depend on every value.
+        let x = h.finish();
+        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) & !0xFF
     }
 
     #[inline(always)]
@@ -173,38 +200,71 @@ impl Tuner {
 
     /// Launches the chosen variant (choosing it first if this device and key are new).
     /// `outputs` are the device addresses of the buffers the kernel may write and `bytes` their
-    /// sizes; `launch` launches one variant with its configuration and the output addresses to
-    /// use in place of the user's.
+    /// sizes; `config` is the formulas compiled to Rust (`None` when a step fails: the formulas
+    /// are then evaluated again here to say which); `launch` launches one variant with its
+    /// configuration and the output addresses to use in place of the user's.
     ///
     /// # Safety
     /// `launch` must launch the given kernel with the given configuration and its arguments,
     /// the outputs replaced by the given addresses, which hold as many bytes as `bytes` says.
-    #[inline]
-    pub unsafe fn launch<F>(
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch<C, F>(
         &self,
         module: &'static Module,
         stream: &CudaStream,
         scalars: &[i64],
         outputs: &[u64],
         bytes: &[usize],
+        config: C,
         mut launch: F,
     ) -> Result<()>
     where
+        C: Fn(usize, &[i64]) -> Option<LaunchConfig>,
         F: FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()>,
     {
         let key = self.key(stream.context().ordinal(), scalars);
-        let hit = match self.chosen.read() {
-            Ok(m) => m.get(&key).copied(),
-            Err(_) => None,
+        let h = Self::hash(&key);
+        let e = self.slots[(h >> 8) as usize % SLOTS].load(Ordering::Relaxed);
+        let v = if e & 0xFF != 0 && e & !0xFF == h {
+            (e & 0xFF) as usize - 1
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.lookup(module, stream, key, h, scalars, outputs, bytes, &mut launch)? }
         };
+        let cfg = match config(v, scalars) {
+            Some(c) => c,
+            None => self.config(module, v, scalars)?,
+        };
+        // SAFETY: `index` is the variant's kernel in `module` (generated together).
+        launch(unsafe { KernelRef::new(module, self.spec.variants[v].index) }, &cfg, outputs)
+    }
+
+    /// A slot miss: the complete table, else [`Tuner::choose`]; the slot is filled either way.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn lookup(
+        &self,
+        module: &'static Module,
+        stream: &CudaStream,
+        key: Key,
+        h: u64,
+        scalars: &[i64],
+        outputs: &[u64],
+        bytes: &[usize],
+        launch: &mut dyn FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()>,
+    ) -> Result<usize> {
+        let hit = self.chosen.read().ok().and_then(|m| m.get(&key).copied());
         let v = match hit {
             Some(v) => v,
             // SAFETY: forwarded from the caller.
-            None => unsafe { self.choose(module, stream, key, scalars, outputs, bytes, &mut launch)? },
+            None => unsafe { self.choose(module, stream, key, scalars, outputs, bytes, launch)? },
         };
-        let cfg = self.config(module, v, scalars)?;
-        // SAFETY: `index` is the variant's kernel in `module` (generated together).
-        launch(unsafe { KernelRef::new(module, self.spec.variants[v].index) }, &cfg, outputs)
+        if v < 255 && self.chosen.read().is_ok_and(|m| m.contains_key(&key)) {
+            self.slots[(h >> 8) as usize % SLOTS].store(h | (v as u64 + 1), Ordering::Relaxed);
+        }
+        Ok(v)
     }
 
     /// The launch configuration of variant `v` for these scalars.

@@ -51,6 +51,88 @@ fn ops(list: &[Op]) -> TokenStream {
     quote!(&[#(#items),*])
 }
 
+/// A formula as Rust for one variant: the tune values inlined (so the compiler folds them), each
+/// step the runtime's checked `step::*`, `?` on failure (inside a closure returning `Option`).
+fn rust_formula(ops: &[Op], values: &[i64]) -> TokenStream {
+    let step = quote!(::cuda_embed::tune::expr::step);
+    let mut stack: Vec<TokenStream> = Vec::new();
+    for o in ops {
+        let t = match o {
+            Op::Const(c) => {
+                let c = Literal::i64_suffixed(*c);
+                quote!(#c)
+            }
+            Op::Scalar(i) => {
+                let i = *i as usize;
+                quote!(__s[#i])
+            }
+            Op::Param(j) => {
+                let c = Literal::i64_suffixed(values.get(*j as usize).copied().unwrap_or(0));
+                quote!(#c)
+            }
+            Op::Binary(b) => {
+                let f = format_ident!(
+                    "{}",
+                    match *b {
+                        "+" => "add",
+                        "-" => "sub",
+                        "*" => "mul",
+                        "/" => "div",
+                        "%" => "rem",
+                        "min" => "min",
+                        "max" => "max",
+                        _ => "cdiv",
+                    }
+                );
+                let (rhs, lhs) = (stack.pop().unwrap_or_default(), stack.pop().unwrap_or_default());
+                quote!(#step::#f(#lhs, #rhs)?)
+            }
+        };
+        stack.push(t);
+    }
+    stack.pop().unwrap_or_else(|| quote!(0i64))
+}
+
+/// The launch configuration of every variant as a closure `(variant, scalars) -> Option<_>`.
+fn config_closure(plan: &Plan) -> TokenStream {
+    let step = quote!(::cuda_embed::tune::expr::step);
+    let arms = plan.variants.iter().enumerate().map(|(v, var)| {
+        let dim = |list: &[Vec<Op>], i: usize| match list.get(i) {
+            Some(ops) => {
+                let e = rust_formula(ops, &var.values);
+                quote!(#step::dim(#e)?)
+            }
+            None => quote!(1u32),
+        };
+        let (g0, g1, g2) = (dim(&plan.grid, 0), dim(&plan.grid, 1), dim(&plan.grid, 2));
+        let (b0, b1, b2) = (dim(&plan.block, 0), dim(&plan.block, 1), dim(&plan.block, 2));
+        let shared = match &plan.shared {
+            Some(ops) => {
+                let e = rust_formula(ops, &var.values);
+                quote!(#step::dim(#e)?)
+            }
+            None => quote!(0u32),
+        };
+        let config = paths::launch_config();
+        quote! {
+            #v => ::core::option::Option::Some(#config {
+                grid_dim: (#g0, #g1, #g2),
+                block_dim: (#b0, #b1, #b2),
+                shared_mem_bytes: #shared,
+            }),
+        }
+    });
+    quote! {
+        |__v: usize, __s: &[i64]| {
+            #[allow(clippy::identity_op, clippy::erasing_op, unused_parens)]
+            match __v {
+                #(#arms)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
 fn dims(list: &[Vec<Op>]) -> TokenStream {
     let d = (0..3).map(|i| list.get(i).map_or_else(|| quote!(&[]), |o| ops(o)));
     quote!([#(#d),*])
@@ -103,6 +185,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (check, raw, kind) = (paths::check_device(), paths::raw_device_ptr(), paths::launch_kind());
+    let launch_config = paths::launch_config();
     let first_index = indices[0];
     let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #first_index) });
     let (mut generics, mut args, mut prelude, mut packed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -188,6 +271,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         list.join("; ")
     );
     let tuner_ty = quote!(::cuda_embed::tune::Tuner);
+    let config = config_closure(plan);
     Ok(quote_spanned! {Span::call_site()=>
         #[doc(hidden)]
         pub static TUNE_SPEC: ::cuda_embed::tune::TuneSpec = ::cuda_embed::tune::TuneSpec {
@@ -210,6 +294,15 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             &TUNER
         }
 
+        /// The launch configuration of variant `variant` (in `tuner().variants()` order) for
+        /// the scalar arguments the formulas read (`TUNE_SPEC.scalars`), as `tuned` computes it;
+        /// `None` when a formula overflows or a dimension does not fit.
+        #[doc(hidden)]
+        pub fn tuned_config(variant: usize, scalars: &[i64]) -> ::core::option::Option<#launch_config> {
+            let __config = #config;
+            __config(variant, scalars)
+        }
+
         #[doc = #doc]
         #[inline]
         pub unsafe fn tuned #all_generics (stream: &#stream_ty, #(#args),*) -> #result<()> {
@@ -220,7 +313,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             // SAFETY: the closure launches the kernel it is given with exactly its parameter types
             // (all variants share them), the outputs replaced by addresses of as many bytes.
             unsafe {
-                TUNER.launch(&super::MODULE, stream, &__scalars, &__outputs, &__bytes, |__k, __cfg, __o| {
+                TUNER.launch(&super::MODULE, stream, &__scalars, &__outputs, &__bytes, #config, |__k, __cfg, __o| {
                     #(#rebind)*
                     let mut __args: [*mut #c_void; #np] = [#(#packed),*];
                     // SAFETY: one pointer per parameter, each to a live local of its exact type.

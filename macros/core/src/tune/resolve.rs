@@ -178,6 +178,9 @@ pub fn resolve(
     for p in &spec.params {
         combos = combos.into_iter().flat_map(|c| (0..p.values.len()).map(move |i| [c.clone(), vec![i]].concat())).collect();
     }
+    if combos.len() > 254 {
+        return Err(err(spec.span, format!("{} variants: a tuned kernel has at most 254", combos.len())));
+    }
     let mut variants = Vec::new();
     for combo in combos {
         let value = |name: &str| {
