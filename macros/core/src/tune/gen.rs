@@ -173,7 +173,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     for (name, pi) in &plan.scalars {
         if !is_integer(&params[*pi]) {
             return Err(syn::Error::new(
-                span,
+                reader(plan, name).unwrap_or(span),
                 format!(
                     "`{name}` is a `{}` parameter of `{qualified}`: formulas and the key read integer parameters",
                     params[*pi].describe()
@@ -322,6 +322,25 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             }
         }
     })
+}
+
+/// The literal of the first formula or key entry that reads `name`, for errors about it.
+fn reader(plan: &Plan, name: &str) -> Option<Span> {
+    let spec = &plan.spec;
+    let reads = |fs: &[super::Formula]| {
+        let mut names = Vec::new();
+        fs.iter().for_each(|f| f.names(&mut names));
+        names.iter().any(|n| n == name)
+    };
+    let mut formulas = vec![(&spec.grid.0, spec.grid.1.clone()), (&spec.block.0, spec.block.1.clone())];
+    if let Some((lit, f)) = &spec.shared {
+        formulas.push((lit, vec![f.clone()]));
+    }
+    formulas
+        .into_iter()
+        .find(|(_, fs)| reads(fs))
+        .map(|(lit, _)| lit.span())
+        .or_else(|| spec.key.iter().find(|(k, _)| k == name).map(|(_, lit)| lit.span()))
 }
 
 /// The hash that ties a record to this kernel: the source, the template and the tune option.
