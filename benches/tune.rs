@@ -69,7 +69,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Median microseconds per call of `f`: 5 warm-up calls, then 15 samples of `per` back-to-back
 /// calls between stream syncs (host clock).
-fn time_gpu(stream: &Arc<CudaStream>, per: usize, mut f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+fn time_gpu(
+    stream: &Arc<CudaStream>,
+    per: usize,
+    mut f: impl FnMut() -> cuda_embed::Result<()>,
+) -> cuda_embed::Result<f64> {
     for _ in 0..5 {
         f()?;
     }
@@ -119,12 +123,18 @@ fn run() -> cuda_embed::Result<()> {
     let host: Vec<f32> = (0..1usize << 26).map(|i| ((i % 7) as f32) * 0.25).collect();
     let mut out = stream.alloc_zeros::<f32>(1)?;
     if !child {
-        println!("tune bench on {} (sm_{}{}), {}", ctx.name()?, ctx.compute_capability()?.0, ctx.compute_capability()?.1, {
-            let mut d = 0;
-            // SAFETY: a valid out-pointer.
-            unsafe { cuda_embed::cudarc::driver::sys::cuDriverGetVersion(&mut d) };
-            format!("driver {d}")
-        });
+        println!(
+            "tune bench on {} (sm_{}{}), {}",
+            ctx.name()?,
+            ctx.compute_capability()?.0,
+            ctx.compute_capability()?.1,
+            {
+                let mut d = 0;
+                // SAFETY: a valid out-pointer.
+                unsafe { cuda_embed::cudarc::driver::sys::cuDriverGetVersion(&mut d) };
+                format!("driver {d}")
+            }
+        );
     }
     let labels: Vec<&str> = block_sum::tuner().variants().collect();
     let mut overhead_n = None;

@@ -74,7 +74,10 @@ fn the_tuner_lists_every_combination_first_parameter_slowest() {
 fn a_formula_out_of_range_is_an_error_naming_it() {
     // cdiv(2^40, 128) blocks does not fit a grid dimension.
     let e = scale::tuner().config(scale::module(), 0, &[1 << 40]).unwrap_err().to_string();
-    assert!(e.contains("grid.x formula of variant BLOCK=128 ITEMS=1 is 8589934592") && e.contains("n = 1099511627776"), "{e}");
+    assert!(
+        e.contains("grid.x formula of variant BLOCK=128 ITEMS=1 is 8589934592") && e.contains("n = 1099511627776"),
+        "{e}"
+    );
 }
 
 fn line(n: i64, winner: &str) -> String {
@@ -196,7 +199,9 @@ fn tuned_picks_a_variant_whose_result_every_variant_gives() -> cuda_embed::Resul
         let want: Vec<f32> = host.iter().map(|v| 3.0 * v).collect();
         assert_eq!(got, want, "tuned, n = {n}");
         let chosen = scale::tuner().chosen(0, &[n as i64]).expect("a choice was made");
-        let record = tune::records().into_iter().find(|r| r.kernel == "scale" && r.key[0].1 == (n as u64).next_power_of_two() as i64);
+        let record = tune::records()
+            .into_iter()
+            .find(|r| r.kernel == "scale" && r.key[0].1 == (n as u64).next_power_of_two() as i64);
         let record = record.expect("the tuning was recorded");
         assert_eq!(record.winner, chosen);
         assert_eq!(record.times_us.iter().filter(|t| t.is_some()).count(), 9, "{record:?}");
@@ -267,7 +272,8 @@ fn tuning_off_uses_the_record_else_the_first_variant() -> cuda_embed::Result<()>
     let device = tune::Device {
         name: ctx.name()?,
         cc: ctx.compute_capability()?,
-        sms: ctx.attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        sms: ctx
+            .attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         driver: tune::records().first().map_or(0, |r| r.device.driver),
     };
     let mut driver = 0;

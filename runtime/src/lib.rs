@@ -33,8 +33,8 @@ mod reduction_program; // run-time reductions (ReductionProgram, Reduction)
 mod sigcheck; // run-time kernels checked against a C signature
 mod spec; // what cuda_kernel! embeds (ModuleSpec, Image, KernelSpec, GlobalSpec)
 pub mod texture;
-pub mod tune; // autotuning: variant choice per device and key, records
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
+pub mod tune; // autotuning: variant choice per device and key, records
 mod typecheck; // first-load type check, cubin choice
 mod typed_arg; // TypedArg, CudaType
 mod types; // by-value CUDA types, DeviceSafe // run-time Program / ProgramModule / ProgramKernel // CUDA arrays, texture and surface objects (uses args, graph, types)

@@ -126,7 +126,8 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         return Err(fail(e));
     }
     check_declarations(&parsed, input).map_err(fail)?;
-    let mut instances = resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    let mut instances =
+        resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let tune = input
         .tune
         .as_ref()

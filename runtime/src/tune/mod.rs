@@ -139,8 +139,7 @@ pub fn load_records_file(path: impl AsRef<Path>) -> Result<usize> {
 /// Every record this process knows: given ([`load_records`], `CUDA_EMBED_TUNE_RECORDS`),
 /// tuned here, or read from disk here; sorted by kernel, device and key.
 pub fn records() -> Vec<Record> {
-    let mut out: Vec<Record> =
-        state::with(|s| s.given.values().chain(s.seen.values()).cloned().collect());
+    let mut out: Vec<Record> = state::with(|s| s.given.values().chain(s.seen.values()).cloned().collect());
     sort_dedup(&mut out);
     out
 }

@@ -207,11 +207,8 @@ pub fn write_atomic(file: &Path, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("records");
-    let tmp = dir.join(format!(
-        ".{name}.{}.{nanos}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let tmp =
+        dir.join(format!(".{name}.{}.{nanos}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(text.as_bytes())?;

@@ -54,7 +54,10 @@ fn a_record_is_one_line_that_reads_back() {
     let r = record(1 << 26, "BLOCK=256 ITEMS=2");
     let line = r.to_line();
     assert!(!line.contains('\n'));
-    assert!(line.starts_with("cuda-embed-tune v1 | kernel=scale | source=0123456789abcdef | device=NVIDIA H100"), "{line}");
+    assert!(
+        line.starts_with("cuda-embed-tune v1 | kernel=scale | source=0123456789abcdef | device=NVIDIA H100"),
+        "{line}"
+    );
     assert!(line.ends_with("| winner=BLOCK=256 ITEMS=2 | times_us=12.50 - 10.25"), "{line}");
     assert_eq!(Record::parse(&line), Some(r.clone()));
     // The identity leaves the result out.

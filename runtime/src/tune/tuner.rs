@@ -104,6 +104,9 @@ impl Hasher for KeyHasher {
 
 type Choices = HashMap<Key, usize, BuildHasherDefault<KeyHasher>>;
 
+/// Launches one variant: its kernel, its configuration, the output addresses to use.
+type LaunchFn<'a> = dyn FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()> + 'a;
+
 /// Entries of the lock-free table in front of the choices.
 const SLOTS: usize = 64;
 
@@ -253,7 +256,7 @@ impl Tuner {
         scalars: &[i64],
         outputs: &[u64],
         bytes: &[usize],
-        launch: &mut dyn FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()>,
+        launch: &mut LaunchFn<'_>,
     ) -> Result<usize> {
         let hit = self.chosen.read().ok().and_then(|m| m.get(&key).copied());
         let v = match hit {
@@ -317,7 +320,7 @@ impl Tuner {
         scalars: &[i64],
         outputs: &[u64],
         bytes: &[usize],
-        launch: &mut dyn FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()>,
+        launch: &mut LaunchFn<'_>,
     ) -> Result<usize> {
         let _one_at_a_time = self.tuning.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = self.chosen.read().ok().and_then(|m| m.get(&key).copied()) {
@@ -331,8 +334,13 @@ impl Tuner {
         }
         let ctx = stream.context();
         let device = state::device(ctx)?;
-        let names: Vec<(String, i64)> =
-            self.spec.key.iter().zip(key.values).map(|(&k, v)| (self.spec.scalars[k as usize].to_string(), v)).collect();
+        let names: Vec<(String, i64)> = self
+            .spec
+            .key
+            .iter()
+            .zip(key.values)
+            .map(|(&k, v)| (self.spec.scalars[k as usize].to_string(), v))
+            .collect();
         let identity = super::record::identity(self.spec.kernel, self.spec.source, &device, &names);
         let v = match state::recorded(&identity).and_then(|r| self.index_of(&r.winner)) {
             Some(v) => v,
@@ -407,7 +415,7 @@ impl Tuner {
         scalars: &[i64],
         outputs: &[u64],
         bytes: &[usize],
-        launch: &mut dyn FnMut(KernelRef, &LaunchConfig, &[u64]) -> Result<()>,
+        launch: &mut LaunchFn<'_>,
     ) -> Result<Option<(usize, Vec<Option<f64>>, f64)>> {
         let started = std::time::Instant::now();
         let Some(scratch) = Scratch::copy(ctx, stream, outputs, bytes) else {

@@ -181,7 +181,8 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             ));
         }
     }
-    let (c_void, stream_ty, result, kernel_ref) = (paths::c_void(), paths::stream(), paths::result(), paths::kernel_ref());
+    let (c_void, stream_ty, result, kernel_ref) =
+        (paths::c_void(), paths::stream(), paths::result(), paths::kernel_ref());
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (check, raw, kind) = (paths::check_device(), paths::raw_device_ptr(), paths::launch_kind());
@@ -194,10 +195,15 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         let id = param_ident(&p.name, i);
         let sync = format_ident!("__sync_{}", i);
         match m {
-            Mapped::Value(RustType::Builtin(b)) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")) => {
+            Mapped::Value(RustType::Builtin(b))
+                if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")) =>
+            {
                 return Err(syn::Error::new(
                     span,
-                    format!("`tune` does not support texture or surface parameters yet (`{}` of `{qualified}`)", p.name),
+                    format!(
+                        "`tune` does not support texture or surface parameters yet (`{}` of `{qualified}`)",
+                        p.name
+                    ),
                 ));
             }
             Mapped::Value(t) => {

@@ -107,8 +107,7 @@ const HELP: &str = "integer formulas use the kernel's integer parameters, the tu
 pub fn parse_formulas(lit: &LitStr, dims: bool) -> syn::Result<Vec<Formula>> {
     let text = lit.value();
     let err = |msg: String| syn::Error::new(lit.span(), msg);
-    let expr: syn::Expr =
-        syn::parse_str(&text).map_err(|e| err(format!("`{text}` is not a formula ({e}): {HELP}")))?;
+    let expr: syn::Expr = syn::parse_str(&text).map_err(|e| err(format!("`{text}` is not a formula ({e}): {HELP}")))?;
     let parts: Vec<&syn::Expr> = match &expr {
         syn::Expr::Tuple(t) if dims => t.elems.iter().collect(),
         e => vec![e],
@@ -128,7 +127,8 @@ fn formula(e: &syn::Expr, text: &str) -> Result<Formula, String> {
     Ok(match e {
         Expr::Lit(l) => match &l.lit {
             Lit::Int(i) => Formula::Const(
-                i.base10_parse::<i64>().map_err(|_| format!("`{text}`: `{}` does not fit an i64", i.base10_digits()))?,
+                i.base10_parse::<i64>()
+                    .map_err(|_| format!("`{text}`: `{}` does not fit an i64", i.base10_digits()))?,
             ),
             _ => return Err(format!("`{text}`: only integer literals; {HELP}")),
         },
@@ -174,7 +174,9 @@ fn parse_param(lit: &LitStr) -> syn::Result<Param> {
     let text = lit.value();
     let err = |msg: String| syn::Error::new(lit.span(), msg);
     let Some((name, values)) = text.split_once(':') else {
-        return Err(err(format!("`{text}` is not a tune parameter: write its name and values, e.g. \"BLOCK: 128, 256, 512\"")));
+        return Err(err(format!(
+            "`{text}` is not a tune parameter: write its name and values, e.g. \"BLOCK: 128, 256, 512\""
+        )));
     };
     let name = name.trim().to_string();
     if syn::parse_str::<Ident>(&name).is_err() {
@@ -182,7 +184,9 @@ fn parse_param(lit: &LitStr) -> syn::Result<Param> {
     }
     let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
     if values.iter().all(String::is_empty) {
-        return Err(err(format!("tune parameter `{name}` has no values: list at least one, e.g. \"{name}: 128, 256\"")));
+        return Err(err(format!(
+            "tune parameter `{name}` has no values: list at least one, e.g. \"{name}: 128, 256\""
+        )));
     }
     if values.iter().any(String::is_empty) {
         return Err(err(format!("`{text}`: an empty value between commas")));
@@ -230,7 +234,10 @@ impl Spec {
                     for lit in &list {
                         let p = parse_param(lit)?;
                         if out.iter().any(|o| o.name == p.name) {
-                            return Err(syn::Error::new_spanned(lit, format!("tune parameter `{}` is listed twice", p.name)));
+                            return Err(syn::Error::new_spanned(
+                                lit,
+                                format!("tune parameter `{}` is listed twice", p.name),
+                            ));
                         }
                         out.push(p);
                     }
@@ -279,7 +286,12 @@ impl Spec {
                         return Err(syn::Error::new_spanned(&k, "a tuning key has at most 4 parameters"));
                     }
                 }
-                _ => return Err(syn::Error::new_spanned(&k, format!("unknown `tune` option `{ks}`: expected one of {KEYS}"))),
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        &k,
+                        format!("unknown `tune` option `{ks}`: expected one of {KEYS}"),
+                    ))
+                }
             }
             if !content.is_empty() {
                 content.parse::<Token![,]>()?;

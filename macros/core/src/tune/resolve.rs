@@ -66,11 +66,9 @@ pub fn resolve(
     let template = match &spec.kernel {
         Some(lit) => {
             let want = lit.value();
-            parsed
-                .templates
-                .iter()
-                .position(|t| t.qualified_name() == want || t.name == want)
-                .ok_or_else(|| err(lit.span(), format!("no template kernel `{want}` to tune (template kernels: {})", list(&names))))?
+            parsed.templates.iter().position(|t| t.qualified_name() == want || t.name == want).ok_or_else(|| {
+                err(lit.span(), format!("no template kernel `{want}` to tune (template kernels: {})", list(&names)))
+            })?
         }
         None => match names.len() {
             1 => 0,
@@ -99,7 +97,11 @@ pub fn resolve(
         if !tnames.contains(&p.name.as_str()) {
             errors.error(
                 p.lit.span(),
-                format!("`{}` is not a template parameter of `{qualified}` (its parameters: {})", p.name, list(&tnames)),
+                format!(
+                    "`{}` is not a template parameter of `{qualified}` (its parameters: {})",
+                    p.name,
+                    list(&tnames)
+                ),
             );
         }
     }
@@ -176,7 +178,8 @@ pub fn resolve(
     // Every combination, first parameter slowest; each an instance in template-parameter order.
     let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
     for p in &spec.params {
-        combos = combos.into_iter().flat_map(|c| (0..p.values.len()).map(move |i| [c.clone(), vec![i]].concat())).collect();
+        combos =
+            combos.into_iter().flat_map(|c| (0..p.values.len()).map(move |i| [c.clone(), vec![i]].concat())).collect();
     }
     if combos.len() > 254 {
         return Err(err(spec.span, format!("{} variants: a tuned kernel has at most 254", combos.len())));

@@ -74,19 +74,24 @@ fn bad_options_are_errors() {
     assert!(err(quote::quote!(tune = { params = ["B: 1, 1"], block = "B", grid = "1" })).contains("listed twice"));
     assert!(err(quote::quote!(tune = { params = ["B 1"], block = "B", grid = "1" })).contains("name and values"));
     assert!(err(quote::quote!(tune = { params = ["B: 1"], grid = "1" })).contains("needs `block`"));
-    assert!(err(quote::quote!(tune = { params = ["B: 1"], block = "B", grid = "1", bucket = "log" })).contains("unknown bucket"));
-    assert!(err(quote::quote!(tune = { params = ["B: 1"], block = "B", grid = "1", colour = "1" })).contains("unknown `tune` option"));
+    assert!(err(quote::quote!(tune = { params = ["B: 1"], block = "B", grid = "1", bucket = "log" }))
+        .contains("unknown bucket"));
+    assert!(err(quote::quote!(tune = { params = ["B: 1"], block = "B", grid = "1", colour = "1" }))
+        .contains("unknown `tune` option"));
 }
 
 #[test]
 fn names_are_checked_against_the_template() {
-    let check = |t: proc_macro2::TokenStream| resolve_src(SRC, &spec(t).unwrap()).err().map(|e| e.to_string()).unwrap_or_default();
+    let check = |t: proc_macro2::TokenStream| {
+        resolve_src(SRC, &spec(t).unwrap()).err().map(|e| e.to_string()).unwrap_or_default()
+    };
     let e = check(quote::quote!(tune = { params = ["BLOCK: 1", "ITEMS: 1", "TILE: 2"], block = "BLOCK", grid = "n" }));
     assert!(e.contains("`TILE` is not a template parameter of `scale`"), "{e}");
     let e = check(quote::quote!(tune = { params = ["BLOCK: 1"], block = "BLOCK", grid = "n" }));
     assert!(e.contains("template parameter `ITEMS` of `scale` is not in `params`"), "{e}");
     let e = check(quote::quote!(tune = { params = ["BLOCK: 1", "ITEMS: 1"], block = "BLOCK", grid = "n", key = "m" }));
     assert!(e.contains("key `m` names no parameter of `scale`"), "{e}");
-    let e = check(quote::quote!(tune = { params = ["BLOCK: 1", "ITEMS: 1"], block = "BLOCK", grid = "cdiv(len, BLOCK)" }));
+    let e =
+        check(quote::quote!(tune = { params = ["BLOCK: 1", "ITEMS: 1"], block = "BLOCK", grid = "cdiv(len, BLOCK)" }));
     assert!(e.contains("`len` in `cdiv(len, BLOCK)` is neither"), "{e}");
 }
