@@ -95,3 +95,25 @@ fn names_are_checked_against_the_template() {
         check(quote::quote!(tune = { params = ["BLOCK: 1", "ITEMS: 1"], block = "BLOCK", grid = "cdiv(len, BLOCK)" }));
     assert!(e.contains("`len` in `cdiv(len, BLOCK)` is neither"), "{e}");
 }
+
+#[test]
+fn a_variant_listed_in_instances_is_shared_not_duplicated() {
+    let s =
+        spec(quote::quote!(tune = { params = ["BLOCK: 128, 256", "ITEMS: 1"], block = "BLOCK", grid = "n" })).unwrap();
+    let parsed = signature::parse(SRC).unwrap();
+    let listed = crate::ir::Instance {
+        lit: LitStr::new("scale<256, 1>", proc_macro2::Span::call_site()),
+        template: 0,
+        args: vec!["256".into(), "1".into()],
+        expr: "scale<256, 1>".into(),
+    };
+    let mut instances = vec![listed];
+    let plan = resolve(&s, &parsed, &mut instances, |text, _, _| {
+        let args = text.trim_start_matches("scale<").trim_end_matches('>');
+        Ok((0, args.split(", ").map(str::to_string).collect(), text.to_string()))
+    })
+    .unwrap();
+    assert_eq!(instances.len(), 2);
+    assert_eq!(plan.variants[0].instance, 1, "scale<128, 1> is new");
+    assert_eq!(plan.variants[1].instance, 0, "scale<256, 1> was listed");
+}
