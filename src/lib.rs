@@ -115,6 +115,7 @@ pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, D
 pub use cuda_embed_runtime::graph;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
+pub use cuda_embed_runtime::tune;
 pub use cuda_embed_runtime::{
     args, cache, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction,
     CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,

@@ -227,6 +227,19 @@ pub enum Error {
         fix: Option<String>,
     },
 
+    /// A tuned launch (`NAME::tuned`) or the tuning records could not do what was asked: a
+    /// launch formula that overflows or is not positive for these arguments, a record file that
+    /// cannot be read, parsed or written.
+    #[error("autotuning of {what}: {cause}{}", fix_suffix(fix))]
+    Tune {
+        /// The kernel and where it comes from, or the record file.
+        what: String,
+        /// What is wrong, with the values involved.
+        cause: String,
+        /// What to do about it, when known.
+        fix: Option<String>,
+    },
+
     /// A driver error from a cudarc call in user code, reached through `?`.
     #[error("CUDA driver error: {0}")]
     Cudarc(#[from] cudarc::driver::DriverError),
@@ -318,6 +331,9 @@ impl fmt::Debug for Error {
             }
             Error::Texture { what, cause, fix } => {
                 f.debug_struct("Texture").field("what", what).field("cause", cause).field("fix", fix).finish()
+            }
+            Error::Tune { what, cause, fix } => {
+                f.debug_struct("Tune").field("what", what).field("cause", cause).field("fix", fix).finish()
             }
             Error::Cudarc(e) => f.debug_tuple("Cudarc").field(e).finish(),
         }

@@ -18,6 +18,7 @@ mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC 
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
 pub mod texture;
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
+pub mod tune; // autotuning: the variant choice per device and key, its records
 mod types; // by-value CUDA types, DeviceSafe // CUDA arrays, texture and surface objects
 
 pub use elementwise::program as elementwise_program;

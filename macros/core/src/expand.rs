@@ -80,6 +80,7 @@ pub fn expand_generated_as(
         instances,
         compiler: options.compiler,
         listing,
+        tune: None,
     };
     expand_with(&input, site, |module, checked, image, deps| {
         let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);

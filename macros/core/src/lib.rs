@@ -19,6 +19,7 @@
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
 //! - [`elementwise`] and [`reduction`]: `elementwise_kernel!` and `reduction_kernel!` (macro,
 //!   generator, graph node), on the same pipeline.
+//! - [`tune`]: `tune = { ... }`, autotuned variants of a template kernel.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`.
 
 #![warn(missing_docs)]
@@ -34,5 +35,6 @@ pub use cuda_embed_build::lex;
 pub mod oracle;
 pub mod reduction;
 pub use cuda_embed_build::signature;
+pub mod tune;
 
 pub use expand::{expand, CallSite};

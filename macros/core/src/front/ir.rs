@@ -53,6 +53,8 @@ pub struct Module {
     pub origin: String,
     /// How a not-listed instance is reported.
     pub listing: crate::front::input::Listing,
+    /// `tune = { ... }`, resolved: its variants are among `instances`.
+    pub tune: Option<crate::tune::Plan>,
 }
 
 impl Module {

@@ -131,7 +131,14 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         return Err(fail(e));
     }
     check_declarations(&parsed, input).map_err(fail)?;
-    let instances = resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    let mut instances =
+        resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    let tune = input
+        .tune
+        .as_ref()
+        .map(|spec| crate::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
+        .transpose()
+        .map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
         None => nvcc::archs_from_env().map_err(fail)?,
@@ -174,6 +181,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         archs,
         origin,
         listing: input.listing.clone(),
+        tune,
     })
 }
 
@@ -191,7 +199,7 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
                 .into(),
         );
     }
-    if parsed.kernels.is_empty() && input.instances.is_empty() {
+    if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() {
         let list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
         let example = parsed.templates[0].template.as_ref().map_or(String::new(), |p| {
             let args: Vec<&str> =

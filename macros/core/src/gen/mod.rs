@@ -346,7 +346,11 @@ pub fn generate_hidden(
     }
     for (ti, sig) in checked.templates.iter().enumerate() {
         match sig {
-            Ok(params) => modules.push(kernel_module(&template_gen(module, checked, ti, params), span)),
+            Ok(params) => {
+                let mut gen = template_gen(module, checked, ti, params);
+                gen.items.extend(crate::tune::gen::items(module, checked, ti));
+                modules.push(kernel_module(&gen, span))
+            }
             Err(e) => modules.push(syn::Error::new(span, e).to_compile_error()),
         }
     }

@@ -1,0 +1,12 @@
+// A launch formula that reads a floating-point parameter.
+use cuda_embed::cuda_kernel;
+
+cuda_kernel!(
+    r#"
+    template <int BLOCK>
+    __global__ void scale(float* y, float a, int n) {}
+"#,
+    tune = { params = ["BLOCK: 128, 256"], block = "BLOCK", grid = "cdiv(n, BLOCK) * a", key = "n" }
+);
+
+fn main() {}
