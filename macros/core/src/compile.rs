@@ -244,7 +244,7 @@ pub fn parse_depfile(d: &str) -> Vec<PathBuf> {
 }
 
 /// Drops nvcc's noise (the deprecation banner) and keeps the diagnostics.
-fn clean_log(log: &str) -> String {
+pub(crate) fn clean_log(log: &str) -> String {
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| !l.contains("Support for offline compilation for architectures prior to"))

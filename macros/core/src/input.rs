@@ -25,6 +25,8 @@ pub struct Input {
     pub compiler: Compiler,
     /// How the not-listed-instance error names the kernel and where instances are listed.
     pub listing: Listing,
+    /// `rdc = true`, `link = ["..."]`, `lto = true`: separate compilation ([`crate::link`]).
+    pub link: crate::link::LinkOptions,
 }
 
 /// How a launch of a template instance that was not built is reported: `{kind} `axpy` was not
@@ -338,6 +340,7 @@ impl Parse for Input {
         }
         let mut opts = Options::default();
         let mut instances = Vec::new();
+        let mut link = crate::link::LinkOptions::default();
         let mut first = !inline;
         while !input.is_empty() {
             if !first {
@@ -370,6 +373,7 @@ impl Parse for Input {
                     source = Some(Source::File(lit));
                 }
                 "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
+                "rdc" | "link" | "lto" => link.parse_option(&key, input)?,
                 other => {
                     if !opts.parse_option(&key, input)? {
                         return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
@@ -383,6 +387,6 @@ impl Parse for Input {
         };
         let options = opts.flags();
         let Options { archs, include_dirs, compiler, .. } = opts;
-        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default() })
+        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default(), link })
     }
 }

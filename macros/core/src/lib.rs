@@ -16,6 +16,8 @@
 //! - [`compile`]: find nvcc, build a fatbin + PTX, cache the result content-addressed; [`nvrtc`]:
 //!   the same with libnvrtc at build time (cubins + PTX) when there is no nvcc.
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
+//! - [`link`]: separate compilation (`rdc`, `link`, `lto`): each file its own translation unit,
+//!   device-linked with libcudadevrt into one image.
 //! - [`elementwise`]: `elementwise_kernel!`, on the same pipeline.
 //! - [`firstload`]: the type probe and checks a module built with no compiler carries to its
 //!   first load.
@@ -37,6 +39,7 @@ pub mod includes;
 pub mod input;
 pub mod ir;
 pub use cuda_embed_build::lex;
+pub mod link;
 pub mod nvrtc;
 pub mod oracle;
 pub mod probe;

@@ -183,6 +183,30 @@ fn mentions(text: &str, name: &str) -> bool {
 /// unusual declaration), retries without the struct layout probes, then with only what cannot
 /// be left out (template instantiations, symbols), so that errors then are the user's own.
 pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String> {
+    let cuda = cuda_structs(module);
+    let (essential, extra, layout) = questions(module, &cuda);
+    let with = |label: &str, probes: &[Probe<ProbeKey>]| {
+        oracle.compile(module, &format!("{}\n#line 1 \"{label}\"\n{}", module.source, probe::code(probes)))
+    };
+    let all = [essential.clone(), extra.clone(), layout.clone()].concat();
+    let mut built = with("cuda-embed-probe", &all);
+    if built.is_err() && !layout.is_empty() {
+        built = with("cuda-embed-probe", &[essential.clone(), extra].concat());
+    }
+    let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
+    let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
+    Ok(Compiled {
+        answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
+        entries: ptx::entries(&built.ptx),
+        image: built.image,
+        deps: built.deps,
+        structs: cuda,
+    })
+}
+
+/// The structs of the module's source and headers, and the toolkit structs they name, as
+/// [`ProbeKey::StructOffset`] numbers them.
+pub(crate) fn cuda_structs(module: &Module) -> Vec<CudaStruct> {
     let defines = crate::front::defines(&module.options);
     let mut cuda = structs::structs_with(&module.source, &defines);
     for h in &module.headers {
@@ -205,34 +229,17 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
         members: Some(members.iter().map(|m| m.to_string()).collect()),
         line: 0,
     }));
-    let (essential, extra, layout) = questions(module, &cuda);
-    let with = |label: &str, probes: &[Probe<ProbeKey>]| {
-        oracle.compile(module, &format!("{}\n#line 1 \"{label}\"\n{}", module.source, probe::code(probes)))
-    };
-    let all = [essential.clone(), extra.clone(), layout.clone()].concat();
-    let mut built = with("cuda-embed-probe", &all);
-    if built.is_err() && !layout.is_empty() {
-        built = with("cuda-embed-probe", &[essential.clone(), extra].concat());
-    }
-    let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
-    let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
-    Ok(Compiled {
-        answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
-        entries: ptx::entries(&built.ptx),
-        image: built.image,
-        deps: built.deps,
-        structs: cuda,
-    })
+    cuda
 }
 
 /// The `(essential, extra, layout)` probe lists of [`questions`].
-type Questions = (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>);
+pub(crate) type Questions = (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>);
 
 /// Questions for the compiler: `essential` ones (symbols of instances and globals, which also
 /// instantiate templates, and non-type argument values), `extra` ones (parameter types) and
 /// `layout` ones (where each member lies in the structs passed by value or held in globals, for
 /// the field-order check; numbered by their index in `cuda`).
-fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
+pub(crate) fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     let mut essential = Vec::new();
     let mut extra = Vec::new();
     // Structs whose layout to ask for, by index into `cuda`.
