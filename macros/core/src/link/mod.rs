@@ -137,7 +137,6 @@ pub fn expand_with<R>(
     if let Some(e) = input.link.contradiction() {
         return Err(Failure { error: e, kernels: kernels_of(&module) });
     }
-    let nvcc = find_nvcc(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let mut units = vec![main_unit(&module)];
     let mut owners = Owners { units: vec![0; module.units.len()], globals: vec![0; module.parsed.globals.len()] };
     for lit in &input.link.files {
@@ -145,6 +144,7 @@ pub fn expand_with<R>(
         merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
         units.push(unit);
     }
+    let nvcc = find_nvcc(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
     let compiled = consult(&nvcc, mode, &module, &units, &owners).map_err(|(u, m)| {
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
@@ -164,9 +164,11 @@ fn find_nvcc(compiler: Compiler) -> Result<compile::Nvcc, String> {
     const NEEDS: &str = "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
     match compiler {
         Compiler::Nvrtc | Compiler::NvrtcBuild => {
+            let which = if compiler == Compiler::Nvrtc { "nvrtc" } else { "nvrtc-build" };
             return Err(format!(
-                "{NEEDS}; NVRTC compiles one translation unit: remove `compiler = ...` or separate compilation"
-            ))
+                "{NEEDS}, and `compiler = \"{which}\"` compiles one translation unit with NVRTC and cannot link: \
+                 remove `compiler = \"{which}\"`, or `rdc`, `link` and `lto`"
+            ));
         }
         Compiler::Auto | Compiler::Nvcc => {}
     }
@@ -205,7 +207,7 @@ fn main_unit(module: &Module) -> Unit {
     Unit {
         name: match &module.file {
             Some(_) => module.lit.value(),
-            None => module.site.file.clone(),
+            None => format!("{}:{}", module.site.file, module.site.line),
         },
         lit: module.lit.clone(),
         prologue: module.line_directive.clone(),
@@ -222,8 +224,7 @@ fn read_linked(lit: &LitStr, module: &Module) -> Result<Unit, String> {
     let path = root.map_or_else(|| PathBuf::from(&rel), |r| r.join(&rel));
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
-            "`link` file `{rel}` cannot be read ({}: {e}); linked files are relative to the crate root (the directory holding Cargo.toml), like `file`",
-            path.display()
+            "cannot read the `link` file `{rel}`: {e}; linked files are relative to the crate root (the directory holding Cargo.toml), like `file`"
         )
     })?;
     let mut include_dirs: Vec<PathBuf> = path.parent().map(|p| p.to_path_buf()).into_iter().collect();

@@ -28,12 +28,39 @@ pub struct Var {
 }
 
 impl Var {
+    /// The PTX element type without the dot: `u32`, `b8`.
+    fn elem(&self) -> &str {
+        self.ty.split_whitespace().last().unwrap_or("").trim_start_matches('.')
+    }
+
+    /// Size in bytes, when the element type and count are known.
+    pub fn bytes(&self) -> Option<u64> {
+        let digits: String = self.elem().chars().skip(1).collect();
+        let bits: u64 = if self.elem() == "pred" { 8 } else { digits.parse().ok()? };
+        Some(bits / 8 * self.count.unwrap_or(1))
+    }
+
     fn describe(&self) -> String {
-        let ty = self.ty.split_whitespace().last().unwrap_or("").trim_start_matches('.');
-        match self.count {
-            Some(n) => format!("{ty}[{n}]"),
-            None => ty.to_string(),
+        let ty = match self.count {
+            Some(n) => format!(".{}[{n}]", self.elem()),
+            None => format!(".{}", self.elem()),
+        };
+        match self.bytes() {
+            Some(b) => format!("`{ty}` ({b} bytes)"),
+            None => format!("`{ty}`"),
         }
+    }
+
+    /// Whether an `extern` declaration `self` describes the definition `def`: the same size and,
+    /// where both are typed scalars (not byte arrays), the same type. An `extern` array without
+    /// a length (`[]`) matches any length.
+    fn matches(&self, def: &Var) -> bool {
+        if self.count.is_none() && self.elem() == "b8" {
+            return true;
+        }
+        let typed = |v: &Var| v.count.is_none() && v.elem() != "b8";
+        let sizes = self.bytes() == def.bytes();
+        sizes && (!(typed(self) && typed(def)) || self.elem() == def.elem())
     }
 }
 
@@ -224,12 +251,11 @@ pub fn var_mismatches(units: &[(&str, &Symbols)]) -> Vec<Problem> {
         for ext in &syms.extern_vars {
             for (other, theirs) in units.iter().filter(|u| u.0 != *file) {
                 let Some(def) = theirs.defined_vars.iter().find(|d| d.name == ext.name) else { continue };
-                let same_len = ext.count.is_none() || ext.count == def.count;
-                if ext.ty != def.ty || !same_len {
+                if !ext.matches(def) {
                     out.push(Problem {
                         unit: ui,
                         message: format!(
-                            "mismatched `__device__` variable `{}`: `{file}` declares it as `{}` but `{other}` defines it as `{}`; \
+                            "mismatched `__device__` variable `{}`: `{file}` declares it as {} but `{other}` defines it as {}; \
                              make the `extern` declaration match the definition",
                             ext.name,
                             ext.describe(),
