@@ -20,6 +20,7 @@ pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 mod launch; // the one launch routine
 mod limits; // launch limits and attribute readers
+pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod load; // one module on one device
 mod module; // the registry: lazy per-device loading
 pub mod nvrtc; // run-time compilation and its disk cache
