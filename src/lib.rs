@@ -115,6 +115,8 @@ pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, D
 pub use cuda_embed_runtime::graph;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
+/// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
+pub use cuda_embed_runtime::link;
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,

@@ -150,3 +150,77 @@ fn a_linked_kernel_as_a_graph_node_and_timed_and_cooperative() {
     unsafe { parent::launch_timed(&stream, LaunchConfig::for_num_elems(32), &mut z, n as i32).unwrap() };
     assert!(stream.clone_dtoh(&z).unwrap().iter().all(|v| *v == 1.0));
 }
+
+mod run_time {
+    use cuda_embed::link::{CodeKind, Linker, ObjectCode};
+    use cuda_embed::{Arg, LaunchConfig, Program};
+
+    const MAIN: &str = r#"
+        __device__ float sq(float x);
+        __global__ void child(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = sq(y[i]);
+        }
+        extern "C" __global__ void parent(float* y, int n) {
+            if (threadIdx.x == 0) child<<<(n + 127) / 128, 128>>>(y, n);
+        }
+    "#;
+    const MATH: &str = "__device__ float sq(float x) { return x * x; }\n";
+
+    fn arch(ctx: &cuda_embed::CudaContext) -> u32 {
+        let (major, minor) = ctx.compute_capability().unwrap();
+        (major * 10 + minor) as u32
+    }
+
+    fn run(module: &cuda_embed::ProgramModule, stream: &std::sync::Arc<cuda_embed::CudaStream>) -> Vec<f32> {
+        let k = module.kernel_checked("parent").unwrap();
+        let n = 1000i32;
+        let mut y = stream.clone_htod(&(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the child covers exactly n elements of y.
+        unsafe { k.launch(stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&n)]).unwrap() };
+        stream.clone_dtoh(&y).unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn ptx_objects_and_the_device_runtime_link_at_run_time() {
+        let ctx = cuda_embed::context(0).unwrap();
+        let stream = ctx.default_stream();
+        let cache = tempfile::tempdir().unwrap();
+        let arch = arch(&ctx);
+        let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
+        let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::Cubin, arch).unwrap();
+        let linker = Linker::new("dynamic").add(main).add(math).add(ObjectCode::device_runtime().unwrap()).cache_dir(cache.path());
+        let module = linker.load(&ctx).unwrap();
+        assert!(!module.from_cache());
+        let got = run(&module, &stream);
+        assert!(got.iter().enumerate().all(|(i, v)| *v == (i * i) as f32), "{:?}", &got[..8]);
+        // The second link is a disk-cache hit.
+        assert!(linker.load(&ctx).unwrap().from_cache());
+        // A missing definition: the linker's log in the error.
+        let alone = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
+        let e = Linker::new("broken").add(alone).add(ObjectCode::device_runtime().unwrap()).cache_dir(cache.path()).load(&ctx).unwrap_err().to_string();
+        assert!(e.contains("linker `broken`") && e.contains("_Z2sqf"), "{e}");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn lto_ir_objects_link_through_nvjitlink() {
+        let ctx = cuda_embed::context(0).unwrap();
+        let stream = ctx.default_stream();
+        let cache = tempfile::tempdir().unwrap();
+        let arch = arch(&ctx);
+        let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
+        let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
+        let module = Linker::new("lto")
+            .add(main)
+            .add(math)
+            .add(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path())
+            .load(&ctx)
+            .unwrap();
+        let got = run(&module, &stream);
+        assert!(got.iter().enumerate().all(|(i, v)| *v == (i * i) as f32), "{:?}", &got[..8]);
+    }
+}
