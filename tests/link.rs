@@ -151,6 +151,25 @@ fn a_linked_kernel_as_a_graph_node_and_timed_and_cooperative() {
     assert!(stream.clone_dtoh(&z).unwrap().iter().all(|v| *v == 1.0));
 }
 
+/// The linked module loads on every device (lazily, one module per device); with one GPU only
+/// device 0 is checked, and the test says so.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_linked_module_on_every_device() {
+    let devices = cuda_embed::CudaContext::device_count().unwrap_or(0) as usize;
+    assert!(devices >= 1, "needs a CUDA GPU");
+    if devices < 2 {
+        eprintln!("only one GPU: the linked module is checked on device 0 alone");
+    }
+    for d in 0..devices {
+        let stream = cuda_embed::context(d).unwrap().default_stream();
+        let mut y = stream.clone_htod(&[3.0f32; 64]).unwrap();
+        // SAFETY: 64 elements.
+        unsafe { linked_lto::square_all::launch(&stream, LaunchConfig::for_num_elems(64), &mut y, 64).unwrap() };
+        assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![9.0f32; 64], "device {d}");
+    }
+}
+
 mod run_time {
     use cuda_embed::link::{CodeKind, Linker, ObjectCode};
     use cuda_embed::{Arg, LaunchConfig, Program};

@@ -314,6 +314,8 @@ pub struct Linker {
     optimization: Option<u32>,
     debug: bool,
     cache_dir: Option<PathBuf>,
+    cache: bool,
+    linker: Option<LinkerKind>,
 }
 
 /// Which linker did (or would do) the work.
@@ -328,7 +330,16 @@ pub enum LinkerKind {
 impl Linker {
     /// An empty linker; `name` names the linked module in errors.
     pub fn new(name: impl Into<String>) -> Linker {
-        Linker { name: name.into(), objects: Vec::new(), lto: false, optimization: None, debug: false, cache_dir: None }
+        Linker {
+            name: name.into(),
+            objects: Vec::new(),
+            lto: false,
+            optimization: None,
+            debug: false,
+            cache_dir: None,
+            cache: true,
+            linker: None,
+        }
     }
 
     /// Adds an object (order matters for libraries: add them after the objects that use them).
@@ -361,8 +372,26 @@ impl Linker {
         self
     }
 
-    /// The linker this link needs: nvJitLink for LTO, else the driver's.
+    /// Neither reads nor writes the disk cache: every [`Linker::load`] links (as cuda.core's
+    /// `Linker` does).
+    pub fn without_cache(mut self) -> Linker {
+        self.cache = false;
+        self
+    }
+
+    /// Links with `kind` instead of the one [`Linker::linker_kind`] would choose (nvJitLink for
+    /// PTX and cubins too; the driver's linker for LTO-IR fails with a clear error).
+    pub fn with_linker(mut self, kind: LinkerKind) -> Linker {
+        self.linker = Some(kind);
+        self
+    }
+
+    /// The linker this link uses: the one [`Linker::with_linker`] named, else nvJitLink for LTO
+    /// and the driver's otherwise.
     pub fn linker_kind(&self) -> LinkerKind {
+        if let Some(k) = self.linker {
+            return k;
+        }
         if self.lto || self.objects.iter().any(|o| o.kind == ObjectKind::LtoIr) {
             LinkerKind::NvJitLink
         } else {
@@ -389,7 +418,7 @@ impl Linker {
 
     /// Links for `sm_{arch}` (the driver's linker needs a current context: see [`Linker::load`]),
     /// or takes the cubin from the disk cache. Returns the cubin and whether it was cached.
-    fn link(&self, arch: u32) -> Result<(Vec<u8>, bool, Option<PathBuf>)> {
+    fn link_for(&self, arch: u32) -> Result<(Vec<u8>, bool, Option<PathBuf>)> {
         if self.objects.is_empty() {
             return Err(self.error(arch, "nothing to link: add objects with `Linker::add`".into()));
         }
@@ -401,7 +430,7 @@ impl Linker {
         let key = self.key(&identity, arch);
         let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
         let store = Store::new(dir, "cubin");
-        if let Some(e) = store.read(&key) {
+        if let Some(e) = self.cache.then(|| store.read(&key)).flatten() {
             if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
                 if !cubin.is_empty() {
                     return Ok((cubin, true, Some(store.path(&key))));
@@ -414,6 +443,9 @@ impl Linker {
                 .and_then(|l| l.link(arch, &self.objects, self.lto, self.optimization, self.debug))
                 .map_err(|e| self.error(arch, e))?,
         };
+        if !self.cache {
+            return Ok((cubin, false, None));
+        }
         let entry = Entry { blobs: vec![cubin], strings: Vec::new(), deps: Vec::new() };
         let file = store.write_atomic(&key, &entry).ok();
         Ok((entry.blobs.into_iter().next().unwrap_or_default(), false, file))
@@ -422,20 +454,9 @@ impl Linker {
     /// Links through the driver (`cuLink*`) for the current context's device.
     fn link_driver(&self) -> std::result::Result<Vec<u8>, String> {
         let mut log = vec![0u8; 16384];
-        let mut info = vec![0u8; 16384];
         use sys::CUjit_option::*;
-        let mut options = vec![
-            CU_JIT_ERROR_LOG_BUFFER,
-            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            CU_JIT_INFO_LOG_BUFFER,
-            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        ];
-        let mut values: Vec<*mut c_void> = vec![
-            log.as_mut_ptr() as *mut c_void,
-            log.len() as *mut c_void,
-            info.as_mut_ptr() as *mut c_void,
-            info.len() as *mut c_void,
-        ];
+        let mut options = vec![CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values: Vec<*mut c_void> = vec![log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
         if let Some(level) = self.optimization {
             options.push(CU_JIT_OPTIMIZATION_LEVEL);
             values.push(level as usize as *mut c_void);
@@ -462,7 +483,13 @@ impl Linker {
                     ObjectKind::Cubin => sys::CUjitInputType::CU_JIT_INPUT_CUBIN,
                     ObjectKind::Fatbin => sys::CUjitInputType::CU_JIT_INPUT_FATBINARY,
                     ObjectKind::Library => sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
-                    ObjectKind::LtoIr => return Err("LTO-IR needs nvJitLink".to_string()),
+                    ObjectKind::LtoIr => {
+                        return Err(format!(
+                            "`{}` is LTO-IR, which the driver's linker cannot take (CUDA 12 removed its LTO): link it with \
+                             nvJitLink (the default for LTO-IR objects)",
+                            o.name
+                        ))
+                    }
                 };
                 let mut data = o.bytes.clone();
                 if o.kind == ObjectKind::Ptx {
@@ -502,18 +529,24 @@ impl Linker {
         result
     }
 
+    /// Links for `ctx`'s device (or takes the cubin from the disk cache) without loading it: the
+    /// linked cubin, to store or to load later ([`ObjectKind::Cubin`]).
+    pub fn link(&self, ctx: &Arc<CudaContext>) -> Result<ObjectCode> {
+        let (_, arch) = device_arch(ctx)?;
+        let (cubin, from_cache, _) = self.link_for(arch)?;
+        let mut out = ObjectCode::from_bytes(ObjectKind::Cubin, format!("{}.cubin", self.name), cubin);
+        out.symbols = self.objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect();
+        out.from_cache = from_cache;
+        Ok(out)
+    }
+
     /// Links for `ctx`'s device (or takes the cubin from the disk cache) and loads it: a
     /// [`ProgramModule`] whose kernels are found by name expression of any linked program,
     /// `extern "C"` name or symbol, and checked by [`ProgramModule::kernel_checked`] against the
     /// linked programs' sources.
     pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<ProgramModule> {
-        let device = ctx.ordinal();
-        bind(ctx)?;
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device, cause: DriverCode(e.0) })?;
-        let arch = (major * 10 + minor) as u32;
-        let (cubin, from_cache, cache_file) = self.link(arch)?;
+        let (device, arch) = device_arch(ctx)?;
+        let (cubin, from_cache, cache_file) = self.link_for(arch)?;
         let origin = format!("linker `{}`", self.name);
         let module = crate::load::load_raw(&cubin).map_err(|(code, log)| Error::Load {
             origin: origin.clone(),
@@ -543,9 +576,23 @@ impl Linker {
     }
 }
 
+/// Binds `ctx` to this thread (the driver's linker needs a current context) and returns its
+/// device ordinal and architecture (`90` for sm_90).
+fn device_arch(ctx: &Arc<CudaContext>) -> Result<(usize, u32)> {
+    let device = ctx.ordinal();
+    bind(ctx)?;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device, cause: DriverCode(e.0) })?;
+    Ok((device, (major * 10 + minor) as u32))
+}
+
 fn driver_version() -> i32 {
-    let mut v = 0i32;
-    // SAFETY: a valid out-pointer; works before any context exists.
-    let _ = unsafe { sys::cuDriverGetVersion(&mut v) };
-    v
+    static VERSION: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let mut v = 0i32;
+        // SAFETY: a valid out-pointer; works before any context exists.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut v) };
+        v
+    })
 }

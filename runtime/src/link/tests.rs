@@ -63,6 +63,6 @@ fn compile_to_makes_relocatable_objects() {
 
 #[test]
 fn an_empty_linker_says_so() {
-    let e = Linker::new("empty").link(90).unwrap_err().to_string();
+    let e = Linker::new("empty").link_for(90).unwrap_err().to_string();
     assert!(e.contains("nothing to link"), "{e}");
 }
