@@ -1,13 +1,13 @@
 //! Build time of separate compilation against one plain compile of the same code (needs nvcc, no
 //! GPU): `tests/kernels/link/main.cu` + `math.cu` compiled as relocatable units and device-linked
-//! (what `link = ["math.cu"]` does, with and without `lto`), against the two files pasted into one
+//! (what `link = ["math.cu"]` does, with and without `lto`, the units compiled in parallel), against the two files pasted into one
 //! source compiled to a fatbin (what `cuda_kernel!` does without `rdc`). Every run uses an empty
 //! build cache, so nvcc always runs. Prints the medians and the ratio.
 //!
 //! Run: `scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example link_build_time`
 
 use cuda_embed_macros_core::compile::{self, Arch, Request};
-use cuda_embed_macros_core::link::nvcc::{compile_unit, device_link, unit_args, Mode};
+use cuda_embed_macros_core::link::nvcc::{compile_units, device_link, unit_args, Mode};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -42,8 +42,9 @@ fn main() {
         let _c = fresh_cache();
         let t0 = Instant::now();
         let args = unit_args(mode, &archs, &include, &[]);
-        let a = compile_unit(&nvcc, mode, &args, &main, "main.cu").expect("main.cu");
-        let b = compile_unit(&nvcc, mode, &args, &math, "math.cu").expect("math.cu");
+        let jobs = [(args.clone(), main.clone(), "main.cu".to_string()), (args, math.clone(), "math.cu".to_string())];
+        let mut objects = compile_units(&nvcc, mode, &jobs).into_iter().map(|o| o.expect("unit compiles"));
+        let (a, b) = (objects.next().expect("main.cu"), objects.next().expect("math.cu"));
         device_link(&nvcc, mode, &archs, &[("main.cu", &a.bytes), ("math.cu", &b.bytes)]).expect("link");
         t0.elapsed().as_secs_f64()
     };

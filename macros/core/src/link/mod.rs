@@ -312,18 +312,26 @@ fn consult(
     let cuda = crate::oracle::cuda_structs(module);
     let (essential, extra, layout) = crate::oracle::questions(module, &cuda);
     let compile_all = |probes: &[Probe<ProbeKey>]| -> Result<Vec<Object>, (usize, String)> {
-        let mut out = Vec::new();
-        for (ui, unit) in units.iter().enumerate() {
-            let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
-            let text =
-                format!("{}\n{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.prologue, unit.text, probe::code(&mine));
-            let args = nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options);
-            let name = format!("nvcc {}", nvcc.version);
-            out.push(nvcc::compile_unit(nvcc, mode, &args, &text, &unit.name).map_err(|log| {
-                (ui, format!("{name} failed to compile `{}` (relocatable device code):\n{log}", unit.name))
-            })?);
-        }
-        Ok(out)
+        let jobs: Vec<(Vec<String>, String, String)> = units
+            .iter()
+            .enumerate()
+            .map(|(ui, unit)| {
+                let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
+                let text =
+                    format!("{}\n{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.prologue, unit.text, probe::code(&mine));
+                (nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options), text, unit.name.clone())
+            })
+            .collect();
+        nvcc::compile_units(nvcc, mode, &jobs)
+            .into_iter()
+            .enumerate()
+            .map(|(ui, r)| {
+                r.map_err(|log| {
+                    let name = &units[ui].name;
+                    (ui, format!("nvcc {} failed to compile `{name}` (relocatable device code):\n{log}", nvcc.version))
+                })
+            })
+            .collect()
     };
     let all = [essential.clone(), extra.clone(), layout.clone()].concat();
     let mut objects = compile_all(&all);

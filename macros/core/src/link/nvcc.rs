@@ -99,6 +99,22 @@ pub fn compile_unit(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str, label:
     object(entry).ok_or_else(|| format!("nvcc produced no relocatable code for `{label}`"))
 }
 
+/// [`compile_unit`] for every `(args, text, label)`, in parallel (one thread per unit: nvcc is
+/// one process per unit, and most of a unit's time is nvcc's own start-up and front end).
+pub fn compile_units(nvcc: &Nvcc, mode: Mode, units: &[(Vec<String>, String, String)]) -> Vec<Result<Object, String>> {
+    if units.len() < 2 {
+        return units.iter().map(|(a, t, l)| compile_unit(nvcc, mode, a, t, l)).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            units.iter().map(|(a, t, l)| s.spawn(move || compile_unit(nvcc, mode, a, t, l))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("the thread compiling this unit panicked".to_string())))
+            .collect()
+    })
+}
+
 fn object(entry: Entry) -> Option<Object> {
     let Ok([bytes]) = <[Vec<u8>; 1]>::try_from(entry.blobs) else { return None };
     let Ok([ptx]) = <[String; 1]>::try_from(entry.strings) else { return None };
