@@ -80,8 +80,14 @@ fn main() -> cuda_embed::Result<()> {
     // SAFETY (each closure): x and y hold n elements.
     let variants: Vec<(&str, Launch)> = vec![
         ("one file", Box::new(|y| unsafe { one_file::poly_loop::launch_timed(&stream, cfg, &x, y, n as i32, iters) })),
-        ("link, lto", Box::new(|y| unsafe { linked_lto::poly_loop::launch_timed(&stream, cfg, &x, y, n as i32, iters) })),
-        ("link, no lto", Box::new(|y| unsafe { linked::poly_loop::launch_timed(&stream, cfg, &x, y, n as i32, iters) })),
+        (
+            "link, lto",
+            Box::new(|y| unsafe { linked_lto::poly_loop::launch_timed(&stream, cfg, &x, y, n as i32, iters) }),
+        ),
+        (
+            "link, no lto",
+            Box::new(|y| unsafe { linked::poly_loop::launch_timed(&stream, cfg, &x, y, n as i32, iters) }),
+        ),
     ];
     const REPS: usize = 31;
     let mut times = vec![Vec::new(); variants.len()];
@@ -107,8 +113,10 @@ fn main() -> cuda_embed::Result<()> {
     let count = 1000usize;
     let len = 1024usize;
     let mut buf = stream.alloc_zeros::<f32>(count * len)?;
-    let child_cfg = LaunchConfig { grid_dim: (len.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    let parent_cfg = LaunchConfig { grid_dim: (count.div_ceil(128) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+    let child_cfg =
+        LaunchConfig { grid_dim: (len.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let parent_cfg =
+        LaunchConfig { grid_dim: (count.div_ceil(128) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     let device = |buf: &mut cuda_embed::CudaSlice<f32>| -> cuda_embed::Result<f64> {
         stream.synchronize()?;
         let t0 = Instant::now();
@@ -151,13 +159,14 @@ fn main() -> cuda_embed::Result<()> {
     let arch = (major * 10 + minor) as u32;
     let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch)?;
     let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::Ptx, arch)?;
-    let objects = || Linker::new("bench").add(main.clone()).add(math.clone());
+    let objects = || Linker::new("bench").object(main.clone()).object(math.clone());
     let cubin = objects().cache_dir(tempfile::tempdir().unwrap().path()).link(&ctx)?;
     // The reference: loading the already linked cubin as a module (no link, no cache lookup).
     let load_only = || -> cuda_embed::Result<f64> {
         let t0 = Instant::now();
-        let m = ctx.load_module(cuda_embed::cudarc::nvrtc::Ptx::from_binary(cubin.bytes().to_vec()))
-            .map_err(|e| cuda_embed::Error::Driver { call: "cuModuleLoadData", device: 0, cause: cuda_embed::DriverCode(e.0) })?;
+        let m = ctx.load_module(cuda_embed::cudarc::nvrtc::Ptx::from_binary(cubin.bytes().to_vec())).map_err(|e| {
+            cuda_embed::Error::Driver { call: "cuModuleLoadData", device: 0, cause: cuda_embed::DriverCode(e.0) }
+        })?;
         let t = t0.elapsed().as_secs_f64() * 1e3;
         drop(m);
         Ok(t)

@@ -35,7 +35,14 @@ fn main() -> cuda_embed::Result<()> {
     let mut y = stream.clone_htod(&vec![1.0f32; n])?;
 
     // SAFETY: the child grid covers exactly n elements of y.
-    unsafe { parent::launch(&stream, LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 }, &mut y, n as i32)? };
+    unsafe {
+        parent::launch(
+            &stream,
+            LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 },
+            &mut y,
+            n as i32,
+        )?
+    };
     println!("after the device-side launch: y[0] = {}", stream.clone_dtoh(&y)?[0]);
 
     squares::calls.set(&stream, 0)?;

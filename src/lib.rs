@@ -113,10 +113,10 @@
 pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
-/// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
-pub use cuda_embed_runtime::texture;
 /// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
 pub use cuda_embed_runtime::link;
+/// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
+pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::{
     args, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction, CudaSlice,
     CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,

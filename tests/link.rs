@@ -59,7 +59,15 @@ fn a_parent_kernel_launches_its_child_on_the_gpu() {
     let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut y = stream.clone_htod(&xs).unwrap();
     // SAFETY: the child grid covers exactly n elements.
-    unsafe { parent::launch(&stream, LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 }, &mut y, n as i32).unwrap() };
+    unsafe {
+        parent::launch(
+            &stream,
+            LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 },
+            &mut y,
+            n as i32,
+        )
+        .unwrap()
+    };
     let got = stream.clone_dtoh(&y).unwrap();
     assert!(xs.iter().zip(&got).all(|(x, g)| *g == x + 1.0), "{:?}", &got[..8]);
 }
@@ -210,7 +218,11 @@ mod run_time {
         let arch = arch(&ctx);
         let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
         let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::Cubin, arch).unwrap();
-        let linker = Linker::new("dynamic").add(main).add(math).add(ObjectCode::device_runtime().unwrap()).cache_dir(cache.path());
+        let linker = Linker::new("dynamic")
+            .object(main)
+            .object(math)
+            .object(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path());
         let module = linker.load(&ctx).unwrap();
         assert!(!module.from_cache());
         let got = run(&module, &stream);
@@ -219,7 +231,13 @@ mod run_time {
         assert!(linker.load(&ctx).unwrap().from_cache());
         // A missing definition: the linker's log in the error.
         let alone = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
-        let e = Linker::new("broken").add(alone).add(ObjectCode::device_runtime().unwrap()).cache_dir(cache.path()).load(&ctx).unwrap_err().to_string();
+        let e = Linker::new("broken")
+            .object(alone)
+            .object(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path())
+            .load(&ctx)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("linker `broken`") && e.contains("_Z2sqf"), "{e}");
     }
 
@@ -233,9 +251,9 @@ mod run_time {
         let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
         let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
         let module = Linker::new("lto")
-            .add(main)
-            .add(math)
-            .add(ObjectCode::device_runtime().unwrap())
+            .object(main)
+            .object(math)
+            .object(ObjectCode::device_runtime().unwrap())
             .cache_dir(cache.path())
             .load(&ctx)
             .unwrap();

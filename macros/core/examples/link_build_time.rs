@@ -4,7 +4,7 @@
 //! source compiled to a fatbin (what `cuda_kernel!` does without `rdc`). Every run uses an empty
 //! build cache, so nvcc always runs. Prints the medians and the ratio.
 //!
-//! Run: `scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example link_build_time`
+//! Run: `scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example link_build_time [KERNELS_DIR]`
 
 use cuda_embed_macros_core::compile::{self, Arch, Request};
 use cuda_embed_macros_core::link::nvcc::{compile_units, device_link, unit_args, Mode};
@@ -19,11 +19,21 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels/link");
+    // The kernels' directory: the first argument, else the checkout's tests/kernels/link.
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels/link"));
+    // nvcc runs in a temporary directory: the include directory must be absolute.
+    let dir = dir.canonicalize().unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("kernel file");
     let (main, math) = (read("main.cu"), read("math.cu"));
     let shared = read("shared.cuh");
-    let one = format!("{shared}\n{}\n{}", math.replace("#include \"shared.cuh\"", ""), main.replace("#include \"shared.cuh\"", ""));
+    let one = format!(
+        "{shared}\n{}\n{}",
+        math.replace("#include \"shared.cuh\"", ""),
+        main.replace("#include \"shared.cuh\"", "")
+    );
     let archs: Vec<Arch> = compile::DEFAULT_ARCHS.iter().map(|a| Arch::parse(a).expect("arch")).collect();
     let include = vec![dir.clone()];
     let fresh_cache = || {

@@ -215,11 +215,9 @@ fn lib_dirs(root: &Path) -> Vec<PathBuf> {
 /// NVRTC's output of `kind` for a compiled program.
 pub(crate) fn nvrtc_output(prog: nv::nvrtcProgram, kind: CodeKind) -> std::result::Result<Vec<u8>, String> {
     let mut size = 0usize;
-    let (size_fn, get_fn, what): (
-        unsafe fn(nv::nvrtcProgram, *mut usize) -> nv::nvrtcResult,
-        unsafe fn(nv::nvrtcProgram, *mut c_char) -> nv::nvrtcResult,
-        &str,
-    ) = match kind {
+    type Size = unsafe fn(nv::nvrtcProgram, *mut usize) -> nv::nvrtcResult;
+    type Get = unsafe fn(nv::nvrtcProgram, *mut c_char) -> nv::nvrtcResult;
+    let (size_fn, get_fn, what): (Size, Get, &str) = match kind {
         CodeKind::Ptx => (nv::nvrtcGetPTXSize, nv::nvrtcGetPTX, "nvrtcGetPTX"),
         CodeKind::Cubin => (nv::nvrtcGetCUBINSize, nv::nvrtcGetCUBIN, "nvrtcGetCUBIN"),
         CodeKind::LtoIr => (nv::nvrtcGetLTOIRSize, nv::nvrtcGetLTOIR, "nvrtcGetLTOIR"),
@@ -302,7 +300,7 @@ impl Program {
 /// let main = Program::new(r#"__device__ float sq(float);
 ///     extern "C" __global__ void k(float* y) { y[threadIdx.x] = sq(y[threadIdx.x]); }"#)
 ///     .compile_to(CodeKind::Ptx, arch)?;
-/// let module = Linker::new("squares").add(main).add(math).add(ObjectCode::device_runtime()?).load(&ctx)?;
+/// let module = Linker::new("squares").object(main).object(math).object(ObjectCode::device_runtime()?).load(&ctx)?;
 /// let k = module.kernel_checked("k")?;
 /// # Ok::<(), cuda_embed_runtime::Error>(())
 /// ```
@@ -343,7 +341,7 @@ impl Linker {
     }
 
     /// Adds an object (order matters for libraries: add them after the objects that use them).
-    pub fn add(mut self, object: ObjectCode) -> Linker {
+    pub fn object(mut self, object: ObjectCode) -> Linker {
         self.objects.push(object);
         self
     }
@@ -420,7 +418,7 @@ impl Linker {
     /// or takes the cubin from the disk cache. Returns the cubin and whether it was cached.
     fn link_for(&self, arch: u32) -> Result<(Vec<u8>, bool, Option<PathBuf>)> {
         if self.objects.is_empty() {
-            return Err(self.error(arch, "nothing to link: add objects with `Linker::add`".into()));
+            return Err(self.error(arch, "nothing to link: add objects with `Linker::object`".into()));
         }
         let kind = self.linker_kind();
         let identity = match kind {
@@ -456,19 +454,22 @@ impl Linker {
         let mut log = vec![0u8; 16384];
         use sys::CUjit_option::*;
         let mut options = vec![CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-        let mut values: Vec<*mut c_void> = vec![log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        let mut values: Vec<*mut c_void> =
+            vec![log.as_mut_ptr() as *mut c_void, std::ptr::without_provenance_mut::<c_void>(log.len())];
         if let Some(level) = self.optimization {
             options.push(CU_JIT_OPTIMIZATION_LEVEL);
-            values.push(level as usize as *mut c_void);
+            values.push(std::ptr::without_provenance_mut::<c_void>(level as usize));
         }
         if self.debug {
             options.push(CU_JIT_GENERATE_DEBUG_INFO);
-            values.push(1usize as *mut c_void);
+            values.push(std::ptr::without_provenance_mut::<c_void>(1));
         }
         let mut state: sys::CUlinkState = std::ptr::null_mut();
         // SAFETY: the option and value arrays have the same length and, with the log buffers,
         // outlive the link state (destroyed below before they are dropped).
-        let r = unsafe { sys::cuLinkCreate_v2(options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) };
+        let r = unsafe {
+            sys::cuLinkCreate_v2(options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr(), &mut state)
+        };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(format!("cuLinkCreate failed: {}", DriverCode(r)));
         }
@@ -511,7 +512,13 @@ impl Linker {
                     )
                 };
                 if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(format!("cannot add `{}` ({}): {}\n{}", o.name, o.kind.label(), DriverCode(r), text(&log)));
+                    return Err(format!(
+                        "cannot add `{}` ({}): {}\n{}",
+                        o.name,
+                        o.kind.label(),
+                        DriverCode(r),
+                        text(&log)
+                    ));
                 }
             }
             let mut cubin: *mut c_void = std::ptr::null_mut();
@@ -581,9 +588,11 @@ impl Linker {
 fn device_arch(ctx: &Arc<CudaContext>) -> Result<(usize, u32)> {
     let device = ctx.ordinal();
     bind(ctx)?;
-    let (major, minor) = ctx
-        .compute_capability()
-        .map_err(|e| Error::Driver { call: "cuDeviceGetAttribute", device, cause: DriverCode(e.0) })?;
+    let (major, minor) = ctx.compute_capability().map_err(|e| Error::Driver {
+        call: "cuDeviceGetAttribute",
+        device,
+        cause: DriverCode(e.0),
+    })?;
     Ok((device, (major * 10 + minor) as u32))
 }
 

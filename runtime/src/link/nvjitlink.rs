@@ -98,7 +98,8 @@ impl NvJitLink {
             }
             let name = CString::new(o.name.as_str()).unwrap_or_default();
             // SAFETY: a live handle; `data` holds the whole input (nvJitLink copies it); a valid C string.
-            let r = unsafe { (self.add_data)(handle, input, data.as_ptr() as *const c_void, data.len(), name.as_ptr()) };
+            let r =
+                unsafe { (self.add_data)(handle, input, data.as_ptr() as *const c_void, data.len(), name.as_ptr()) };
             if r != 0 {
                 return Err(format!("cannot add `{}` ({}): error {r}\n{}", o.name, o.kind.label(), self.log(handle)));
             }

@@ -18,24 +18,24 @@ fn object_kinds_follow_file_extensions() {
 fn lto_ir_needs_nvjitlink_and_everything_else_the_driver() {
     let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b"x".to_vec());
     let lto = ObjectCode::from_bytes(ObjectKind::LtoIr, "a.ltoir", b"x".to_vec());
-    assert_eq!(Linker::new("l").add(ptx.clone()).linker_kind(), LinkerKind::Driver);
-    assert_eq!(Linker::new("l").add(ptx.clone()).lto(true).linker_kind(), LinkerKind::NvJitLink);
-    assert_eq!(Linker::new("l").add(ptx).add(lto).linker_kind(), LinkerKind::NvJitLink);
+    assert_eq!(Linker::new("l").object(ptx.clone()).linker_kind(), LinkerKind::Driver);
+    assert_eq!(Linker::new("l").object(ptx.clone()).lto(true).linker_kind(), LinkerKind::NvJitLink);
+    assert_eq!(Linker::new("l").object(ptx).object(lto).linker_kind(), LinkerKind::NvJitLink);
 }
 
 #[test]
 fn the_link_cache_key_covers_objects_options_and_arch() {
     let a = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b"one".to_vec());
     let b = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b"two".to_vec());
-    let l = Linker::new("l").add(a.clone());
-    assert_eq!(l.key("driver 13000", 90), Linker::new("l").add(a.clone()).key("driver 13000", 90));
-    assert_ne!(l.key("driver 13000", 90), Linker::new("l").add(b).key("driver 13000", 90));
+    let l = Linker::new("l").object(a.clone());
+    assert_eq!(l.key("driver 13000", 90), Linker::new("l").object(a.clone()).key("driver 13000", 90));
+    assert_ne!(l.key("driver 13000", 90), Linker::new("l").object(b).key("driver 13000", 90));
     assert_ne!(l.key("driver 13000", 90), l.key("driver 13000", 80));
     assert_ne!(l.key("driver 13000", 90), l.key("driver 13010", 90));
     assert_ne!(l.key("driver 13000", 90), l.clone().optimization(3).key("driver 13000", 90));
     assert_ne!(l.key("driver 13000", 90), l.clone().debug(true).key("driver 13000", 90));
     let lib = ObjectCode::from_bytes(ObjectKind::Library, "a.ptx", b"one".to_vec());
-    assert_ne!(l.key("driver 13000", 90), Linker::new("l").add(lib).key("driver 13000", 90));
+    assert_ne!(l.key("driver 13000", 90), Linker::new("l").object(lib).key("driver 13000", 90));
 }
 
 /// NVRTC (no GPU needed) makes relocatable PTX, cubins and LTO-IR; skipped without libnvrtc.

@@ -133,7 +133,8 @@ pub fn expand_with<R>(
 ) -> Result<R, Failure> {
     let mut module = front::lower(input, site)?;
     let kernels_of = |m: &Module| m.kernel_names();
-    let at = |m: &Module, span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels_of(m) };
+    let at =
+        |m: &Module, span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels_of(m) };
     if let Some(e) = input.link.contradiction() {
         return Err(Failure { error: e, kernels: kernels_of(&module) });
     }
@@ -150,7 +151,8 @@ pub fn expand_with<R>(
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
         at(&module, span, m)
     })?;
-    let checked = check::check(&module, Some(&compiled)).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
+    let checked =
+        check::check(&module, Some(&compiled)).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
     let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
     deps.extend(module.headers.iter().map(|h| h.path.clone()));
     deps.extend(compiled.deps.iter().cloned());
@@ -161,7 +163,8 @@ pub fn expand_with<R>(
 
 /// nvcc, or why separate compilation cannot happen here.
 fn find_nvcc(compiler: Compiler) -> Result<compile::Nvcc, String> {
-    const NEEDS: &str = "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
+    const NEEDS: &str =
+        "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
     match compiler {
         Compiler::Nvrtc | Compiler::NvrtcBuild => {
             let which = if compiler == Compiler::Nvrtc { "nvrtc" } else { "nvrtc-build" };
@@ -369,7 +372,8 @@ fn link(
     if let Some(p) = symbols::var_mismatches(&table).into_iter().next() {
         return Err((p.unit, p.message));
     }
-    let inputs: Vec<(&str, &[u8])> = units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
+    let inputs: Vec<(&str, &[u8])> =
+        units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
     let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(|log| {
         let undefined = symbols::undefined_in_log(&log);
         let problems = symbols::explain_undefined(&undefined, &table);

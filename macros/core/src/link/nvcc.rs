@@ -121,7 +121,13 @@ fn object(entry: Entry) -> Option<Object> {
     (!bytes.is_empty()).then(|| Object { bytes, ptx, deps: entry.deps.into_iter().map(|d| d.path).collect() })
 }
 
-fn run(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str, label: &str) -> Result<(Vec<u8>, String, Vec<PathBuf>), String> {
+fn run(
+    nvcc: &Nvcc,
+    mode: Mode,
+    args: &[String],
+    text: &str,
+    label: &str,
+) -> Result<(Vec<u8>, String, Vec<PathBuf>), String> {
     let work = tempdir()?;
     let src = work.path().join("unit.cu");
     std::fs::write(&src, text).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
@@ -200,7 +206,8 @@ pub fn nvvm_dir(root: &Path) -> Result<PathBuf, String> {
                 root.join("lib").display()
             )
         })?;
-    let shim = cache::build_dir().join(format!("nvvm-{}", &Key::new("nvvm shim").field("lib", lib.to_string_lossy().as_bytes()).finish()[..16]));
+    let shim = cache::build_dir()
+        .join(format!("nvvm-{}", &Key::new("nvvm shim").field("lib", lib.to_string_lossy().as_bytes()).finish()[..16]));
     let link = shim.join("lib64").join("libnvvm.so");
     if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
         std::fs::create_dir_all(shim.join("lib64")).map_err(|e| format!("cannot create {}: {e}", shim.display()))?;
@@ -280,7 +287,11 @@ pub fn device_link(nvcc: &Nvcc, mode: Mode, archs: &[Arch], objects: &[(&str, &[
     }
     let out = fatbinary.current_dir(work.path()).output().map_err(|e| format!("cannot run fatbinary: {e}"))?;
     if !out.status.success() {
-        return Err(format!("fatbinary failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "fatbinary failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     std::fs::read(work.path().join("linked.fatbin")).map_err(|e| format!("fatbinary produced no fatbin: {e}"))
 }

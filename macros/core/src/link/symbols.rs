@@ -78,12 +78,20 @@ pub fn read(ptx: &str) -> Symbols {
         match words.get(1).copied() {
             Some(".func") | Some(".entry") => {
                 if let Some(name) = func_name(line) {
-                    if ext { out.extern_funcs.push(name) } else { out.defined_funcs.push(name) }
+                    if ext {
+                        out.extern_funcs.push(name)
+                    } else {
+                        out.defined_funcs.push(name)
+                    }
                 }
             }
             Some(".global") | Some(".const") => {
                 if let Some(v) = var(&words[1..]) {
-                    if ext { out.extern_vars.push(v) } else { out.defined_vars.push(v) }
+                    if ext {
+                        out.extern_vars.push(v)
+                    } else {
+                        out.defined_vars.push(v)
+                    }
                 }
             }
             _ => {}
@@ -277,7 +285,8 @@ pub fn explain_undefined(undefined: &[String], units: &[(&str, &Symbols)]) -> Ve
     for sym in undefined {
         let users: Vec<usize> = (0..units.len())
             .filter(|&i| {
-                units[i].1.extern_funcs.iter().any(|f| f == sym) || units[i].1.extern_vars.iter().any(|v| &v.name == sym)
+                units[i].1.extern_funcs.iter().any(|f| f == sym)
+                    || units[i].1.extern_vars.iter().any(|v| &v.name == sym)
             })
             .collect();
         let ui = users.first().copied().unwrap_or(0);

@@ -28,7 +28,10 @@ fn reads_the_symbols_of_relocatable_ptx() {
     let s = symbols::read(ptx);
     assert_eq!(s.extern_funcs, ["__cudaCDP2GetParameterBufferV2", "_Z2sqf"]);
     assert_eq!(s.defined_funcs, ["_Z4cubef", "_Z1gv", "_Z5childPfi", "parent"]);
-    assert_eq!(s.extern_vars.iter().map(|v| (v.name.as_str(), v.bytes())).collect::<Vec<_>>(), [("counter", Some(4)), ("table", Some(16))]);
+    assert_eq!(
+        s.extern_vars.iter().map(|v| (v.name.as_str(), v.bytes())).collect::<Vec<_>>(),
+        [("counter", Some(4)), ("table", Some(16))]
+    );
     assert_eq!(s.defined_vars, [Var { name: "scale".into(), ty: ".global .f32".into(), count: None }]);
 }
 
@@ -62,7 +65,13 @@ fn extern_variables_are_compared_with_their_definitions() {
     );
     let p = symbols::var_mismatches(&[("main.cu", &main), ("math.cu", &math)]);
     assert_eq!(p.len(), 1, "{p:?}");
-    assert!(p[0].message.contains("`calls`: `main.cu` declares it as `.b8[16]` (16 bytes) but `math.cu` defines it as `.u32` (4 bytes)"), "{}", p[0].message);
+    assert!(
+        p[0].message.contains(
+            "`calls`: `main.cu` declares it as `.b8[16]` (16 bytes) but `math.cu` defines it as `.u32` (4 bytes)"
+        ),
+        "{}",
+        p[0].message
+    );
     let float = symbols::read(".extern .global .align 4 .f32 n;\n");
     assert_eq!(symbols::var_mismatches(&[("main.cu", &float), ("math.cu", &math)]).len(), 1);
 }
@@ -72,7 +81,10 @@ fn lto_units_carry_lto_ir_and_the_lowest_ptx() {
     use super::nvcc::{unit_args, Mode};
     let archs = [crate::compile::Arch::parse("90").unwrap(), crate::compile::Arch::parse("80").unwrap()];
     let a = unit_args(Mode::Lto, &archs, &[], &["-DN=4".into()]);
-    assert_eq!(a[..3], ["-dc", "-gencode=arch=compute_80,code=[lto_80,compute_80]", "-gencode=arch=compute_90,code=lto_90"]);
+    assert_eq!(
+        a[..3],
+        ["-dc", "-gencode=arch=compute_80,code=[lto_80,compute_80]", "-gencode=arch=compute_90,code=lto_90"]
+    );
     assert_eq!(a.last().map(String::as_str), Some("-DN=4"));
     let r = unit_args(Mode::Rdc, &archs, &[], &[]);
     assert_eq!(r[..2], ["-fatbin", "-rdc=true"]);
@@ -90,7 +102,10 @@ fn every_unit_and_header_is_in_the_cache_key() {
     let base = k(Mode::Rdc, &args, "__device__ float sq(float x) { return x * x; }");
     assert_ne!(base, k(Mode::Rdc, &args, "__device__ float sq(float x) { return x * x * 1; }"));
     assert_ne!(base, k(Mode::Lto, &args, "__device__ float sq(float x) { return x * x; }"));
-    assert_ne!(base, k(Mode::Rdc, &["-fatbin".into(), "-DN=1".into()], "__device__ float sq(float x) { return x * x; }"));
+    assert_ne!(
+        base,
+        k(Mode::Rdc, &["-fatbin".into(), "-DN=1".into()], "__device__ float sq(float x) { return x * x; }")
+    );
     assert_eq!(base, k(Mode::Rdc, &args, "__device__ float sq(float x) { return x * x; }"));
 }
 
