@@ -36,8 +36,23 @@ mod linked_lto {
     cuda_embed::cuda_kernel!(file = "tests/kernels/link/main.cu", link = ["tests/kernels/link/math.cu"], lto = true);
 }
 
+/// A kernel the module's source only declares and a linked file defines: the launcher launches
+/// the definition (the signature is checked against the linked file's compiled entry).
+mod declared_here {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern __device__ unsigned int calls;
+        extern "C" __global__ void add_calls(float* y, int n);
+        extern "C" __global__ void reset_calls() { calls = 0; }
+    "#,
+        link = ["tests/kernels/link/math.cu"],
+    );
+}
+
 #[test]
 fn linked_files_give_typed_launchers_and_globals() {
+    assert_eq!(declared_here::add_calls::NAME, "add_calls");
+    assert_eq!(declared_here::reset_calls::NAME, "reset_calls");
     assert_eq!(linked::square_all::NAME, "square_all");
     // A kernel and a `__device__` variable defined in the linked file, not the module's source.
     assert_eq!(linked::add_calls::NAME, "add_calls");
