@@ -127,7 +127,7 @@ impl ObjectCode {
     /// Reads a file whose extension says its kind (see [`ObjectKind::of_path`]).
     pub fn from_file(path: impl AsRef<Path>) -> Result<ObjectCode> {
         let path = path.as_ref();
-        let bad = |cause: String| Error::Compile { origin: format!("object `{}`", path.display()), arch: 0, cause };
+        let bad = |detail: String| Error::Definition { origin: format!("object `{}`", path.display()), detail };
         let kind = ObjectKind::of_path(path).ok_or_else(|| {
             bad("the extension does not say what it holds: expected .ptx, .cubin, .fatbin, .ltoir or .a".into())
         })?;
@@ -149,10 +149,9 @@ impl ObjectCode {
                 }
             }
         }
-        Err(Error::Compile {
+        Err(Error::Definition {
             origin: "the device runtime library".into(),
-            arch: 0,
-            cause: format!(
+            detail: format!(
                 "libcudadevrt.a was not found in lib64/, lib/ or targets/*/lib/ of {}: install the CUDA toolkit (or the \
                  nvidia-cuda-runtime wheel, which ships lib/libcudadevrt.a) and set CUDA_EMBED_TOOLKIT to its root",
                 if roots.is_empty() {
@@ -418,7 +417,10 @@ impl Linker {
     /// or takes the cubin from the disk cache. Returns the cubin and whether it was cached.
     fn link_for(&self, arch: u32) -> Result<(Vec<u8>, bool, Option<PathBuf>)> {
         if self.objects.is_empty() {
-            return Err(self.error(arch, "nothing to link: add objects with `Linker::object`".into()));
+            return Err(Error::Definition {
+                origin: format!("linker `{}`", self.name),
+                detail: "nothing to link: add objects with `Linker::object`".into(),
+            });
         }
         let kind = self.linker_kind();
         let identity = match kind {

@@ -66,3 +66,14 @@ fn an_empty_linker_says_so() {
     let e = Linker::new("empty").link_for(90).unwrap_err().to_string();
     assert!(e.contains("nothing to link"), "{e}");
 }
+
+#[test]
+fn the_device_runtime_is_an_archive_or_a_clear_error() {
+    match ObjectCode::device_runtime() {
+        Ok(o) => {
+            assert_eq!(o.kind(), ObjectKind::Library);
+            assert!(o.bytes().starts_with(b"!<arch>"), "an ar archive");
+        }
+        Err(e) => assert!(e.to_string().contains("libcudadevrt.a was not found"), "{e}"),
+    }
+}
