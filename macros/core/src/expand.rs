@@ -102,6 +102,9 @@ fn expand_with<R>(
     site: &CallSite,
     generate: impl FnOnce(&crate::ir::Module, &crate::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
 ) -> Result<R, Failure> {
+    if let Some(error) = crate::link::misplaced_flags(input) {
+        return Err(Failure::early(error));
+    }
     if input.link.enabled() {
         return crate::link::expand_with(input, site, generate);
     }

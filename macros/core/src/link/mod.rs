@@ -107,6 +107,29 @@ impl LinkOptions {
     }
 }
 
+/// The relocatable-code flags that belong to `rdc`/`lto` rather than `options`: by hand they build
+/// an image that cannot be loaded (relocatable code needs the device link `rdc` adds).
+const RDC_FLAGS: &[&str] =
+    &["-rdc=true", "--relocatable-device-code=true", "-rdc", "-dc", "--device-c", "-dlto", "--dlink-time-opt"];
+
+/// An error for compiler options that ask for relocatable code themselves, pointing at `rdc`
+/// and `lto` (with `rdc` on, `-rdc=true` is merely redundant and allowed).
+pub fn misplaced_flags(input: &Input) -> Option<syn::Error> {
+    let flag = input.options.iter().find(|o| RDC_FLAGS.contains(&o.as_str()))?;
+    let redundant = matches!(flag.as_str(), "-rdc=true" | "--relocatable-device-code=true");
+    if redundant && input.link.enabled() {
+        return None;
+    }
+    let instead = if flag.contains("lto") { "`lto = true`" } else { "`rdc = true`" };
+    Some(syn::Error::new(
+        input.source.lit().span(),
+        format!(
+            "`{flag}` in `options` builds relocatable device code that cannot be loaded without a device link: \
+             write {instead} instead (cuda-embed then device-links the module with libcudadevrt)"
+        ),
+    ))
+}
+
 /// One translation unit of a linked module.
 pub struct Unit {
     /// How messages name it: the `link` path, the `file = "..."` path or the Rust file.

@@ -131,3 +131,27 @@ fn a_changed_header_of_a_linked_unit_recompiles_it() {
     assert_ne!(first.ptx, second.ptx, "the header changed, the cached unit must not be reused");
     assert!(second.ptx.contains(".visible .func"), "{}", second.ptx);
 }
+
+#[test]
+fn relocatable_flags_in_options_point_at_rdc() {
+    let parse = |src: &str| syn::parse_str::<crate::input::Input>(src).unwrap();
+    let e = super::misplaced_flags(&parse(r#""k", options = ["-rdc=true"]"#)).unwrap().to_string();
+    assert!(e.contains("write `rdc = true` instead"), "{e}");
+    let e = super::misplaced_flags(&parse(r#""k", options = ["-dlto"], rdc = true"#)).unwrap().to_string();
+    assert!(e.contains("write `lto = true` instead"), "{e}");
+    assert!(super::misplaced_flags(&parse(r#""k", options = ["-rdc=true"], rdc = true"#)).is_none());
+    assert!(super::misplaced_flags(&parse(r#""k", options = ["-lineinfo"]"#)).is_none());
+}
+
+#[test]
+fn link_options_parse_and_contradict() {
+    let parse = |src: &str| syn::parse_str::<crate::input::Input>(src);
+    let i = parse(r#""k", link = ["a.cu", "b.cu"], lto = true"#).unwrap();
+    assert!(i.link.enabled() && i.link.lto());
+    assert_eq!(i.link.files.len(), 2);
+    assert!(!parse(r#""k", rdc = false"#).unwrap().link.enabled());
+    assert!(parse(r#""k", link = []"#).is_err());
+    assert!(parse(r#""k", rdc = 1"#).is_err());
+    let e = parse(r#""k", rdc = true, rdc = true"#).err().unwrap().to_string();
+    assert!(e.contains("`rdc` is given twice"), "{e}");
+}
