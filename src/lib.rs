@@ -113,6 +113,8 @@
 pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
+/// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
+pub use cuda_embed_runtime::link;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;

@@ -11,6 +11,7 @@ pub mod args; // what a launch takes: typed argument lists, the dynamic list, bu
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
+pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod launch; // the one launch routine, its limits, kernel handles
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, cubin, load, registry, globals
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache

@@ -81,6 +81,7 @@ pub fn expand_generated_as(
         compiler: options.compiler,
         listing,
         tune: None,
+        link: Default::default(),
     };
     expand_with(&input, site, |module, checked, image, deps| {
         let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);
@@ -102,6 +103,12 @@ fn expand_with<R>(
     site: &CallSite,
     generate: impl FnOnce(&crate::front::ir::Module, &crate::front::ir::Checked, &Image, &[std::path::PathBuf]) -> R,
 ) -> Result<R, Failure> {
+    if let Some(error) = crate::link::misplaced_flags(input) {
+        return Err(Failure::early(error));
+    }
+    if input.link.enabled() {
+        return crate::link::expand_with(input, site, generate);
+    }
     let module = front::lower(input, site)?;
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
@@ -133,7 +140,7 @@ pub const REQUIRE_COMPILER_VAR: &str = "CUDA_EMBED_REQUIRE_COMPILER";
 /// (the source is then compiled by NVRTC at run time): nvcc when found, else libnvrtc, unless
 /// the module asks for one of them. With `CUDA_EMBED_REQUIRE_COMPILER` set, having none is an
 /// error.
-fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, String>, String> {
+pub(crate) fn choose_oracle(compiler: Compiler) -> Result<Result<Box<dyn Oracle>, String>, String> {
     let nvrtc = || -> Result<Result<Box<dyn Oracle>, String>, String> {
         Ok(nvrtc::find_nvrtc()?.map(|n| Box::new(oracle::NvrtcBuild(n)) as Box<dyn Oracle>))
     };

@@ -19,6 +19,8 @@
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
 //! - [`elementwise`] and [`reduction`]: `elementwise_kernel!` and `reduction_kernel!` (macro,
 //!   generator, graph node), on the same pipeline.
+//! - [`link`]: separate compilation (`rdc`, `link`, `lto`): each file its own translation unit,
+//!   device-linked with libcudadevrt into one image.
 //! - [`tune`]: `tune = { ... }`, autotuned variants of a template kernel.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`.
 
@@ -32,6 +34,7 @@ pub mod expand;
 pub mod front;
 pub mod gen;
 pub use cuda_embed_build::lex;
+pub mod link;
 pub mod oracle;
 pub mod reduction;
 pub use cuda_embed_build::signature;

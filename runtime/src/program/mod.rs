@@ -224,6 +224,16 @@ impl Program {
         unit.key(&compiler, arch, &unit.scan())
     }
 
+    /// Name, source, in-memory headers and name expressions, for [`crate::link`].
+    pub(crate) fn parts(&self) -> (&str, &str, &[(String, String)], &[String]) {
+        (&self.name, &self.source, &self.headers, &self.name_expressions)
+    }
+
+    /// The directory of this program's NVRTC cache entries.
+    pub(crate) fn store_dir(&self) -> PathBuf {
+        self.cache_dir.as_ref().map_or_else(cuda_embed_build::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR))
+    }
+
     /// The program as an NVRTC compilation unit (what its cubin and cache key depend on).
     fn unit(&self) -> Unit<'_, String> {
         Unit {

@@ -265,6 +265,20 @@ pub(crate) fn run_nvrtc<S: AsRef<str>>(
     name_expressions: &[S],
     arch: u32,
 ) -> Result<(Vec<u8>, Vec<String>), String> {
+    run_nvrtc_to(name, source, headers, options, name_expressions, arch, crate::link::CodeKind::Cubin)
+}
+
+/// [`run_nvrtc`], returning the code `kind` asks for (PTX, cubin or LTO-IR; the options must
+/// ask for LTO-IR with `-dlto` where `kind` is [`LtoIr`](crate::link::CodeKind::LtoIr)).
+pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
+    name: &str,
+    source: &str,
+    headers: &[(String, String)],
+    options: &[S],
+    name_expressions: &[S],
+    arch: u32,
+    kind: crate::link::CodeKind,
+) -> Result<(Vec<u8>, Vec<String>), String> {
     if !is_available() {
         return Err(missing_nvrtc());
     }
@@ -314,12 +328,7 @@ pub(crate) fn run_nvrtc<S: AsRef<str>>(
     if r != nv::nvrtcResult::NVRTC_SUCCESS {
         return Err(program_log(&prog).unwrap_or_else(|| format!("nvrtcCompileProgram failed: {r:?}")));
     }
-    let mut size = 0usize;
-    // SAFETY: live, compiled program; valid out-pointer.
-    check(unsafe { nv::nvrtcGetCUBINSize(prog.0, &mut size) }, "nvrtcGetCUBINSize")?;
-    let mut cubin = vec![0u8; size];
-    // SAFETY: `cubin` has the size NVRTC reported.
-    check(unsafe { nv::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut c_char) }, "nvrtcGetCUBIN")?;
+    let cubin = crate::link::nvrtc_output(prog.0, kind)?;
     let mut symbols = Vec::with_capacity(exprs.len());
     for (e, text) in exprs.iter().zip(name_expressions) {
         let mut lowered: *const c_char = std::ptr::null();
@@ -349,7 +358,7 @@ fn program_log(prog: &Program) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..end]).trim_end().to_string())
 }
 
-fn check(r: nv::nvrtcResult, call: &str) -> Result<(), String> {
+pub(crate) fn check(r: nv::nvrtcResult, call: &str) -> Result<(), String> {
     if r == nv::nvrtcResult::NVRTC_SUCCESS {
         Ok(())
     } else {

@@ -27,6 +27,8 @@ pub struct Input {
     pub listing: Listing,
     /// `tune = { ... }`: autotuned variants of a template kernel.
     pub tune: Option<crate::tune::Spec>,
+    /// `rdc = true`, `link = ["..."]`, `lto = true`: separate compilation ([`crate::link`]).
+    pub link: crate::link::LinkOptions,
 }
 
 /// How a launch of a template instance that was not built is reported: `{kind} `axpy` was not
@@ -341,6 +343,7 @@ impl Parse for Input {
         let mut opts = Options::default();
         let mut instances = Vec::new();
         let mut tune = None;
+        let mut link = crate::link::LinkOptions::default();
         let mut first = !inline;
         while !input.is_empty() {
             if !first {
@@ -374,6 +377,7 @@ impl Parse for Input {
                 }
                 "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
                 "tune" => tune = Some(crate::tune::Spec::parse(&key, input)?),
+                "rdc" | "link" | "lto" => link.parse_option(&key, input)?,
                 other => {
                     if !opts.parse_option(&key, input)? {
                         return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
@@ -387,6 +391,6 @@ impl Parse for Input {
         };
         let options = opts.flags();
         let Options { archs, include_dirs, compiler, .. } = opts;
-        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default(), tune })
+        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default(), tune, link })
     }
 }

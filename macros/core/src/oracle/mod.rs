@@ -189,28 +189,7 @@ fn mentions(text: &str, name: &str) -> bool {
 /// unusual declaration), retries without the struct layout probes, then with only what cannot
 /// be left out (template instantiations, symbols), so that errors then are the user's own.
 pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String> {
-    let defines = crate::front::defines(&module.options);
-    let mut cuda = structs::structs_with(&module.source, &defines);
-    for h in &module.headers {
-        // A header included inside `namespace ops { }` declares its structs in `ops`.
-        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(|mut s| {
-            s.namespaces.splice(0..0, h.namespaces.iter().cloned());
-            s
-        }));
-    }
-    // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
-    // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`. Only those
-    // the code names: NVRTC declares them only when the source includes `driver_types.h`, and a
-    // probe naming an undeclared one would fail the layout probes of the user's structs too.
-    let texts: Vec<&str> =
-        std::iter::once(module.source.as_str()).chain(module.headers.iter().map(|h| h.text.as_str())).collect();
-    let named = |name: &str| texts.iter().any(|t| mentions(t, name));
-    cuda.extend(types::TOOLKIT.iter().filter(|t| named(t.0)).map(|(name, _, members)| CudaStruct {
-        name: name.to_string(),
-        namespaces: Vec::new(),
-        members: Some(members.iter().map(|m| m.to_string()).collect()),
-        line: 0,
-    }));
+    let cuda = cuda_structs(module);
     let (essential, extra, layout) = questions(module, &cuda);
     let with = |label: &str, probes: &[Probe<ProbeKey>]| {
         oracle.compile(module, &format!("{}\n#line 1 \"{label}\"\n{}", module.source, probe::code(probes)))
@@ -237,14 +216,42 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
     })
 }
 
+/// The structs of the module's source and headers, and the toolkit structs they name, as
+/// [`ProbeKey::StructOffset`] numbers them.
+pub(crate) fn cuda_structs(module: &Module) -> Vec<CudaStruct> {
+    let defines = crate::front::defines(&module.options);
+    let mut cuda = structs::structs_with(&module.source, &defines);
+    for h in &module.headers {
+        // A header included inside `namespace ops { }` declares its structs in `ops`.
+        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(|mut s| {
+            s.namespaces.splice(0..0, h.namespaces.iter().cloned());
+            s
+        }));
+    }
+    // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
+    // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`. Only those
+    // the code names: NVRTC declares them only when the source includes `driver_types.h`, and a
+    // probe naming an undeclared one would fail the layout probes of the user's structs too.
+    let texts: Vec<&str> =
+        std::iter::once(module.source.as_str()).chain(module.headers.iter().map(|h| h.text.as_str())).collect();
+    let named = |name: &str| texts.iter().any(|t| mentions(t, name));
+    cuda.extend(types::TOOLKIT.iter().filter(|t| named(t.0)).map(|(name, _, members)| CudaStruct {
+        name: name.to_string(),
+        namespaces: Vec::new(),
+        members: Some(members.iter().map(|m| m.to_string()).collect()),
+        line: 0,
+    }));
+    cuda
+}
+
 /// The `(essential, extra, layout)` probe lists of [`questions`].
-type Questions = (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>);
+pub(crate) type Questions = (Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>, Vec<Probe<ProbeKey>>);
 
 /// Questions for the compiler: `essential` ones (symbols of instances and globals, which also
 /// instantiate templates, and non-type argument values), `extra` ones (parameter types) and
 /// `layout` ones (where each member lies in the structs passed by value or held in globals, for
 /// the field-order check; numbered by their index in `cuda`).
-fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
+pub(crate) fn questions(module: &Module, cuda: &[CudaStruct]) -> Questions {
     let mut essential = Vec::new();
     let mut extra = Vec::new();
     // Structs whose layout to ask for, by index into `cuda`.

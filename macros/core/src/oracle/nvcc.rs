@@ -306,7 +306,7 @@ fn is_toolkit_or_system_header(d: &std::path::Path, root: &std::path::Path) -> b
 }
 
 /// Drops nvcc's noise (the deprecation banner) and keeps the diagnostics.
-fn clean_log(log: &str) -> String {
+pub(crate) fn clean_log(log: &str) -> String {
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| !l.contains("Support for offline compilation for architectures prior to"))

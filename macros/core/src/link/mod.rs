@@ -1,0 +1,416 @@
+//! Separate compilation: `rdc = true`, `link = ["a.cu", ...]`, `lto = true`.
+//!
+//! The module's source and every `link` file are each their own translation unit ([`Unit`]),
+//! compiled to relocatable device code by nvcc ([`nvcc::compile_unit`]), then device-linked with
+//! `libcudadevrt` for every architecture into the one fatbin the module embeds
+//! ([`nvcc::device_link`]), so kernels can launch kernels and call `__device__` functions and use
+//! `__device__` variables of other files.
+//!
+//! The type probes work as for one unit: each probe is appended to the unit that declares what it
+//! asks about (a kernel of `math.cu` is asked about inside `math.cu`, where its name is declared),
+//! every unit is compiled with `-rdc=true` (so its calls to functions of other units need no
+//! definition) and the answers are read from the PTX of all units together. Kernels of linked files
+//! get typed launchers like the source's own, and their `__device__` variables Rust handles; their
+//! templates are not instantiated (list template kernels in the module's own source).
+//!
+//! Before the link, [`symbols`] compares every `extern` variable with its definition; when the
+//! link fails on an undefined symbol, it names the symbol, the file that uses it and, for a function
+//! whose parameter types differ from a definition of the same name, that file too: a compile error
+//! at the macro, never a load failure at run time.
+//!
+//! Separate compilation needs nvcc at build time (nvlink and fatbinary come with it): with
+//! build-time or run-time NVRTC the macro says so.
+
+pub mod nvcc;
+pub mod symbols;
+#[cfg(test)]
+mod tests;
+
+use crate::check;
+use crate::oracle::nvcc::{self as compile, NoNvcc};
+use crate::front;
+use crate::front::includes;
+use crate::front::input::{Compiler, Input};
+use crate::front::ir::{Checked, Image, Module, Unit as IrUnit};
+use crate::oracle::Compiled;
+use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
+use crate::oracle::ptx;
+use crate::check::report::Failure;
+use crate::signature;
+use nvcc::{Mode, Object};
+use proc_macro2::Span;
+use std::path::PathBuf;
+use syn::parse::ParseStream;
+use syn::{Ident, LitBool, LitStr};
+
+/// `rdc = true`, `link = [...]` and `lto = true` as the macro was given them.
+#[derive(Default, Clone)]
+pub struct LinkOptions {
+    /// `rdc = ...`, with its span.
+    pub rdc: Option<(bool, Span)>,
+    /// `link = [...]`: further `.cu` files, relative to the crate root.
+    pub files: Vec<LitStr>,
+    /// `lto = ...`, with its span.
+    pub lto: Option<(bool, Span)>,
+    given: Vec<String>,
+}
+
+impl LinkOptions {
+    /// Parses the value of `rdc`, `link` or `lto` (the `=` already read).
+    pub fn parse_option(&mut self, key: &Ident, input: ParseStream) -> syn::Result<()> {
+        let k = key.to_string();
+        if self.given.contains(&k) {
+            return Err(syn::Error::new_spanned(key, format!("`{k}` is given twice")));
+        }
+        self.given.push(k.clone());
+        if k == "link" {
+            let files = crate::front::input::string_list(input, "linked file (e.g. \"kernels/math.cu\")")?;
+            if files.is_empty() {
+                return Err(syn::Error::new_spanned(
+                    key,
+                    "`link` needs at least one `.cu` file, e.g. link = [\"kernels/math.cu\"]",
+                ));
+            }
+            for f in &files {
+                if f.value().trim().is_empty() {
+                    return Err(syn::Error::new_spanned(f, "a linked file is a path relative to the crate root"));
+                }
+            }
+            self.files = files;
+            return Ok(());
+        }
+        let v: LitBool =
+            input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes `true` or `false`")))?;
+        if k == "rdc" {
+            self.rdc = Some((v.value, key.span()));
+        } else {
+            self.lto = Some((v.value, key.span()));
+        }
+        Ok(())
+    }
+
+    /// Whether the module is compiled separately: `rdc = true`, any `link` file or `lto = true`.
+    pub fn enabled(&self) -> bool {
+        self.rdc.is_some_and(|r| r.0) || !self.files.is_empty() || self.lto()
+    }
+
+    /// Whether link-time optimisation is asked for.
+    pub fn lto(&self) -> bool {
+        self.lto.is_some_and(|l| l.0)
+    }
+
+    /// `rdc = false` together with what needs it.
+    fn contradiction(&self) -> Option<syn::Error> {
+        let (false, span) = self.rdc? else { return None };
+        let what = if !self.files.is_empty() { "`link = [...]`" } else { "`lto = true`" };
+        Some(syn::Error::new(span, format!("{what} needs relocatable device code: remove `rdc = false`")))
+    }
+}
+
+/// The relocatable-code flags that belong to `rdc`/`lto` rather than `options`: by hand they build
+/// an image that cannot be loaded (relocatable code needs the device link `rdc` adds).
+const RDC_FLAGS: &[&str] =
+    &["-rdc=true", "--relocatable-device-code=true", "-rdc", "-dc", "--device-c", "-dlto", "--dlink-time-opt"];
+
+/// An error for compiler options that ask for relocatable code themselves, pointing at `rdc`
+/// and `lto` (with `rdc` on, `-rdc=true` is merely redundant and allowed).
+pub fn misplaced_flags(input: &Input) -> Option<syn::Error> {
+    let flag = input.options.iter().find(|o| RDC_FLAGS.contains(&o.as_str()))?;
+    let redundant = matches!(flag.as_str(), "-rdc=true" | "--relocatable-device-code=true");
+    if redundant && input.link.enabled() {
+        return None;
+    }
+    let instead = if flag.contains("lto") { "`lto = true`" } else { "`rdc = true`" };
+    Some(syn::Error::new(
+        input.source.lit().span(),
+        format!(
+            "`{flag}` in `options` builds relocatable device code that cannot be loaded without a device link: \
+             write {instead} instead (cuda-embed then device-links the module with libcudadevrt)"
+        ),
+    ))
+}
+
+/// One translation unit of a linked module.
+pub struct Unit {
+    /// How messages name it: the `link` path, the `file = "..."` path or the Rust file.
+    pub name: String,
+    /// The literal errors about it point at.
+    pub lit: LitStr,
+    /// What is compiled before the text: automatic includes and `#line`.
+    pub prologue: String,
+    /// The source text.
+    pub text: String,
+    /// `-I` directories.
+    pub include_dirs: Vec<PathBuf>,
+    /// The file, for rebuild tracking (`None`: inline source).
+    pub file: Option<PathBuf>,
+}
+
+/// `expand`'s pipeline for a module with `rdc`, `link` or `lto`: front end for every unit,
+/// merged into one [`Module`]; probes per unit; relocatable compiles; device link; check;
+/// generate.
+pub fn expand_with<R>(
+    input: &Input,
+    site: &crate::front::ir::CallSite,
+    generate: impl FnOnce(&Module, &Checked, &Image, &[PathBuf]) -> R,
+) -> Result<R, Failure> {
+    let mut module = front::lower(input, site)?;
+    let kernels_of = |m: &Module| m.kernel_names();
+    let at =
+        |m: &Module, span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels_of(m) };
+    if let Some(e) = input.link.contradiction() {
+        return Err(Failure { error: e, kernels: kernels_of(&module) });
+    }
+    let mut units = vec![main_unit(&module)];
+    let mut owners = Owners { units: vec![0; module.units.len()], globals: vec![0; module.parsed.globals.len()] };
+    for lit in &input.link.files {
+        let unit = read_linked(lit, &module).map_err(|m| at(&module, lit.span(), m))?;
+        merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
+        units.push(unit);
+    }
+    let nvcc = find_nvcc(input.compiler).map_err(|m| at(&module, module.span(), m))?;
+    let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
+    let compiled = consult(&nvcc, mode, &module, &units, &owners).map_err(|(u, m)| {
+        let span = units.get(u).map_or(module.span(), |x| x.lit.span());
+        at(&module, span, m)
+    })?;
+    let checked =
+        check::check(&module, Some(&compiled)).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
+    let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
+    deps.extend(module.headers.iter().map(|h| h.path.clone()));
+    deps.extend(compiled.deps.iter().cloned());
+    deps.sort();
+    deps.dedup();
+    Ok(generate(&module, &checked, &compiled.image, &deps))
+}
+
+/// nvcc, or why separate compilation cannot happen here.
+fn find_nvcc(compiler: Compiler) -> Result<compile::Nvcc, String> {
+    const NEEDS: &str =
+        "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
+    match compiler {
+        Compiler::Nvrtc | Compiler::NvrtcBuild => {
+            let which = if compiler == Compiler::Nvrtc { "nvrtc" } else { "nvrtc-build" };
+            return Err(format!(
+                "{NEEDS}, and `compiler = \"{which}\"` compiles one translation unit with NVRTC and cannot link: \
+                 remove `compiler = \"{which}\"`, or `rdc`, `link` and `lto`"
+            ));
+        }
+        Compiler::Auto | Compiler::Nvcc => {}
+    }
+    match compile::find_nvcc()? {
+        Ok(n) => Ok(n),
+        Err(NoNvcc::Forced) => Err(format!("{NEEDS}, but {}", NoNvcc::Forced)),
+        Err(why) => Err(format!(
+            "{NEEDS}, but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH, or run under scripts/with-cuda"
+        )),
+    }
+}
+
+/// Which unit declares each kernel (by index into `Module::units`) and each global.
+pub struct Owners {
+    /// Unit of each kernel.
+    pub units: Vec<usize>,
+    /// Unit of each global.
+    pub globals: Vec<usize>,
+}
+
+impl Owners {
+    /// The unit a probe is compiled in: the one declaring the kernel or global it asks about,
+    /// else the module's own source.
+    pub fn of(&self, key: &ProbeKey) -> usize {
+        let at = |v: &Vec<usize>, i: usize| v.get(i).copied().unwrap_or(0);
+        match *key {
+            ProbeKey::ParamType { kernel, .. } => at(&self.units, kernel),
+            ProbeKey::KernelSymbol(k) => at(&self.units, k),
+            ProbeKey::GlobalSymbol(g) | ProbeKey::GlobalBytes(g) | ProbeKey::GlobalElem(g) => at(&self.globals, g),
+            _ => 0,
+        }
+    }
+}
+
+fn main_unit(module: &Module) -> Unit {
+    Unit {
+        name: match &module.file {
+            Some(_) => module.lit.value(),
+            None => format!("{}:{}", module.site.file, module.site.line),
+        },
+        lit: module.lit.clone(),
+        prologue: module.line_directive.clone(),
+        text: module.source.clone(),
+        include_dirs: module.include_dirs.clone(),
+        file: module.file.clone(),
+    }
+}
+
+/// Reads a `link` file (relative to the crate root), its includes and declarations.
+fn read_linked(lit: &LitStr, module: &Module) -> Result<Unit, String> {
+    let rel = lit.value();
+    let root = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).or_else(|| std::env::current_dir().ok());
+    let path = root.map_or_else(|| PathBuf::from(&rel), |r| r.join(&rel));
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "cannot read the `link` file `{rel}`: {e}; linked files are relative to the crate root (the directory holding Cargo.toml), like `file`"
+        )
+    })?;
+    let mut include_dirs: Vec<PathBuf> = path.parent().map(|p| p.to_path_buf()).into_iter().collect();
+    include_dirs.extend(module.include_dirs.iter().cloned());
+    let rel_fwd = rel.replace('\\', "/");
+    Ok(Unit {
+        name: rel_fwd.clone(),
+        lit: lit.clone(),
+        prologue: format!("{}#line 1 \"{rel_fwd}\"", front::automatic_includes(&text, "")),
+        text,
+        include_dirs,
+        file: Some(path),
+    })
+}
+
+/// Adds the kernels and globals of linked unit `ui` to the module: a kernel the source only
+/// declares takes the linked definition; a name defined twice is an error.
+fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Result<(), String> {
+    let headers = includes::scan(&unit.text, unit.file.as_ref().and_then(|f| f.parent()), &unit.include_dirs)?;
+    let texts: Vec<&str> = headers.iter().map(|h| h.text.as_str()).collect();
+    let defines = front::defines(&module.options);
+    let parsed = signature::parse_with(&unit.text, &defines, &texts)
+        .map_err(|e| format!("cannot read `{}`: {}", unit.name, e.0))?;
+    if let Some(o) = parsed.overloaded.first() {
+        return Err(format!("kernel `{o}` in `{}` is overloaded: give each overload its own name", unit.name));
+    }
+    for k in parsed.kernels.iter().filter(|k| k.defined) {
+        let mut k = k.clone();
+        k.file = Some(unit.name.clone());
+        let qualified = k.qualified_name();
+        let existing = module.parsed.kernels.iter().position(|x| x.name == k.name);
+        match existing {
+            Some(i) if module.parsed.kernels[i].defined || module.parsed.kernels[i].qualified_name() != qualified => {
+                let other = module.parsed.kernels[i].file.clone().unwrap_or_else(|| main_unit(module).name);
+                return Err(format!(
+                    "kernel `{}` is defined in both `{other}` and `{}`: each kernel needs one definition and one Rust module name",
+                    k.name, unit.name
+                ));
+            }
+            Some(i) => {
+                // The source declares it, this file defines it: launch the definition.
+                module.parsed.kernels[i] = k.clone();
+                if let Some(u) = module.units.iter().position(|u| u.instance.is_none() && u.kernel.name == k.name) {
+                    module.units[u].kernel = k;
+                    owners.units[u] = ui;
+                }
+            }
+            None => {
+                let at = module.units.iter().take_while(|u| u.instance.is_none()).count();
+                module.units.insert(
+                    at,
+                    IrUnit { kernel: k.clone(), expr: format!("::{qualified}"), display: qualified, instance: None },
+                );
+                owners.units.insert(at, ui);
+                module.parsed.kernels.push(k);
+            }
+        }
+    }
+    for g in &parsed.globals {
+        if let Some(prev) = module.parsed.globals.iter().find(|x| x.name == g.name) {
+            let other = prev.file.clone().unwrap_or_else(|| main_unit(module).name);
+            return Err(format!(
+                "`__device__` variable `{}` is defined in both `{other}` and `{}`: define it in one file and declare it `extern` in the others",
+                g.name, unit.name
+            ));
+        }
+        let mut g = g.clone();
+        g.file = Some(unit.name.clone());
+        module.parsed.globals.push(g);
+        owners.globals.push(ui);
+    }
+    module.headers.extend(headers);
+    Ok(())
+}
+
+/// Compiles every unit with its probes and links them: the oracle's answers for the whole
+/// module. `Err((unit, message))`: the unit to report at.
+fn consult(
+    nvcc: &compile::Nvcc,
+    mode: Mode,
+    module: &Module,
+    units: &[Unit],
+    owners: &Owners,
+) -> Result<Compiled, (usize, String)> {
+    let cuda = crate::oracle::cuda_structs(module);
+    let (essential, extra, layout) = crate::oracle::questions(module, &cuda);
+    let compile_all = |probes: &[Probe<ProbeKey>]| -> Result<Vec<Object>, (usize, String)> {
+        let jobs: Vec<(Vec<String>, String, String)> = units
+            .iter()
+            .enumerate()
+            .map(|(ui, unit)| {
+                let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
+                let text =
+                    format!("{}\n{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.prologue, unit.text, probe::code(&mine));
+                (nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options), text, unit.name.clone())
+            })
+            .collect();
+        nvcc::compile_units(nvcc, mode, &jobs)
+            .into_iter()
+            .enumerate()
+            .map(|(ui, r)| {
+                r.map_err(|log| {
+                    let name = &units[ui].name;
+                    (ui, format!("nvcc {} failed to compile `{name}` (relocatable device code):\n{log}", nvcc.version))
+                })
+            })
+            .collect()
+    };
+    let all = [essential.clone(), extra.clone(), layout.clone()].concat();
+    let mut objects = compile_all(&all);
+    if objects.is_err() && !layout.is_empty() {
+        objects = compile_all(&[essential.clone(), extra].concat());
+    }
+    let objects = objects.or_else(|_| compile_all(&essential))?;
+    let image = link(nvcc, mode, module, units, &objects)?;
+    let ptx: String = objects.iter().map(|o| o.ptx.as_str()).collect::<Vec<_>>().join("\n");
+    Ok(Compiled {
+        answers: Answers::from_ptx(&ptx),
+        entries: ptx::entries(&ptx),
+        image,
+        deps: objects.iter().flat_map(|o| o.deps.iter().cloned()).collect(),
+        structs: cuda,
+    })
+}
+
+fn key(p: &Probe<ProbeKey>) -> &ProbeKey {
+    match p {
+        Probe::Type { key, .. } | Probe::Value { key, .. } | Probe::Address { key, .. } => key,
+    }
+}
+
+/// Checks the symbols across units and device-links them into the module's image.
+fn link(
+    nvcc: &compile::Nvcc,
+    mode: Mode,
+    module: &Module,
+    units: &[Unit],
+    objects: &[Object],
+) -> Result<Image, (usize, String)> {
+    let syms: Vec<symbols::Symbols> = objects.iter().map(|o| symbols::read(&o.ptx)).collect();
+    let table: Vec<(&str, &symbols::Symbols)> = units.iter().map(|u| u.name.as_str()).zip(&syms).collect();
+    if let Some(p) = symbols::var_mismatches(&table).into_iter().next() {
+        return Err((p.unit, p.message));
+    }
+    let inputs: Vec<(&str, &[u8])> =
+        units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
+    let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(|log| {
+        let undefined = symbols::undefined_in_log(&log);
+        let problems = symbols::explain_undefined(&undefined, &table);
+        match problems.into_iter().next() {
+            Some(p) => (p.unit, p.message),
+            None => (0, format!("the device link of {} failed:\n{log}", names(units))),
+        }
+    })?;
+    let mut targets: Vec<String> = module.archs.iter().map(|a| a.sm()).collect();
+    targets.sort();
+    targets.dedup();
+    Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release() })
+}
+
+fn names(units: &[Unit]) -> String {
+    units.iter().map(|u| format!("`{}`", u.name)).collect::<Vec<_>>().join(", ")
+}

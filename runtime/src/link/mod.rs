@@ -1,0 +1,609 @@
+//! Linking at run time: [`Program::compile_to`] makes relocatable [`ObjectCode`] (PTX, cubin or
+//! LTO-IR) and a [`Linker`] joins objects, cubins, fatbins and libraries (`libcudadevrt`, for
+//! kernels that launch kernels) into one [`ProgramModule`], whose kernels are looked up and checked
+//! like any program's.
+//!
+//! Two linkers, chosen by what is linked:
+//! - the driver's (`cuLinkCreate`/`cuLinkAddData`/`cuLinkComplete`, through cudarc's bindings):
+//!   always there with the driver; takes PTX, cubins, fatbins and `.a` libraries, but not LTO-IR
+//!   (CUDA 12 removed the driver's link-time optimisation).
+//! - nvJitLink (`libnvJitLink.so`, loaded when first needed, see [`nvjitlink`]): used for LTO —
+//!   any LTO-IR object or [`Linker::lto`] — since only it optimises LTO-IR across objects. Where it
+//!   cannot be found the error says what to install (the `nvidia-nvjitlink` wheel, or the toolkit).
+//!
+//! Linked cubins are cached on disk like a [`Program`]'s, under `<cache dir>/link/`, keyed by the
+//! linker (driver version or nvJitLink version), the architecture, the options and every object's
+//! kind and bytes: a hit loads the cubin without linking.
+
+pub mod nvjitlink;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{DriverCode, Error, Result};
+use crate::launch::limits::bind;
+use crate::program::nvrtc::{self, Unit};
+use crate::program::module::{ModuleInner, ProgramModule};
+use crate::Program;
+use cuda_embed_build::cache::{Entry, Store};
+use cuda_embed_build::key::Key;
+use cudarc::driver::{sys, CudaContext};
+use cudarc::nvrtc::sys as nv;
+use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What [`Program::compile_to`] produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeKind {
+    /// PTX text (relocatable: `-rdc=true`).
+    Ptx,
+    /// A relocatable cubin (`-rdc=true`).
+    Cubin,
+    /// LTO-IR (`-dlto`), linked with link-time optimisation by nvJitLink.
+    LtoIr,
+}
+
+/// What an [`ObjectCode`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObjectKind {
+    /// PTX text.
+    Ptx,
+    /// A cubin (ELF).
+    Cubin,
+    /// A fatbin.
+    Fatbin,
+    /// LTO-IR.
+    LtoIr,
+    /// An archive of device code (`libcudadevrt.a`, a library built by `nvcc -lib`).
+    Library,
+}
+
+impl ObjectKind {
+    fn label(self) -> &'static str {
+        match self {
+            ObjectKind::Ptx => "ptx",
+            ObjectKind::Cubin => "cubin",
+            ObjectKind::Fatbin => "fatbin",
+            ObjectKind::LtoIr => "ltoir",
+            ObjectKind::Library => "library",
+        }
+    }
+
+    /// The kind of a file by its extension: `.ptx`, `.cubin`, `.fatbin`, `.ltoir`, `.a`/`.lib`.
+    ///
+    /// ```
+    /// use cuda_embed_runtime::link::ObjectKind;
+    /// assert_eq!(ObjectKind::of_path("kernels/libcudadevrt.a".as_ref()), Some(ObjectKind::Library));
+    /// assert_eq!(ObjectKind::of_path("k.o".as_ref()), None);
+    /// ```
+    pub fn of_path(path: &Path) -> Option<ObjectKind> {
+        Some(match path.extension()?.to_str()? {
+            "ptx" => ObjectKind::Ptx,
+            "cubin" => ObjectKind::Cubin,
+            "fatbin" => ObjectKind::Fatbin,
+            "ltoir" => ObjectKind::LtoIr,
+            "a" | "lib" => ObjectKind::Library,
+            _ => return None,
+        })
+    }
+}
+
+/// Device code to link: compiled by [`Program::compile_to`], read from a file, or given as bytes.
+#[derive(Debug, Clone)]
+pub struct ObjectCode {
+    kind: ObjectKind,
+    name: String,
+    bytes: Vec<u8>,
+    /// (name expression, lowered symbol), from the program that made it.
+    symbols: Vec<(String, String)>,
+    /// The program's source and options, for `kernel_checked` on the linked module.
+    source: String,
+    options: Vec<String>,
+    headers: Vec<String>,
+    from_cache: bool,
+}
+
+impl ObjectCode {
+    /// Code of `kind` given as bytes, named `name` in the linker's log.
+    ///
+    /// ```
+    /// use cuda_embed_runtime::link::{ObjectCode, ObjectKind};
+    /// let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "k.ptx", b".version 8.0\n".to_vec());
+    /// assert_eq!(ptx.kind(), ObjectKind::Ptx);
+    /// ```
+    pub fn from_bytes(kind: ObjectKind, name: impl Into<String>, bytes: Vec<u8>) -> ObjectCode {
+        ObjectCode {
+            kind,
+            name: name.into(),
+            bytes,
+            symbols: Vec::new(),
+            source: String::new(),
+            options: Vec::new(),
+            headers: Vec::new(),
+            from_cache: false,
+        }
+    }
+
+    /// Reads a file whose extension says its kind (see [`ObjectKind::of_path`]).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<ObjectCode> {
+        let path = path.as_ref();
+        let bad = |detail: String| Error::Definition { origin: format!("object `{}`", path.display()), detail };
+        let kind = ObjectKind::of_path(path).ok_or_else(|| {
+            bad("the extension does not say what it holds: expected .ptx, .cubin, .fatbin, .ltoir or .a".into())
+        })?;
+        let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        Ok(ObjectCode::from_bytes(kind, path.display().to_string(), bytes))
+    }
+
+    /// The CUDA device runtime library, `libcudadevrt.a`, which kernels that launch kernels
+    /// (`<<<>>>` in device code) are linked with. Found in `lib64/`, `lib/` or `targets/*/lib/` of
+    /// each toolkit root (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`, the directory above the
+    /// `bin/` of an `nvcc` on `PATH`, `/usr/local/cuda`).
+    pub fn device_runtime() -> Result<ObjectCode> {
+        let roots = toolkit_roots();
+        for root in &roots {
+            for dir in lib_dirs(root) {
+                let p = dir.join("libcudadevrt.a");
+                if p.is_file() {
+                    return ObjectCode::from_file(p);
+                }
+            }
+        }
+        Err(Error::Definition {
+            origin: "the device runtime library".into(),
+            detail: format!(
+                "libcudadevrt.a was not found in lib64/, lib/ or targets/*/lib/ of {}: install the CUDA toolkit (or the \
+                 nvidia-cuda-runtime wheel, which ships lib/libcudadevrt.a) and set CUDA_EMBED_TOOLKIT to its root",
+                if roots.is_empty() {
+                    "any toolkit root (none is set)".to_string()
+                } else {
+                    roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+                }
+            ),
+        })
+    }
+
+    /// What it holds.
+    pub fn kind(&self) -> ObjectKind {
+        self.kind
+    }
+
+    /// Its name in the linker's log.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The code.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// `(name expression, symbol)` of each name expression of the program that made it.
+    pub fn symbols(&self) -> &[(String, String)] {
+        &self.symbols
+    }
+
+    /// Whether it came from the disk cache (NVRTC did not run).
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+}
+
+fn toolkit_roots() -> Vec<PathBuf> {
+    let mut roots = cuda_embed_build::options::toolkit_roots();
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("nvcc").is_file() {
+                roots.extend(d.parent().map(Path::to_path_buf));
+            }
+        }
+    }
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    roots.dedup();
+    roots
+}
+
+fn lib_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![root.join("lib64"), root.join("lib")];
+    if let Ok(targets) = std::fs::read_dir(root.join("targets")) {
+        dirs.extend(targets.filter_map(|t| t.ok()).map(|t| t.path().join("lib")));
+    }
+    dirs
+}
+
+/// NVRTC's output of `kind` for a compiled program.
+pub(crate) fn nvrtc_output(prog: nv::nvrtcProgram, kind: CodeKind) -> std::result::Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    type Size = unsafe fn(nv::nvrtcProgram, *mut usize) -> nv::nvrtcResult;
+    type Get = unsafe fn(nv::nvrtcProgram, *mut c_char) -> nv::nvrtcResult;
+    let (size_fn, get_fn, what): (Size, Get, &str) = match kind {
+        CodeKind::Ptx => (nv::nvrtcGetPTXSize, nv::nvrtcGetPTX, "nvrtcGetPTX"),
+        CodeKind::Cubin => (nv::nvrtcGetCUBINSize, nv::nvrtcGetCUBIN, "nvrtcGetCUBIN"),
+        CodeKind::LtoIr => (nv::nvrtcGetLTOIRSize, nv::nvrtcGetLTOIR, "nvrtcGetLTOIR"),
+    };
+    // SAFETY: a live, compiled program; a valid out-pointer.
+    nvrtc::check(unsafe { size_fn(prog, &mut size) }, what)?;
+    let mut out = vec![0u8; size];
+    // SAFETY: `out` has the size NVRTC reported.
+    nvrtc::check(unsafe { get_fn(prog, out.as_mut_ptr() as *mut c_char) }, what)?;
+    if kind == CodeKind::Ptx {
+        // The PTX's terminating NUL stays out of the object; the linker gets its own.
+        while out.last() == Some(&0) {
+            out.pop();
+        }
+    }
+    Ok(out)
+}
+
+impl Program {
+    /// Compiles the program to relocatable code of `kind` for `sm_{arch}` (`-rdc=true`; LTO-IR
+    /// with `-dlto`), for a [`Linker`], or takes it from the disk cache (the key is the
+    /// program's, with these flags among the options). Needs NVRTC, not a GPU.
+    ///
+    /// ```no_run
+    /// use cuda_embed_runtime::{link::CodeKind, Program};
+    /// let math = Program::new("__device__ float sq(float x) { return x * x; }").name("math.cu");
+    /// let object = math.compile_to(CodeKind::Ptx, 90)?;
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn compile_to(&self, kind: CodeKind, arch: u32) -> Result<ObjectCode> {
+        let mut options = self.nvrtc_options().to_vec();
+        options.push("-rdc=true".into());
+        if kind == CodeKind::LtoIr {
+            options.push("-dlto".into());
+        }
+        let (name, source, headers, exprs) = self.parts();
+        let unit = Unit { name, source, options: &options, headers, name_expressions: exprs };
+        let err = |cause: String| Error::Compile { origin: crate::program::origin_of(name), arch, cause };
+        let identity = nvrtc::compiler_identity().map_err(err)?;
+        let key = unit.key(&format!("{identity}; output {kind:?}"), arch, &unit.scan());
+        let store = Store::new(self.store_dir(), "obj");
+        let object = |bytes: Vec<u8>, symbols: Vec<String>, from_cache: bool| ObjectCode {
+            kind: match kind {
+                CodeKind::Ptx => ObjectKind::Ptx,
+                CodeKind::Cubin => ObjectKind::Cubin,
+                CodeKind::LtoIr => ObjectKind::LtoIr,
+            },
+            name: name.to_string(),
+            bytes,
+            symbols: exprs.iter().cloned().zip(symbols).collect(),
+            source: source.to_string(),
+            options: options.clone(),
+            headers: headers.iter().map(|h| h.1.clone()).collect(),
+            from_cache,
+        };
+        if let Some(e) = store.read(&key) {
+            if let Ok([bytes]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
+                if !bytes.is_empty() && e.strings.len() == exprs.len() {
+                    return Ok(object(bytes, e.strings, true));
+                }
+            }
+        }
+        let (bytes, symbols) = nvrtc::run_nvrtc_to(name, source, headers, &options, exprs, arch, kind)
+            .map_err(|log| err(format!("NVRTC could not compile it:\n{log}")))?;
+        let entry = Entry { blobs: vec![bytes], strings: symbols, deps: Vec::new() };
+        let _ = store.write_atomic(&key, &entry); // an unwritable cache only costs time
+        let Entry { blobs, strings, .. } = entry;
+        Ok(object(blobs.into_iter().next().unwrap_or_default(), strings, false))
+    }
+}
+
+/// Joins device code into one loadable module: objects from [`Program::compile_to`], files,
+/// cubins, fatbins and libraries such as [`ObjectCode::device_runtime`].
+///
+/// ```no_run
+/// use cuda_embed_runtime::{link::{CodeKind, Linker, ObjectCode}, Program};
+/// let ctx = cuda_embed_runtime::context(0)?;
+/// let arch = 90;
+/// let math = Program::new("__device__ float sq(float x) { return x * x; }").compile_to(CodeKind::Ptx, arch)?;
+/// let main = Program::new(r#"__device__ float sq(float);
+///     extern "C" __global__ void k(float* y) { y[threadIdx.x] = sq(y[threadIdx.x]); }"#)
+///     .compile_to(CodeKind::Ptx, arch)?;
+/// let module = Linker::new("squares").object(main).object(math).object(ObjectCode::device_runtime()?).load(&ctx)?;
+/// let k = module.kernel_checked("k")?;
+/// # Ok::<(), cuda_embed_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Linker {
+    name: String,
+    objects: Vec<ObjectCode>,
+    lto: bool,
+    optimization: Option<u32>,
+    debug: bool,
+    cache_dir: Option<PathBuf>,
+    cache: bool,
+    linker: Option<LinkerKind>,
+}
+
+/// Which linker did (or would do) the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkerKind {
+    /// The driver's `cuLink*`.
+    Driver,
+    /// nvJitLink.
+    NvJitLink,
+}
+
+impl Linker {
+    /// An empty linker; `name` names the linked module in errors.
+    pub fn new(name: impl Into<String>) -> Linker {
+        Linker {
+            name: name.into(),
+            objects: Vec::new(),
+            lto: false,
+            optimization: None,
+            debug: false,
+            cache_dir: None,
+            cache: true,
+            linker: None,
+        }
+    }
+
+    /// Adds an object (order matters for libraries: add them after the objects that use them).
+    pub fn object(mut self, object: ObjectCode) -> Linker {
+        self.objects.push(object);
+        self
+    }
+
+    /// Link-time optimisation (nvJitLink's `-lto`); implied by any LTO-IR object.
+    pub fn lto(mut self, on: bool) -> Linker {
+        self.lto = on;
+        self
+    }
+
+    /// Optimisation level of the final code generation (0-4; the linker's default otherwise).
+    pub fn optimization(mut self, level: u32) -> Linker {
+        self.optimization = Some(level.min(4));
+        self
+    }
+
+    /// Device debug information (`-g`).
+    pub fn debug(mut self, on: bool) -> Linker {
+        self.debug = on;
+        self
+    }
+
+    /// Caches linked cubins under `dir/link/` instead of the default cache directory.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Linker {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Neither reads nor writes the disk cache: every [`Linker::load`] links (as cuda.core's
+    /// `Linker` does).
+    pub fn without_cache(mut self) -> Linker {
+        self.cache = false;
+        self
+    }
+
+    /// Links with `kind` instead of the one [`Linker::linker_kind`] would choose (nvJitLink for
+    /// PTX and cubins too; the driver's linker for LTO-IR fails with a clear error).
+    pub fn with_linker(mut self, kind: LinkerKind) -> Linker {
+        self.linker = Some(kind);
+        self
+    }
+
+    /// The linker this link uses: the one [`Linker::with_linker`] named, else nvJitLink for LTO
+    /// and the driver's otherwise.
+    pub fn linker_kind(&self) -> LinkerKind {
+        if let Some(k) = self.linker {
+            return k;
+        }
+        if self.lto || self.objects.iter().any(|o| o.kind == ObjectKind::LtoIr) {
+            LinkerKind::NvJitLink
+        } else {
+            LinkerKind::Driver
+        }
+    }
+
+    fn error(&self, arch: u32, cause: String) -> Error {
+        Error::Compile { origin: format!("linker `{}`", self.name), arch, cause }
+    }
+
+    /// The cache key of this link for `sm_{arch}` by the linker identified by `linker`.
+    fn key(&self, linker: &str, arch: u32) -> String {
+        let mut k = Key::new("cuda-embed run-time link v1");
+        k.field("linker", linker)
+            .field("arch", arch.to_le_bytes())
+            .field("lto", [self.lto as u8])
+            .field("debug", [self.debug as u8])
+            .field("optimization", self.optimization.map_or(-1i64, i64::from).to_le_bytes())
+            .list("kinds", self.objects.iter().map(|o| o.kind.label()))
+            .list("objects", self.objects.iter().map(|o| o.bytes.as_slice()));
+        k.finish()
+    }
+
+    /// Links for `sm_{arch}` (the driver's linker needs a current context: see [`Linker::load`]),
+    /// or takes the cubin from the disk cache. Returns the cubin and whether it was cached.
+    fn link_for(&self, arch: u32) -> Result<(Vec<u8>, bool, Option<PathBuf>)> {
+        if self.objects.is_empty() {
+            return Err(Error::Definition {
+                origin: format!("linker `{}`", self.name),
+                detail: "nothing to link: add objects with `Linker::object`".into(),
+            });
+        }
+        let kind = self.linker_kind();
+        let identity = match kind {
+            LinkerKind::Driver => format!("driver {}", driver_version()),
+            LinkerKind::NvJitLink => nvjitlink::NvJitLink::get().map_err(|e| self.error(arch, e))?.identity(),
+        };
+        let key = self.key(&identity, arch);
+        let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
+        let store = Store::new(dir, "cubin");
+        if let Some(e) = self.cache.then(|| store.read(&key)).flatten() {
+            if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
+                if !cubin.is_empty() {
+                    return Ok((cubin, true, Some(store.path(&key))));
+                }
+            }
+        }
+        let cubin = match kind {
+            LinkerKind::Driver => self.link_driver().map_err(|e| self.error(arch, e))?,
+            LinkerKind::NvJitLink => nvjitlink::NvJitLink::get()
+                .and_then(|l| l.link(arch, &self.objects, self.lto, self.optimization, self.debug))
+                .map_err(|e| self.error(arch, e))?,
+        };
+        if !self.cache {
+            return Ok((cubin, false, None));
+        }
+        let entry = Entry { blobs: vec![cubin], strings: Vec::new(), deps: Vec::new() };
+        let file = store.write_atomic(&key, &entry).ok();
+        Ok((entry.blobs.into_iter().next().unwrap_or_default(), false, file))
+    }
+
+    /// Links through the driver (`cuLink*`) for the current context's device.
+    fn link_driver(&self) -> std::result::Result<Vec<u8>, String> {
+        let mut log = vec![0u8; 16384];
+        use sys::CUjit_option::*;
+        let mut options = vec![CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values: Vec<*mut c_void> =
+            vec![log.as_mut_ptr() as *mut c_void, std::ptr::without_provenance_mut::<c_void>(log.len())];
+        if let Some(level) = self.optimization {
+            options.push(CU_JIT_OPTIMIZATION_LEVEL);
+            values.push(std::ptr::without_provenance_mut::<c_void>(level as usize));
+        }
+        if self.debug {
+            options.push(CU_JIT_GENERATE_DEBUG_INFO);
+            values.push(std::ptr::without_provenance_mut::<c_void>(1));
+        }
+        let mut state: sys::CUlinkState = std::ptr::null_mut();
+        // SAFETY: the option and value arrays have the same length and, with the log buffers,
+        // outlive the link state (destroyed below before they are dropped).
+        let r = unsafe {
+            sys::cuLinkCreate_v2(options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr(), &mut state)
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuLinkCreate failed: {}", DriverCode(r)));
+        }
+        let text = |buf: &[u8]| {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).trim().to_string()
+        };
+        let result = (|| {
+            for o in &self.objects {
+                let input = match o.kind {
+                    ObjectKind::Ptx => sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                    ObjectKind::Cubin => sys::CUjitInputType::CU_JIT_INPUT_CUBIN,
+                    ObjectKind::Fatbin => sys::CUjitInputType::CU_JIT_INPUT_FATBINARY,
+                    ObjectKind::Library => sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
+                    ObjectKind::LtoIr => {
+                        return Err(format!(
+                            "`{}` is LTO-IR, which the driver's linker cannot take (CUDA 12 removed its LTO): link it with \
+                             nvJitLink (the default for LTO-IR objects)",
+                            o.name
+                        ))
+                    }
+                };
+                let mut data = o.bytes.clone();
+                if o.kind == ObjectKind::Ptx {
+                    data.push(0);
+                }
+                let name = CString::new(o.name.as_str()).unwrap_or_default();
+                // SAFETY: a live link state; `data` holds the whole input and outlives the call
+                // (the driver copies it); a valid C string; no per-input options.
+                let r = unsafe {
+                    sys::cuLinkAddData_v2(
+                        state,
+                        input,
+                        data.as_mut_ptr() as *mut c_void,
+                        data.len(),
+                        name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                };
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    return Err(format!(
+                        "cannot add `{}` ({}): {}\n{}",
+                        o.name,
+                        o.kind.label(),
+                        DriverCode(r),
+                        text(&log)
+                    ));
+                }
+            }
+            let mut cubin: *mut c_void = std::ptr::null_mut();
+            let mut size = 0usize;
+            // SAFETY: a live link state with every input added; valid out-pointers.
+            let r = unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) };
+            if r != sys::CUresult::CUDA_SUCCESS || cubin.is_null() {
+                return Err(format!("the link failed: {}\n{}", DriverCode(r), text(&log)));
+            }
+            // SAFETY: the driver's cubin is `size` bytes, owned by the state, copied before it is destroyed.
+            Ok(unsafe { std::slice::from_raw_parts(cubin as *const u8, size) }.to_vec())
+        })();
+        // SAFETY: created above, destroyed once.
+        unsafe { sys::cuLinkDestroy(state) };
+        result
+    }
+
+    /// Links for `ctx`'s device (or takes the cubin from the disk cache) without loading it: the
+    /// linked cubin, to store or to load later ([`ObjectKind::Cubin`]).
+    pub fn link(&self, ctx: &Arc<CudaContext>) -> Result<ObjectCode> {
+        let (_, arch) = device_arch(ctx)?;
+        let (cubin, from_cache, _) = self.link_for(arch)?;
+        let mut out = ObjectCode::from_bytes(ObjectKind::Cubin, format!("{}.cubin", self.name), cubin);
+        out.symbols = self.objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect();
+        out.from_cache = from_cache;
+        Ok(out)
+    }
+
+    /// Links for `ctx`'s device (or takes the cubin from the disk cache) and loads it: a
+    /// [`ProgramModule`] whose kernels are found by name expression of any linked program,
+    /// `extern "C"` name or symbol, and checked by [`ProgramModule::kernel_checked`] against the
+    /// linked programs' sources.
+    pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<ProgramModule> {
+        let (device, arch) = device_arch(ctx)?;
+        let (cubin, from_cache, cache_file) = self.link_for(arch)?;
+        let origin = format!("linker `{}`", self.name);
+        let module = crate::module::load::load_raw(&cubin).map_err(|(code, log)| Error::Load {
+            origin: origin.clone(),
+            device,
+            device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+            arch,
+            cause: crate::module::load::with_log(code, &log),
+            fix: None,
+        })?;
+        let sources: Vec<&ObjectCode> = self.objects.iter().filter(|o| !o.source.is_empty()).collect();
+        Ok(ProgramModule {
+            inner: Arc::new(ModuleInner {
+                ctx: ctx.clone(),
+                module,
+                origin,
+                program: self.name.clone(),
+                arch,
+                names: self.objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect(),
+                param_counts: crate::module::cubin::param_counts(&cubin),
+                from_cache,
+                cache_file,
+                source: sources.iter().map(|o| o.source.as_str()).collect::<Vec<_>>().join("\n"),
+                options: sources.first().map(|o| o.options.clone()).unwrap_or_default(),
+                headers: sources.iter().flat_map(|o| o.headers.iter().cloned()).collect(),
+            }),
+        })
+    }
+}
+
+/// Binds `ctx` to this thread (the driver's linker needs a current context) and returns its
+/// device ordinal and architecture (`90` for sm_90).
+fn device_arch(ctx: &Arc<CudaContext>) -> Result<(usize, u32)> {
+    let device = ctx.ordinal();
+    bind(ctx)?;
+    let (major, minor) = ctx.compute_capability().map_err(|e| Error::Driver {
+        call: "cuDeviceGetAttribute",
+        device,
+        cause: DriverCode(e.0),
+    })?;
+    Ok((device, (major * 10 + minor) as u32))
+}
+
+fn driver_version() -> i32 {
+    static VERSION: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let mut v = 0i32;
+        // SAFETY: a valid out-pointer; works before any context exists.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut v) };
+        v
+    })
+}

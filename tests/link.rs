@@ -1,0 +1,278 @@
+//! Separate compilation: `rdc = true` (kernels that launch kernels), `link = [...]` (a
+//! `__device__` function and variable of another file) and `lto = true`. GPU tests are
+//! `#[ignore]`d (run them on a GPU machine).
+
+use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
+
+cuda_kernel!(
+    r#"
+    __global__ void child(float* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] += 1.f;
+    }
+    extern "C" __global__ void parent(float* y, int n) {
+        if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n);
+    }
+
+    __global__ void set_to(int* flag, int v) { *flag = v; }
+    // The tail launch runs after this grid completes, so it writes last; the fire-and-forget
+    // launch runs concurrently with the rest of the parent.
+    extern "C" __global__ void tail_parent(int* flag, int* other) {
+        if (threadIdx.x == 0 && blockIdx.x == 0) {
+            set_to<<<1, 1, 0, cudaStreamTailLaunch>>>(flag, 2);
+            set_to<<<1, 1, 0, cudaStreamFireAndForget>>>(other, 7);
+            *flag = 1;
+        }
+    }
+"#,
+    rdc = true,
+);
+
+mod linked {
+    cuda_embed::cuda_kernel!(file = "tests/kernels/link/main.cu", link = ["tests/kernels/link/math.cu"]);
+}
+
+mod linked_lto {
+    cuda_embed::cuda_kernel!(file = "tests/kernels/link/main.cu", link = ["tests/kernels/link/math.cu"], lto = true);
+}
+
+/// A kernel the module's source only declares and a linked file defines: the launcher launches
+/// the definition (the signature is checked against the linked file's compiled entry).
+mod declared_here {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern __device__ unsigned int calls;
+        extern "C" __global__ void add_calls(float* y, int n);
+        extern "C" __global__ void reset_calls() { calls = 0; }
+    "#,
+        link = ["tests/kernels/link/math.cu"],
+    );
+}
+
+#[test]
+fn linked_files_give_typed_launchers_and_globals() {
+    assert_eq!(declared_here::add_calls::NAME, "add_calls");
+    assert_eq!(declared_here::reset_calls::NAME, "reset_calls");
+    assert_eq!(linked::square_all::NAME, "square_all");
+    // A kernel and a `__device__` variable defined in the linked file, not the module's source.
+    assert_eq!(linked::add_calls::NAME, "add_calls");
+    assert_eq!(linked::calls.name(), "calls");
+    let _: &cuda_embed::Global<u32> = &linked::calls;
+    assert_eq!(linked_lto::poly_loop::NAME, "poly_loop");
+    assert_eq!(child::NAME, "child");
+}
+
+fn stream() -> std::sync::Arc<cuda_embed::CudaStream> {
+    cuda_embed::context(0).expect("these tests need a CUDA GPU").default_stream()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_parent_kernel_launches_its_child_on_the_gpu() {
+    let stream = stream();
+    let n = 10_000usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut y = stream.clone_htod(&xs).unwrap();
+    // SAFETY: the child grid covers exactly n elements.
+    unsafe {
+        parent::launch(
+            &stream,
+            LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 },
+            &mut y,
+            n as i32,
+        )
+        .unwrap()
+    };
+    let got = stream.clone_dtoh(&y).unwrap();
+    assert!(xs.iter().zip(&got).all(|(x, g)| *g == x + 1.0), "{:?}", &got[..8]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tail_and_fire_and_forget_launches() {
+    let stream = stream();
+    let mut flag = stream.alloc_zeros::<i32>(1).unwrap();
+    let mut other = stream.alloc_zeros::<i32>(1).unwrap();
+    // SAFETY: one thread writes one int of each buffer.
+    unsafe { tail_parent::launch(&stream, LaunchConfig::for_num_elems(1), &mut flag, &mut other).unwrap() };
+    assert_eq!(stream.clone_dtoh(&flag).unwrap(), [2], "the tail launch runs after the parent's own write");
+    assert_eq!(stream.clone_dtoh(&other).unwrap(), [7]);
+}
+
+fn cross_file(square_all: impl Fn(&cuda_embed::CudaStream, &mut cuda_embed::CudaSlice<f32>, i32), lto: bool) {
+    let stream = stream();
+    let n = 1000usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let mut y = stream.clone_htod(&xs).unwrap();
+    square_all(&stream, &mut y, n as i32);
+    let got = stream.clone_dtoh(&y).unwrap();
+    assert!(xs.iter().zip(&got).all(|(x, g)| *g == x * x), "lto {lto}: {:?}", &got[..8]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_function_of_another_file_with_and_without_lto() {
+    let cfg = LaunchConfig::for_num_elems(1000);
+    // SAFETY: n is the buffer's length.
+    cross_file(|s, y, n| unsafe { linked::square_all::launch(s, cfg, y, n).unwrap() }, false);
+    cross_file(|s, y, n| unsafe { linked_lto::square_all::launch(s, cfg, y, n).unwrap() }, true);
+    let stream = stream();
+    let x = stream.clone_htod(&[2.0f32; 64]).unwrap();
+    let mut y = stream.alloc_zeros::<f32>(64).unwrap();
+    // SAFETY: 64 elements.
+    unsafe { linked_lto::poly_loop::launch(&stream, LaunchConfig::for_num_elems(64), &x, &mut y, 64, 3).unwrap() };
+    // acc = ((0*2+.5)*2+.5)*2+.5 = 3.5
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![3.5f32; 64]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_variable_defined_in_one_file_and_used_in_another() {
+    let stream = stream();
+    linked::calls.set(&stream, 0).unwrap();
+    let n = 300usize;
+    let mut y = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    // SAFETY: n elements.
+    unsafe { linked::square_all::launch(&stream, cfg, &mut y, n as i32).unwrap() };
+    // main.cu counted the calls into math.cu's variable; the host reads it through its handle and
+    // math.cu's own kernel reads it too.
+    assert_eq!(linked::calls.get(&stream).unwrap(), n as u32);
+    // SAFETY: n elements.
+    unsafe { linked::add_calls::launch(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|v| *v == 1.0 + n as f32));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_linked_kernel_as_a_graph_node_and_timed_and_cooperative() {
+    let stream = stream();
+    let ctx = cuda_embed::context(0).unwrap();
+    let n = 512usize;
+    let y = stream.clone_htod(&vec![3.0f32; n]).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let mut g = Graph::new(&ctx).unwrap();
+    linked::square_all::node(&mut g, cfg, &y, n as i32).unwrap();
+    linked::add_calls::node(&mut g, cfg, &y, n as i32).unwrap();
+    linked::calls.set(&stream, 0).unwrap();
+    let exec = g.instantiate().unwrap();
+    // SAFETY: n elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|v| *v == 9.0 + n as f32));
+    let mut y = stream.clone_htod(&vec![2.0f32; n]).unwrap();
+    // SAFETY: n elements.
+    let ms = unsafe { linked_lto::square_all::launch_timed(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert!(ms >= 0.0);
+    // SAFETY: n elements; two blocks fit on any GPU at once.
+    unsafe { linked::square_all::launch_cooperative(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|v| *v == 16.0));
+    // The parent of the rdc module, timed: a launch from the device counts in the parent's time.
+    let mut z = stream.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: the child covers n elements.
+    unsafe { parent::launch_timed(&stream, LaunchConfig::for_num_elems(32), &mut z, n as i32).unwrap() };
+    assert!(stream.clone_dtoh(&z).unwrap().iter().all(|v| *v == 1.0));
+}
+
+/// The linked module loads on every device (lazily, one module per device); with one GPU only
+/// device 0 is checked, and the test says so.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_linked_module_on_every_device() {
+    let devices = cuda_embed::CudaContext::device_count().unwrap_or(0) as usize;
+    assert!(devices >= 1, "needs a CUDA GPU");
+    if devices < 2 {
+        eprintln!("only one GPU: the linked module is checked on device 0 alone");
+    }
+    for d in 0..devices {
+        let stream = cuda_embed::context(d).unwrap().default_stream();
+        let mut y = stream.clone_htod(&[3.0f32; 64]).unwrap();
+        // SAFETY: 64 elements.
+        unsafe { linked_lto::square_all::launch(&stream, LaunchConfig::for_num_elems(64), &mut y, 64).unwrap() };
+        assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![9.0f32; 64], "device {d}");
+    }
+}
+
+mod run_time {
+    use cuda_embed::link::{CodeKind, Linker, ObjectCode};
+    use cuda_embed::{Arg, LaunchConfig, Program};
+
+    const MAIN: &str = r#"
+        __device__ float sq(float x);
+        __global__ void child(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = sq(y[i]);
+        }
+        extern "C" __global__ void parent(float* y, int n) {
+            if (threadIdx.x == 0) child<<<(n + 127) / 128, 128>>>(y, n);
+        }
+    "#;
+    const MATH: &str = "__device__ float sq(float x) { return x * x; }\n";
+
+    fn arch(ctx: &cuda_embed::CudaContext) -> u32 {
+        let (major, minor) = ctx.compute_capability().unwrap();
+        (major * 10 + minor) as u32
+    }
+
+    fn run(module: &cuda_embed::ProgramModule, stream: &std::sync::Arc<cuda_embed::CudaStream>) -> Vec<f32> {
+        let k = module.kernel_checked("parent").unwrap();
+        let n = 1000i32;
+        let mut y = stream.clone_htod(&(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the child covers exactly n elements of y.
+        unsafe { k.launch(stream, cfg, &mut [Arg::slice_mut(&mut y), Arg::value(&n)]).unwrap() };
+        stream.clone_dtoh(&y).unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn ptx_objects_and_the_device_runtime_link_at_run_time() {
+        let ctx = cuda_embed::context(0).unwrap();
+        let stream = ctx.default_stream();
+        let cache = tempfile::tempdir().unwrap();
+        let arch = arch(&ctx);
+        let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
+        let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::Cubin, arch).unwrap();
+        let linker = Linker::new("dynamic")
+            .object(main)
+            .object(math)
+            .object(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path());
+        let module = linker.load(&ctx).unwrap();
+        assert!(!module.from_cache());
+        let got = run(&module, &stream);
+        assert!(got.iter().enumerate().all(|(i, v)| *v == (i * i) as f32), "{:?}", &got[..8]);
+        // The second link is a disk-cache hit.
+        assert!(linker.load(&ctx).unwrap().from_cache());
+        // A missing definition: the linker's log in the error.
+        let alone = Program::new(MAIN).name("main.cu").compile_to(CodeKind::Ptx, arch).unwrap();
+        let e = Linker::new("broken")
+            .object(alone)
+            .object(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path())
+            .load(&ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("linker `broken`") && e.contains("_Z2sqf"), "{e}");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn lto_ir_objects_link_through_nvjitlink() {
+        let ctx = cuda_embed::context(0).unwrap();
+        let stream = ctx.default_stream();
+        let cache = tempfile::tempdir().unwrap();
+        let arch = arch(&ctx);
+        let main = Program::new(MAIN).name("main.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
+        let math = Program::new(MATH).name("math.cu").compile_to(CodeKind::LtoIr, arch).unwrap();
+        let module = Linker::new("lto")
+            .object(main)
+            .object(math)
+            .object(ObjectCode::device_runtime().unwrap())
+            .cache_dir(cache.path())
+            .load(&ctx)
+            .unwrap();
+        let got = run(&module, &stream);
+        assert!(got.iter().enumerate().all(|(i, v)| *v == (i * i) as f32), "{:?}", &got[..8]);
+    }
+}
