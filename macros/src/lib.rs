@@ -104,3 +104,36 @@ fn literal_lines(input: TokenStream, out: &mut Vec<(String, usize)>) {
         }
     }
 }
+
+/// A kernel written as a Rust function: translated to CUDA C++ at build time and compiled,
+/// checked, embedded and launched like a `cuda_kernel!` module. See `cuda_embed::device` for what
+/// the body can call and the README's "Kernels in Rust syntax" for the supported subset.
+///
+/// ```ignore
+/// use cuda_embed::device::*;
+///
+/// #[cuda_embed::kernel]
+/// fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+///     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+///     if i < y.len() {
+///         y[i] = a * x[i] + y[i];
+///     }
+/// }
+/// // unsafe { saxpy::launch(&stream, cfg, 2.0, &x, &mut y)? };
+/// ```
+///
+/// Options: `bounds_checks = false`, `cpp = "..."` (CUDA C++ whose `__device__` functions the
+/// body calls), `include = "x.cuh"`, and the compiler options of `cuda_kernel!`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    // The function's own line: `#line` directives and error reports name it.
+    let span = item
+        .clone()
+        .into_iter()
+        .find(|t| matches!(t, proc_macro::TokenTree::Ident(i) if i.to_string() == "fn"))
+        .map(|t| t.span())
+        .unwrap_or_else(proc_macro::Span::call_site);
+    let mut site = call_site(&item);
+    site.line = span.line();
+    cuda_embed_macros_core::rust_kernel::expand(attr.into(), item.into(), site).into()
+}

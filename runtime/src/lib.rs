@@ -12,6 +12,7 @@ mod arg_impls; // KernelArg/NodeArg impls for buffers and tuples (one table for 
 pub mod args; // typed argument lists
 mod buffer; // DeviceBuffer, DeviceBufferMut
 mod cubin; // parameter counts read from a cubin
+pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and their bounds-check reports
 pub mod elementwise; // support of elementwise kernels: cached launch configuration, length checks
 pub mod elementwise_program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
 mod error; // Error, DriverCode
@@ -115,6 +116,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
+    pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};

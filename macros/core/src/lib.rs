@@ -45,6 +45,7 @@ pub mod reduction;
 pub mod reduction_gen;
 pub mod reduction_node;
 pub mod report;
+pub mod rust_kernel;
 pub use cuda_embed_build::signature;
 pub mod structs;
 pub mod types;

@@ -1,0 +1,143 @@
+//! The public module of a Rust-syntax kernel: the launchers of `cuda_kernel!` with one buffer
+//! argument per slice parameter (the launcher passes its length as the hidden `size_t`
+//! parameter), the kernel's handles re-exported from the hidden module, `check_errors` and the
+//! generated source.
+
+use super::syntax::{Attr, KernelFn};
+use super::types::Ty;
+use super::Translated;
+use crate::expand::{CallSite, Generated};
+use crate::gen::paths;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+/// The module `NAME` (and the hidden module it wraps).
+pub fn module(kernel: &KernelFn, attr: &Attr, site: &CallSite, t: &Translated, generated: &Generated) -> TokenStream {
+    let name = &kernel.name;
+    let vis = &kernel.vis;
+    let hidden = &generated.hidden;
+    let inner = format_ident!("{}", name.to_string().trim_start_matches("r#"));
+    let (stream_ty, config_ty, result) = (paths::stream(), paths::launch_config(), paths::result());
+    let (buf, buf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
+    let (cluster_dim, private) = (paths::cluster_dim(), quote!(::cuda_embed::__private));
+    let mut args = Vec::new();
+    let mut lens = Vec::new();
+    let mut pass = Vec::new();
+    let mut rows = String::new();
+    for (i, p) in kernel.params.iter().enumerate() {
+        let id = &p.name;
+        let span = p.name.span();
+        match &p.ty {
+            Ty::Scalar(s) => {
+                let ty = format_ident!("{}", s.rust(), span = span);
+                args.push(quote_spanned!(span=> #id: #ty));
+                pass.push(quote!(#id));
+                rows.push_str(&format!("| `{id}` | `{}` | `{}` |\n", s.rust(), s.rust()));
+            }
+            Ty::Slice { elem, mutable } => {
+                let ty = format_ident!("{}", elem.rust(), span = span);
+                let len = format_ident!("__len_{}", i);
+                if *mutable {
+                    args.push(quote_spanned!(span=> #id: &mut impl #buf_mut<#ty>));
+                    rows.push_str(&format!("| `{id}` | `&mut [{0}]` | `&mut CudaSlice<{0}>`, `&mut CudaViewMut<{0}>` |\n", elem.rust()));
+                } else {
+                    args.push(quote_spanned!(span=> #id: &impl #buf<#ty>));
+                    rows.push_str(&format!("| `{id}` | `&[{0}]` | `&CudaSlice<{0}>`, `&CudaView<{0}>` |\n", elem.rust()));
+                }
+                lens.push(quote!(let #len: usize = #private::DeviceSlice::len(&*#id);));
+                pass.push(quote!(#id, #len));
+            }
+            _ => unreachable!("parameters are scalars or slices"),
+        }
+    }
+    let checks = if attr.bounds_checks { "on" } else { "off (`bounds_checks = false`)" };
+    let doc = format!(
+        "The Rust-syntax kernel `{name}` (`#[cuda_embed::kernel]` at {}:{}), translated to CUDA C++ \
+         ([`CUDA_SOURCE`]) and built like a `cuda_kernel!`.\n\n\
+         | Rust argument | kernel parameter | launcher takes |\n|---|---|---|\n{rows}\n\
+         Bounds checks: {checks}.",
+        site.file, site.line
+    );
+    let user_docs = &kernel.docs;
+    let launch_doc = "Launches the kernel on `stream` with `config`; each slice's length is passed with it.\n\n\
+        # Safety\nThe grid must be what the kernel expects; with `bounds_checks = false` the kernel must \
+        stay within its slices.";
+    let variants = [
+        (quote!(launch), launch_doc.to_string(), quote!(), quote!(()), quote!()),
+        (
+            quote!(launch_timed),
+            "Like `launch`, and returns the kernel's GPU time in milliseconds.\n\n# Safety\nAs for `launch`.".into(),
+            quote!(),
+            quote!(f32),
+            quote!(),
+        ),
+        (
+            quote!(launch_cooperative),
+            "Launches cooperatively (see the `cuda_kernel!` launcher of the same name).\n\n# Safety\nAs for `launch`.".into(),
+            quote!(),
+            quote!(()),
+            quote!(),
+        ),
+        (
+            quote!(launch_cluster),
+            "Launches with thread-block clusters of shape `cluster` (sm_90 and newer).\n\n# Safety\nAs for `launch`.".into(),
+            quote!(cluster: #cluster_dim,),
+            quote!(()),
+            quote!(cluster,),
+        ),
+    ];
+    let launchers = variants.into_iter().map(|(f, fdoc, extra, ret, extra_pass)| {
+        quote! {
+            #[doc = #fdoc]
+            #[inline]
+            pub unsafe fn #f(stream: &#stream_ty, config: #config_ty, #extra #(#args),*) -> #result<#ret> {
+                #(#lens)*
+                // SAFETY: forwarded from the caller; the lengths are the buffers' own.
+                unsafe { super::#hidden::#inner::#f(stream, config, #extra_pass #(#pass),*) }
+            }
+        }
+    });
+    let file = &site.file;
+    let kname = name.to_string();
+    let check = if attr.bounds_checks {
+        quote! {
+            #private::rust_kernel::check_bounds(&super::#hidden::__ce_oob, stream, #kname, #file)
+        }
+    } else {
+        quote! {
+            let _ = stream;
+            ::core::result::Result::Ok(())
+        }
+    };
+    let source = &t.source;
+    // The body's `cuda_embed::device` functions, named once at the call site so that the user's
+    // `use cuda_embed::device::*` counts as used (and a missing one is reported at the call).
+    let uses = t.device_paths.iter().map(|p| {
+        let span = p.segments.last().map(|s| s.ident.span()).unwrap_or_else(proc_macro2::Span::call_site);
+        quote_spanned!(span=> #[allow(unused_imports)] use #p as _;)
+    });
+    let tokens = &generated.tokens;
+    quote! {
+        #tokens
+        const _: () = { #(#uses)* };
+        #(#user_docs)*
+        #[doc = #doc]
+        #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
+        #vis mod #name {
+            pub use super::#hidden::#inner::{NAME, module, function, attributes, set_max_dynamic_shared_memory, set_preferred_shared_carveout, occupancy_config};
+
+            /// The CUDA C++ this kernel was translated to (what nvcc or NVRTC compiled).
+            pub const CUDA_SOURCE: &str = #source;
+
+            #(#launchers)*
+
+            /// Waits for `stream` and reports the first out-of-range index of this kernel's
+            /// launches since the last check, as `Error::IndexOutOfBounds` (kernel, Rust
+            /// file:line, index, length), and clears it. The context stays usable: the kernel
+            /// does not trap, the offending thread returns. `Ok(())` with `bounds_checks = false`.
+            pub fn check_errors(stream: &#stream_ty) -> #result<()> {
+                #check
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The kernel as written: the attribute's options and the function's signature, read into plain
+//! data; every parameter type outside the supported subset is an error at its own span.
+
+use super::types::{Scalar, Ty};
+use crate::input::{string_list, Options};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Ident, LitStr, Token};
+
+/// What a parameter may be, for errors.
+pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, \
+    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one";
+
+/// `#[cuda_embed::kernel(...)]`'s options.
+pub struct Attr {
+    /// `bounds_checks = false` turns the index checks off (default on).
+    pub bounds_checks: bool,
+    /// `cpp = "..."`: CUDA C++ compiled before the kernel (its `__device__` functions are callable).
+    pub cpp: Option<LitStr>,
+    /// `include = "x.cuh"` or `include = ["a.cuh", "b.cuh"]`: headers included before the kernel.
+    pub includes: Vec<LitStr>,
+    /// The compiler options every kernel macro takes.
+    pub options: Options,
+}
+
+const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(float x) { ... }\"`, \
+    `include = \"header.cuh\"`";
+
+impl Parse for Attr {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut attr = Attr { bounds_checks: true, cpp: None, includes: Vec::new(), options: Options::default() };
+        while !input.is_empty() {
+            let key: Ident = input.parse().map_err(|e| {
+                syn::Error::new(e.span(), format!("expected one of {KEYS_HELP} or {}", Options::KEYS_HELP))
+            })?;
+            input
+                .parse::<Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
+            match key.to_string().as_str() {
+                "bounds_checks" => {
+                    let v: syn::LitBool = input
+                        .parse()
+                        .map_err(|e| syn::Error::new(e.span(), "`bounds_checks` takes `true` or `false`"))?;
+                    attr.bounds_checks = v.value;
+                }
+                "cpp" => {
+                    attr.cpp = Some(input.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`cpp` takes a string literal of CUDA C++ (`__device__` functions)")
+                    })?)
+                }
+                "include" => {
+                    if input.peek(syn::token::Bracket) {
+                        attr.includes.extend(string_list(input, "header (e.g. \"math.cuh\")")?);
+                    } else {
+                        attr.includes.push(input.parse().map_err(|e| {
+                            syn::Error::new(e.span(), "`include` takes a header name, e.g. `include = \"math.cuh\"`")
+                        })?);
+                    }
+                }
+                _ => {
+                    if !attr.options.parse_option(&key, input)? {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            format!("unknown option `{key}`: expected one of {KEYS_HELP} or {}", Options::KEYS_HELP),
+                        ));
+                    }
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(attr)
+    }
+}
+
+/// One parameter.
+pub struct Param {
+    /// Its name (the launcher's argument of the same name).
+    pub name: Ident,
+    /// Its type.
+    pub ty: Ty,
+}
+
+/// The kernel's signature and body.
+pub struct KernelFn {
+    /// The function's name: the generated module's.
+    pub name: Ident,
+    /// The parameters in order.
+    pub params: Vec<Param>,
+    /// The body.
+    pub body: syn::Block,
+    /// Doc comments, carried to the module.
+    pub docs: Vec<syn::Attribute>,
+    /// The function's visibility, given to the module.
+    pub vis: syn::Visibility,
+}
+
+/// Reads the function, or the first error about its signature.
+pub fn kernel_fn(item: syn::ItemFn) -> syn::Result<KernelFn> {
+    let sig = &item.sig;
+    if let Some(t) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(t, "a kernel cannot be `async`"));
+    }
+    if let Some(u) = &sig.unsafety {
+        return Err(syn::Error::new_spanned(u, "write the kernel without `unsafe`: its launcher is `unsafe` already"));
+    }
+    if let Some(g) = sig.generics.params.first() {
+        return Err(syn::Error::new_spanned(
+            g,
+            "generic Rust-syntax kernels are not supported yet: write one kernel per element type",
+        ));
+    }
+    if let syn::ReturnType::Type(_, t) = &sig.output {
+        return Err(syn::Error::new_spanned(t, "a kernel returns nothing: write results into a `&mut [T]` parameter"));
+    }
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            return Err(syn::Error::new_spanned(input, "a kernel is a free function: it takes no `self`"));
+        };
+        let name = match &*pt.pat {
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
+            other => return Err(syn::Error::new_spanned(other, "a kernel parameter is a plain name, e.g. `x: &[f32]`")),
+        };
+        params.push(Param { name, ty: param_type(&pt.ty)? });
+    }
+    let docs = item.attrs.iter().filter(|a| a.path().is_ident("doc")).cloned().collect();
+    if let Some(a) = item.attrs.iter().find(|a| !a.path().is_ident("doc")) {
+        return Err(syn::Error::new_spanned(a, "a kernel takes only doc comments as further attributes"));
+    }
+    Ok(KernelFn { name: sig.ident.clone(), params, body: *item.block, docs, vis: item.vis })
+}
+
+/// A parameter's type, or why it is not supported.
+pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
+    match ty {
+        syn::Type::Reference(r) => {
+            if let syn::Type::Slice(s) = &*r.elem {
+                let elem = match scalar_type(&s.elem) {
+                    Some(e) => e,
+                    None if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
+                        return Err(syn::Error::new_spanned(
+                            &s.elem,
+                            "a slice of slices is not supported: pass one flat `&[T]` and index it as `x[row * width + col]`",
+                        ))
+                    }
+                    None => return Err(unsupported_type(&s.elem)),
+                };
+                return Ok(Ty::Slice { elem, mutable: r.mutability.is_some() });
+            }
+            if let syn::Type::TraitObject(_) = &*r.elem {
+                return Err(unsupported_type(&r.elem));
+            }
+            if let syn::Type::Path(p) = &*r.elem {
+                if p.path.is_ident("str") {
+                    return Err(unsupported_type(&r.elem));
+                }
+            }
+            Err(syn::Error::new_spanned(
+                ty,
+                format!("a reference to one value is not supported: pass the value itself, or a slice; {PARAMS_HELP}"),
+            ))
+        }
+        _ => scalar_type(ty).map(Ty::Scalar).ok_or_else(|| unsupported_type(ty)),
+    }
+}
+
+/// A scalar type written in Rust, if `ty` is one.
+pub fn scalar_type(ty: &syn::Type) -> Option<Scalar> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => Scalar::from_name(&p.path.get_ident()?.to_string()),
+        syn::Type::Paren(p) => scalar_type(&p.elem),
+        _ => None,
+    }
+}
+
+/// The error for a type outside the subset, naming the common ones.
+pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
+    let head = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let what = match (ty, head.as_str()) {
+        (syn::Type::TraitObject(_), _) => "a trait object is not supported: kernels have no dynamic dispatch".to_string(),
+        (_, "Vec") => "`Vec` is not supported in a kernel (no heap): take a slice, `&[T]` or `&mut [T]`".to_string(),
+        (_, "String" | "str") => "strings are not supported in a kernel".to_string(),
+        (_, "Box") => "`Box` is not supported in a kernel (no heap)".to_string(),
+        _ => format!("the type `{}` is not supported in a kernel", quote::quote!(#ty).to_string().replace(' ', "")),
+    };
+    syn::Error::new(ty.span(), format!("{what}; {PARAMS_HELP}"))
+}

@@ -1,0 +1,215 @@
+//! Rust-syntax kernels (`#[cuda_embed::kernel]`): each against a CPU reference, the bounds check
+//! reported as an `Error`, a C++ `__device__` function called from Rust syntax. GPU tests are
+//! `#[ignore]`d; the CPU tests check what the macro generated.
+
+mod common;
+
+include!("kernels/rust_kernels.rs");
+
+use common::{close, data, gpu};
+use cuda_embed::{Error, LaunchConfig};
+
+/// Doubles each element; the `<=` lets the last thread index one past the end.
+#[cuda_embed::kernel]
+pub fn off_by_one(x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i <= y.len() {
+        y[i] = x[i] * 2.0;
+    }
+}
+
+/// A CUDA C++ `__device__` function called from Rust syntax.
+#[cuda_embed::kernel(cpp = "__device__ float cube(float v) { return v * v * v; }")]
+pub fn cubes(x: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let c: f32 = cube(x[i]);
+        x[i] = c;
+    }
+}
+
+/// Integer arithmetic that overflows: wraps as in Rust's release builds.
+#[cuda_embed::kernel]
+pub fn lcg(seed: i32, out: &mut [i32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < out.len() {
+        let mut h = seed ^ (i as i32);
+        for k in 0..4 {
+            h = h * 1103515245 + 12345 + k;
+        }
+        out[i] = if h < 0 { h >> 3 } else { h << 1 };
+    }
+}
+
+/// Float methods, an `if` expression, `mul_add`.
+#[cuda_embed::kernel]
+pub fn gelu(x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = x[i];
+        let t = (0.7978845608 * v.mul_add(0.044715 * v * v, v)).tanh();
+        y[i] = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
+    }
+}
+
+fn cfg(n: usize) -> LaunchConfig {
+    LaunchConfig::for_num_elems(n as u32)
+}
+
+#[test]
+fn the_generated_source_can_be_read() {
+    assert!(saxpy_rs::CUDA_SOURCE.contains("extern \"C\" __global__ void saxpy_rs(float a, const float* __restrict__ x"));
+    assert!(saxpy_checked::CUDA_SOURCE.contains("__ce_at(y, y__len, i"));
+    assert!(!saxpy_rs::CUDA_SOURCE.contains("__ce_at("));
+    assert!(cubes::CUDA_SOURCE.contains("__device__ float cube(float v)"));
+    assert!(saxpy_rs::CUDA_SOURCE.contains(&format!("#line {} \"tests/kernels/rust_kernels.rs\"", 20)));
+    assert_eq!(saxpy_rs::NAME, "saxpy_rs");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saxpy_matches_cpu_checked_and_unchecked() {
+    let stream = gpu();
+    let n = 1_000_003;
+    let xs = data(n, 1);
+    let ys = data(n, 2);
+    let x = stream.clone_htod(&xs).unwrap();
+    for checked in [true, false] {
+        let mut y = stream.clone_htod(&ys).unwrap();
+        if checked {
+            unsafe { saxpy_checked::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
+            saxpy_checked::check_errors(&stream).unwrap();
+        } else {
+            unsafe { saxpy_rs::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
+        }
+        let out = stream.clone_dtoh(&y).unwrap();
+        for i in 0..n {
+            assert_eq!(out[i], 2.0f32.mul_add(xs[i], ys[i]), "element {i} (checked: {checked})");
+        }
+    }
+    // Views, like a cuda_kernel! launcher.
+    let mut y = stream.clone_htod(&ys).unwrap();
+    let xv = x.slice(10..20);
+    let mut yv = y.slice_mut(0..10);
+    unsafe { saxpy_rs::launch(&stream, cfg(10), 1.0, &xv, &mut yv).unwrap() };
+    let out = stream.clone_dtoh(&y).unwrap();
+    assert_eq!(out[0], xs[10] + ys[0]);
+    assert_eq!(out[10], ys[10]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn reductions_match_cpu() {
+    let stream = gpu();
+    let n = (1 << 22) + 17;
+    let xs = data(n, 3);
+    let want: f64 = xs.iter().map(|&v| v as f64).sum();
+    let x = stream.clone_htod(&xs).unwrap();
+    let config = LaunchConfig { grid_dim: (264, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    for which in ["block", "warp"] {
+        let mut out = stream.clone_htod(&[0.0f32]).unwrap();
+        unsafe {
+            match which {
+                "block" => block_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
+                _ => warp_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
+            }
+        }
+        let got = stream.clone_dtoh(&out).unwrap()[0] as f64;
+        close(got, want, 1e-3, which);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stencil_and_transpose_match_cpu() {
+    let stream = gpu();
+    let (w, h) = (1000usize, 517usize);
+    let a = data(w * h, 4);
+    let da = stream.clone_htod(&a).unwrap();
+    let mut db = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    let grid = |bx: usize, by: usize| ((w.div_ceil(bx)) as u32, (h.div_ceil(by)) as u32, 1);
+    let c = LaunchConfig { grid_dim: grid(32, 8), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+    unsafe { stencil_rs::launch(&stream, c, w as u32, h as u32, &da, &mut db).unwrap() };
+    let b = stream.clone_dtoh(&db).unwrap();
+    for y in 1..h - 1 {
+        for x in 1..w - 1 {
+            let i = y * w + x;
+            let want = 0.25 * (a[i - 1] + a[i + 1] + a[i - w] + a[i + w]) - a[i];
+            assert!((b[i] - want).abs() <= 1e-6, "stencil ({x}, {y}): {} vs {want}", b[i]);
+        }
+    }
+    let c = LaunchConfig { grid_dim: grid(32, 32), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+    let mut dt = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    unsafe { transpose_rs::launch(&stream, c, w as u32, h as u32, &da, &mut dt).unwrap() };
+    let t = stream.clone_dtoh(&dt).unwrap();
+    for y in 0..h {
+        for x in 0..w {
+            assert_eq!(t[x * h + y], a[y * w + x], "transpose ({x}, {y})");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn out_of_bounds_index_is_an_error_and_the_context_stays_usable() {
+    let stream = gpu();
+    let n = 1000;
+    let x = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { off_by_one::launch(&stream, cfg(n + 1), &x, &mut y).unwrap() };
+    let e = off_by_one::check_errors(&stream).expect_err("thread 1000 indexes one past the end");
+    match &e {
+        Error::IndexOutOfBounds { kernel, location, index, len } => {
+            assert_eq!(kernel, "off_by_one");
+            assert!(location.starts_with("tests/rust_kernel.rs:"), "{location}");
+            assert_eq!((*index, *len), (1000, 1000));
+        }
+        other => panic!("expected IndexOutOfBounds, got {other}"),
+    }
+    println!("reported: {e}");
+    // Cleared after the report; the in-range elements were written; the context still works.
+    off_by_one::check_errors(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 2.0));
+    let mut z = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    unsafe { saxpy_checked::launch(&stream, cfg(n), 1.0, &x, &mut z).unwrap() };
+    saxpy_checked::check_errors(&stream).unwrap();
+    assert!(stream.clone_dtoh(&z).unwrap().iter().all(|&v| v == 2.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cpp_device_function_wrapping_integers_and_float_methods() {
+    let stream = gpu();
+    let n = 4099;
+    let xs = data(n, 5);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    unsafe { cubes::launch(&stream, cfg(n), &mut x).unwrap() };
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in 0..n {
+        assert!((got[i] - xs[i] * xs[i] * xs[i]).abs() <= 1e-6, "cube {i}");
+    }
+
+    let mut out = stream.clone_htod(&vec![0i32; n]).unwrap();
+    unsafe { lcg::launch(&stream, cfg(n), 0x1234_5678, &mut out).unwrap() };
+    lcg::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    for (i, &g) in got.iter().enumerate() {
+        let mut h = 0x1234_5678i32 ^ i as i32;
+        for k in 0..4 {
+            h = h.wrapping_mul(1103515245).wrapping_add(12345).wrapping_add(k);
+        }
+        let want = if h < 0 { h >> 3 } else { h << 1 };
+        assert_eq!(g, want, "lcg {i}");
+    }
+
+    let xd = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { gelu::launch(&stream, cfg(n), &xd, &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let v = xs[i];
+        let t = (0.7978845608f32 * v.mul_add(0.044715 * v * v, v)).tanh();
+        let want = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
+        assert!((got[i] - want).abs() <= 1e-5, "gelu {i}: {} vs {want}", got[i]);
+    }
+}
