@@ -110,7 +110,7 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, kernel, reduction_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, device, elementwise_kernel, kernel, kernels, reduction_kernel, DeviceSafe};
 /// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
 /// atomics, warp shuffles and votes.
 pub use cuda_embed_runtime::device;

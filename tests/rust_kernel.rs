@@ -213,3 +213,111 @@ fn cpp_device_function_wrapping_integers_and_float_methods() {
         assert!((got[i] - want).abs() <= 1e-5, "gelu {i}: {} vs {want}", got[i]);
     }
 }
+
+/// Kernels and the Rust device functions they call, one CUDA module.
+#[cuda_embed::kernels]
+mod gpu {
+    use cuda_embed::device::*;
+
+    /// Squared norm of the 3-vector at `x[3 * i..]`.
+    #[device]
+    fn norm2(x: &[f32], i: usize) -> f32 {
+        let a = x[3 * i];
+        let b = x[3 * i + 1];
+        let c = x[3 * i + 2];
+        a * a + b * b + c * c
+    }
+
+    #[device]
+    fn clamp01(v: f32) -> f32 {
+        if v < 0.0 {
+            return 0.0;
+        }
+        v.min(1.0)
+    }
+
+    /// `out[i]` = the clamped squared norm of vector `i` of `x`.
+    #[kernel]
+    pub fn norms(x: &[f32], out: &mut [f32]) {
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        if i < out.len() {
+            out[i] = clamp01(norm2(x, i));
+        }
+    }
+}
+
+/// Compiled by NVRTC at run time (no build-time compiler).
+#[cuda_embed::kernel(compiler = "nvrtc")]
+pub fn saxpy_runtime_nvrtc(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// Compiled by libnvrtc at build time.
+#[cuda_embed::kernel(compiler = "nvrtc-build")]
+pub fn saxpy_build_nvrtc(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_functions_and_their_bounds_checks() {
+    let stream = gpu();
+    let n = 3001;
+    let xs = data(3 * n, 6);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut out = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { gpu::norms::launch(&stream, cfg(n), &x, &mut out).unwrap() };
+    gpu::norms::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    for i in 0..n {
+        let (a, b, c) = (xs[3 * i], xs[3 * i + 1], xs[3 * i + 2]);
+        let want = (a * a + b * b + c * c).min(1.0);
+        assert!((got[i] - want).abs() <= 1e-6, "norm {i}: {} vs {want}", got[i]);
+    }
+    // One element short: the last vector's third component is out of range, inside `norm2`.
+    let short = x.slice(0..3 * n - 1);
+    unsafe { gpu::norms::launch(&stream, cfg(n), &short, &mut out).unwrap() };
+    let e = gpu::norms::check_errors(&stream).expect_err("x[3 * 3000 + 2] is out of range");
+    println!("reported: {e}");
+    match e {
+        Error::IndexOutOfBounds { index, len, .. } => assert_eq!((index, len), (3 * n as u64 - 1, 3 * n as u64 - 1)),
+        other => panic!("expected IndexOutOfBounds, got {other}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nvrtc_paths_match_cpu() {
+    let stream = gpu();
+    let n = 10_007;
+    let xs = data(n, 7);
+    let ys = data(n, 8);
+    let x = stream.clone_htod(&xs).unwrap();
+    for build in [false, true] {
+        let mut y = stream.clone_htod(&ys).unwrap();
+        unsafe {
+            if build {
+                saxpy_build_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
+            } else {
+                saxpy_runtime_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
+            }
+        }
+        let got = stream.clone_dtoh(&y).unwrap();
+        for i in 0..n {
+            assert_eq!(got[i], 3.0f32.mul_add(xs[i], ys[i]), "element {i} (build-time NVRTC: {build})");
+        }
+    }
+}
+
+#[test]
+fn each_compiler_path_was_taken() {
+    assert!(matches!(saxpy_runtime_nvrtc::module().build_info(), cuda_embed::BuildPath::Nvrtc { .. }));
+    assert!(matches!(saxpy_build_nvrtc::module().build_info(), cuda_embed::BuildPath::NvrtcBuild { .. }));
+    assert!(gpu::norms::CUDA_SOURCE.contains("static __device__ __forceinline__ float norm2(const float* x, size_t x__len, size_t i, bool& __ce_bad, unsigned long long* __ce_slot)"));
+}

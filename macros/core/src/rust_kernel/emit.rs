@@ -17,13 +17,31 @@ use syn::{BinOp, Expr, Lit, Stmt, UnOp};
 
 type Result<T> = syn::Result<T>;
 
-/// What the body may call besides `cuda_embed::device`: C++ functions given with `cpp`/`include`.
-#[derive(Clone, Copy)]
+/// How a function is translated and what its body may call.
+#[derive(Clone)]
 pub struct Settings {
     /// Index checks on.
     pub bounds_checks: bool,
     /// `cpp = "..."` or `include = ...` was given: unknown functions are C++ ones.
     pub cpp_functions: bool,
+    /// The `#[device]` functions of the same `#[cuda_embed::kernels]` module.
+    pub device_fns: Vec<DeviceSig>,
+    /// `Some(return type)` for a device function (`Ty::Unit` for none), `None` for a kernel.
+    pub returns: Option<Ty>,
+    /// The `__device__` slot the bounds check records into: `__ce_oob_NAME` in a kernel, the
+    /// `__ce_slot` parameter in a device function.
+    pub slot: String,
+}
+
+/// A `#[device]` function's signature, for the calls to it.
+#[derive(Clone)]
+pub struct DeviceSig {
+    /// Its name.
+    pub name: String,
+    /// Its parameter types.
+    pub params: Vec<Ty>,
+    /// Its return type (`Ty::Unit` for none).
+    pub ret: Ty,
 }
 
 /// The translated body.
@@ -68,10 +86,10 @@ const SYNTAX_HELP: &str = "a kernel body supports `let`/`let mut`, arithmetic, b
     functions of `cuda_embed::device`";
 
 /// Translates `f`'s body. Runs the walk until the types of literal-bound locals settle.
-pub fn body(f: &KernelFn, file: &str, settings: Settings) -> Result<Body> {
+pub fn body(f: &KernelFn, file: &str, settings: &Settings) -> Result<Body> {
     let mut hints: HashMap<usize, Scalar> = HashMap::new();
     for _ in 0..6 {
-        let mut e = Emitter::new(f, file, settings, hints.clone());
+        let mut e = Emitter::new(f, file, settings.clone(), hints.clone());
         e.function_body(&f.body)?;
         let before = hints.len();
         for (k, v) in e.learned {
@@ -81,7 +99,7 @@ pub fn body(f: &KernelFn, file: &str, settings: Settings) -> Result<Body> {
             return Ok(Body { code: e.out, device_paths: e.device_paths.into_values().collect() });
         }
     }
-    let mut e = Emitter::new(f, file, settings, hints);
+    let mut e = Emitter::new(f, file, settings.clone(), hints);
     e.function_body(&f.body)?;
     Ok(Body { code: e.out, device_paths: e.device_paths.into_values().collect() })
 }
@@ -179,18 +197,41 @@ impl<'a> Emitter<'a> {
 
     fn bounds_boundary(&mut self) {
         if self.indexed && self.settings.bounds_checks {
-            self.push("if (__ce_bad) return;");
+            let text = format!("if (__ce_bad) {}", self.early_return());
+            self.push(&text);
         }
         self.indexed = false;
     }
 
     // ---- statements -------------------------------------------------------------------------
 
-    fn function_body(&mut self, block: &syn::Block) -> Result<()> {
-        if self.settings.bounds_checks {
-            self.push("bool __ce_bad = false;");
+    /// `return;` in a kernel, `return T();` in a device function returning `T`.
+    fn early_return(&self) -> String {
+        match &self.settings.returns {
+            Some(t) if *t != Ty::Unit => format!("return {}();", t.cpp()),
+            _ => "return;".to_string(),
         }
-        self.stmts(&block.stmts, None).map(drop)
+    }
+
+    fn function_body(&mut self, block: &syn::Block) -> Result<()> {
+        match self.settings.returns.clone() {
+            None => {
+                if self.settings.bounds_checks {
+                    self.push("bool __ce_bad = false;");
+                }
+                self.stmts(&block.stmts, None).map(drop)
+            }
+            Some(Ty::Unit) => self.stmts(&block.stmts, None).map(drop),
+            Some(t) => {
+                let tail = self.stmts(&block.stmts, Some(("return", t.scalar())))?;
+                match tail {
+                    Some(got) if unify(&got, &t).is_some() => Ok(()),
+                    Some(got) => err(block.brace_token.span.join(), format!("mismatched types: the function returns `{t}`, found `{got}`")),
+                    None if ends_in_return(block) => Ok(()),
+                    None => err(block.brace_token.span.join(), format!("the function returns `{t}`: end it with a value or `return`")),
+                }
+            }
+        }
     }
 
     /// Statements; with `target`, the tail expression is assigned to it.
@@ -205,7 +246,10 @@ impl<'a> Emitter<'a> {
                         self.line_of(e.span());
                         let v = self.expr(e, want)?;
                         if v.ty != Ty::Never {
-                            let text = format!("{t} = {};", v.code);
+                            let text = if t == "return" { format!("return {};", v.code) } else { format!("{t} = {};", v.code) };
+                            self.push(&text);
+                        } else {
+                            let text = format!("{};", v.code);
                             self.push(&text);
                         }
                         self.bounds_boundary();
@@ -413,7 +457,8 @@ impl<'a> Emitter<'a> {
     fn indexed_guard(&mut self) {
         if self.indexed && self.settings.bounds_checks {
             self.indent += 1;
-            self.push("if (__ce_bad) return;");
+            let text = format!("if (__ce_bad) {}", self.early_return());
+            self.push(&text);
             self.indent -= 1;
         }
         self.indexed = false;
@@ -614,12 +659,18 @@ impl<'a> Emitter<'a> {
                 }
                 Ok(Val::new("continue", Ty::Never))
             }
-            Expr::Return(r) => {
-                if let Some(v) = &r.expr {
-                    return err(v, "a kernel returns nothing: write results into a `&mut [T]` parameter");
+            Expr::Return(r) => match (&r.expr, self.settings.returns.clone()) {
+                (Some(v), None) => err(v, "a kernel returns nothing: write results into a `&mut [T]` parameter"),
+                (Some(v), Some(t)) => {
+                    let val = self.expr(v, t.scalar())?;
+                    if unify(&val.ty, &t).is_none() {
+                        return err(v, format!("mismatched types: the function returns `{t}`, found `{}`", val.ty));
+                    }
+                    Ok(Val::new(format!("return {}", val.code), Ty::Never))
                 }
-                Ok(Val::new("return", Ty::Never))
-            }
+                (None, Some(t)) if t != Ty::Unit => err(r, format!("the function returns `{t}`: `return value`")),
+                (None, _) => Ok(Val::new("return", Ty::Never)),
+            },
             Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) => {
                 self.expr_stmt(e)?;
                 Ok(Val::new("", Ty::Unit))
@@ -1007,7 +1058,10 @@ impl<'a> Emitter<'a> {
         }
         self.indexed = true;
         let line = i.bracket_token.span.open().start().line;
-        Ok(Val::new(format!("__ce_at({}, {len}, {}, __ce_bad, {line}u)", base.code, idx.code), Ty::Scalar(elem)))
+        Ok(Val::new(
+            format!("__ce_at({}, {len}, {}, __ce_bad, {line}u, {})", base.code, idx.code, self.settings.slot),
+            Ty::Scalar(elem),
+        ))
     }
 
     fn method(&mut self, m: &syn::ExprMethodCall, want: Option<Scalar>) -> Result<Val> {
@@ -1201,6 +1255,11 @@ impl<'a> Emitter<'a> {
             3 => segs[0] == "cuda_embed" && segs[1] == "device",
             _ => false,
         };
+        if segs.len() == 1 {
+            if let Some(sig) = self.settings.device_fns.iter().find(|d| d.name == last).cloned() {
+                return self.device_call(c, &sig);
+            }
+        }
         let device = prefix_ok && is_device_fn(&last);
         if !device {
             if p.path.segments.len() == 1 && self.settings.cpp_functions && self.lookup(&last).is_none() {
@@ -1259,6 +1318,38 @@ impl<'a> Emitter<'a> {
             a if a.starts_with("atomic_") => self.atomic(c, a),
             _ => err(c, format!("`{last}` is not supported here; {DEVICE_HELP}")),
         }
+    }
+
+    /// A call to a `#[device]` function of the same module (slices pass pointer and length; with
+    /// bounds checks, the failure flag and the caller's slot too).
+    fn device_call(&mut self, c: &syn::ExprCall, sig: &DeviceSig) -> Result<Val> {
+        if c.args.len() != sig.params.len() {
+            return err(c, format!("`{}` takes {} argument(s), found {}", sig.name, sig.params.len(), c.args.len()));
+        }
+        let mut args = Vec::new();
+        for (a, p) in c.args.iter().zip(&sig.params) {
+            match p {
+                Ty::Slice { elem, mutable } => {
+                    let v = self.expr(a, None)?;
+                    match &v.ty {
+                        Ty::Slice { elem: e, mutable: m } if e == elem && (*m || !mutable) => {
+                            args.push(format!("{0}, {0}__len", v.code));
+                        }
+                        t => return err(a, format!("mismatched types: expected `{p}`, found `{t}`")),
+                    }
+                }
+                _ => {
+                    let s = p.scalar().unwrap_or(Scalar::I32);
+                    args.push(self.typed_arg(a, s)?);
+                }
+            }
+        }
+        if self.settings.bounds_checks {
+            args.push("__ce_bad".into());
+            args.push(self.settings.slot.clone());
+            self.indexed = true;
+        }
+        Ok(Val::new(format!("{}({})", sig.name, args.join(", ")), sig.ret.clone()))
     }
 
     fn atomic(&mut self, c: &syn::ExprCall, name: &str) -> Result<Val> {
@@ -1604,6 +1695,11 @@ fn arith(s: Scalar, ty: &Ty, op: &BinOp, l: &str, r: &str) -> String {
 /// Plain expressions, safe to evaluate in either arm of a `?:`.
 fn is_pure(e: &Expr) -> bool {
     !matches!(e, Expr::Block(_) | Expr::If(_) | Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Return(_) | Expr::Break(_) | Expr::Continue(_))
+}
+
+/// Whether the block's last statement is a `return`.
+fn ends_in_return(b: &syn::Block) -> bool {
+    matches!(b.stmts.last(), Some(Stmt::Expr(Expr::Return(_), _)))
 }
 
 fn expr_text(e: &Expr) -> String {

@@ -3,19 +3,28 @@
 //! parameter), the kernel's handles re-exported from the hidden module, `check_errors` and the
 //! generated source.
 
-use super::syntax::{Attr, KernelFn};
+use super::syntax::KernelFn;
 use super::types::Ty;
-use super::Translated;
-use crate::expand::{CallSite, Generated};
+use crate::expand::CallSite;
 use crate::gen::paths;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-/// The module `NAME` (and the hidden module it wraps).
-pub fn module(kernel: &KernelFn, attr: &Attr, site: &CallSite, t: &Translated, generated: &Generated) -> TokenStream {
+/// The `use` items naming the body's `cuda_embed::device` functions at the call site, so that
+/// the user's `use cuda_embed::device::*` counts as used (and a missing one is reported at the
+/// call).
+pub fn device_uses(paths: &[syn::Path]) -> TokenStream {
+    let uses = paths.iter().map(|p| {
+        let span = p.segments.last().map(|s| s.ident.span()).unwrap_or_else(proc_macro2::Span::call_site);
+        quote_spanned!(span=> #[allow(unused_imports)] use #p as _;)
+    });
+    quote!(const _: () = { #(#uses)* };)
+}
+
+/// The module `NAME` wrapping kernel `NAME` of the hidden module `hidden`.
+pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &str, hidden: &syn::Ident) -> TokenStream {
     let name = &kernel.name;
     let vis = &kernel.vis;
-    let hidden = &generated.hidden;
     let inner = format_ident!("{}", name.to_string().trim_start_matches("r#"));
     let (stream_ty, config_ty, result) = (paths::stream(), paths::launch_config(), paths::result());
     let (buf, buf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
@@ -50,7 +59,7 @@ pub fn module(kernel: &KernelFn, attr: &Attr, site: &CallSite, t: &Translated, g
             _ => unreachable!("parameters are scalars or slices"),
         }
     }
-    let checks = if attr.bounds_checks { "on" } else { "off (`bounds_checks = false`)" };
+    let checks = if bounds_checks { "on" } else { "off (`bounds_checks = false`)" };
     let doc = format!(
         "The Rust-syntax kernel `{name}` (`#[cuda_embed::kernel]` at {}:{}), translated to CUDA C++ \
          ([`CUDA_SOURCE`]) and built like a `cuda_kernel!`.\n\n\
@@ -99,9 +108,10 @@ pub fn module(kernel: &KernelFn, attr: &Attr, site: &CallSite, t: &Translated, g
     });
     let file = &site.file;
     let kname = name.to_string();
-    let check = if attr.bounds_checks {
+    let slot = format_ident!("__ce_oob_{}", inner);
+    let check = if bounds_checks {
         quote! {
-            #private::rust_kernel::check_bounds(&super::#hidden::__ce_oob, stream, #kname, #file)
+            #private::rust_kernel::check_bounds(&super::#hidden::#slot, stream, #kname, #file)
         }
     } else {
         quote! {
@@ -109,17 +119,7 @@ pub fn module(kernel: &KernelFn, attr: &Attr, site: &CallSite, t: &Translated, g
             ::core::result::Result::Ok(())
         }
     };
-    let source = &t.source;
-    // The body's `cuda_embed::device` functions, named once at the call site so that the user's
-    // `use cuda_embed::device::*` counts as used (and a missing one is reported at the call).
-    let uses = t.device_paths.iter().map(|p| {
-        let span = p.segments.last().map(|s| s.ident.span()).unwrap_or_else(proc_macro2::Span::call_site);
-        quote_spanned!(span=> #[allow(unused_imports)] use #p as _;)
-    });
-    let tokens = &generated.tokens;
     quote! {
-        #tokens
-        const _: () = { #(#uses)* };
         #(#user_docs)*
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]

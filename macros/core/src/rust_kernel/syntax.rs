@@ -94,10 +94,17 @@ pub struct KernelFn {
     pub docs: Vec<syn::Attribute>,
     /// The function's visibility, given to the module.
     pub vis: syn::Visibility,
+    /// The return type: `Ty::Unit` for a kernel; a scalar or `Ty::Unit` for a device function.
+    pub ret: Ty,
 }
 
-/// Reads the function, or the first error about its signature.
+/// Reads the kernel, or the first error about its signature.
 pub fn kernel_fn(item: syn::ItemFn) -> syn::Result<KernelFn> {
+    function(item, false)
+}
+
+/// Reads a kernel (`device == false`) or a `#[device]` function, which may return a scalar.
+pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
     let sig = &item.sig;
     if let Some(t) = &sig.asyncness {
         return Err(syn::Error::new_spanned(t, "a kernel cannot be `async`"));
@@ -111,9 +118,15 @@ pub fn kernel_fn(item: syn::ItemFn) -> syn::Result<KernelFn> {
             "generic Rust-syntax kernels are not supported yet: write one kernel per element type",
         ));
     }
-    if let syn::ReturnType::Type(_, t) = &sig.output {
-        return Err(syn::Error::new_spanned(t, "a kernel returns nothing: write results into a `&mut [T]` parameter"));
-    }
+    let ret = match (&sig.output, device) {
+        (syn::ReturnType::Default, _) => Ty::Unit,
+        (syn::ReturnType::Type(_, t), false) => {
+            return Err(syn::Error::new_spanned(t, "a kernel returns nothing: write results into a `&mut [T]` parameter"))
+        }
+        (syn::ReturnType::Type(_, t), true) => Ty::Scalar(scalar_type(t).ok_or_else(|| {
+            syn::Error::new_spanned(t, "a device function returns a scalar (`f32`, `u32`, `bool`, ...) or nothing")
+        })?),
+    };
     let mut params = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
@@ -129,7 +142,7 @@ pub fn kernel_fn(item: syn::ItemFn) -> syn::Result<KernelFn> {
     if let Some(a) = item.attrs.iter().find(|a| !a.path().is_ident("doc")) {
         return Err(syn::Error::new_spanned(a, "a kernel takes only doc comments as further attributes"));
     }
-    Ok(KernelFn { name: sig.ident.clone(), params, body: *item.block, docs, vis: item.vis })
+    Ok(KernelFn { name: sig.ident.clone(), params, body: *item.block, docs, vis: item.vis, ret })
 }
 
 /// A parameter's type, or why it is not supported.

@@ -279,3 +279,44 @@ fn unknown_options_are_errors() {
     let e = syn::parse_str::<Attr>("bounds_checks = 1").err().expect("not a bool");
     assert!(e.to_string().contains("`bounds_checks` takes `true` or `false`"), "{e}");
 }
+
+#[test]
+fn device_functions_in_a_module() {
+    let m: syn::ItemMod = syn::parse_str(
+        r#"
+mod gpu {
+    #[device]
+    fn norm2(x: &[f32], i: usize) -> f32 {
+        let a = x[3 * i];
+        if a > 1.0 {
+            return a;
+        }
+        a * a
+    }
+    #[kernel]
+    fn norms(x: &[f32], out: &mut [f32]) {
+        let i = thread_idx().x as usize;
+        out[i] = norm2(x, i);
+    }
+}"#,
+    )
+    .unwrap();
+    let items = m.content.unwrap().1;
+    let mut fns = items.into_iter().filter_map(|i| match i {
+        syn::Item::Fn(mut f) => {
+            let device = f.attrs[0].path().is_ident("device");
+            f.attrs.clear();
+            Some(super::syntax::function(f, device).unwrap())
+        }
+        _ => None,
+    });
+    let (d, k) = (fns.next().unwrap(), fns.next().unwrap());
+    let attr: Attr = syn::parse_str("").unwrap();
+    let got = super::translate_module(&attr, &[k], &[d], "src/gpu.rs", 1).unwrap().source;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots/device_functions.cu.snap");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    assert_eq!(got, std::fs::read_to_string(&path).unwrap(), "run with UPDATE_SNAPSHOTS=1 and review the diff");
+}
