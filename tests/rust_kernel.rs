@@ -321,3 +321,28 @@ fn each_compiler_path_was_taken() {
     assert!(matches!(saxpy_build_nvrtc::module().build_info(), cuda_embed::BuildPath::NvrtcBuild { .. }));
     assert!(gpu::norms::CUDA_SOURCE.contains("static __device__ __forceinline__ float norm2(const float* x, size_t x__len, size_t i, bool& __ce_bad, unsigned long long* __ce_slot)"));
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rust_kernels_as_graph_nodes() {
+    let stream = gpu();
+    let ctx = stream.context().clone();
+    let n = 5000;
+    let xs = data(n, 9);
+    let x = stream.clone_htod(&xs).unwrap();
+    let y = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut g = cuda_embed::Graph::new(&ctx).unwrap();
+    let a = saxpy_rs::node(&mut g, cfg(n), 2.0, &x, &y).unwrap();
+    let b = saxpy_checked::node(&mut g, cfg(n), 1.0, &x, &y).unwrap();
+    assert_eq!(g.edges(), vec![(*a, *b)], "the second node writes what the first wrote");
+    let exec = g.instantiate().unwrap();
+    // SAFETY: both kernels check their index against the slices' lengths.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    saxpy_checked::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let want = 1.0f32.mul_add(xs[i], 2.0f32.mul_add(xs[i], 1.0));
+        assert_eq!(got[i], want, "element {i}");
+    }
+}

@@ -30,6 +30,8 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
     let (buf, buf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (cluster_dim, private) = (paths::cluster_dim(), quote!(::cuda_embed::__private));
     let mut args = Vec::new();
+    let mut node_args = Vec::new();
+    let mut sig = Vec::new();
     let mut lens = Vec::new();
     let mut pass = Vec::new();
     let mut rows = String::new();
@@ -40,16 +42,25 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
             Ty::Scalar(s) => {
                 let ty = format_ident!("{}", s.rust(), span = span);
                 args.push(quote_spanned!(span=> #id: #ty));
+                node_args.push(quote_spanned!(span=> #id: #ty));
+                sig.push(quote!(#ty));
                 pass.push(quote!(#id));
                 rows.push_str(&format!("| `{id}` | `{}` | `{}` |\n", s.rust(), s.rust()));
             }
             Ty::Slice { elem, mutable } => {
                 let ty = format_ident!("{}", elem.rust(), span = span);
                 let len = format_ident!("__len_{}", i);
+                let usize_ty = quote!(usize);
                 if *mutable {
+                    node_args.push(quote_spanned!(span=> #id: &'__g (impl #buf<#ty> + #buf_mut<#ty>)));
+                    sig.push(paths::marker("Out", Some(quote!(#ty))));
+                    sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &mut impl #buf_mut<#ty>));
                     rows.push_str(&format!("| `{id}` | `&mut [{0}]` | `&mut CudaSlice<{0}>`, `&mut CudaViewMut<{0}>` |\n", elem.rust()));
                 } else {
+                    node_args.push(quote_spanned!(span=> #id: &'__g impl #buf<#ty>));
+                    sig.push(paths::marker("In", Some(quote!(#ty))));
+                    sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &impl #buf<#ty>));
                     rows.push_str(&format!("| `{id}` | `&[{0}]` | `&CudaSlice<{0}>`, `&CudaView<{0}>` |\n", elem.rust()));
                 }
@@ -106,6 +117,24 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
             }
         }
     });
+    let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
+    let sig_ty = quote!((#(#sig,)*));
+    let graph_fns = quote! {
+        /// Adds a node launching this kernel to `graph`: the arguments as `launch` takes them,
+        /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
+        /// kernel writes. The dependencies are inferred from what it reads and writes.
+        pub fn node<'__g>(graph: &mut #graph<'__g>, config: #config_ty, #(#node_args),*) -> #result<#knode<#sig_ty>> {
+            #(#lens)*
+            super::#hidden::#inner::node(graph, config, #(#pass),*)
+        }
+
+        /// Changes the configuration and arguments of `node` (made by `node`) in the
+        /// instantiated graph `exec`.
+        pub fn update<'__g>(exec: &mut #exec<'__g>, node: &#knode<#sig_ty>, config: #config_ty, #(#node_args),*) -> #result<()> {
+            #(#lens)*
+            super::#hidden::#inner::update(exec, node, config, #(#pass),*)
+        }
+    };
     let file = &site.file;
     let kname = name.to_string();
     let slot = format_ident!("__ce_oob_{}", inner);
@@ -130,6 +159,8 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
             pub const CUDA_SOURCE: &str = #source;
 
             #(#launchers)*
+
+            #graph_fns
 
             /// Waits for `stream` and reports the first out-of-range index of this kernel's
             /// launches since the last check, as `Error::IndexOutOfBounds` (kernel, Rust
