@@ -346,3 +346,39 @@ fn rust_kernels_as_graph_nodes() {
         assert_eq!(got[i], want, "element {i}");
     }
 }
+
+/// A generic kernel, built for the listed types.
+#[cuda_embed::kernel(instances = ["f32", "f64"])]
+pub fn axpby<T>(a: T, x: &[T], b: T, y: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + b * y[i] + (1.0 as T).sqrt();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generic_kernel_over_f32_and_f64() {
+    let stream = gpu();
+    let n = 7777;
+    let xs = data(n, 10);
+    let ys = data(n, 11);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&ys).unwrap();
+    unsafe { axpby::launch::<f32>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
+    axpby::check_errors::<f32>(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let want = 2.0 * xs[i] + 0.5 * ys[i] + 1.0;
+        assert!((got[i] - want).abs() <= 1e-6, "f32 {i}");
+    }
+    let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let yd: Vec<f64> = ys.iter().map(|&v| v as f64).collect();
+    let x = stream.clone_htod(&xd).unwrap();
+    let mut y = stream.clone_htod(&yd).unwrap();
+    unsafe { axpby::launch::<f64>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], 2.0 * xd[i] + 0.5 * yd[i] + 1.0, "f64 {i}");
+    }
+}

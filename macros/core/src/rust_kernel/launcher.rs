@@ -22,7 +22,8 @@ pub fn device_uses(paths: &[syn::Path]) -> TokenStream {
 }
 
 /// The module `NAME` wrapping kernel `NAME` of the hidden module `hidden`.
-pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &str, hidden: &syn::Ident) -> TokenStream {
+/// `hidden` is the path to the hidden module from inside the generated one (`super::__cuda_embed_..`).
+pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &str, hidden: &TokenStream) -> TokenStream {
     let name = &kernel.name;
     let vis = &kernel.vis;
     let inner = format_ident!("{}", name.to_string().trim_start_matches("r#"));
@@ -113,7 +114,7 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
             pub unsafe fn #f(stream: &#stream_ty, config: #config_ty, #extra #(#args),*) -> #result<#ret> {
                 #(#lens)*
                 // SAFETY: forwarded from the caller; the lengths are the buffers' own.
-                unsafe { super::#hidden::#inner::#f(stream, config, #extra_pass #(#pass),*) }
+                unsafe { #hidden::#inner::#f(stream, config, #extra_pass #(#pass),*) }
             }
         }
     });
@@ -125,14 +126,14 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
         /// kernel writes. The dependencies are inferred from what it reads and writes.
         pub fn node<'__g>(graph: &mut #graph<'__g>, config: #config_ty, #(#node_args),*) -> #result<#knode<#sig_ty>> {
             #(#lens)*
-            super::#hidden::#inner::node(graph, config, #(#pass),*)
+            #hidden::#inner::node(graph, config, #(#pass),*)
         }
 
         /// Changes the configuration and arguments of `node` (made by `node`) in the
         /// instantiated graph `exec`.
         pub fn update<'__g>(exec: &mut #exec<'__g>, node: &#knode<#sig_ty>, config: #config_ty, #(#node_args),*) -> #result<()> {
             #(#lens)*
-            super::#hidden::#inner::update(exec, node, config, #(#pass),*)
+            #hidden::#inner::update(exec, node, config, #(#pass),*)
         }
     };
     let file = &site.file;
@@ -140,7 +141,7 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
     let slot = format_ident!("__ce_oob_{}", inner);
     let check = if bounds_checks {
         quote! {
-            #private::rust_kernel::check_bounds(&super::#hidden::#slot, stream, #kname, #file)
+            #private::rust_kernel::check_bounds(&#hidden::#slot, stream, #kname, #file)
         }
     } else {
         quote! {
@@ -153,7 +154,7 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
         #vis mod #name {
-            pub use super::#hidden::#inner::{NAME, module, function, attributes, set_max_dynamic_shared_memory, set_preferred_shared_carveout, occupancy_config};
+            pub use #hidden::#inner::{NAME, module, function, attributes, set_max_dynamic_shared_memory, set_preferred_shared_carveout, occupancy_config};
 
             /// The CUDA C++ this kernel was translated to (what nvcc or NVRTC compiled).
             pub const CUDA_SOURCE: &str = #source;

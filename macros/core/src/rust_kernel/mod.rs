@@ -12,6 +12,7 @@
 //! those of `cuda_kernel!`.
 
 pub mod emit;
+pub mod generic;
 pub mod launcher;
 pub mod syntax;
 pub mod types;
@@ -41,6 +42,16 @@ pub fn expand(attr: TokenStream, item: TokenStream, site: CallSite) -> TokenStre
                 .to_compile_error()
         }
     };
+    if !func.sig.generics.params.is_empty() || !attr.instances.is_empty() {
+        let (name, vis) = (func.sig.ident.clone(), func.vis.clone());
+        return match generic::expand(&attr, &func, &site) {
+            Ok(ts) => ts,
+            Err(e) => {
+                let err = e.to_compile_error();
+                quote! { #err #[allow(non_snake_case, dead_code)] #vis mod #name {} }
+            }
+        };
+    }
     let kernel = match syntax::kernel_fn(func) {
         Ok(k) => k,
         Err(e) => return with_fallback(e, &item),
@@ -215,7 +226,8 @@ fn expand_kernel(attr: &Attr, kernel: &KernelFn, site: &CallSite) -> syn::Result
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
     let uses = launcher::device_uses(&translated.device_paths);
-    let wrapper = launcher::module(kernel, attr.bounds_checks, site, &translated.source, &generated.hidden);
+    let hidden = &generated.hidden;
+    let wrapper = launcher::module(kernel, attr.bounds_checks, site, &translated.source, &quote!(super::#hidden));
     Ok(quote! { #tokens #uses #wrapper })
 }
 
@@ -283,8 +295,9 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
     let uses = launcher::device_uses(&translated.device_paths);
-    let wrappers =
-        kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &generated.hidden));
+    let hidden = &generated.hidden;
+    let hidden = quote!(super::#hidden);
+    let wrappers = kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden));
     let (attrs, vis, ident) = (&m.attrs, &m.vis, &m.ident);
     Ok(quote! {
         #(#attrs)*

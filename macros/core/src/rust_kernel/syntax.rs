@@ -19,16 +19,19 @@ pub struct Attr {
     pub cpp: Option<LitStr>,
     /// `include = "x.cuh"` or `include = ["a.cuh", "b.cuh"]`: headers included before the kernel.
     pub includes: Vec<LitStr>,
+    /// `instances = ["f32", "f64"]`: the types a generic kernel `fn k<T>(...)` is built for.
+    pub instances: Vec<LitStr>,
     /// The compiler options every kernel macro takes.
     pub options: Options,
 }
 
 const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(float x) { ... }\"`, \
-    `include = \"header.cuh\"`";
+    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]`";
 
 impl Parse for Attr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut attr = Attr { bounds_checks: true, cpp: None, includes: Vec::new(), options: Options::default() };
+        let mut attr =
+            Attr { bounds_checks: true, cpp: None, includes: Vec::new(), instances: Vec::new(), options: Options::default() };
         while !input.is_empty() {
             let key: Ident = input.parse().map_err(|e| {
                 syn::Error::new(e.span(), format!("expected one of {KEYS_HELP} or {}", Options::KEYS_HELP))
@@ -48,6 +51,7 @@ impl Parse for Attr {
                         syn::Error::new(e.span(), "`cpp` takes a string literal of CUDA C++ (`__device__` functions)")
                     })?)
                 }
+                "instances" => attr.instances.extend(string_list(input, "instance (a scalar type, e.g. \"f32\")")?),
                 "include" => {
                     if input.peek(syn::token::Bracket) {
                         attr.includes.extend(string_list(input, "header (e.g. \"math.cuh\")")?);
@@ -115,7 +119,8 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
     if let Some(g) = sig.generics.params.first() {
         return Err(syn::Error::new_spanned(
             g,
-            "generic Rust-syntax kernels are not supported yet: write one kernel per element type",
+            "a generic kernel has one type parameter and lists its instances: \
+             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`",
         ));
     }
     let ret = match (&sig.output, device) {
@@ -202,4 +207,56 @@ pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
         _ => format!("the type `{}` is not supported in a kernel", quote::quote!(#ty).to_string().replace(' ', "")),
     };
     syn::Error::new(ty.span(), format!("{what}; {PARAMS_HELP}"))
+}
+
+/// One instance of a generic kernel `fn k<T>(...)`: the function with `T` replaced by the
+/// scalar `ty` everywhere and named `k__ty`, with the type parameter's name.
+pub fn instance(item: &syn::ItemFn, ty: &LitStr) -> syn::Result<(syn::ItemFn, Ident, Scalar)> {
+    let generics = &item.sig.generics;
+    let param = match (generics.params.len(), generics.params.first()) {
+        (1, Some(syn::GenericParam::Type(t))) => t.ident.clone(),
+        _ => {
+            return Err(syn::Error::new_spanned(
+                generics,
+                "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
+            ))
+        }
+    };
+    let scalar = Scalar::from_name(&ty.value()).filter(|s| *s != Scalar::Bool).ok_or_else(|| {
+        syn::Error::new_spanned(ty, format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()))
+    })?;
+    let mut f = item.clone();
+    f.sig.generics = syn::Generics::default();
+    let tokens = replace_ident(quote::quote!(#f), &param, scalar.rust());
+    let mut f: syn::ItemFn = syn::parse2(tokens)?;
+    f.sig.ident = quote::format_ident!("{}__{}", item.sig.ident, scalar.rust(), span = item.sig.ident.span());
+    Ok((f, param, scalar))
+}
+
+fn replace_ident(tokens: proc_macro2::TokenStream, from: &Ident, to: &str) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(i) if i == *from => TokenTree::Ident(Ident::new(to, i.span())),
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                n.set_span(g.span());
+                TokenTree::Group(n)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// Whether `ty` names the type parameter `param`.
+pub fn mentions(ty: &syn::Type, param: &Ident) -> bool {
+    fn walk(ts: proc_macro2::TokenStream, p: &Ident) -> bool {
+        ts.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == *p,
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), p),
+            _ => false,
+        })
+    }
+    walk(quote::quote!(#ty), param)
 }
