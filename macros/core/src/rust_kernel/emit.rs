@@ -10,7 +10,7 @@
 
 use super::syntax::{scalar_type, KernelFn};
 use super::types::{unify, Scalar, Ty};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Lit, Stmt, UnOp};
@@ -48,9 +48,6 @@ pub struct DeviceSig {
 pub struct Body {
     /// The C++ statements (inside the kernel's braces).
     pub code: String,
-    /// The `cuda_embed::device` functions the body calls, as the user wrote their paths (for
-    /// the generated `use` check at the call site).
-    pub device_paths: Vec<syn::Path>,
 }
 
 /// A value: its C++ text, its type, and the local it reads (for literal-typed locals).
@@ -96,12 +93,12 @@ pub fn body(f: &KernelFn, file: &str, settings: &Settings) -> Result<Body> {
             hints.entry(k).or_insert(v);
         }
         if hints.len() == before {
-            return Ok(Body { code: e.out, device_paths: e.device_paths.into_values().collect() });
+            return Ok(Body { code: e.out });
         }
     }
     let mut e = Emitter::new(f, file, settings.clone(), hints);
     e.function_body(&f.body)?;
-    Ok(Body { code: e.out, device_paths: e.device_paths.into_values().collect() })
+    Ok(Body { code: e.out })
 }
 
 struct Emitter<'a> {
@@ -119,7 +116,6 @@ struct Emitter<'a> {
     /// A bounds-checked index was written since the last statement boundary.
     indexed: bool,
     loops: usize,
-    device_paths: BTreeMap<String, syn::Path>,
 }
 
 fn err<T>(span: impl Spanned, msg: impl std::fmt::Display) -> Result<T> {
@@ -141,7 +137,6 @@ impl<'a> Emitter<'a> {
             line: 0,
             indexed: false,
             loops: 0,
-            device_paths: BTreeMap::new(),
         };
         for p in &f.params {
             let name = p.name.to_string();
@@ -324,7 +319,6 @@ impl<'a> Emitter<'a> {
             if annotated.is_some() {
                 return err(l, "a shared array takes its type from `shared::<T, N>()`: drop the annotation");
             }
-            self.note_device_path(&init.expr);
             let var = self.declare(&name, Ty::Shared { elem, len }, true);
             let text = format!("__shared__ {} {}[{len}];", elem.cpp(), var.cpp);
             self.push(&text);
@@ -1230,19 +1224,6 @@ impl<'a> Emitter<'a> {
         args.iter().map(|a| self.expr(a, want).map(|v| v.code)).collect()
     }
 
-    fn note_device_path(&mut self, e: &Expr) {
-        if let Expr::Call(c) = e {
-            if let Expr::Path(p) = &*c.func {
-                let mut path = p.path.clone();
-                if let Some(last) = path.segments.last_mut() {
-                    last.arguments = syn::PathArguments::None;
-                }
-                let key = quote::quote!(#path).to_string();
-                self.device_paths.entry(key).or_insert(path);
-            }
-        }
-    }
-
     fn call(&mut self, c: &syn::ExprCall, want: Option<Scalar>) -> Result<Val> {
         let Expr::Path(p) = &*c.func else {
             return err(&c.func, "only named functions can be called in a kernel");
@@ -1276,7 +1257,6 @@ impl<'a> Emitter<'a> {
             };
             return err(&c.func, format!("the function `{}` is not supported in a kernel: {DEVICE_HELP}{extra}", expr_text(&c.func)));
         }
-        self.note_device_path(&Expr::Call(c.clone()));
         let n = c.args.len();
         let want_args = |k: usize| -> Result<()> {
             if n != k {
@@ -1409,7 +1389,7 @@ impl<'a> Emitter<'a> {
 }
 
 /// Whether `name` is a function of `cuda_embed::device`.
-fn is_device_fn(name: &str) -> bool {
+pub fn is_device_fn(name: &str) -> bool {
     matches!(
         name,
         "thread_idx"

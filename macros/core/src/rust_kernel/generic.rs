@@ -119,7 +119,6 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
         }
     });
     let (vis, docs) = (&func.vis, func.attrs.iter().filter(|a| a.path().is_ident("doc")));
-    let uses = launcher::device_uses(&translated.device_paths);
     let source = &translated.source;
     let tokens = &generated.tokens;
     let doc = format!(
@@ -131,7 +130,6 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
     );
     Ok(quote! {
         #tokens
-        #uses
         #(#docs)*
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]

@@ -10,18 +10,46 @@ use crate::gen::paths;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-/// The `use` items naming the body's `cuda_embed::device` functions at the call site, so that
-/// the user's `use cuda_embed::device::*` counts as used (and a missing one is reported at the
-/// call).
-pub fn device_uses(paths: &[syn::Path]) -> TokenStream {
-    let uses = paths.iter().map(|p| {
-        let span = p.segments.last().map(|s| s.ident.span()).unwrap_or_else(proc_macro2::Span::call_site);
-        quote_spanned!(span=> #[allow(unused_imports)] use #p as _;)
-    });
-    quote!(const _: () = { #(#uses)* };)
+/// Each `cuda_embed::device` function the tokens call by its bare name, named once in a `const`
+/// at the call site: the user's `use cuda_embed::device::*` then counts as used (the body itself
+/// never reaches rustc), and a missing import is rustc's own "cannot find function" at the call,
+/// with its suggestion of the `use`.
+pub fn device_uses(tokens: &TokenStream) -> TokenStream {
+    fn scan(tokens: TokenStream, seen: &mut Vec<String>, out: &mut Vec<TokenStream>) {
+        let mut after_colons = false;
+        for t in tokens {
+            match &t {
+                proc_macro2::TokenTree::Ident(i) => {
+                    let name = i.to_string();
+                    if !after_colons && super::emit::is_device_fn(&name) && !seen.contains(&name) {
+                        seen.push(name.clone());
+                        let generics = match name.as_str() {
+                            "shared" => quote!(::<u8, 1>),
+                            n if n.starts_with("atomic_") || n.starts_with("shfl") => quote!(::<u32>),
+                            _ => quote!(),
+                        };
+                        let id = i.clone();
+                        out.push(quote_spanned!(i.span()=> let _ = #id #generics;));
+                    }
+                    after_colons = false;
+                }
+                proc_macro2::TokenTree::Punct(p) => after_colons = p.as_char() == ':',
+                proc_macro2::TokenTree::Group(g) => {
+                    after_colons = false;
+                    scan(g.stream(), seen, out);
+                }
+                proc_macro2::TokenTree::Literal(_) => after_colons = false,
+            }
+        }
+    }
+    let (mut seen, mut out) = (Vec::new(), Vec::new());
+    scan(tokens.clone(), &mut seen, &mut out);
+    if out.is_empty() {
+        return quote!();
+    }
+    quote!(#[allow(unused)] const _: () = { #(#out)* };)
 }
 
-/// The module `NAME` wrapping kernel `NAME` of the hidden module `hidden`.
 /// `hidden` is the path to the hidden module from inside the generated one (`super::__cuda_embed_..`).
 pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &str, hidden: &TokenStream) -> TokenStream {
     let name = &kernel.name;

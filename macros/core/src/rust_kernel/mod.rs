@@ -31,6 +31,12 @@ use types::Ty;
 
 /// Expands `#[cuda_embed::kernel(attr)] item`. `site` is the function's file and line.
 pub fn expand(attr: TokenStream, item: TokenStream, site: CallSite) -> TokenStream {
+    let uses = launcher::device_uses(&item);
+    let out = expand_fn(attr, item, site);
+    quote!(#uses #out)
+}
+
+fn expand_fn(attr: TokenStream, item: TokenStream, site: CallSite) -> TokenStream {
     let attr: Attr = match syn::parse2(attr) {
         Ok(a) => a,
         Err(e) => return with_fallback(e, &item),
@@ -83,8 +89,6 @@ fn with_fallback(e: syn::Error, item: &TokenStream) -> TokenStream {
 pub struct Translated {
     /// The CUDA C++ source (helpers, user C++, device functions, `extern "C" __global__` kernels).
     pub source: String,
-    /// The `cuda_embed::device` paths the bodies use.
-    pub device_paths: Vec<syn::Path>,
 }
 
 /// Translates one kernel to CUDA C++.
@@ -164,11 +168,9 @@ pub fn translate_module(
             let _ = writeln!(src, "__device__ unsigned long long __ce_oob_{}[3];", k.name);
         }
     }
-    let mut device_paths = Vec::new();
     for d in devices {
         let s = emit::Settings { returns: Some(d.ret.clone()), slot: "__ce_slot".into(), ..settings.clone() };
         let body = emit::body(d, file, &s)?;
-        device_paths.extend(body.device_paths);
         let l = d.name.span().start().line;
         if l != 0 {
             let _ = writeln!(src, "#line {l} \"{file_fwd}\"");
@@ -186,16 +188,13 @@ pub fn translate_module(
     for k in kernels {
         let s = emit::Settings { slot: format!("__ce_oob_{}", k.name), ..settings.clone() };
         let body = emit::body(k, file, &s)?;
-        device_paths.extend(body.device_paths);
         let l = k.name.span().start().line;
         let _ = writeln!(src, "#line {} \"{file_fwd}\"", if l != 0 { l } else { line });
         let _ = writeln!(src, "extern \"C\" __global__ void {}({}) {{", k.name, cpp_params(k, false));
         src.push_str(&body.code);
         src.push_str("}\n");
     }
-    let mut seen = std::collections::BTreeSet::new();
-    device_paths.retain(|p| seen.insert(quote!(#p).to_string()));
-    Ok(Translated { source: src, device_paths })
+    Ok(Translated { source: src })
 }
 
 /// Helpers every translated kernel may use.
@@ -225,18 +224,30 @@ fn expand_kernel(attr: &Attr, kernel: &KernelFn, site: &CallSite) -> syn::Result
     let lit = LitStr::new(&translated.source, kernel.name.span());
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
-    let uses = launcher::device_uses(&translated.device_paths);
     let hidden = &generated.hidden;
     let wrapper = launcher::module(kernel, attr.bounds_checks, site, &translated.source, &quote!(super::#hidden));
-    Ok(quote! { #tokens #uses #wrapper })
+    Ok(quote! { #tokens #wrapper })
 }
 
 /// Expands `#[cuda_embed::kernels(attr)] mod m { ... }`: its `#[kernel]` and `#[device]`
 /// functions become one CUDA module (kernels call the device functions); other items stay.
 pub fn expand_module(attr: TokenStream, item: TokenStream, site: CallSite) -> TokenStream {
-    match expand_module_inner(attr, item, &site) {
+    match expand_module_inner(attr, item.clone(), &site) {
         Ok(ts) => ts,
-        Err(e) => e.to_compile_error(),
+        Err(e) => {
+            // The module, emptied of its functions' bodies, so its `use`s and other items stay.
+            let err = e.to_compile_error();
+            match syn::parse2::<syn::ItemMod>(item) {
+                Ok(m) => {
+                    let (attrs, vis, ident) = (&m.attrs, &m.vis, &m.ident);
+                    let items = m.content.map(|c| c.1).unwrap_or_default();
+                    let uses = launcher::device_uses(&quote!(#(#items)*));
+                    let kept = items.iter().filter(|i| !matches!(i, syn::Item::Fn(f) if marker(f).is_some()));
+                    quote! { #err #(#attrs)* #vis mod #ident { #(#kept)* #uses } }
+                }
+                Err(_) => err,
+            }
+        }
     }
 }
 
@@ -294,7 +305,8 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let lit = LitStr::new(&translated.source, m.ident.span());
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
-    let uses = launcher::device_uses(&translated.device_paths);
+    let fns = kernels.iter().chain(&devices).map(|k| &k.body);
+    let uses = launcher::device_uses(&quote!(#(#fns)*));
     let hidden = &generated.hidden;
     let hidden = quote!(super::#hidden);
     let wrappers = kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden));

@@ -252,7 +252,7 @@ fn unsupported_syntax_is_an_error_saying_what_is_supported() {
         ("fn k(x: &mut [f32]) { let v = vec![1.0]; }", "the macro `vec!` is not supported"),
         ("fn k(x: &mut [f32]) { match 1 { _ => {} } }", "`match` is not supported"),
         ("fn k(x: &mut [f32]) -> f32 { 1.0 }", "a kernel returns nothing"),
-        ("fn k<T>(x: &mut [T]) {}", "generic Rust-syntax kernels are not supported yet"),
+        ("fn k<T>(x: &mut [T]) {}", "lists its instances"),
         ("fn k(x: &f32) {}", "a reference to one value is not supported"),
         ("fn k(x: &mut [f32]) { x[0] = x.len() as f32 + x[0].frobnicate(); }", "the method `frobnicate` is not supported on `f32`"),
     ];
