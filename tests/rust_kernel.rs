@@ -382,3 +382,41 @@ fn generic_kernel_over_f32_and_f64() {
         assert_eq!(got[i], 2.0 * xd[i] + 0.5 * yd[i] + 1.0, "f64 {i}");
     }
 }
+
+/// A struct passed by value: declared in C++ (`cpp`) and in Rust (`DeviceSafe`), checked
+/// against each other by the pipeline.
+#[repr(C)]
+#[derive(Clone, Copy, cuda_embed::DeviceSafe)]
+pub struct Affine {
+    pub scale: f32,
+    pub shift: f32,
+    pub n: u32,
+}
+
+#[cuda_embed::kernel(cpp = "struct Affine { float scale; float shift; unsigned int n; };")]
+pub fn affine(p: Affine, x: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    let n: u32 = p.n;
+    if i < x.len() && (i as u32) < n {
+        let s: f32 = p.scale;
+        let t: f32 = p.shift;
+        x[i] = x[i].mul_add(s, t);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn struct_parameter_by_value() {
+    let stream = gpu();
+    let n = 3000;
+    let xs = data(n, 12);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    let p = Affine { scale: 3.0, shift: -1.0, n: 2000 };
+    unsafe { affine::launch(&stream, cfg(n), p, &mut x).unwrap() };
+    affine::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in 0..n {
+        let want = if i < 2000 { xs[i].mul_add(3.0, -1.0) } else { xs[i] };
+        assert_eq!(got[i], want, "element {i}");
+    }
+}

@@ -345,6 +345,7 @@ impl<'a> Emitter<'a> {
             }
             (None, Ty::Unit | Ty::Never) => return err(&init.expr, "this expression has no value to bind"),
             (None, Ty::Dim3) => Ty::Dim3,
+            (None, Ty::Struct(n)) => Ty::Struct(n.clone()),
             (None, t) => match (t.is_literal(), want) {
                 (true, Some(s)) => Ty::Scalar(s),
                 _ => t.clone(),
@@ -614,6 +615,7 @@ impl<'a> Emitter<'a> {
                 };
                 match (&v.ty, member.as_str()) {
                     (Ty::Dim3, "x" | "y" | "z") => Ok(Val::new(format!("{}.{member}", v.code), Ty::Scalar(Scalar::U32))),
+                    (Ty::Struct(_) | Ty::Opaque, _) => Ok(Val::new(format!("{}.{member}", v.code), Ty::Opaque)),
                     (t, _) => err(&f.member, format!("no field `{member}` on `{t}`: only `.x`, `.y`, `.z` of `thread_idx()` and friends")),
                 }
             }

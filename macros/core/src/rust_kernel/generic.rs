@@ -46,7 +46,7 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
     let hidden = &generated.hidden;
     let inner_path = quote!(super::super::#hidden);
     let instance_mods = kernels.iter().map(|k| {
-        let m = launcher::module(k, attr.bounds_checks, site, &translated.source, &inner_path);
+        let m = launcher::module(k, attr.bounds_checks, site, &translated.source, &inner_path, &quote!(super::super));
         quote!(#[doc(hidden)] #m)
     });
     // Which parameters are generic (their type names `T`), from the function as written.
@@ -79,6 +79,10 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
                         } else {
                             quote!(#id: &impl #buf<#ty>)
                         }
+                    }
+                    Ty::Struct(n) => {
+                        let ty = format_ident!("{}", n);
+                        quote!(#id: super::#ty)
                     }
                     _ => quote!(),
                 }

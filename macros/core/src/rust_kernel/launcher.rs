@@ -51,7 +51,15 @@ pub fn device_uses(tokens: &TokenStream) -> TokenStream {
 }
 
 /// `hidden` is the path to the hidden module from inside the generated one (`super::__cuda_embed_..`).
-pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &str, hidden: &TokenStream) -> TokenStream {
+/// `scope` is the path to the user's scope (where struct parameter types are named).
+pub fn module(
+    kernel: &KernelFn,
+    bounds_checks: bool,
+    site: &CallSite,
+    source: &str,
+    hidden: &TokenStream,
+    scope: &TokenStream,
+) -> TokenStream {
     let name = &kernel.name;
     let vis = &kernel.vis;
     let inner = format_ident!("{}", name.to_string().trim_start_matches("r#"));
@@ -96,7 +104,15 @@ pub fn module(kernel: &KernelFn, bounds_checks: bool, site: &CallSite, source: &
                 lens.push(quote!(let #len: usize = #private::DeviceSlice::len(&*#id);));
                 pass.push(quote!(#id, #len));
             }
-            _ => unreachable!("parameters are scalars or slices"),
+            Ty::Struct(n) => {
+                let ty = format_ident!("{}", n, span = span);
+                args.push(quote_spanned!(span=> #id: #scope::#ty));
+                node_args.push(quote_spanned!(span=> #id: #scope::#ty));
+                sig.push(quote!(#scope::#ty));
+                pass.push(quote!(#id));
+                rows.push_str(&format!("| `{id}` | `{n}` | `{n}` (by value) |\n"));
+            }
+            _ => unreachable!("parameters are scalars, slices or structs"),
         }
     }
     let checks = if bounds_checks { "on" } else { "off (`bounds_checks = false`)" };

@@ -225,7 +225,8 @@ fn expand_kernel(attr: &Attr, kernel: &KernelFn, site: &CallSite) -> syn::Result
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
     let hidden = &generated.hidden;
-    let wrapper = launcher::module(kernel, attr.bounds_checks, site, &translated.source, &quote!(super::#hidden));
+    let wrapper =
+        launcher::module(kernel, attr.bounds_checks, site, &translated.source, &quote!(super::#hidden), &quote!(super));
     Ok(quote! { #tokens #wrapper })
 }
 
@@ -309,7 +310,8 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let uses = launcher::device_uses(&quote!(#(#fns)*));
     let hidden = &generated.hidden;
     let hidden = quote!(super::#hidden);
-    let wrappers = kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden));
+    let wrappers =
+        kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden, &quote!(super)));
     let (attrs, vis, ident) = (&m.attrs, &m.vis, &m.ident);
     Ok(quote! {
         #(#attrs)*

@@ -9,7 +9,8 @@ use syn::{Ident, LitStr, Token};
 
 /// What a parameter may be, for errors.
 pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, \
-    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one";
+    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one, or a `DeviceSafe` \
+    struct by value declared in C++ with `cpp`/`include`";
 
 /// `#[cuda_embed::kernel(...)]`'s options.
 pub struct Attr {
@@ -180,8 +181,21 @@ pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
                 format!("a reference to one value is not supported: pass the value itself, or a slice; {PARAMS_HELP}"),
             ))
         }
-        _ => scalar_type(ty).map(Ty::Scalar).ok_or_else(|| unsupported_type(ty)),
+        _ => match (scalar_type(ty), struct_name(ty)) {
+            (Some(s), _) => Ok(Ty::Scalar(s)),
+            (None, Some(name)) => Ok(Ty::Struct(name)),
+            _ => Err(unsupported_type(ty)),
+        },
     }
+}
+
+/// A struct passed by value: a plain capitalised name other than the heap and string types
+/// (its C++ declaration comes from `cpp`/`include`, its Rust one derives `DeviceSafe`).
+fn struct_name(ty: &syn::Type) -> Option<String> {
+    let syn::Type::Path(p) = ty else { return None };
+    let id = p.path.get_ident()?.to_string();
+    let capital = id.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    (capital && !["Vec", "String", "Box", "Rc", "Arc", "Option", "Self"].contains(&id.as_str())).then_some(id)
 }
 
 /// A scalar type written in Rust, if `ty` is one.

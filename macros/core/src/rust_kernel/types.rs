@@ -151,6 +151,9 @@ pub enum Ty {
     },
     /// `thread_idx()` and friends: `.x`, `.y`, `.z` (each `u32`).
     Dim3,
+    /// A `DeviceSafe` struct passed by value, declared in C++ by the same name (`cpp`/`include`):
+    /// its fields read as C++ values.
+    Struct(String),
     /// An integer literal not yet tied to a type (`i32` if nothing ties it).
     IntLit,
     /// A float literal not yet tied to a type (`f64` if nothing ties it).
@@ -180,6 +183,7 @@ impl Ty {
             Ty::Scalar(s) => s.cpp().to_string(),
             Ty::IntLit => "int".into(),
             Ty::FloatLit => "double".into(),
+            Ty::Struct(n) => n.clone(),
             _ => "auto".into(),
         }
     }
@@ -198,6 +202,7 @@ impl fmt::Display for Ty {
             Ty::Slice { elem, mutable: true } => write!(f, "&mut [{}]", elem.rust()),
             Ty::Shared { elem, len } => write!(f, "shared [{}; {len}]", elem.rust()),
             Ty::Dim3 => write!(f, "Dim3"),
+            Ty::Struct(n) => write!(f, "{n}"),
             Ty::IntLit => write!(f, "{{integer}}"),
             Ty::FloatLit => write!(f, "{{float}}"),
             Ty::Opaque => write!(f, "(C++ value)"),
