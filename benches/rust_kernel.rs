@@ -116,7 +116,18 @@ fn run() -> cuda_embed::Result<()> {
     );
 
     // Reductions over the same 2^28 f32.
-    let rcfg = LaunchConfig { grid_dim: (ctx.attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32 * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let rcfg = LaunchConfig {
+        grid_dim: (
+            ctx.attribute(
+                cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )? as u32
+                * 8,
+            1,
+            1,
+        ),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
     let mut out_rs = stream.clone_htod(&[0.0f32])?;
     let mut out_cpp = stream.clone_htod(&[0.0f32])?;
     let (rs, cpp) = pair(

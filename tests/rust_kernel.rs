@@ -47,7 +47,7 @@ pub fn gelu(x: &[f32], y: &mut [f32]) {
     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
     if i < x.len() {
         let v = x[i];
-        let t = (0.7978845608 * v.mul_add(0.044715 * v * v, v)).tanh();
+        let t = (0.797_884_6 * v.mul_add(0.044715 * v * v, v)).tanh();
         y[i] = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
     }
 }
@@ -58,7 +58,9 @@ fn cfg(n: usize) -> LaunchConfig {
 
 #[test]
 fn the_generated_source_can_be_read() {
-    assert!(saxpy_rs::CUDA_SOURCE.contains("extern \"C\" __global__ void saxpy_rs(float a, const float* __restrict__ x"));
+    assert!(
+        saxpy_rs::CUDA_SOURCE.contains("extern \"C\" __global__ void saxpy_rs(float a, const float* __restrict__ x")
+    );
     assert!(saxpy_checked::CUDA_SOURCE.contains("__ce_at(y, y__len, i"));
     assert!(!saxpy_rs::CUDA_SOURCE.contains("__ce_at("));
     assert!(cubes::CUDA_SOURCE.contains("__device__ float cube(float v)"));
@@ -208,7 +210,7 @@ fn cpp_device_function_wrapping_integers_and_float_methods() {
     let got = stream.clone_dtoh(&y).unwrap();
     for i in 0..n {
         let v = xs[i];
-        let t = (0.7978845608f32 * v.mul_add(0.044715 * v * v, v)).tanh();
+        let t = (0.797_884_6_f32 * v.mul_add(0.044715 * v * v, v)).tanh();
         let want = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
         assert!((got[i] - want).abs() <= 1e-5, "gelu {i}: {} vs {want}", got[i]);
     }

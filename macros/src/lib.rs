@@ -180,7 +180,8 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn device(_attr: TokenStream, item: TokenStream) -> TokenStream {
     let span = item.clone().into_iter().next().map(|t| t.span()).unwrap_or_else(proc_macro::Span::call_site);
-    let msg = "a `#[device]` function goes inside a `#[cuda_embed::kernels] mod` together with the kernels that call it";
+    let msg =
+        "a `#[device]` function goes inside a `#[cuda_embed::kernels] mod` together with the kernels that call it";
     let err: TokenStream = format!("compile_error!({msg:?});").parse().unwrap_or_default();
     err.into_iter()
         .map(|mut t| {

@@ -221,9 +221,15 @@ impl<'a> Emitter<'a> {
                 let tail = self.stmts(&block.stmts, Some(("return", t.scalar())))?;
                 match tail {
                     Some(got) if unify(&got, &t).is_some() => Ok(()),
-                    Some(got) => err(block.brace_token.span.join(), format!("mismatched types: the function returns `{t}`, found `{got}`")),
+                    Some(got) => err(
+                        block.brace_token.span.join(),
+                        format!("mismatched types: the function returns `{t}`, found `{got}`"),
+                    ),
                     None if ends_in_return(block) => Ok(()),
-                    None => err(block.brace_token.span.join(), format!("the function returns `{t}`: end it with a value or `return`")),
+                    None => err(
+                        block.brace_token.span.join(),
+                        format!("the function returns `{t}`: end it with a value or `return`"),
+                    ),
                 }
             }
         }
@@ -241,7 +247,11 @@ impl<'a> Emitter<'a> {
                         self.line_of(e.span());
                         let v = self.expr(e, want)?;
                         if v.ty != Ty::Never {
-                            let text = if t == "return" { format!("return {};", v.code) } else { format!("{t} = {};", v.code) };
+                            let text = if t == "return" {
+                                format!("return {};", v.code)
+                            } else {
+                                format!("{t} = {};", v.code)
+                            };
                             self.push(&text);
                         } else {
                             let text = format!("{};", v.code);
@@ -298,7 +308,9 @@ impl<'a> Emitter<'a> {
                 }
                 other => return err(other, "a `let` binds one name, e.g. `let x: f32 = ...`"),
             },
-            syn::Pat::Tuple(t) => return err(t, "tuple patterns are not supported yet: bind each value with its own `let`"),
+            syn::Pat::Tuple(t) => {
+                return err(t, "tuple patterns are not supported yet: bind each value with its own `let`")
+            }
             other => return err(other, "a `let` binds one name, e.g. `let mut acc = 0.0f32`"),
         };
         let name = ident.to_string();
@@ -480,7 +492,9 @@ impl<'a> Emitter<'a> {
             return err(label, "loop labels are not supported: use a flag and `break`");
         }
         let (name, mutable) = match &*f.pat {
-            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.to_string(), p.mutability.is_some()),
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                (p.ident.to_string(), p.mutability.is_some())
+            }
             syn::Pat::Wild(_) => ("_".to_string(), false),
             other => return err(other, "a `for` loop binds one name: `for i in 0..n`"),
         };
@@ -518,7 +532,10 @@ impl<'a> Emitter<'a> {
         let mut ty = unify(&a.ty, &b.ty)
             .filter(|t| t.scalar().is_some_and(Scalar::is_int) || *t == Ty::Opaque)
             .ok_or_else(|| {
-                syn::Error::new(r.span(), format!("a `for` range is over integers of one type, found `{}` and `{}`", a.ty, b.ty))
+                syn::Error::new(
+                    r.span(),
+                    format!("a `for` range is over integers of one type, found `{}` and `{}`", a.ty, b.ty),
+                )
             })?;
         if ty.is_literal() {
             if let Some(h) = hint {
@@ -719,7 +736,12 @@ impl<'a> Emitter<'a> {
         let decl = match (&ty, want) {
             (t, Some(s)) if t.is_literal() => s.cpp().to_string(),
             (Ty::Dim3, _) => "dim3".to_string(),
-            (Ty::Opaque, _) => return err(tails[0].1.span(), "the value of a C++ call cannot come out of a block: bind it with a typed `let` first"),
+            (Ty::Opaque, _) => {
+                return err(
+                    tails[0].1.span(),
+                    "the value of a C++ call cannot come out of a block: bind it with a typed `let` first",
+                )
+            }
             (t, _) => t.cpp(),
         };
         let text = format!("{decl} {t};");
@@ -744,7 +766,10 @@ impl<'a> Emitter<'a> {
                 };
                 let (mut a, mut b) = (self.expr(x, want)?, self.expr(y, want)?);
                 let ty = unify(&a.ty, &b.ty).ok_or_else(|| {
-                    syn::Error::new(i.span(), format!("`if` and `else` have incompatible types: `{}` and `{}`", a.ty, b.ty))
+                    syn::Error::new(
+                        i.span(),
+                        format!("`if` and `else` have incompatible types: `{}` and `{}`", a.ty, b.ty),
+                    )
                 })?;
                 if let Some(s) = ty.scalar().filter(|_| !ty.is_literal()) {
                     if a.ty.is_literal() {
@@ -799,8 +824,12 @@ impl<'a> Emitter<'a> {
         if let Some(id) = p.path.get_ident() {
             let name = id.to_string();
             return match self.lookup(&name) {
-                Some(v) => Ok(Val { code: v.cpp.clone(), ty: v.ty.clone(), var: Some(v.id).filter(|_| v.ty.is_literal()) }),
-                None => err(id, format!("cannot find `{name}` in this kernel: kernels see their parameters and locals")),
+                Some(v) => {
+                    Ok(Val { code: v.cpp.clone(), ty: v.ty.clone(), var: Some(v.id).filter(|_| v.ty.is_literal()) })
+                }
+                None => {
+                    err(id, format!("cannot find `{name}` in this kernel: kernels see their parameters and locals"))
+                }
             };
         }
         // `f32::MAX`, `u32::MAX`, `core::f32::consts::PI`.
@@ -945,7 +974,9 @@ impl<'a> Emitter<'a> {
                     _ => err(u, format!("cannot apply `!` to `{}`", v.ty)),
                 }
             }
-            UnOp::Deref(_) => err(u, "dereferencing is not supported: kernels have no references besides slice parameters"),
+            UnOp::Deref(_) => {
+                err(u, "dereferencing is not supported: kernels have no references besides slice parameters")
+            }
             _ => err(u, "this operator is not supported"),
         }
     }
@@ -968,7 +999,8 @@ impl<'a> Emitter<'a> {
             (Some(op), Some(s)) => {
                 let o = binop(&op);
                 let plain = s.is_float() && !matches!(op, BinOp::Rem(_))
-                    || matches!(s, Scalar::U32 | Scalar::U64 | Scalar::Usize) && !matches!(op, BinOp::Shl(_) | BinOp::Shr(_))
+                    || matches!(s, Scalar::U32 | Scalar::U64 | Scalar::Usize)
+                        && !matches!(op, BinOp::Shl(_) | BinOp::Shr(_))
                     || ty.is_literal();
                 if plain {
                     format!("{} {o}= {}", target.code, r.code)
@@ -977,9 +1009,19 @@ impl<'a> Emitter<'a> {
                 } else if matches!(op, BinOp::Shl(_) | BinOp::Shr(_)) {
                     let mask = s.bits() - 1;
                     if matches!(op, BinOp::Shl(_)) && s.is_signed_int() {
-                        format!("{0} = ({1})(({2})({0}) << (({3}) & {mask}))", target.code, s.cpp(), s.unsigned_cpp(), r.code)
+                        format!(
+                            "{0} = ({1})(({2})({0}) << (({3}) & {mask}))",
+                            target.code,
+                            s.cpp(),
+                            s.unsigned_cpp(),
+                            r.code
+                        )
                     } else {
-                        format!("{0} = {1}", target.code, narrow(s, format!("({} {o} (({}) & {mask}))", target.code, r.code)))
+                        format!(
+                            "{0} = {1}",
+                            target.code,
+                            narrow(s, format!("({} {o} (({}) & {mask}))", target.code, r.code))
+                        )
                     }
                 } else if s.is_float() {
                     let f = if s == Scalar::F32 { "fmodf" } else { "fmod" };
@@ -1001,8 +1043,14 @@ impl<'a> Emitter<'a> {
                 let name = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
                 match self.lookup(&name) {
                     Some(var) if var.mutable => Ok(v),
-                    Some(var) if var.id == usize::MAX => err(p, format!("cannot assign to the parameter `{name}`: bind a `let mut {name} = {name};` copy")),
-                    _ => err(p, format!("cannot assign twice to immutable variable `{name}`: declare it `let mut {name}`")),
+                    Some(var) if var.id == usize::MAX => err(
+                        p,
+                        format!("cannot assign to the parameter `{name}`: bind a `let mut {name} = {name};` copy"),
+                    ),
+                    _ => err(
+                        p,
+                        format!("cannot assign twice to immutable variable `{name}`: declare it `let mut {name}`"),
+                    ),
                 }
             }
             Expr::Index(i) => {
@@ -1021,7 +1069,10 @@ impl<'a> Emitter<'a> {
             }
             Expr::Paren(p) => self.place(&p.expr),
             Expr::Field(f) => err(f, "fields of `thread_idx()` and friends are read-only"),
-            other => err(other, "this cannot be assigned to: assign to a `let mut` local or an element `y[i]` of a `&mut [T]`"),
+            other => err(
+                other,
+                "this cannot be assigned to: assign to a `let mut` local or an element `y[i]` of a `&mut [T]`",
+            ),
         }
     }
 
@@ -1030,7 +1081,9 @@ impl<'a> Emitter<'a> {
         match base.ty {
             Ty::Slice { .. } | Ty::Shared { .. } => Ok(base),
             Ty::Opaque => err(e, "a C++ value cannot be indexed in Rust syntax: index it in C++"),
-            ref t => err(e, format!("cannot index `{t}`: only slices (`&[T]`, `&mut [T]`) and shared arrays are indexed")),
+            ref t => {
+                err(e, format!("cannot index `{t}`: only slices (`&[T]`, `&mut [T]`) and shared arrays are indexed"))
+            }
         }
     }
 
@@ -1070,7 +1123,9 @@ impl<'a> Emitter<'a> {
             (Ty::Slice { .. }, "len", 0) => {
                 return Ok(Val::new(format!("{}__len", recv.code), Ty::Scalar(Scalar::Usize)));
             }
-            (Ty::Shared { len, .. }, "len", 0) => return Ok(Val::new(format!("((size_t){len}ull)"), Ty::Scalar(Scalar::Usize))),
+            (Ty::Shared { len, .. }, "len", 0) => {
+                return Ok(Val::new(format!("((size_t){len}ull)"), Ty::Scalar(Scalar::Usize)))
+            }
             (Ty::Opaque, ..) => {
                 let args = self.args(&m.args, None)?;
                 return Ok(Val::new(format!("{}.{name}({})", recv.code, args.join(", ")), Ty::Opaque));
@@ -1088,10 +1143,9 @@ impl<'a> Emitter<'a> {
             let f32s = s == Scalar::F32;
             let fname = |base: &str| if f32s { format!("{base}f") } else { base.to_string() };
             let unary = match name.as_str() {
-                "sqrt" | "exp" | "exp2" | "log2" | "log10" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh"
-                | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "floor" | "ceil" | "round" | "trunc" | "cbrt" => {
-                    Some(fname(&name))
-                }
+                "sqrt" | "exp" | "exp2" | "log2" | "log10" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan"
+                | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "floor" | "ceil" | "round" | "trunc"
+                | "cbrt" => Some(fname(&name)),
                 "ln" => Some(fname("log")),
                 "ln_1p" => Some(fname("log1p")),
                 "exp_m1" => Some(fname("expm1")),
@@ -1222,7 +1276,11 @@ impl<'a> Emitter<'a> {
         Ok(v.code)
     }
 
-    fn args(&mut self, args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>, want: Option<Scalar>) -> Result<Vec<String>> {
+    fn args(
+        &mut self,
+        args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+        want: Option<Scalar>,
+    ) -> Result<Vec<String>> {
         args.iter().map(|a| self.expr(a, want).map(|v| v.code)).collect()
     }
 
@@ -1250,14 +1308,20 @@ impl<'a> Emitter<'a> {
                 return Ok(Val::new(format!("{last}({})", args.join(", ")), Ty::Opaque));
             }
             if last == "shared" {
-                return err(c, "`shared::<T, N>()` declares a shared array: use it as `let tile = shared::<f32, 256>();`");
+                return err(
+                    c,
+                    "`shared::<T, N>()` declares a shared array: use it as `let tile = shared::<f32, 256>();`",
+                );
             }
             let extra = if self.settings.cpp_functions {
                 String::new()
             } else {
                 "; to call a CUDA C++ `__device__` function, give its source with `cpp = \"...\"` or its header with `include = \"...\"`".into()
             };
-            return err(&c.func, format!("the function `{}` is not supported in a kernel: {DEVICE_HELP}{extra}", expr_text(&c.func)));
+            return err(
+                &c.func,
+                format!("the function `{}` is not supported in a kernel: {DEVICE_HELP}{extra}", expr_text(&c.func)),
+            );
         }
         let n = c.args.len();
         let want_args = |k: usize| -> Result<()> {
@@ -1371,7 +1435,10 @@ impl<'a> Emitter<'a> {
     fn macro_call(&mut self, m: &syn::Macro) -> Result<Val> {
         let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         if name != "printf" {
-            return err(&m.path, format!("the macro `{name}!` is not supported in a kernel: only `printf!(\"format\", args...)`"));
+            return err(
+                &m.path,
+                format!("the macro `{name}!` is not supported in a kernel: only `printf!(\"format\", args...)`"),
+            );
         }
         let args = m.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)?;
         let mut it = args.iter();
@@ -1420,12 +1487,15 @@ fn shared_decl(e: &Expr) -> Result<Option<(Scalar, u64)>> {
     if last.ident != "shared" {
         return Ok(None);
     }
-    let usage = "a shared array is `shared::<T, N>()`, T a scalar type and N a literal length, e.g. `shared::<f32, 256>()`";
+    let usage =
+        "a shared array is `shared::<T, N>()`, T a scalar type and N a literal length, e.g. `shared::<f32, 256>()`";
     let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
         return err(last, usage);
     };
     let args: Vec<_> = a.args.iter().collect();
-    let (Some(syn::GenericArgument::Type(t)), Some(n), 2, true) = (args.first(), args.get(1), args.len(), c.args.is_empty()) else {
+    let (Some(syn::GenericArgument::Type(t)), Some(n), 2, true) =
+        (args.first(), args.get(1), args.len(), c.args.is_empty())
+    else {
         return err(a, usage);
     };
     let elem = scalar_type(t).ok_or_else(|| syn::Error::new_spanned(t, usage))?;
@@ -1455,7 +1525,9 @@ fn const_eval(b: &syn::Block) -> Result<u64> {
                     BinOp::Mul(_) => l.checked_mul(r),
                     _ => None,
                 };
-                v.ok_or_else(|| syn::Error::new_spanned(b, "a shared array length is integer literals with `+`, `-`, `*`"))
+                v.ok_or_else(|| {
+                    syn::Error::new_spanned(b, "a shared array length is integer literals with `+`, `-`, `*`")
+                })
             }
             other => err(other, "a shared array length is integer literals with `+`, `-`, `*`"),
         }
@@ -1470,11 +1542,57 @@ fn const_eval(b: &syn::Block) -> Result<u64> {
 fn cpp_ident(name: &str) -> String {
     let name = name.trim_start_matches("r#");
     const CPP_KEYWORDS: &[&str] = &[
-        "auto", "case", "char", "class", "const", "default", "delete", "double", "float", "friend", "goto", "int",
-        "long", "new", "namespace", "operator", "private", "protected", "public", "register", "short", "signed",
-        "sizeof", "switch", "template", "this", "throw", "typedef", "typename", "union", "unsigned", "virtual",
-        "void", "volatile", "inline", "explicit", "delete", "signed", "bool", "catch", "try", "export", "extern",
-        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "min", "max",
+        "auto",
+        "case",
+        "char",
+        "class",
+        "const",
+        "default",
+        "delete",
+        "double",
+        "float",
+        "friend",
+        "goto",
+        "int",
+        "long",
+        "new",
+        "namespace",
+        "operator",
+        "private",
+        "protected",
+        "public",
+        "register",
+        "short",
+        "signed",
+        "sizeof",
+        "switch",
+        "template",
+        "this",
+        "throw",
+        "typedef",
+        "typename",
+        "union",
+        "unsigned",
+        "virtual",
+        "void",
+        "volatile",
+        "inline",
+        "explicit",
+        "delete",
+        "signed",
+        "bool",
+        "catch",
+        "try",
+        "export",
+        "extern",
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpSize",
+        "printf",
+        "min",
+        "max",
     ];
     if CPP_KEYWORDS.contains(&name) {
         format!("{name}_")
@@ -1517,7 +1635,10 @@ fn literal(l: &Lit, want: Option<Scalar>) -> Result<Val> {
                     _ => None,
                 }
             } else {
-                Some(Scalar::from_name(suffix).ok_or_else(|| syn::Error::new_spanned(i, format!("unknown suffix `{suffix}`")))?)
+                Some(
+                    Scalar::from_name(suffix)
+                        .ok_or_else(|| syn::Error::new_spanned(i, format!("unknown suffix `{suffix}`")))?,
+                )
             };
             let digits = i.base10_digits();
             match ty {
@@ -1531,9 +1652,11 @@ fn literal(l: &Lit, want: Option<Scalar>) -> Result<Val> {
             let s = if suffix.is_empty() {
                 want.filter(|s| s.is_float())
             } else {
-                Some(Scalar::from_name(suffix).filter(|s| s.is_float()).ok_or_else(|| {
-                    syn::Error::new_spanned(f, format!("unknown float suffix `{suffix}`"))
-                })?)
+                Some(
+                    Scalar::from_name(suffix)
+                        .filter(|s| s.is_float())
+                        .ok_or_else(|| syn::Error::new_spanned(f, format!("unknown float suffix `{suffix}`")))?,
+                )
             };
             let digits = f.base10_digits();
             match s {
@@ -1594,11 +1717,8 @@ fn constant(s: Scalar, name: &str) -> Option<String> {
         return None;
     }
     let bits = s.bits();
-    let (min, max): (i128, i128) = if s.is_signed_int() {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    };
+    let (min, max): (i128, i128) =
+        if s.is_signed_int() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
     let v = match name {
         "MAX" => max,
         "MIN" => min,
@@ -1676,7 +1796,17 @@ fn arith(s: Scalar, ty: &Ty, op: &BinOp, l: &str, r: &str) -> String {
 
 /// Plain expressions, safe to evaluate in either arm of a `?:`.
 fn is_pure(e: &Expr) -> bool {
-    !matches!(e, Expr::Block(_) | Expr::If(_) | Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Return(_) | Expr::Break(_) | Expr::Continue(_))
+    !matches!(
+        e,
+        Expr::Block(_)
+            | Expr::If(_)
+            | Expr::Loop(_)
+            | Expr::While(_)
+            | Expr::ForLoop(_)
+            | Expr::Return(_)
+            | Expr::Break(_)
+            | Expr::Continue(_)
+    )
 }
 
 /// Whether the block's last statement is a `return`.

@@ -93,13 +93,19 @@ pub fn module(
                     sig.push(paths::marker("Out", Some(quote!(#ty))));
                     sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &mut impl #buf_mut<#ty>));
-                    rows.push_str(&format!("| `{id}` | `&mut [{0}]` | `&mut CudaSlice<{0}>`, `&mut CudaViewMut<{0}>` |\n", elem.rust()));
+                    rows.push_str(&format!(
+                        "| `{id}` | `&mut [{0}]` | `&mut CudaSlice<{0}>`, `&mut CudaViewMut<{0}>` |\n",
+                        elem.rust()
+                    ));
                 } else {
                     node_args.push(quote_spanned!(span=> #id: &'__g impl #buf<#ty>));
                     sig.push(paths::marker("In", Some(quote!(#ty))));
                     sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &impl #buf<#ty>));
-                    rows.push_str(&format!("| `{id}` | `&[{0}]` | `&CudaSlice<{0}>`, `&CudaView<{0}>` |\n", elem.rust()));
+                    rows.push_str(&format!(
+                        "| `{id}` | `&[{0}]` | `&CudaSlice<{0}>`, `&CudaView<{0}>` |\n",
+                        elem.rust()
+                    ));
                 }
                 lens.push(quote!(let #len: usize = #private::DeviceSlice::len(&*#id);));
                 pass.push(quote!(#id, #len));
@@ -138,14 +144,16 @@ pub fn module(
         ),
         (
             quote!(launch_cooperative),
-            "Launches cooperatively (see the `cuda_kernel!` launcher of the same name).\n\n# Safety\nAs for `launch`.".into(),
+            "Launches cooperatively (see the `cuda_kernel!` launcher of the same name).\n\n# Safety\nAs for `launch`."
+                .into(),
             quote!(),
             quote!(()),
             quote!(),
         ),
         (
             quote!(launch_cluster),
-            "Launches with thread-block clusters of shape `cluster` (sm_90 and newer).\n\n# Safety\nAs for `launch`.".into(),
+            "Launches with thread-block clusters of shape `cluster` (sm_90 and newer).\n\n# Safety\nAs for `launch`."
+                .into(),
             quote!(cluster: #cluster_dim,),
             quote!(()),
             quote!(cluster,),

@@ -44,8 +44,11 @@ fn expand_fn(attr: TokenStream, item: TokenStream, site: CallSite) -> TokenStrea
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            return syn::Error::new(e.span(), "`#[cuda_embed::kernel]` goes on a function: `fn saxpy(a: f32, x: &[f32], y: &mut [f32]) { ... }`")
-                .to_compile_error()
+            return syn::Error::new(
+                e.span(),
+                "`#[cuda_embed::kernel]` goes on a function: `fn saxpy(a: f32, x: &[f32], y: &mut [f32]) { ... }`",
+            )
+            .to_compile_error()
         }
     };
     if !func.sig.generics.params.is_empty() || !attr.instances.is_empty() {
@@ -267,10 +270,16 @@ fn marker(f: &syn::ItemFn) -> Option<(&'static str, &syn::Attribute)> {
 fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) -> syn::Result<TokenStream> {
     let attr: Attr = syn::parse2(attr)?;
     let mut m: syn::ItemMod = syn::parse2(item).map_err(|e| {
-        syn::Error::new(e.span(), "`#[cuda_embed::kernels]` goes on an inline module: `mod gpu { #[kernel] fn k(...) { ... } }`")
+        syn::Error::new(
+            e.span(),
+            "`#[cuda_embed::kernels]` goes on an inline module: `mod gpu { #[kernel] fn k(...) { ... } }`",
+        )
     })?;
     let Some((brace, items)) = m.content.take() else {
-        return Err(syn::Error::new_spanned(&m, "`#[cuda_embed::kernels]` needs the module's items inline: `mod gpu { ... }`"));
+        return Err(syn::Error::new_spanned(
+            &m,
+            "`#[cuda_embed::kernels]` needs the module's items inline: `mod gpu { ... }`",
+        ));
     };
     let (mut kernels, mut devices, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     for it in items {
@@ -310,8 +319,9 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let uses = launcher::device_uses(&quote!(#(#fns)*));
     let hidden = &generated.hidden;
     let hidden = quote!(super::#hidden);
-    let wrappers =
-        kernels.iter().map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden, &quote!(super)));
+    let wrappers = kernels
+        .iter()
+        .map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden, &quote!(super)));
     let (attrs, vis, ident) = (&m.attrs, &m.vis, &m.ident);
     Ok(quote! {
         #(#attrs)*

@@ -31,8 +31,13 @@ const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(fl
 
 impl Parse for Attr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut attr =
-            Attr { bounds_checks: true, cpp: None, includes: Vec::new(), instances: Vec::new(), options: Options::default() };
+        let mut attr = Attr {
+            bounds_checks: true,
+            cpp: None,
+            includes: Vec::new(),
+            instances: Vec::new(),
+            options: Options::default(),
+        };
         while !input.is_empty() {
             let key: Ident = input.parse().map_err(|e| {
                 syn::Error::new(e.span(), format!("expected one of {KEYS_HELP} or {}", Options::KEYS_HELP))
@@ -127,7 +132,10 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
     let ret = match (&sig.output, device) {
         (syn::ReturnType::Default, _) => Ty::Unit,
         (syn::ReturnType::Type(_, t), false) => {
-            return Err(syn::Error::new_spanned(t, "a kernel returns nothing: write results into a `&mut [T]` parameter"))
+            return Err(syn::Error::new_spanned(
+                t,
+                "a kernel returns nothing: write results into a `&mut [T]` parameter",
+            ))
         }
         (syn::ReturnType::Type(_, t), true) => Ty::Scalar(scalar_type(t).ok_or_else(|| {
             syn::Error::new_spanned(t, "a device function returns a scalar (`f32`, `u32`, `bool`, ...) or nothing")
@@ -140,7 +148,9 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
         };
         let name = match &*pt.pat {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
-            other => return Err(syn::Error::new_spanned(other, "a kernel parameter is a plain name, e.g. `x: &[f32]`")),
+            other => {
+                return Err(syn::Error::new_spanned(other, "a kernel parameter is a plain name, e.g. `x: &[f32]`"))
+            }
         };
         params.push(Param { name, ty: param_type(&pt.ty)? });
     }
@@ -214,7 +224,9 @@ pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
         _ => String::new(),
     };
     let what = match (ty, head.as_str()) {
-        (syn::Type::TraitObject(_), _) => "a trait object is not supported: kernels have no dynamic dispatch".to_string(),
+        (syn::Type::TraitObject(_), _) => {
+            "a trait object is not supported: kernels have no dynamic dispatch".to_string()
+        }
         (_, "Vec") => "`Vec` is not supported in a kernel (no heap): take a slice, `&[T]` or `&mut [T]`".to_string(),
         (_, "String" | "str") => "strings are not supported in a kernel".to_string(),
         (_, "Box") => "`Box` is not supported in a kernel (no heap)".to_string(),
@@ -229,15 +241,16 @@ pub fn instance(item: &syn::ItemFn, ty: &LitStr) -> syn::Result<(syn::ItemFn, Id
     let generics = &item.sig.generics;
     let param = match (generics.params.len(), generics.params.first()) {
         (1, Some(syn::GenericParam::Type(t))) => t.ident.clone(),
-        _ => {
-            return Err(syn::Error::new_spanned(
-                generics,
-                "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
-            ))
-        }
+        _ => return Err(syn::Error::new_spanned(
+            generics,
+            "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
+        )),
     };
     let scalar = Scalar::from_name(&ty.value()).filter(|s| *s != Scalar::Bool).ok_or_else(|| {
-        syn::Error::new_spanned(ty, format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()))
+        syn::Error::new_spanned(
+            ty,
+            format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()),
+        )
     })?;
     let mut f = item.clone();
     f.sig.generics = syn::Generics::default();

@@ -17,8 +17,12 @@ fn snapshot(name: &str, attr: &str, item: &str) {
         Ok(s) => s,
         Err(e) => panic!("{name}: {e}"),
     };
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
-    let text = format!("// input:\n{}\n// output:\n{got}", item.trim().lines().map(|l| format!("// {l}")).collect::<Vec<_>>().join("\n"));
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
+    let text = format!(
+        "// input:\n{}\n// output:\n{got}",
+        item.trim().lines().map(|l| format!("// {l}")).collect::<Vec<_>>().join("\n")
+    );
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &text).unwrap();
@@ -229,7 +233,11 @@ fn shadow(int: u32, out: &mut [u32]) {
 
 #[test]
 fn literal_locals_take_the_type_they_meet() {
-    let s = translated("bounds_checks = false", "fn k(x: &[f32], y: &mut [f32]) { let mut acc = 0.0; for i in 0..x.len() { acc += x[i]; } y[0] = acc; }").unwrap();
+    let s = translated(
+        "bounds_checks = false",
+        "fn k(x: &[f32], y: &mut [f32]) { let mut acc = 0.0; for i in 0..x.len() { acc += x[i]; } y[0] = acc; }",
+    )
+    .unwrap();
     assert!(s.contains("float acc = 0.0f;"), "{s}");
     assert!(s.contains("for (size_t i = 0ull"), "{s}");
 }
@@ -254,7 +262,10 @@ fn unsupported_syntax_is_an_error_saying_what_is_supported() {
         ("fn k(x: &mut [f32]) -> f32 { 1.0 }", "a kernel returns nothing"),
         ("fn k<T>(x: &mut [T]) {}", "lists its instances"),
         ("fn k(x: &f32) {}", "a reference to one value is not supported"),
-        ("fn k(x: &mut [f32]) { x[0] = x.len() as f32 + x[0].frobnicate(); }", "the method `frobnicate` is not supported on `f32`"),
+        (
+            "fn k(x: &mut [f32]) { x[0] = x.len() as f32 + x[0].frobnicate(); }",
+            "the method `frobnicate` is not supported on `f32`",
+        ),
     ];
     for (item, want) in cases {
         let e = error("", item);
