@@ -5,7 +5,7 @@
 //! they do; the kernel's body is translated to CUDA C++ by the macro and never runs on the host.
 //! Calling one on the host panics.
 //!
-//! ```no_run
+//! ```ignore
 //! use cuda_embed::device::*;
 //!
 //! #[cuda_embed::kernel]
