@@ -422,3 +422,39 @@ fn struct_parameter_by_value() {
         assert_eq!(got[i], want, "element {i}");
     }
 }
+
+/// Half precision: `f16` and `bf16` arithmetic, methods computed in `f32`.
+#[cuda_embed::kernel(instances = ["f16", "bf16"])]
+pub fn half_axpy<T>(a: T, x: &[T], y: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = (a * x[i] + y[i]).max(0.0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_precision_kernels() {
+    use cuda_embed::{bf16, f16};
+    let stream = gpu();
+    let n = 1000;
+    let xs = data(n, 13);
+    let x: Vec<f16> = xs.iter().map(|&v| f16::from_f32(v)).collect();
+    let dx = stream.clone_htod(&x).unwrap();
+    let mut dy = stream.clone_htod(&vec![f16::from_f32(0.5); n]).unwrap();
+    unsafe { half_axpy::launch::<f16>(&stream, cfg(n), f16::from_f32(2.0), &dx, &mut dy).unwrap() };
+    let got = stream.clone_dtoh(&dy).unwrap();
+    for i in 0..n {
+        let want = (2.0 * x[i].to_f32() + 0.5).max(0.0);
+        assert!((got[i].to_f32() - want).abs() <= 4e-3 * want.abs().max(1.0), "f16 {i}");
+    }
+    let xb: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
+    let dx = stream.clone_htod(&xb).unwrap();
+    let mut dy = stream.clone_htod(&vec![bf16::from_f32(0.5); n]).unwrap();
+    unsafe { half_axpy::launch::<bf16>(&stream, cfg(n), bf16::from_f32(2.0), &dx, &mut dy).unwrap() };
+    let got = stream.clone_dtoh(&dy).unwrap();
+    for i in 0..n {
+        let want = (2.0 * xb[i].to_f32() + 0.5).max(0.0);
+        assert!((got[i].to_f32() - want).abs() <= 3e-2 * want.abs().max(1.0), "bf16 {i}");
+    }
+}

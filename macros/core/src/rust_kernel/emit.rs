@@ -1138,6 +1138,9 @@ impl<'a> Emitter<'a> {
         // A float literal receiver (`2.0.sqrt()`): the context's float type, else f64.
         let s = if recv.ty == Ty::FloatLit { want.filter(|w| w.is_float()).unwrap_or(Scalar::F64) } else { s };
         let recv = if recv.ty.is_literal() { self.expr(&m.receiver, Some(s))? } else { recv };
+        if s.is_half() {
+            return self.half_method(m, s, recv);
+        }
         let ty = Ty::Scalar(s);
         if s.is_float() {
             let f32s = s == Scalar::F32;
@@ -1257,6 +1260,45 @@ impl<'a> Emitter<'a> {
             );
         }
         err(&m.method, format!("no method `{name}` on `{}`", recv.ty))
+    }
+
+    /// A float method of `f16`/`bf16`: computed in `f32` (the receiver and the arguments
+    /// converted), the result converted back (`is_nan` and friends stay `bool`).
+    fn half_method(&mut self, m: &syn::ExprMethodCall, s: Scalar, recv: Val) -> Result<Val> {
+        let (to_f, from_f) = s.half_conversions();
+        // The call on `f32` stand-ins for the receiver and each argument, translated as an `f32`
+        // method, then the stand-ins replaced by the converted operands.
+        let mut call = m.clone();
+        let mut operands = vec![format!("{to_f}({})", recv.code)];
+        for a in m.args.iter() {
+            let code = self.typed_arg(a, s)?;
+            operands.push(format!("{to_f}({code})"));
+        }
+        self.scopes.push(Vec::new());
+        let mut names = Vec::new();
+        for k in 0..operands.len() {
+            let name = format!("__ce_half{k}");
+            let var = self.declare(&name, Ty::Scalar(Scalar::F32), false);
+            names.push(var.cpp);
+            let id = syn::Ident::new(&name, m.method.span());
+            let e: Expr = syn::parse_quote!(#id);
+            if k == 0 {
+                call.receiver = Box::new(e);
+            } else if let Some(slot) = call.args.iter_mut().nth(k - 1) {
+                *slot = e;
+            }
+        }
+        let r = self.method(&call, Some(Scalar::F32));
+        self.scopes.pop();
+        let v = r?;
+        let mut code = v.code;
+        for (name, operand) in names.iter().zip(&operands) {
+            code = replace_word(&code, name, operand);
+        }
+        Ok(match v.ty {
+            Ty::Scalar(Scalar::F32) => Val::new(format!("{from_f}({code})"), Ty::Scalar(s)),
+            t => Val::new(code, t),
+        })
     }
 
     fn arity(&self, m: &syn::ExprMethodCall, n: usize) -> Result<()> {
@@ -1674,10 +1716,29 @@ fn float_text(digits: &str, s: Scalar) -> String {
     if !t.contains(['.', 'e', 'E']) {
         t.push_str(".0");
     }
-    if s == Scalar::F32 {
+    if s == Scalar::F32 || s.is_half() {
         t.push('f');
     }
+    if s.is_half() {
+        return format!("{}({t})", s.half_conversions().1);
+    }
     t
+}
+
+/// `text` with every whole-word occurrence of the identifier `word` replaced.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(word) {
+        let before = rest[..i].chars().last();
+        let after = rest[i + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push_str(&rest[..i]);
+        out.push_str(if ident(before) || ident(after) { word } else { with });
+        rest = &rest[i + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn int_text(digits: &str, s: Scalar) -> String {
@@ -1692,6 +1753,9 @@ fn int_text(digits: &str, s: Scalar) -> String {
 
 /// `f32::MAX` and friends.
 fn constant(s: Scalar, name: &str) -> Option<String> {
+    if s.is_half() {
+        return None;
+    }
     let f32s = s == Scalar::F32;
     let float = |bits32: &str, bits64: &str| {
         Some(if f32s { format!("__int_as_float({bits32})") } else { format!("__longlong_as_double({bits64}ll)") })

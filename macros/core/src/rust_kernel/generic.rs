@@ -69,11 +69,11 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
                 let id = &p.name;
                 match &p.ty {
                     Ty::Scalar(s) => {
-                        let ty = if *g { elem_of(true) } else { ty_ident(s.rust()) };
+                        let ty = if *g { elem_of(true) } else { s.rust_tokens() };
                         quote!(#id: #ty)
                     }
                     Ty::Slice { elem, mutable } => {
-                        let ty = if *g { elem_of(true) } else { ty_ident(elem.rust()) };
+                        let ty = if *g { elem_of(true) } else { elem.rust_tokens() };
                         if *mutable {
                             quote!(#id: &mut impl #buf_mut<#ty>)
                         } else {
@@ -102,7 +102,7 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
         site.line
     );
     let impls = kernels.iter().zip(&types).map(|(k, t)| {
-        let (ty, m) = (ty_ident(t.rust()), &k.name);
+        let (ty, m) = (t.rust_tokens(), &k.name);
         quote! {
             impl Listed for #ty {
                 unsafe fn __launch(stream: &#stream_ty, config: #config_ty, #(#self_args),*) -> #result<()> {
@@ -189,9 +189,4 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
             }
         }
     })
-}
-
-fn ty_ident(name: &str) -> TokenStream {
-    let id = format_ident!("{}", name);
-    quote!(#id)
 }

@@ -77,7 +77,7 @@ pub fn module(
         let span = p.name.span();
         match &p.ty {
             Ty::Scalar(s) => {
-                let ty = format_ident!("{}", s.rust(), span = span);
+                let ty = s.rust_tokens();
                 args.push(quote_spanned!(span=> #id: #ty));
                 node_args.push(quote_spanned!(span=> #id: #ty));
                 sig.push(quote!(#ty));
@@ -85,7 +85,7 @@ pub fn module(
                 rows.push_str(&format!("| `{id}` | `{}` | `{}` |\n", s.rust(), s.rust()));
             }
             Ty::Slice { elem, mutable } => {
-                let ty = format_ident!("{}", elem.rust(), span = span);
+                let ty = elem.rust_tokens();
                 let len = format_ident!("__len_{}", i);
                 let usize_ty = quote!(usize);
                 if *mutable {

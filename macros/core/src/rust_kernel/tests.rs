@@ -331,3 +331,18 @@ mod gpu {
     }
     assert_eq!(got, std::fs::read_to_string(&path).unwrap(), "run with UPDATE_SNAPSHOTS=1 and review the diff");
 }
+
+#[test]
+fn half_precision() {
+    snapshot(
+        "half",
+        "bounds_checks = false",
+        r#"
+fn half(a: f16, x: &[f16], y: &mut [bf16], z: &mut [f32]) {
+    let i = thread_idx().x as usize;
+    let v = a * x[i] + 1.0;
+    y[i] = (v.sqrt().max(0.5) as f32 * 2.0) as bf16;
+    z[i] = y[i].mul_add(y[i], 0.25) as f32 + v as f32;
+}"#,
+    );
+}

@@ -11,6 +11,10 @@ pub enum Scalar {
     F32,
     /// `f64` (`double`).
     F64,
+    /// `f16` (`__half`; `cuda_embed::f16` on the host).
+    F16,
+    /// `bf16` (`__nv_bfloat16`; `cuda_embed::bf16` on the host).
+    Bf16,
     /// `i8`.
     I8,
     /// `i16`.
@@ -41,6 +45,8 @@ impl Scalar {
         Some(match name {
             "f32" => Scalar::F32,
             "f64" => Scalar::F64,
+            "f16" => Scalar::F16,
+            "bf16" => Scalar::Bf16,
             "i8" => Scalar::I8,
             "i16" => Scalar::I16,
             "i32" => Scalar::I32,
@@ -61,6 +67,8 @@ impl Scalar {
         match self {
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::Bf16 => "bf16",
             Scalar::I8 => "i8",
             Scalar::I16 => "i16",
             Scalar::I32 => "i32",
@@ -80,6 +88,8 @@ impl Scalar {
         match self {
             Scalar::F32 => "float",
             Scalar::F64 => "double",
+            Scalar::F16 => "__half",
+            Scalar::Bf16 => "__nv_bfloat16",
             Scalar::I8 => "signed char",
             Scalar::I16 => "short",
             Scalar::I32 => "int",
@@ -94,9 +104,32 @@ impl Scalar {
         }
     }
 
-    /// `f32` or `f64`.
+    /// `f32`, `f64`, `f16` or `bf16`.
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::Bf16)
+    }
+
+    /// `f16` or `bf16`: math goes through `f32` (`__half2float` ... `__float2half`).
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::Bf16)
+    }
+
+    /// The C++ conversions of a half type from and to `float`.
+    pub fn half_conversions(self) -> (&'static str, &'static str) {
+        match self {
+            Scalar::Bf16 => ("__bfloat162float", "__float2bfloat16"),
+            _ => ("__half2float", "__float2half"),
+        }
+    }
+
+    /// The Rust type as launchers name it (`f32`, `::cuda_embed::f16`).
+    pub fn rust_tokens(self) -> proc_macro2::TokenStream {
+        if self.is_half() {
+            crate::gen::paths::crate_type(self.rust())
+        } else {
+            let id = quote::format_ident!("{}", self.rust());
+            quote::quote!(#id)
+        }
     }
 
     /// Any integer type.
@@ -113,7 +146,7 @@ impl Scalar {
     pub fn bits(self) -> u32 {
         match self {
             Scalar::I8 | Scalar::U8 | Scalar::Bool => 8,
-            Scalar::I16 | Scalar::U16 => 16,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::Bf16 => 16,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
             _ => 64,
         }
