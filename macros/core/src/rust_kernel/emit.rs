@@ -1283,7 +1283,7 @@ impl<'a> Emitter<'a> {
             let id = syn::Ident::new(&name, m.method.span());
             let e: Expr = syn::parse_quote!(#id);
             if k == 0 {
-                call.receiver = Box::new(e);
+                *call.receiver = e;
             } else if let Some(slot) = call.args.iter_mut().nth(k - 1) {
                 *slot = e;
             }
