@@ -170,7 +170,7 @@ impl<'a> Emitter<'a> {
         let id = self.next_var;
         self.next_var += 1;
         // Shadowing is legal in Rust and not in one C++ scope: each binding gets its own name.
-        let cpp = if self.lookup(name).is_some() { format!("{}_{id}", cpp_ident(name)) } else { cpp_ident(name) };
+        let cpp = if self.lookup(name).is_some() { format!("{}__s{id}", cpp_ident(name)) } else { cpp_ident(name) };
         let var = Var { cpp, ty, mutable, id };
         if let Some(s) = self.scopes.last_mut() {
             s.push((name.to_string(), var.clone()));
@@ -1581,7 +1581,7 @@ fn const_eval(b: &syn::Block) -> Result<u64> {
 }
 
 /// A C++ identifier for a Rust one (raw identifiers lose their `r#`; C++ keywords get a suffix).
-fn cpp_ident(name: &str) -> String {
+pub fn cpp_ident(name: &str) -> String {
     let name = name.trim_start_matches("r#");
     const CPP_KEYWORDS: &[&str] = &[
         "auto",

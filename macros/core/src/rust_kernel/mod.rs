@@ -106,8 +106,7 @@ fn cpp_params(f: &KernelFn, device_checks: bool) -> String {
         .params
         .iter()
         .map(|p| {
-            let name = p.name.to_string();
-            let name = name.trim_start_matches("r#");
+            let name = emit::cpp_ident(&p.name.to_string());
             // `__restrict__` on kernel slices: `&mut [T]` is unique and `&[T]` is not written
             // through, so no two slices of a launch alias in a way the kernel could observe.
             let restrict = if device_checks || f.ret != Ty::Unit { "" } else { " __restrict__" };
