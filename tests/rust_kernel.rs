@@ -458,3 +458,16 @@ fn half_precision_kernels() {
         assert!((got[i].to_f32() - want).abs() <= 3e-2 * want.abs().max(1.0), "bf16 {i}");
     }
 }
+
+#[test]
+fn a_kernel_inside_a_function_body() {
+    #[cuda_embed::kernel(bounds_checks = false)]
+    fn local_fill(v: f32, x: &mut [f32]) {
+        let i = thread_idx().x as usize;
+        if i < x.len() {
+            x[i] = v;
+        }
+    }
+    assert!(local_fill::CUDA_SOURCE.contains("void local_fill(float v"));
+    assert_eq!(local_fill::NAME, "local_fill");
+}

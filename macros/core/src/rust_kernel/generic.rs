@@ -46,7 +46,16 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
     let hidden = &generated.hidden;
     let inner_path = quote!(super::super::#hidden);
     let instance_mods = kernels.iter().map(|k| {
-        let m = launcher::module(k, attr.bounds_checks, site, &translated.source, &inner_path, &quote!(super::super));
+        let public: syn::Visibility = syn::parse_quote!(pub);
+        let m = launcher::module(
+            k,
+            attr.bounds_checks,
+            site,
+            &translated.source,
+            &inner_path,
+            &quote!(super::super),
+            &public,
+        );
         quote!(#[doc(hidden)] #m)
     });
     // Which parameters are generic (their type names `T`), from the function as written.
@@ -132,12 +141,13 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
         site.file,
         site.line
     );
-    Ok(quote! {
+    let public: syn::Visibility = syn::parse_quote!(pub);
+    let items = quote! {
         #tokens
         #(#docs)*
         #[doc = #doc]
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
-        #vis mod #name {
+        #public mod #name {
             #(#instance_mods)*
 
             /// The CUDA C++ the instances were translated to.
@@ -188,5 +198,6 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
                 <#tparam as Listed>::__module()
             }
         }
-    })
+    };
+    Ok(launcher::enclosed(name, vis, &kernels[0].params, items))
 }

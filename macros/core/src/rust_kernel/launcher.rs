@@ -59,9 +59,9 @@ pub fn module(
     source: &str,
     hidden: &TokenStream,
     scope: &TokenStream,
+    vis: &syn::Visibility,
 ) -> TokenStream {
     let name = &kernel.name;
-    let vis = &kernel.vis;
     let inner = format_ident!("{}", name.to_string().trim_start_matches("r#"));
     let (stream_ty, config_ty, result) = (paths::stream(), paths::launch_config(), paths::result());
     let (buf, buf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
@@ -223,5 +223,36 @@ pub fn module(
                 #check
             }
         }
+    }
+}
+
+/// A kernel's items inside a module of their own that sees the call site's names (`use
+/// super::*`), its public module re-exported under the kernel's name: the paths between the
+/// generated modules are then relative to that module, so a kernel may also be declared inside a
+/// function body.
+///
+/// The struct types of the parameters are imported by name: that wins over the compiler-made
+/// twins the hidden module exports by a glob.
+pub fn enclosed(
+    name: &syn::Ident,
+    vis: &syn::Visibility,
+    params: &[super::syntax::Param],
+    items: TokenStream,
+) -> TokenStream {
+    let outer = format_ident!("__cuda_embed_rust_kernel_{}", name.to_string().trim_start_matches("r#"));
+    let mut structs: Vec<String> =
+        params.iter().filter_map(|p| if let Ty::Struct(n) = &p.ty { Some(n.clone()) } else { None }).collect();
+    structs.sort();
+    structs.dedup();
+    let structs = structs.iter().map(|n| format_ident!("{}", n));
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case, unused_imports)]
+        mod #outer {
+            use super::*;
+            #(use super::#structs;)*
+            #items
+        }
+        #vis use #outer::#name;
     }
 }

@@ -227,9 +227,17 @@ fn expand_kernel(attr: &Attr, kernel: &KernelFn, site: &CallSite) -> syn::Result
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
     let hidden = &generated.hidden;
-    let wrapper =
-        launcher::module(kernel, attr.bounds_checks, site, &translated.source, &quote!(super::#hidden), &quote!(super));
-    Ok(quote! { #tokens #wrapper })
+    let public: syn::Visibility = syn::parse_quote!(pub);
+    let wrapper = launcher::module(
+        kernel,
+        attr.bounds_checks,
+        site,
+        &translated.source,
+        &quote!(super::#hidden),
+        &quote!(super),
+        &public,
+    );
+    Ok(launcher::enclosed(&kernel.name, &kernel.vis, &kernel.params, quote! { #tokens #wrapper }))
 }
 
 /// Expands `#[cuda_embed::kernels(attr)] mod m { ... }`: its `#[kernel]` and `#[device]`
@@ -320,7 +328,7 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let hidden = quote!(super::#hidden);
     let wrappers = kernels
         .iter()
-        .map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden, &quote!(super)));
+        .map(|k| launcher::module(k, attr.bounds_checks, site, &translated.source, &hidden, &quote!(super), &k.vis));
     let (attrs, vis, ident) = (&m.attrs, &m.vis, &m.ident);
     Ok(quote! {
         #(#attrs)*
