@@ -78,7 +78,7 @@ const DEVICE_HELP: &str = "supported from `cuda_embed::device`: `thread_idx()`, 
     `ballot_sync`/`all_sync`/`any_sync(mask, predicate)`, and `printf!(\"format\", args)`";
 
 const SYNTAX_HELP: &str = "a kernel body supports `let`/`let mut`, arithmetic, bitwise, comparison and logical \
-    operators, `as` casts, `if`/`else`, `while`, `loop`, `for` over integer ranges (with `.step_by(n)`, `.rev()`), \
+    operators, `as` casts, `if`/`else`, `match` on integers, `while`, `loop`, `for` over integer ranges (with `.step_by(n)`, `.rev()`), \
     `break`/`continue`/`return`, blocks, indexing of slices and shared arrays, float and integer methods, and the \
     functions of `cuda_embed::device`";
 
@@ -394,6 +394,7 @@ impl<'a> Emitter<'a> {
                 Ok(())
             }
             Expr::ForLoop(f) => self.for_loop(f),
+            Expr::Match(m) => self.match_arms(m, None).map(drop),
             Expr::Block(b) => {
                 self.push("{");
                 self.braced(&b.block, None)?;
@@ -700,7 +701,7 @@ impl<'a> Emitter<'a> {
             Expr::Array(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Repeat(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Struct(s) => err(s, "struct literals are not supported in a kernel"),
-            Expr::Match(m) => err(m, "`match` is not supported yet: use `if`/`else if`"),
+            Expr::Match(m) => self.hoisted(want, |this, t| this.match_arms(m, Some(t))),
             Expr::Range(r) => err(r, "a range is only supported as the iterator of a `for` loop"),
             Expr::Let(l) => err(l, "`if let` is not supported in a kernel: use a condition"),
             Expr::Async(_) | Expr::Await(_) | Expr::Yield(_) | Expr::TryBlock(_) | Expr::Try(_) | Expr::Unsafe(_) => {
@@ -818,6 +819,102 @@ impl<'a> Emitter<'a> {
             this.push("}");
             Ok(tails)
         })
+    }
+
+    /// `match` on an integer or `bool`: literal, `|` and range patterns, `_` last, no guards;
+    /// an `if`/`else if` chain over a temporary holding the value. With `target`, each arm's
+    /// value is assigned to it.
+    fn match_arms<'m>(
+        &mut self,
+        m: &'m syn::ExprMatch,
+        target: Option<(&str, Option<Scalar>)>,
+    ) -> Result<Vec<(Option<Ty>, &'m dyn Spanned)>> {
+        let v = self.expr(&m.expr, None)?;
+        let s = match v.ty.scalar() {
+            Some(s) if s.is_int() || s == Scalar::Bool => s,
+            _ => return err(&m.expr, format!("`match` is supported on integers and `bool`, found `{}`", v.ty)),
+        };
+        let s = if v.ty.is_literal() { Scalar::I32 } else { s };
+        let tmp = self.tmp();
+        let text = format!("{} {tmp} = {};", s.cpp(), v.code);
+        self.push(&text);
+        let mut tails: Vec<(Option<Ty>, &dyn Spanned)> = Vec::new();
+        let n = m.arms.len();
+        for (k, arm) in m.arms.iter().enumerate() {
+            if let Some((_, g)) = &arm.guard {
+                return err(g, "`match` guards are not supported: use `if` inside the arm");
+            }
+            let last = k + 1 == n;
+            let cond = self.pattern(&arm.pat, &tmp, s)?;
+            let head = match (k, cond, last) {
+                (_, None, false) => return err(&arm.pat, "`_` must be the last arm"),
+                (0, None, true) => "{".to_string(),
+                (_, None, true) => "} else {".to_string(),
+                (0, Some(c), _) => format!("if ({c}) {{"),
+                (_, Some(c), _) => format!("}} else if ({c}) {{"),
+            };
+            if last && !matches!(arm.pat, syn::Pat::Wild(_)) && s != Scalar::Bool {
+                return err(&arm.pat, "the last arm of a `match` in a kernel is `_ => ...`");
+            }
+            self.push(&head);
+            let tail = match &*arm.body {
+                Expr::Block(b) if b.label.is_none() => self.braced(&b.block, target)?,
+                body => {
+                    self.indent += 1;
+                    self.scopes.push(Vec::new());
+                    let stmt = Stmt::Expr(body.clone(), None);
+                    let r = self.stmts(std::slice::from_ref(&stmt), target);
+                    self.scopes.pop();
+                    self.indent -= 1;
+                    r?
+                }
+            };
+            tails.push((tail, &*arm.body));
+        }
+        if n > 0 {
+            self.push("}");
+        }
+        Ok(tails)
+    }
+
+    /// The condition a `match` pattern tests on `tmp` (`None`: `_`).
+    fn pattern(&mut self, p: &syn::Pat, tmp: &str, s: Scalar) -> Result<Option<String>> {
+        let lit = |this: &mut Self, e: &Expr| -> Result<String> {
+            let v = this.expr(e, Some(s))?;
+            if unify(&v.ty, &Ty::Scalar(s)).is_none() {
+                return err(e, format!("mismatched types: expected `{}`, found `{}`", s.rust(), v.ty));
+            }
+            Ok(v.code)
+        };
+        Ok(Some(match p {
+            syn::Pat::Wild(_) => return Ok(None),
+            syn::Pat::Lit(l) => format!("({tmp} == {})", lit(self, &Expr::Lit(l.clone()))?),
+            syn::Pat::Or(o) => {
+                let mut parts = Vec::new();
+                for c in &o.cases {
+                    match self.pattern(c, tmp, s)? {
+                        Some(x) => parts.push(x),
+                        None => return Ok(None),
+                    }
+                }
+                format!("({})", parts.join(" || "))
+            }
+            syn::Pat::Range(r) => {
+                let mut parts = Vec::new();
+                if let Some(a) = &r.start {
+                    parts.push(format!("{tmp} >= {}", lit(self, a)?));
+                }
+                if let Some(b) = &r.end {
+                    let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) { "<=" } else { "<" };
+                    parts.push(format!("{tmp} {op} {}", lit(self, b)?));
+                }
+                format!("({})", parts.join(" && "))
+            }
+            syn::Pat::Paren(p) => return self.pattern(&p.pat, tmp, s),
+            other => {
+                return err(other, "a `match` pattern in a kernel is a literal, `a | b`, a range `a..=b` or `_`");
+            }
+        }))
     }
 
     fn path(&mut self, p: &syn::ExprPath) -> Result<Val> {

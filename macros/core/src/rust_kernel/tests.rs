@@ -258,7 +258,8 @@ fn unsupported_syntax_is_an_error_saying_what_is_supported() {
         ("fn k(x: &mut [f32]) { x[0] = 1.0f64; }", "expected `f32`, found `f64`"),
         ("fn k(x: &mut [f32]) { let a = 1; a = 2; }", "declare it `let mut a`"),
         ("fn k(x: &mut [f32]) { let v = vec![1.0]; }", "the macro `vec!` is not supported"),
-        ("fn k(x: &mut [f32]) { match 1 { _ => {} } }", "`match` is not supported"),
+        ("fn k(x: &mut [f32]) { let a = 2u32; match a { 1 => {} } }", "the last arm of a `match` in a kernel is `_"),
+        ("fn k(x: &mut [f32]) { match x[0] { _ => {} } }", "`match` is supported on integers and `bool`"),
         ("fn k(x: &mut [f32]) -> f32 { 1.0 }", "a kernel returns nothing"),
         ("fn k<T>(x: &mut [T]) {}", "lists its instances"),
         ("fn k(x: &f32) {}", "a reference to one value is not supported"),
@@ -343,6 +344,31 @@ fn half(a: f16, x: &[f16], y: &mut [bf16], z: &mut [f32]) {
     let v = a * x[i] + 1.0;
     y[i] = (v.sqrt().max(0.5) as f32 * 2.0) as bf16;
     z[i] = y[i].mul_add(y[i], 0.25) as f32 + v as f32;
+}"#,
+    );
+}
+
+#[test]
+fn match_on_integers() {
+    snapshot(
+        "match",
+        "bounds_checks = false",
+        r#"
+fn classify(x: &[i32], y: &mut [f32]) {
+    let i = thread_idx().x as usize;
+    let v = match x[i] {
+        0 => 1.0,
+        1 | 2 => 2.0,
+        3..=9 => {
+            let t = x[i] as f32;
+            t * 0.5
+        }
+        _ => -1.0,
+    };
+    match i % 3 {
+        0 => y[i] = v,
+        _ => {}
+    }
 }"#,
     );
 }
