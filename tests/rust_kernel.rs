@@ -471,3 +471,42 @@ fn a_kernel_inside_a_function_body() {
     assert!(local_fill::CUDA_SOURCE.contains("void local_fill(float v"));
     assert_eq!(local_fill::NAME, "local_fill");
 }
+
+/// `match` on an integer, as a value and as a statement.
+#[cuda_embed::kernel]
+pub fn classify(x: &[i32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = match x[i] {
+            0 => 1.0f32,
+            1 | 2 => 2.0,
+            3..=9 => x[i] as f32 * 0.5,
+            _ => -1.0,
+        };
+        match i % 2 {
+            0 => y[i] = v,
+            _ => y[i] = -v,
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn match_matches_cpu() {
+    let stream = gpu();
+    let xs: Vec<i32> = (0..1000).map(|i| i % 13 - 1).collect();
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; xs.len()]).unwrap();
+    unsafe { classify::launch(&stream, cfg(xs.len()), &x, &mut y).unwrap() };
+    classify::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for (i, &v) in xs.iter().enumerate() {
+        let c = match v {
+            0 => 1.0,
+            1 | 2 => 2.0,
+            3..=9 => v as f32 * 0.5,
+            _ => -1.0,
+        };
+        assert_eq!(got[i], if i % 2 == 0 { c } else { -c }, "element {i}");
+    }
+}
