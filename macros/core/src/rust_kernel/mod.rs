@@ -205,9 +205,9 @@ template <typename T> static __device__ __forceinline__ T __ce_max(T a, T b) { r
 "#;
 
 /// The bounds check: the first out-of-range index of a launch is recorded in the kernel's slot
-/// `__ce_oob_NAME` (Rust
-/// line, index, length), the access goes to a scratch word instead, and the thread returns at
-/// the end of the statement (`__ce_bad`). No `__trap()`: the context stays usable.
+/// `__ce_oob_NAME` (Rust line, index, length), the access goes to a scratch word instead, and the
+/// thread returns at the end of the statement (`__ce_bad`). No `__trap()`: the context stays
+/// usable.
 const BOUNDS_HELPERS: &str = r#"__device__ unsigned long long __ce_scratch[2];
 template <typename T>
 static __device__ __forceinline__ T& __ce_at(T* p, size_t len, size_t i, bool& bad, unsigned int line, unsigned long long* slot) {
