@@ -292,8 +292,57 @@ impl<'a> Emitter<'a> {
         r
     }
 
+    /// `let (a, mut b) = (x, y);` (optionally `: (f32, u32)`): the values are computed first,
+    /// then each name is bound as by its own `let`.
+    fn tuple_local(&mut self, l: &syn::Local, pat: &syn::PatTuple, types: Option<&syn::TypeTuple>) -> Result<()> {
+        let Some(init) = &l.init else {
+            return err(l, "a tuple `let` needs a value: `let (a, b) = (x, y);`");
+        };
+        let Expr::Tuple(values) = &*init.expr else {
+            return err(&init.expr, "a tuple pattern is bound to a tuple of values: `let (a, b) = (x, y);`");
+        };
+        if values.elems.len() != pat.elems.len() || types.is_some_and(|t| t.elems.len() != pat.elems.len()) {
+            return err(pat, "the tuple pattern, its type and its value have different lengths");
+        }
+        let mut temps = Vec::new();
+        for (k, e) in values.elems.iter().enumerate() {
+            let want = types.and_then(|t| t.elems.iter().nth(k)).and_then(scalar_type);
+            let v = self.expr(e, want)?;
+            let ty = match (want, &v.ty) {
+                (Some(s), _) => Ty::Scalar(s),
+                (None, t @ (Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit)) => t.clone(),
+                (None, t) => return err(e, format!("a tuple holds scalars, found `{t}`")),
+            };
+            let name = self.tmp().replace("__ce_t", "__ce_tuple");
+            let var = self.declare(&name, ty.clone(), false);
+            let text = format!("{} {} = {};", ty.cpp(), var.cpp, v.code);
+            self.push(&text);
+            temps.push((name, e.span()));
+        }
+        for (k, (p, (name, span))) in pat.elems.iter().zip(temps).enumerate() {
+            let id = syn::Ident::new(&name, span);
+            let stmt: Stmt = match types.and_then(|t| t.elems.iter().nth(k)) {
+                Some(t) => syn::parse_quote_spanned!(span=> let #p: #t = #id;),
+                None => syn::parse_quote_spanned!(span=> let #p = #id;),
+            };
+            match stmt {
+                Stmt::Local(local) => self.local(&local)?,
+                other => return err(other, "expected a `let`"),
+            }
+        }
+        Ok(())
+    }
+
     fn local(&mut self, l: &syn::Local) -> Result<()> {
         self.line_of(l.span());
+        if let syn::Pat::Tuple(t) = &l.pat {
+            return self.tuple_local(l, t, None);
+        }
+        if let syn::Pat::Type(pt) = &l.pat {
+            if let (syn::Pat::Tuple(t), syn::Type::Tuple(tt)) = (&*pt.pat, &*pt.ty) {
+                return self.tuple_local(l, t, Some(tt));
+            }
+        }
         let (ident, mutable, annotated) = match &l.pat {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, p.mutability.is_some(), None),
             syn::Pat::Type(t) => match &*t.pat {
@@ -308,9 +357,6 @@ impl<'a> Emitter<'a> {
                 }
                 other => return err(other, "a `let` binds one name, e.g. `let x: f32 = ...`"),
             },
-            syn::Pat::Tuple(t) => {
-                return err(t, "tuple patterns are not supported yet: bind each value with its own `let`")
-            }
             other => return err(other, "a `let` binds one name, e.g. `let mut acc = 0.0f32`"),
         };
         let name = ident.to_string();
@@ -697,7 +743,7 @@ impl<'a> Emitter<'a> {
                 r,
                 "a reference to a local is not supported: use the value itself; `&mut x[i]` is only an argument of the atomics",
             ),
-            Expr::Tuple(t) => err(t, "tuples are not supported yet: use separate `let`s"),
+            Expr::Tuple(t) => err(t, "a tuple is only supported in `let (a, b) = (x, y);` and `(a, b) = (x, y);`"),
             Expr::Array(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Repeat(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Struct(s) => err(s, "struct literals are not supported in a kernel"),
@@ -1078,7 +1124,34 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// `(a, b) = (x, y);`: the values first, then the assignments (so `(a, b) = (b, a)` swaps).
+    fn tuple_assign(&mut self, left: &syn::ExprTuple, right: &Expr) -> Result<Val> {
+        let Expr::Tuple(values) = right else {
+            return err(right, "a tuple is assigned a tuple of values: `(a, b) = (x, y);`");
+        };
+        if values.elems.len() != left.elems.len() {
+            return err(left, "the two tuples have different lengths");
+        }
+        let mut temps = Vec::new();
+        for (target, e) in left.elems.iter().zip(&values.elems) {
+            let place = self.place(target)?;
+            let v = self.expr(e, place.ty.scalar())?;
+            if unify(&place.ty, &v.ty).is_none() {
+                return err(e, format!("mismatched types: expected `{}`, found `{}`", place.ty, v.ty));
+            }
+            let t = self.tmp();
+            let text = format!("{} {t} = {};", place.ty.cpp(), v.code);
+            self.push(&text);
+            temps.push((place.code, t));
+        }
+        let code: Vec<String> = temps.iter().map(|(p, t)| format!("{p} = {t}")).collect();
+        Ok(Val::new(code.join(", "), Ty::Unit))
+    }
+
     fn assign(&mut self, left: &Expr, op: Option<BinOp>, right: &Expr) -> Result<Val> {
+        if let (Expr::Tuple(t), None) = (left, op) {
+            return self.tuple_assign(t, right);
+        }
         let target = self.place(left)?;
         let want = target.ty.scalar();
         let mut r = self.expr(right, want)?;

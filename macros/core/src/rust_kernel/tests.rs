@@ -372,3 +372,19 @@ fn classify(x: &[i32], y: &mut [f32]) {
 }"#,
     );
 }
+
+#[test]
+fn tuples() {
+    snapshot(
+        "tuples",
+        "bounds_checks = false",
+        r#"
+fn swap(x: &mut [f32]) {
+    let (mut a, mut b) = (x[0], x[1] * 2.0);
+    let (n, half): (u32, f32) = (3, 0.5);
+    (a, b) = (b, a);
+    x[0] = a * half;
+    x[1] = b + n as f32;
+}"#,
+    );
+}
