@@ -510,3 +510,30 @@ fn match_matches_cpu() {
         assert_eq!(got[i], if i % 2 == 0 { c } else { -c }, "element {i}");
     }
 }
+
+/// Tuple lets and a tuple swap.
+#[cuda_embed::kernel]
+pub fn swap_pairs(x: &mut [f32]) {
+    let i = 2 * (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i + 1 < x.len() {
+        let (mut a, mut b) = (x[i], x[i + 1]);
+        (a, b) = (b, a);
+        let (lo, hi): (f32, f32) = (a.min(b), a.max(b));
+        x[i] = a + lo - lo;
+        x[i + 1] = b + hi - hi;
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tuples_match_cpu() {
+    let stream = gpu();
+    let xs = data(2000, 14);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    unsafe { swap_pairs::launch(&stream, cfg(1000), &mut x).unwrap() };
+    swap_pairs::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in (0..2000).step_by(2) {
+        assert_eq!((got[i], got[i + 1]), (xs[i + 1], xs[i]), "pair {i}");
+    }
+}
