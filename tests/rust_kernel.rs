@@ -519,8 +519,9 @@ pub fn swap_pairs(x: &mut [f32]) {
         let (mut a, mut b) = (x[i], x[i + 1]);
         (a, b) = (b, a);
         let (lo, hi): (f32, f32) = (a.min(b), a.max(b));
-        x[i] = a + lo - lo;
-        x[i + 1] = b + hi - hi;
+        let ordered = lo <= hi;
+        x[i] = if ordered { a } else { b };
+        x[i + 1] = if ordered { b } else { a };
     }
 }
 
