@@ -3,7 +3,9 @@
 //!
 //! - [`syntax`]: the attribute's options and the function's signature.
 //! - [`types`]: the types a kernel can name and their C++ spellings.
-//! - [`emit`]: the body, checked against the supported subset, typed and written as C++.
+//! - [`emit`]: the body, checked against the supported subset, typed and written as C++
+//!   (statements in `emit/mod.rs`, expressions in `expr.rs`, calls in `calls.rs`, literals and
+//!   C++ spellings in `lit.rs`).
 //! - [`launcher`]: the public module: launchers taking one buffer per slice (the length is
 //!   passed by the launcher), `check_errors`, the generated source.
 //!
