@@ -6,6 +6,7 @@
 //! - [`emit`]: the body, checked against the supported subset, typed and written as C++
 //!   (statements in `emit/mod.rs`, expressions in `expr.rs`, calls in `calls.rs`, literals and
 //!   C++ spellings in `lit.rs`).
+//! - [`generic`]: `fn k<T>` with `instances = [...]`: one kernel per type, a `Listed` trait.
 //! - [`launcher`]: the public module: launchers taking one buffer per slice (the length is
 //!   passed by the launcher), `check_errors`, the generated source.
 //!
