@@ -110,7 +110,10 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, device, elementwise_kernel, kernel, kernels, reduction_kernel, DeviceSafe};
+/// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
+/// atomics, warp shuffles and votes.
+pub use cuda_embed_runtime::device;
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
 /// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].

@@ -104,3 +104,89 @@ fn literal_lines(input: TokenStream, out: &mut Vec<(String, usize)>) {
         }
     }
 }
+
+/// A kernel written as a Rust function: translated to CUDA C++ at build time and compiled,
+/// checked, embedded and launched like a `cuda_kernel!` module. See `cuda_embed::device` for what
+/// the body can call and the README's "Kernels in Rust syntax" for the supported subset.
+///
+/// ```ignore
+/// use cuda_embed::device::*;
+///
+/// #[cuda_embed::kernel]
+/// fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+///     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+///     if i < y.len() {
+///         y[i] = a * x[i] + y[i];
+///     }
+/// }
+/// // unsafe { saxpy::launch(&stream, cfg, 2.0, &x, &mut y)? };
+/// ```
+///
+/// Options: `bounds_checks = false`, `cpp = "..."` (CUDA C++ whose `__device__` functions the
+/// body calls), `include = "x.cuh"`, and the compiler options of `cuda_kernel!`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    // The function's own line: `#line` directives and error reports name it.
+    let span = item
+        .clone()
+        .into_iter()
+        .find(|t| matches!(t, proc_macro::TokenTree::Ident(i) if i.to_string() == "fn"))
+        .map(|t| t.span())
+        .unwrap_or_else(proc_macro::Span::call_site);
+    let mut site = call_site(&item);
+    site.line = span.line();
+    cuda_embed_macros_core::rust_kernel::expand(attr.into(), item.into(), site).into()
+}
+
+/// Kernels and the Rust device functions they call, in one inline module: `#[kernel]` functions
+/// become kernels (each with a launcher module of its name), `#[device]` functions become
+/// `__device__` functions the kernels (and other device functions) call; all of them are one CUDA
+/// module. The options are those of `#[cuda_embed::kernel]`, for all of them.
+///
+/// ```ignore
+/// #[cuda_embed::kernels]
+/// mod gpu {
+///     use cuda_embed::device::*;
+///
+///     #[device]
+///     fn square(v: f32) -> f32 {
+///         v * v
+///     }
+///
+///     #[kernel]
+///     pub fn squares(x: &mut [f32]) {
+///         let i = thread_idx().x as usize;
+///         if i < x.len() {
+///             x[i] = square(x[i]);
+///         }
+///     }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let span = item
+        .clone()
+        .into_iter()
+        .find(|t| matches!(t, proc_macro::TokenTree::Ident(i) if i.to_string() == "mod"))
+        .map(|t| t.span())
+        .unwrap_or_else(proc_macro::Span::call_site);
+    let mut site = call_site(&item);
+    site.line = span.line();
+    cuda_embed_macros_core::rust_kernel::expand_module(attr.into(), item.into(), site).into()
+}
+
+/// Marks a Rust device function inside a `#[cuda_embed::kernels]` module (which translates it);
+/// on its own it is an error saying so.
+#[proc_macro_attribute]
+pub fn device(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    let span = item.clone().into_iter().next().map(|t| t.span()).unwrap_or_else(proc_macro::Span::call_site);
+    let msg =
+        "a `#[device]` function goes inside a `#[cuda_embed::kernels] mod` together with the kernels that call it";
+    let err: TokenStream = format!("compile_error!({msg:?});").parse().unwrap_or_default();
+    err.into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
+}

@@ -240,6 +240,24 @@ pub enum Error {
         fix: Option<String>,
     },
 
+    /// A bounds-checked `#[cuda_embed::kernel]` indexed a slice or shared array out of range
+    /// (reported by the kernel's `check_errors`). The offending thread returned; the context is
+    /// still usable, but the launch's results are not to be trusted.
+    #[error(
+        "kernel `{kernel}` indexed out of bounds at {location}: the index is {index} but the length is {len} \
+         (the thread returned; the context is still usable)"
+    )]
+    IndexOutOfBounds {
+        /// The kernel's name.
+        kernel: String,
+        /// The Rust `file:line` of the indexing expression.
+        location: String,
+        /// The index.
+        index: u64,
+        /// The slice's length.
+        len: u64,
+    },
+
     /// A driver error from a cudarc call in user code, reached through `?`.
     #[error("CUDA driver error: {0}")]
     Cudarc(#[from] cudarc::driver::DriverError),
@@ -335,6 +353,13 @@ impl fmt::Debug for Error {
             Error::Tune { what, cause, fix } => {
                 f.debug_struct("Tune").field("what", what).field("cause", cause).field("fix", fix).finish()
             }
+            Error::IndexOutOfBounds { kernel, location, index, len } => f
+                .debug_struct("IndexOutOfBounds")
+                .field("kernel", kernel)
+                .field("location", location)
+                .field("index", index)
+                .field("len", len)
+                .finish(),
             Error::Cudarc(e) => f.debug_tuple("Cudarc").field(e).finish(),
         }
     }

@@ -8,6 +8,7 @@
 
 // One folder per capability; each uses only those above it in this list.
 pub mod args; // what a launch takes: typed argument lists, the dynamic list, buffers, typed values
+pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and their bounds-check reports
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
@@ -121,6 +122,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
+    pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
     pub use crate::launch::capture::binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};

@@ -37,6 +37,7 @@ pub use cuda_embed_build::lex;
 pub mod link;
 pub mod oracle;
 pub mod reduction;
+pub mod rust_kernel;
 pub use cuda_embed_build::signature;
 pub mod tune;
 

@@ -1,0 +1,289 @@
+//! The kernel as written: the attribute's options and the function's signature, read into plain
+//! data; every parameter type outside the supported subset is an error at its own span.
+
+use super::types::{Scalar, Ty};
+use crate::front::input::{string_list, Options};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Ident, LitStr, Token};
+
+/// What a parameter may be, for errors.
+pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, \
+    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one, or a `DeviceSafe` \
+    struct by value declared in C++ with `cpp`/`include`";
+
+/// `#[cuda_embed::kernel(...)]`'s options.
+pub struct Attr {
+    /// `bounds_checks = false` turns the index checks off (default on).
+    pub bounds_checks: bool,
+    /// `cpp = "..."`: CUDA C++ compiled before the kernel (its `__device__` functions are callable).
+    pub cpp: Option<LitStr>,
+    /// `include = "x.cuh"` or `include = ["a.cuh", "b.cuh"]`: headers included before the kernel.
+    pub includes: Vec<LitStr>,
+    /// `instances = ["f32", "f64"]`: the types a generic kernel `fn k<T>(...)` is built for.
+    pub instances: Vec<LitStr>,
+    /// The compiler options every kernel macro takes.
+    pub options: Options,
+}
+
+const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(float x) { ... }\"`, \
+    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]`";
+
+impl Parse for Attr {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut attr = Attr {
+            bounds_checks: true,
+            cpp: None,
+            includes: Vec::new(),
+            instances: Vec::new(),
+            options: Options::default(),
+        };
+        while !input.is_empty() {
+            let key: Ident = input.parse().map_err(|e| {
+                syn::Error::new(e.span(), format!("expected one of {KEYS_HELP} or {}", Options::KEYS_HELP))
+            })?;
+            input
+                .parse::<Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), format!("`{key}` needs a value: `{key} = ...`")))?;
+            match key.to_string().as_str() {
+                "bounds_checks" => {
+                    let v: syn::LitBool = input
+                        .parse()
+                        .map_err(|e| syn::Error::new(e.span(), "`bounds_checks` takes `true` or `false`"))?;
+                    attr.bounds_checks = v.value;
+                }
+                "cpp" => {
+                    attr.cpp = Some(input.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`cpp` takes a string literal of CUDA C++ (`__device__` functions)")
+                    })?)
+                }
+                "instances" => attr.instances.extend(string_list(input, "instance (a scalar type, e.g. \"f32\")")?),
+                "include" => {
+                    if input.peek(syn::token::Bracket) {
+                        attr.includes.extend(string_list(input, "header (e.g. \"math.cuh\")")?);
+                    } else {
+                        attr.includes.push(input.parse().map_err(|e| {
+                            syn::Error::new(e.span(), "`include` takes a header name, e.g. `include = \"math.cuh\"`")
+                        })?);
+                    }
+                }
+                _ => {
+                    if !attr.options.parse_option(&key, input)? {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            format!("unknown option `{key}`: expected one of {KEYS_HELP} or {}", Options::KEYS_HELP),
+                        ));
+                    }
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(attr)
+    }
+}
+
+/// One parameter.
+pub struct Param {
+    /// Its name (the launcher's argument of the same name).
+    pub name: Ident,
+    /// Its type.
+    pub ty: Ty,
+}
+
+/// The kernel's signature and body.
+pub struct KernelFn {
+    /// The function's name: the generated module's.
+    pub name: Ident,
+    /// The parameters in order.
+    pub params: Vec<Param>,
+    /// The body.
+    pub body: syn::Block,
+    /// Doc comments, carried to the module.
+    pub docs: Vec<syn::Attribute>,
+    /// The function's visibility, given to the module.
+    pub vis: syn::Visibility,
+    /// The return type: `Ty::Unit` for a kernel; a scalar or `Ty::Unit` for a device function.
+    pub ret: Ty,
+}
+
+/// Reads the kernel, or the first error about its signature.
+pub fn kernel_fn(item: syn::ItemFn) -> syn::Result<KernelFn> {
+    function(item, false)
+}
+
+/// Reads a kernel (`device == false`) or a `#[device]` function, which may return a scalar.
+pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
+    let sig = &item.sig;
+    if let Some(t) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(t, "a kernel cannot be `async`"));
+    }
+    if let Some(u) = &sig.unsafety {
+        return Err(syn::Error::new_spanned(u, "write the kernel without `unsafe`: its launcher is `unsafe` already"));
+    }
+    if let Some(g) = sig.generics.params.first() {
+        return Err(syn::Error::new_spanned(
+            g,
+            "a generic kernel has one type parameter and lists its instances: \
+             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`",
+        ));
+    }
+    let ret = match (&sig.output, device) {
+        (syn::ReturnType::Default, _) => Ty::Unit,
+        (syn::ReturnType::Type(_, t), false) => {
+            return Err(syn::Error::new_spanned(
+                t,
+                "a kernel returns nothing: write results into a `&mut [T]` parameter",
+            ))
+        }
+        (syn::ReturnType::Type(_, t), true) => Ty::Scalar(scalar_type(t).ok_or_else(|| {
+            syn::Error::new_spanned(t, "a device function returns a scalar (`f32`, `u32`, `bool`, ...) or nothing")
+        })?),
+    };
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            return Err(syn::Error::new_spanned(input, "a kernel is a free function: it takes no `self`"));
+        };
+        let name = match &*pt.pat {
+            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
+            other => {
+                return Err(syn::Error::new_spanned(other, "a kernel parameter is a plain name, e.g. `x: &[f32]`"))
+            }
+        };
+        params.push(Param { name, ty: param_type(&pt.ty)? });
+    }
+    let docs = item.attrs.iter().filter(|a| a.path().is_ident("doc")).cloned().collect();
+    if let Some(a) = item.attrs.iter().find(|a| !a.path().is_ident("doc")) {
+        return Err(syn::Error::new_spanned(a, "a kernel takes only doc comments as further attributes"));
+    }
+    Ok(KernelFn { name: sig.ident.clone(), params, body: *item.block, docs, vis: item.vis, ret })
+}
+
+/// A parameter's type, or why it is not supported.
+pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
+    match ty {
+        syn::Type::Reference(r) => {
+            if let syn::Type::Slice(s) = &*r.elem {
+                let elem = match scalar_type(&s.elem) {
+                    Some(e) => e,
+                    None if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
+                        return Err(syn::Error::new_spanned(
+                            &s.elem,
+                            "a slice of slices is not supported: pass one flat `&[T]` and index it as `x[row * width + col]`",
+                        ))
+                    }
+                    None => return Err(unsupported_type(&s.elem)),
+                };
+                return Ok(Ty::Slice { elem, mutable: r.mutability.is_some() });
+            }
+            if let syn::Type::TraitObject(_) = &*r.elem {
+                return Err(unsupported_type(&r.elem));
+            }
+            if let syn::Type::Path(p) = &*r.elem {
+                if p.path.is_ident("str") {
+                    return Err(unsupported_type(&r.elem));
+                }
+            }
+            Err(syn::Error::new_spanned(
+                ty,
+                format!("a reference to one value is not supported: pass the value itself, or a slice; {PARAMS_HELP}"),
+            ))
+        }
+        _ => match (scalar_type(ty), struct_name(ty)) {
+            (Some(s), _) => Ok(Ty::Scalar(s)),
+            (None, Some(name)) => Ok(Ty::Struct(name)),
+            _ => Err(unsupported_type(ty)),
+        },
+    }
+}
+
+/// A struct passed by value: a plain capitalised name other than the heap and string types
+/// (its C++ declaration comes from `cpp`/`include`, its Rust one derives `DeviceSafe`).
+fn struct_name(ty: &syn::Type) -> Option<String> {
+    let syn::Type::Path(p) = ty else { return None };
+    let id = p.path.get_ident()?.to_string();
+    let capital = id.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    (capital && !["Vec", "String", "Box", "Rc", "Arc", "Option", "Self"].contains(&id.as_str())).then_some(id)
+}
+
+/// A scalar type written in Rust, if `ty` is one.
+pub fn scalar_type(ty: &syn::Type) -> Option<Scalar> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => Scalar::from_name(&p.path.get_ident()?.to_string()),
+        syn::Type::Paren(p) => scalar_type(&p.elem),
+        _ => None,
+    }
+}
+
+/// The error for a type outside the subset, naming the common ones.
+pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
+    let head = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let what = match (ty, head.as_str()) {
+        (syn::Type::TraitObject(_), _) => {
+            "a trait object is not supported: kernels have no dynamic dispatch".to_string()
+        }
+        (_, "Vec") => "`Vec` is not supported in a kernel (no heap): take a slice, `&[T]` or `&mut [T]`".to_string(),
+        (_, "String" | "str") => "strings are not supported in a kernel".to_string(),
+        (_, "Box") => "`Box` is not supported in a kernel (no heap)".to_string(),
+        _ => format!("the type `{}` is not supported in a kernel", quote::quote!(#ty).to_string().replace(' ', "")),
+    };
+    syn::Error::new(ty.span(), format!("{what}; {PARAMS_HELP}"))
+}
+
+/// One instance of a generic kernel `fn k<T>(...)`: the function with `T` replaced by the
+/// scalar `ty` everywhere and named `k__ty`, with the type parameter's name.
+pub fn instance(item: &syn::ItemFn, ty: &LitStr) -> syn::Result<(syn::ItemFn, Ident, Scalar)> {
+    let generics = &item.sig.generics;
+    let param = match (generics.params.len(), generics.params.first()) {
+        (1, Some(syn::GenericParam::Type(t))) => t.ident.clone(),
+        _ => return Err(syn::Error::new_spanned(
+            generics,
+            "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
+        )),
+    };
+    let scalar = Scalar::from_name(&ty.value()).filter(|s| *s != Scalar::Bool).ok_or_else(|| {
+        syn::Error::new_spanned(
+            ty,
+            format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()),
+        )
+    })?;
+    let mut f = item.clone();
+    f.sig.generics = syn::Generics::default();
+    let tokens = replace_ident(quote::quote!(#f), &param, scalar.rust());
+    let mut f: syn::ItemFn = syn::parse2(tokens)?;
+    f.sig.ident = quote::format_ident!("{}__{}", item.sig.ident, scalar.rust(), span = item.sig.ident.span());
+    Ok((f, param, scalar))
+}
+
+fn replace_ident(tokens: proc_macro2::TokenStream, from: &Ident, to: &str) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(i) if i == *from => TokenTree::Ident(Ident::new(to, i.span())),
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                n.set_span(g.span());
+                TokenTree::Group(n)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// Whether `ty` names the type parameter `param`.
+pub fn mentions(ty: &syn::Type, param: &Ident) -> bool {
+    fn walk(ts: proc_macro2::TokenStream, p: &Ident) -> bool {
+        ts.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == *p,
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), p),
+            _ => false,
+        })
+    }
+    walk(quote::quote!(#ty), param)
+}

@@ -1,0 +1,390 @@
+//! Snapshots of the C++ each construct translates to, and the errors of unsupported syntax.
+//!
+//! Run with `UPDATE_SNAPSHOTS=1` to (re)write `snapshots/*.cu.snap`, then review the diff.
+
+use super::syntax::{kernel_fn, Attr};
+use super::translate;
+use std::path::PathBuf;
+
+fn translated(attr: &str, item: &str) -> syn::Result<String> {
+    let attr: Attr = syn::parse_str(attr)?;
+    let kernel = kernel_fn(syn::parse_str(item)?)?;
+    translate(&attr, &kernel, "src/kernels.rs", 1).map(|t| t.source)
+}
+
+fn snapshot(name: &str, attr: &str, item: &str) {
+    let got = match translated(attr, item) {
+        Ok(s) => s,
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
+    let text = format!(
+        "// input:\n{}\n// output:\n{got}",
+        item.trim().lines().map(|l| format!("// {l}")).collect::<Vec<_>>().join("\n")
+    );
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("no snapshot {}: run with UPDATE_SNAPSHOTS=1", path.display()));
+    assert_eq!(text, want, "snapshot {name} changed: run with UPDATE_SNAPSHOTS=1 and review the diff");
+}
+
+fn error(attr: &str, item: &str) -> String {
+    match translated(attr, item) {
+        Ok(s) => panic!("expected an error, got:\n{s}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn saxpy() {
+    snapshot(
+        "saxpy",
+        "",
+        r#"
+fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}"#,
+    );
+}
+
+#[test]
+fn saxpy_unchecked() {
+    snapshot(
+        "saxpy_unchecked",
+        "bounds_checks = false",
+        r#"
+fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}"#,
+    );
+}
+
+#[test]
+fn control_flow() {
+    snapshot(
+        "control_flow",
+        "bounds_checks = false",
+        r#"
+fn control(n: u32, out: &mut [i32]) {
+    let mut acc = 0;
+    let mut k = 0u32;
+    while k < n {
+        k += 1;
+        if k % 3 == 0 {
+            continue;
+        } else if k > 100 {
+            break;
+        }
+        acc += k as i32;
+    }
+    loop {
+        acc -= 1;
+        if acc < 10 { break; }
+    }
+    for j in (0..n).step_by(2) {
+        acc = acc * 3 + j as i32;
+    }
+    for j in (0..8usize).rev() {
+        out[j] = acc;
+    }
+    for j in 0..=3 {
+        out[j] += 1;
+    }
+    let sign = if acc < 0 { -1 } else { 1 };
+    let big = if acc > 5 {
+        let t = acc * 2;
+        t + 1
+    } else {
+        0
+    };
+    out[0] = sign + big;
+}"#,
+    );
+}
+
+#[test]
+fn scalars_casts_and_wrapping() {
+    snapshot(
+        "scalars",
+        "bounds_checks = false",
+        r#"
+fn scalars(a: i8, b: u16, c: i64, d: f64, e: bool, out: &mut [f64]) {
+    let x = a + 1;
+    let y = b << 3u32;
+    let z = c * -2 - i64::MAX;
+    let w = !(b as u32) & 0xff;
+    let flag = e && !(x > 3) || d >= 0.5;
+    let m = (c as u64).min(7) + u64::MAX;
+    out[0] = d * 2.0 + x as f64 + y as f64 + z as f64 + w as f64 + m as f64 + flag as u8 as f64;
+}"#,
+    );
+}
+
+#[test]
+fn float_methods() {
+    snapshot(
+        "float_methods",
+        "bounds_checks = false",
+        r#"
+fn gelu(x: &[f32], y: &mut [f32], z: &mut [f64]) {
+    let i = thread_idx().x as usize;
+    let v = x[i];
+    let mut acc = 0.0;
+    acc += v.sqrt().exp().ln().powf(2.0).mul_add(0.5, 1.0).max(0.0).min(10.0).abs();
+    y[i] = 0.5 * v * (1.0 + (0.7978845608 * (v + 0.044715 * v * v * v)).tanh()) + acc;
+    z[i] = (z[i] * 2.0).sqrt() + f64::consts::PI + f64::INFINITY.min(1.0);
+}"#,
+    );
+}
+
+#[test]
+fn shared_memory_reduction() {
+    snapshot(
+        "shared_reduction",
+        "bounds_checks = false",
+        r#"
+fn block_sum(x: &[f32], out: &mut [f32]) {
+    let tile = shared::<f32, 256>();
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * 256 + t;
+    tile[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    let mut s = 128;
+    while s > 0 {
+        if t < s {
+            tile[t] += tile[t + s];
+        }
+        sync_threads();
+        s /= 2;
+    }
+    if t == 0 {
+        atomic_add(&mut out[0], tile[0]);
+    }
+}"#,
+    );
+}
+
+#[test]
+fn warp_shuffle_and_printf() {
+    snapshot(
+        "warp",
+        "",
+        r#"
+fn warp_sum(x: &[f32], out: &mut [f32], counts: &mut [u32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    let mut v = if i < x.len() { x[i] } else { 0.0 };
+    let mut d = 16;
+    while d > 0 {
+        v += shfl_down_sync(0xffffffff, v, d);
+        d /= 2;
+    }
+    let lanes = ballot_sync(0xffffffff, v > 0.0);
+    if thread_idx().x % 32 == 0 {
+        atomic_add(&mut out[0], v);
+        atomic_max(&mut counts[0], lanes.count_ones());
+        if all_sync(0xffffffff, true) { printf!("block %d lanes %u\n", block_idx().x, lanes); }
+    }
+}"#,
+    );
+}
+
+#[test]
+fn cpp_interop() {
+    snapshot(
+        "cpp_interop",
+        r#"cpp = "__device__ float square(float v) { return v * v; }", bounds_checks = false"#,
+        r#"
+fn squares(x: &mut [f32]) {
+    let i = thread_idx().x as usize;
+    let s: f32 = square(x[i]);
+    x[i] = s;
+}"#,
+    );
+}
+
+#[test]
+fn shadowing_and_cpp_keywords() {
+    snapshot(
+        "shadowing",
+        "bounds_checks = false",
+        r#"
+fn shadow(int: u32, out: &mut [u32]) {
+    let x = int;
+    let x = x + 1;
+    {
+        let x = x * 2;
+        out[0] = x;
+    }
+    out[1] = x;
+}"#,
+    );
+}
+
+#[test]
+fn literal_locals_take_the_type_they_meet() {
+    let s = translated(
+        "bounds_checks = false",
+        "fn k(x: &[f32], y: &mut [f32]) { let mut acc = 0.0; for i in 0..x.len() { acc += x[i]; } y[0] = acc; }",
+    )
+    .unwrap();
+    assert!(s.contains("float acc = 0.0f;"), "{s}");
+    assert!(s.contains("for (size_t i = 0ull"), "{s}");
+}
+
+#[test]
+fn unsupported_syntax_is_an_error_saying_what_is_supported() {
+    let cases: &[(&str, &str)] = &[
+        ("fn k(x: &mut [f32]) { let f = |a: f32| a * 2.0; }", "closures are not supported"),
+        ("fn k(x: Vec<f32>) {}", "`Vec` is not supported"),
+        ("fn k(x: &dyn Fn()) {}", "trait object is not supported"),
+        ("fn k(x: &[&[f32]]) {}", "slice of slices is not supported"),
+        ("fn k(x: &mut [f32]) { let a = 1.0f32; let r = &a; }", "reference to a local is not supported"),
+        ("fn k(s: String) {}", "strings are not supported"),
+        ("fn k(x: &[f32]) { x[0] = 1.0; }", "`x` is a `&[f32]`, which is read-only"),
+        ("fn k(x: &mut [f32]) { x[0] = x.iter().sum(); }", "no method `iter` on `&mut [f32]`"),
+        ("fn k(x: &mut [f32]) { x[0] = foo(1.0); }", "give its source with `cpp = "),
+        ("fn k(x: &mut [f32]) { let i = 0u32; x[i] = 1.0; }", "indexed by `usize`, found `u32`"),
+        ("fn k(x: &mut [f32]) { x[0] = 1.0f64; }", "expected `f32`, found `f64`"),
+        ("fn k(x: &mut [f32]) { let a = 1; a = 2; }", "declare it `let mut a`"),
+        ("fn k(x: &mut [f32]) { let v = vec![1.0]; }", "the macro `vec!` is not supported"),
+        ("fn k(x: &mut [f32]) { let a = 2u32; match a { 1 => {} } }", "the last arm of a `match` in a kernel is `_"),
+        ("fn k(x: &mut [f32]) { match x[0] { _ => {} } }", "`match` is supported on integers and `bool`"),
+        ("fn k(x: &mut [f32]) -> f32 { 1.0 }", "a kernel returns nothing"),
+        ("fn k<T>(x: &mut [T]) {}", "lists its instances"),
+        ("fn k(x: &f32) {}", "a reference to one value is not supported"),
+        (
+            "fn k(x: &mut [f32]) { x[0] = x.len() as f32 + x[0].frobnicate(); }",
+            "the method `frobnicate` is not supported on `f32`",
+        ),
+    ];
+    for (item, want) in cases {
+        let e = error("", item);
+        assert!(e.contains(want), "{item}: expected an error containing {want:?}, got {e:?}");
+    }
+}
+
+#[test]
+fn errors_point_at_the_offending_span() {
+    let item = "fn k(x: &mut [f32]) {\n    let f = |a: f32| a;\n}";
+    let attr: Attr = syn::parse_str("").unwrap();
+    let kernel = kernel_fn(syn::parse_str(item).unwrap()).unwrap();
+    let e = translate(&attr, &kernel, "src/k.rs", 1).err().expect("a closure is an error");
+    let start = e.span().start();
+    assert_eq!((start.line, start.column), (2, 12), "the error points at the closure");
+}
+
+#[test]
+fn unknown_options_are_errors() {
+    let e = syn::parse_str::<Attr>("bounds = false").err().expect("unknown option");
+    assert!(e.to_string().contains("unknown option `bounds`"), "{e}");
+    let e = syn::parse_str::<Attr>("bounds_checks = 1").err().expect("not a bool");
+    assert!(e.to_string().contains("`bounds_checks` takes `true` or `false`"), "{e}");
+}
+
+#[test]
+fn device_functions_in_a_module() {
+    let m: syn::ItemMod = syn::parse_str(
+        r#"
+mod gpu {
+    #[device]
+    fn norm2(x: &[f32], i: usize) -> f32 {
+        let a = x[3 * i];
+        if a > 1.0 {
+            return a;
+        }
+        a * a
+    }
+    #[kernel]
+    fn norms(x: &[f32], out: &mut [f32]) {
+        let i = thread_idx().x as usize;
+        out[i] = norm2(x, i);
+    }
+}"#,
+    )
+    .unwrap();
+    let items = m.content.unwrap().1;
+    let mut fns = items.into_iter().filter_map(|i| match i {
+        syn::Item::Fn(mut f) => {
+            let device = f.attrs[0].path().is_ident("device");
+            f.attrs.clear();
+            Some(super::syntax::function(f, device).unwrap())
+        }
+        _ => None,
+    });
+    let (d, k) = (fns.next().unwrap(), fns.next().unwrap());
+    let attr: Attr = syn::parse_str("").unwrap();
+    let got = super::translate_module(&attr, &[k], &[d], "src/gpu.rs", 1).unwrap().source;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots/device_functions.cu.snap");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    assert_eq!(got, std::fs::read_to_string(&path).unwrap(), "run with UPDATE_SNAPSHOTS=1 and review the diff");
+}
+
+#[test]
+fn half_precision() {
+    snapshot(
+        "half",
+        "bounds_checks = false",
+        r#"
+fn half(a: f16, x: &[f16], y: &mut [bf16], z: &mut [f32]) {
+    let i = thread_idx().x as usize;
+    let v = a * x[i] + 1.0;
+    y[i] = (v.sqrt().max(0.5) as f32 * 2.0) as bf16;
+    z[i] = y[i].mul_add(y[i], 0.25) as f32 + v as f32;
+}"#,
+    );
+}
+
+#[test]
+fn match_on_integers() {
+    snapshot(
+        "match",
+        "bounds_checks = false",
+        r#"
+fn classify(x: &[i32], y: &mut [f32]) {
+    let i = thread_idx().x as usize;
+    let v = match x[i] {
+        0 => 1.0,
+        1 | 2 => 2.0,
+        3..=9 => {
+            let t = x[i] as f32;
+            t * 0.5
+        }
+        _ => -1.0,
+    };
+    match i % 3 {
+        0 => y[i] = v,
+        _ => {}
+    }
+}"#,
+    );
+}
+
+#[test]
+fn tuples() {
+    snapshot(
+        "tuples",
+        "bounds_checks = false",
+        r#"
+fn swap(x: &mut [f32]) {
+    let (mut a, mut b) = (x[0], x[1] * 2.0);
+    let (n, half): (u32, f32) = (3, 0.5);
+    (a, b) = (b, a);
+    x[0] = a * half;
+    x[1] = b + n as f32;
+}"#,
+    );
+}

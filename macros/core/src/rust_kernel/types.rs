@@ -1,0 +1,274 @@
+//! The types a Rust-syntax kernel can name: scalars, slices, shared arrays, `Dim3`, and the
+//! types of literals before they meet a typed operand. Their CUDA C++ spellings and the typing
+//! rules of operators and casts.
+
+use std::fmt;
+
+/// A scalar type of the type table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scalar {
+    /// `f32` (`float`).
+    F32,
+    /// `f64` (`double`).
+    F64,
+    /// `f16` (`__half`; `cuda_embed::f16` on the host).
+    F16,
+    /// `bf16` (`__nv_bfloat16`; `cuda_embed::bf16` on the host).
+    Bf16,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `isize`.
+    Isize,
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `usize`.
+    Usize,
+    /// `bool`.
+    Bool,
+}
+
+impl Scalar {
+    /// The scalar named `name` (`f32`, `usize`, ...).
+    pub fn from_name(name: &str) -> Option<Scalar> {
+        Some(match name {
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
+            "f16" => Scalar::F16,
+            "bf16" => Scalar::Bf16,
+            "i8" => Scalar::I8,
+            "i16" => Scalar::I16,
+            "i32" => Scalar::I32,
+            "i64" => Scalar::I64,
+            "isize" => Scalar::Isize,
+            "u8" => Scalar::U8,
+            "u16" => Scalar::U16,
+            "u32" => Scalar::U32,
+            "u64" => Scalar::U64,
+            "usize" => Scalar::Usize,
+            "bool" => Scalar::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The Rust name.
+    pub fn rust(self) -> &'static str {
+        match self {
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::Bf16 => "bf16",
+            Scalar::I8 => "i8",
+            Scalar::I16 => "i16",
+            Scalar::I32 => "i32",
+            Scalar::I64 => "i64",
+            Scalar::Isize => "isize",
+            Scalar::U8 => "u8",
+            Scalar::U16 => "u16",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
+            Scalar::Usize => "usize",
+            Scalar::Bool => "bool",
+        }
+    }
+
+    /// The CUDA C++ spelling (one the type table maps back to [`Scalar::rust`]).
+    pub fn cpp(self) -> &'static str {
+        match self {
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+            Scalar::F16 => "__half",
+            Scalar::Bf16 => "__nv_bfloat16",
+            Scalar::I8 => "signed char",
+            Scalar::I16 => "short",
+            Scalar::I32 => "int",
+            Scalar::I64 => "long long",
+            Scalar::Isize => "ptrdiff_t",
+            Scalar::U8 => "unsigned char",
+            Scalar::U16 => "unsigned short",
+            Scalar::U32 => "unsigned int",
+            Scalar::U64 => "unsigned long long",
+            Scalar::Usize => "size_t",
+            Scalar::Bool => "bool",
+        }
+    }
+
+    /// `f32`, `f64`, `f16` or `bf16`.
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::Bf16)
+    }
+
+    /// `f16` or `bf16`: math goes through `f32` (`__half2float` ... `__float2half`).
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::Bf16)
+    }
+
+    /// The C++ conversions of a half type from and to `float`.
+    pub fn half_conversions(self) -> (&'static str, &'static str) {
+        match self {
+            Scalar::Bf16 => ("__bfloat162float", "__float2bfloat16"),
+            _ => ("__half2float", "__float2half"),
+        }
+    }
+
+    /// The Rust type as launchers name it (`f32`, `::cuda_embed::f16`).
+    pub fn rust_tokens(self) -> proc_macro2::TokenStream {
+        if self.is_half() {
+            crate::gen::paths::crate_type(self.rust())
+        } else {
+            let id = quote::format_ident!("{}", self.rust());
+            quote::quote!(#id)
+        }
+    }
+
+    /// Any integer type.
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != Scalar::Bool
+    }
+
+    /// A signed integer type.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::Isize)
+    }
+
+    /// Width in bits.
+    pub fn bits(self) -> u32 {
+        match self {
+            Scalar::I8 | Scalar::U8 | Scalar::Bool => 8,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::Bf16 => 16,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
+            _ => 64,
+        }
+    }
+
+    /// The unsigned type of the same width, for wrapping signed arithmetic.
+    pub fn unsigned_cpp(self) -> &'static str {
+        match self.bits() {
+            8 => "unsigned char",
+            16 => "unsigned short",
+            32 => "unsigned int",
+            _ => "unsigned long long",
+        }
+    }
+}
+
+/// The type of an expression or binding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// A scalar.
+    Scalar(Scalar),
+    /// `&[T]` (`mutable == false`) or `&mut [T]`: a pointer and a length in C++.
+    Slice {
+        /// Element type.
+        elem: Scalar,
+        /// Written through (`&mut [T]`).
+        mutable: bool,
+    },
+    /// A statically sized shared-memory array (`shared::<T, N>()`).
+    Shared {
+        /// Element type.
+        elem: Scalar,
+        /// Length.
+        len: u64,
+    },
+    /// `thread_idx()` and friends: `.x`, `.y`, `.z` (each `u32`).
+    Dim3,
+    /// A `DeviceSafe` struct passed by value, declared in C++ by the same name (`cpp`/`include`):
+    /// its fields read as C++ values.
+    Struct(String),
+    /// An integer literal not yet tied to a type (`i32` if nothing ties it).
+    IntLit,
+    /// A float literal not yet tied to a type (`f64` if nothing ties it).
+    FloatLit,
+    /// The value of a CUDA C++ function the kernel calls (`cpp = "..."`): C++ decides (`auto`).
+    Opaque,
+    /// No value (`()`): statements, `sync_threads()`.
+    Unit,
+    /// The value of `break`, `continue`, `return`: never produced.
+    Never,
+}
+
+impl Ty {
+    /// The scalar, if this is one (literals count as their default type).
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) => Some(*s),
+            Ty::IntLit => Some(Scalar::I32),
+            Ty::FloatLit => Some(Scalar::F64),
+            _ => None,
+        }
+    }
+
+    /// The C++ type of a local of this type (`auto` where C++ decides).
+    pub fn cpp(&self) -> String {
+        match self {
+            Ty::Scalar(s) => s.cpp().to_string(),
+            Ty::IntLit => "int".into(),
+            Ty::FloatLit => "double".into(),
+            Ty::Struct(n) => n.clone(),
+            _ => "auto".into(),
+        }
+    }
+
+    /// A literal type: ties to the other operand.
+    pub fn is_literal(&self) -> bool {
+        matches!(self, Ty::IntLit | Ty::FloatLit)
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Scalar(s) => write!(f, "{}", s.rust()),
+            Ty::Slice { elem, mutable: false } => write!(f, "&[{}]", elem.rust()),
+            Ty::Slice { elem, mutable: true } => write!(f, "&mut [{}]", elem.rust()),
+            Ty::Shared { elem, len } => write!(f, "shared [{}; {len}]", elem.rust()),
+            Ty::Dim3 => write!(f, "Dim3"),
+            Ty::Struct(n) => write!(f, "{n}"),
+            Ty::IntLit => write!(f, "{{integer}}"),
+            Ty::FloatLit => write!(f, "{{float}}"),
+            Ty::Opaque => write!(f, "(C++ value)"),
+            Ty::Unit => write!(f, "()"),
+            Ty::Never => write!(f, "!"),
+        }
+    }
+}
+
+/// The common type of two operands of an arithmetic or comparison operator, as Rust has it:
+/// the same type on both sides, a literal taking the other side's type. `None`: a mismatch.
+pub fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
+    match (a, b) {
+        (Ty::Opaque, _) | (_, Ty::Opaque) => Some(Ty::Opaque),
+        (Ty::Never, t) | (t, Ty::Never) => Some(t.clone()),
+        (Ty::Scalar(x), Ty::Scalar(y)) if x == y => Some(a.clone()),
+        (Ty::Scalar(s), Ty::IntLit) | (Ty::IntLit, Ty::Scalar(s)) if s.is_int() => Some(Ty::Scalar(*s)),
+        (Ty::Scalar(s), Ty::FloatLit) | (Ty::FloatLit, Ty::Scalar(s)) if s.is_float() => Some(Ty::Scalar(*s)),
+        (Ty::IntLit, Ty::IntLit) => Some(Ty::IntLit),
+        (Ty::FloatLit, Ty::FloatLit) => Some(Ty::FloatLit),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_take_the_other_side() {
+        assert_eq!(unify(&Ty::Scalar(Scalar::F32), &Ty::FloatLit), Some(Ty::Scalar(Scalar::F32)));
+        assert_eq!(unify(&Ty::IntLit, &Ty::Scalar(Scalar::Usize)), Some(Ty::Scalar(Scalar::Usize)));
+        assert_eq!(unify(&Ty::Scalar(Scalar::F32), &Ty::IntLit), None);
+        assert_eq!(unify(&Ty::Scalar(Scalar::F32), &Ty::Scalar(Scalar::F64)), None);
+    }
+}

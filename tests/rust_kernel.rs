@@ -1,0 +1,540 @@
+//! Rust-syntax kernels (`#[cuda_embed::kernel]`): each against a CPU reference, the bounds check
+//! reported as an `Error`, a C++ `__device__` function called from Rust syntax. GPU tests are
+//! `#[ignore]`d; the CPU tests check what the macro generated.
+
+mod common;
+
+include!("kernels/rust_kernels.rs");
+
+use common::{close, data, gpu};
+use cuda_embed::{Error, LaunchConfig};
+
+/// Doubles each element; the `<=` lets the last thread index one past the end.
+#[cuda_embed::kernel]
+pub fn off_by_one(x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i <= y.len() {
+        y[i] = x[i] * 2.0;
+    }
+}
+
+/// A CUDA C++ `__device__` function called from Rust syntax.
+#[cuda_embed::kernel(cpp = "__device__ float cube(float v) { return v * v * v; }")]
+pub fn cubes(x: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let c: f32 = cube(x[i]);
+        x[i] = c;
+    }
+}
+
+/// Integer arithmetic that overflows: wraps as in Rust's release builds.
+#[cuda_embed::kernel]
+pub fn lcg(seed: i32, out: &mut [i32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < out.len() {
+        let mut h = seed ^ (i as i32);
+        for k in 0..4 {
+            h = h * 1103515245 + 12345 + k;
+        }
+        out[i] = if h < 0 { h >> 3 } else { h << 1 };
+    }
+}
+
+/// Float methods, an `if` expression, `mul_add`.
+#[cuda_embed::kernel]
+pub fn gelu(x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = x[i];
+        let t = (0.797_884_6 * v.mul_add(0.044715 * v * v, v)).tanh();
+        y[i] = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
+    }
+}
+
+fn cfg(n: usize) -> LaunchConfig {
+    LaunchConfig::for_num_elems(n as u32)
+}
+
+#[test]
+fn the_generated_source_can_be_read() {
+    assert!(
+        saxpy_rs::CUDA_SOURCE.contains("extern \"C\" __global__ void saxpy_rs(float a, const float* __restrict__ x")
+    );
+    assert!(saxpy_checked::CUDA_SOURCE.contains("__ce_at(y, y__len, i"));
+    assert!(!saxpy_rs::CUDA_SOURCE.contains("__ce_at("));
+    assert!(cubes::CUDA_SOURCE.contains("__device__ float cube(float v)"));
+    assert!(saxpy_rs::CUDA_SOURCE.contains(&format!("#line {} \"tests/kernels/rust_kernels.rs\"", 20)));
+    assert_eq!(saxpy_rs::NAME, "saxpy_rs");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saxpy_matches_cpu_checked_and_unchecked() {
+    let stream = gpu();
+    let n = 1_000_003;
+    let xs = data(n, 1);
+    let ys = data(n, 2);
+    let x = stream.clone_htod(&xs).unwrap();
+    for checked in [true, false] {
+        let mut y = stream.clone_htod(&ys).unwrap();
+        if checked {
+            unsafe { saxpy_checked::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
+            saxpy_checked::check_errors(&stream).unwrap();
+        } else {
+            unsafe { saxpy_rs::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
+        }
+        let out = stream.clone_dtoh(&y).unwrap();
+        for i in 0..n {
+            assert_eq!(out[i], 2.0f32.mul_add(xs[i], ys[i]), "element {i} (checked: {checked})");
+        }
+    }
+    // Views, like a cuda_kernel! launcher.
+    let mut y = stream.clone_htod(&ys).unwrap();
+    let xv = x.slice(10..20);
+    let mut yv = y.slice_mut(0..10);
+    unsafe { saxpy_rs::launch(&stream, cfg(10), 1.0, &xv, &mut yv).unwrap() };
+    let out = stream.clone_dtoh(&y).unwrap();
+    assert_eq!(out[0], xs[10] + ys[0]);
+    assert_eq!(out[10], ys[10]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn reductions_match_cpu() {
+    let stream = gpu();
+    let n = (1 << 22) + 17;
+    let xs = data(n, 3);
+    let want: f64 = xs.iter().map(|&v| v as f64).sum();
+    let x = stream.clone_htod(&xs).unwrap();
+    let config = LaunchConfig { grid_dim: (264, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    for which in ["block", "warp"] {
+        let mut out = stream.clone_htod(&[0.0f32]).unwrap();
+        unsafe {
+            match which {
+                "block" => block_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
+                _ => warp_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
+            }
+        }
+        let got = stream.clone_dtoh(&out).unwrap()[0] as f64;
+        close(got, want, 1e-3, which);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stencil_and_transpose_match_cpu() {
+    let stream = gpu();
+    let (w, h) = (1000usize, 517usize);
+    let a = data(w * h, 4);
+    let da = stream.clone_htod(&a).unwrap();
+    let mut db = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    let grid = |bx: usize, by: usize| ((w.div_ceil(bx)) as u32, (h.div_ceil(by)) as u32, 1);
+    let c = LaunchConfig { grid_dim: grid(32, 8), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+    unsafe { stencil_rs::launch(&stream, c, w as u32, h as u32, &da, &mut db).unwrap() };
+    let b = stream.clone_dtoh(&db).unwrap();
+    for y in 1..h - 1 {
+        for x in 1..w - 1 {
+            let i = y * w + x;
+            let want = 0.25 * (a[i - 1] + a[i + 1] + a[i - w] + a[i + w]) - a[i];
+            assert!((b[i] - want).abs() <= 1e-6, "stencil ({x}, {y}): {} vs {want}", b[i]);
+        }
+    }
+    let c = LaunchConfig { grid_dim: grid(32, 32), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+    let mut dt = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    unsafe { transpose_rs::launch(&stream, c, w as u32, h as u32, &da, &mut dt).unwrap() };
+    let t = stream.clone_dtoh(&dt).unwrap();
+    for y in 0..h {
+        for x in 0..w {
+            assert_eq!(t[x * h + y], a[y * w + x], "transpose ({x}, {y})");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn out_of_bounds_index_is_an_error_and_the_context_stays_usable() {
+    let stream = gpu();
+    let n = 1000;
+    let x = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { off_by_one::launch(&stream, cfg(n + 1), &x, &mut y).unwrap() };
+    let e = off_by_one::check_errors(&stream).expect_err("thread 1000 indexes one past the end");
+    match &e {
+        Error::IndexOutOfBounds { kernel, location, index, len } => {
+            assert_eq!(kernel, "off_by_one");
+            assert!(location.starts_with("tests/rust_kernel.rs:"), "{location}");
+            assert_eq!((*index, *len), (1000, 1000));
+        }
+        other => panic!("expected IndexOutOfBounds, got {other}"),
+    }
+    println!("reported: {e}");
+    // Cleared after the report; the in-range elements were written; the context still works.
+    off_by_one::check_errors(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 2.0));
+    let mut z = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    unsafe { saxpy_checked::launch(&stream, cfg(n), 1.0, &x, &mut z).unwrap() };
+    saxpy_checked::check_errors(&stream).unwrap();
+    assert!(stream.clone_dtoh(&z).unwrap().iter().all(|&v| v == 2.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cpp_device_function_wrapping_integers_and_float_methods() {
+    let stream = gpu();
+    let n = 4099;
+    let xs = data(n, 5);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    unsafe { cubes::launch(&stream, cfg(n), &mut x).unwrap() };
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in 0..n {
+        assert!((got[i] - xs[i] * xs[i] * xs[i]).abs() <= 1e-6, "cube {i}");
+    }
+
+    let mut out = stream.clone_htod(&vec![0i32; n]).unwrap();
+    unsafe { lcg::launch(&stream, cfg(n), 0x1234_5678, &mut out).unwrap() };
+    lcg::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    for (i, &g) in got.iter().enumerate() {
+        let mut h = 0x1234_5678i32 ^ i as i32;
+        for k in 0..4 {
+            h = h.wrapping_mul(1103515245).wrapping_add(12345).wrapping_add(k);
+        }
+        let want = if h < 0 { h >> 3 } else { h << 1 };
+        assert_eq!(g, want, "lcg {i}");
+    }
+
+    let xd = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { gelu::launch(&stream, cfg(n), &xd, &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let v = xs[i];
+        let t = (0.797_884_6_f32 * v.mul_add(0.044715 * v * v, v)).tanh();
+        let want = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
+        assert!((got[i] - want).abs() <= 1e-5, "gelu {i}: {} vs {want}", got[i]);
+    }
+}
+
+/// Kernels and the Rust device functions they call, one CUDA module.
+#[cuda_embed::kernels]
+mod gpu {
+    use cuda_embed::device::*;
+
+    /// Squared norm of the 3-vector at `x[3 * i..]`.
+    #[device]
+    fn norm2(x: &[f32], i: usize) -> f32 {
+        let a = x[3 * i];
+        let b = x[3 * i + 1];
+        let c = x[3 * i + 2];
+        a * a + b * b + c * c
+    }
+
+    #[device]
+    fn clamp01(v: f32) -> f32 {
+        if v < 0.0 {
+            return 0.0;
+        }
+        v.min(1.0)
+    }
+
+    /// `out[i]` = the clamped squared norm of vector `i` of `x`.
+    #[kernel]
+    pub fn norms(x: &[f32], out: &mut [f32]) {
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        if i < out.len() {
+            out[i] = clamp01(norm2(x, i));
+        }
+    }
+}
+
+/// Compiled by NVRTC at run time (no build-time compiler).
+#[cuda_embed::kernel(compiler = "nvrtc")]
+pub fn saxpy_runtime_nvrtc(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// Compiled by libnvrtc at build time.
+#[cuda_embed::kernel(compiler = "nvrtc-build")]
+pub fn saxpy_build_nvrtc(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_functions_and_their_bounds_checks() {
+    let stream = gpu();
+    let n = 3001;
+    let xs = data(3 * n, 6);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut out = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { gpu::norms::launch(&stream, cfg(n), &x, &mut out).unwrap() };
+    gpu::norms::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    for i in 0..n {
+        let (a, b, c) = (xs[3 * i], xs[3 * i + 1], xs[3 * i + 2]);
+        let want = (a * a + b * b + c * c).min(1.0);
+        assert!((got[i] - want).abs() <= 1e-6, "norm {i}: {} vs {want}", got[i]);
+    }
+    // One element short: the last vector's third component is out of range, inside `norm2`.
+    let short = x.slice(0..3 * n - 1);
+    unsafe { gpu::norms::launch(&stream, cfg(n), &short, &mut out).unwrap() };
+    let e = gpu::norms::check_errors(&stream).expect_err("x[3 * 3000 + 2] is out of range");
+    println!("reported: {e}");
+    match e {
+        Error::IndexOutOfBounds { index, len, .. } => assert_eq!((index, len), (3 * n as u64 - 1, 3 * n as u64 - 1)),
+        other => panic!("expected IndexOutOfBounds, got {other}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nvrtc_paths_match_cpu() {
+    let stream = gpu();
+    let n = 10_007;
+    let xs = data(n, 7);
+    let ys = data(n, 8);
+    let x = stream.clone_htod(&xs).unwrap();
+    for build in [false, true] {
+        let mut y = stream.clone_htod(&ys).unwrap();
+        unsafe {
+            if build {
+                saxpy_build_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
+            } else {
+                saxpy_runtime_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
+            }
+        }
+        let got = stream.clone_dtoh(&y).unwrap();
+        for i in 0..n {
+            assert_eq!(got[i], 3.0f32.mul_add(xs[i], ys[i]), "element {i} (build-time NVRTC: {build})");
+        }
+    }
+}
+
+#[test]
+fn each_compiler_path_was_taken() {
+    assert!(matches!(saxpy_runtime_nvrtc::module().build_info(), cuda_embed::BuildPath::Nvrtc { .. }));
+    assert!(matches!(saxpy_build_nvrtc::module().build_info(), cuda_embed::BuildPath::NvrtcBuild { .. }));
+    assert!(gpu::norms::CUDA_SOURCE.contains("static __device__ __forceinline__ float norm2(const float* x, size_t x__len, size_t i, bool& __ce_bad, unsigned long long* __ce_slot)"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rust_kernels_as_graph_nodes() {
+    let stream = gpu();
+    let ctx = stream.context().clone();
+    let n = 5000;
+    let xs = data(n, 9);
+    let x = stream.clone_htod(&xs).unwrap();
+    let y = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut g = cuda_embed::Graph::new(&ctx).unwrap();
+    let a = saxpy_rs::node(&mut g, cfg(n), 2.0, &x, &y).unwrap();
+    let b = saxpy_checked::node(&mut g, cfg(n), 1.0, &x, &y).unwrap();
+    assert_eq!(g.edges(), vec![(*a, *b)], "the second node writes what the first wrote");
+    let exec = g.instantiate().unwrap();
+    // SAFETY: both kernels check their index against the slices' lengths.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    saxpy_checked::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let want = 1.0f32.mul_add(xs[i], 2.0f32.mul_add(xs[i], 1.0));
+        assert_eq!(got[i], want, "element {i}");
+    }
+}
+
+/// A generic kernel, built for the listed types.
+#[cuda_embed::kernel(instances = ["f32", "f64"])]
+pub fn axpby<T>(a: T, x: &[T], b: T, y: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + b * y[i] + (1.0 as T).sqrt();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generic_kernel_over_f32_and_f64() {
+    let stream = gpu();
+    let n = 7777;
+    let xs = data(n, 10);
+    let ys = data(n, 11);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&ys).unwrap();
+    unsafe { axpby::launch::<f32>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
+    axpby::check_errors::<f32>(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        let want = 2.0 * xs[i] + 0.5 * ys[i] + 1.0;
+        assert!((got[i] - want).abs() <= 1e-6, "f32 {i}");
+    }
+    let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let yd: Vec<f64> = ys.iter().map(|&v| v as f64).collect();
+    let x = stream.clone_htod(&xd).unwrap();
+    let mut y = stream.clone_htod(&yd).unwrap();
+    unsafe { axpby::launch::<f64>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], 2.0 * xd[i] + 0.5 * yd[i] + 1.0, "f64 {i}");
+    }
+}
+
+/// A struct passed by value: declared in C++ (`cpp`) and in Rust (`DeviceSafe`), checked
+/// against each other by the pipeline.
+#[repr(C)]
+#[derive(Clone, Copy, cuda_embed::DeviceSafe)]
+pub struct Affine {
+    pub scale: f32,
+    pub shift: f32,
+    pub n: u32,
+}
+
+#[cuda_embed::kernel(cpp = "struct Affine { float scale; float shift; unsigned int n; };")]
+pub fn affine(p: Affine, x: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    let n: u32 = p.n;
+    if i < x.len() && (i as u32) < n {
+        let s: f32 = p.scale;
+        let t: f32 = p.shift;
+        x[i] = x[i].mul_add(s, t);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn struct_parameter_by_value() {
+    let stream = gpu();
+    let n = 3000;
+    let xs = data(n, 12);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    let p = Affine { scale: 3.0, shift: -1.0, n: 2000 };
+    unsafe { affine::launch(&stream, cfg(n), p, &mut x).unwrap() };
+    affine::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in 0..n {
+        let want = if i < 2000 { xs[i].mul_add(3.0, -1.0) } else { xs[i] };
+        assert_eq!(got[i], want, "element {i}");
+    }
+}
+
+/// Half precision: `f16` and `bf16` arithmetic, methods computed in `f32`.
+#[cuda_embed::kernel(instances = ["f16", "bf16"])]
+pub fn half_axpy<T>(a: T, x: &[T], y: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = (a * x[i] + y[i]).max(0.0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_precision_kernels() {
+    use cuda_embed::{bf16, f16};
+    let stream = gpu();
+    let n = 1000;
+    let xs = data(n, 13);
+    let x: Vec<f16> = xs.iter().map(|&v| f16::from_f32(v)).collect();
+    let dx = stream.clone_htod(&x).unwrap();
+    let mut dy = stream.clone_htod(&vec![f16::from_f32(0.5); n]).unwrap();
+    unsafe { half_axpy::launch::<f16>(&stream, cfg(n), f16::from_f32(2.0), &dx, &mut dy).unwrap() };
+    let got = stream.clone_dtoh(&dy).unwrap();
+    for i in 0..n {
+        let want = (2.0 * x[i].to_f32() + 0.5).max(0.0);
+        assert!((got[i].to_f32() - want).abs() <= 4e-3 * want.abs().max(1.0), "f16 {i}");
+    }
+    let xb: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
+    let dx = stream.clone_htod(&xb).unwrap();
+    let mut dy = stream.clone_htod(&vec![bf16::from_f32(0.5); n]).unwrap();
+    unsafe { half_axpy::launch::<bf16>(&stream, cfg(n), bf16::from_f32(2.0), &dx, &mut dy).unwrap() };
+    let got = stream.clone_dtoh(&dy).unwrap();
+    for i in 0..n {
+        let want = (2.0 * xb[i].to_f32() + 0.5).max(0.0);
+        assert!((got[i].to_f32() - want).abs() <= 3e-2 * want.abs().max(1.0), "bf16 {i}");
+    }
+}
+
+#[test]
+fn a_kernel_inside_a_function_body() {
+    #[cuda_embed::kernel(bounds_checks = false)]
+    fn local_fill(v: f32, x: &mut [f32]) {
+        let i = thread_idx().x as usize;
+        if i < x.len() {
+            x[i] = v;
+        }
+    }
+    assert!(local_fill::CUDA_SOURCE.contains("void local_fill(float v"));
+    assert_eq!(local_fill::NAME, "local_fill");
+}
+
+/// `match` on an integer, as a value and as a statement.
+#[cuda_embed::kernel]
+pub fn classify(x: &[i32], y: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = match x[i] {
+            0 => 1.0f32,
+            1 | 2 => 2.0,
+            3..=9 => x[i] as f32 * 0.5,
+            _ => -1.0,
+        };
+        match i % 2 {
+            0 => y[i] = v,
+            _ => y[i] = -v,
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn match_matches_cpu() {
+    let stream = gpu();
+    let xs: Vec<i32> = (0..1000).map(|i| i % 13 - 1).collect();
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; xs.len()]).unwrap();
+    unsafe { classify::launch(&stream, cfg(xs.len()), &x, &mut y).unwrap() };
+    classify::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for (i, &v) in xs.iter().enumerate() {
+        let c = match v {
+            0 => 1.0,
+            1 | 2 => 2.0,
+            3..=9 => v as f32 * 0.5,
+            _ => -1.0,
+        };
+        assert_eq!(got[i], if i % 2 == 0 { c } else { -c }, "element {i}");
+    }
+}
+
+/// Tuple lets and a tuple swap.
+#[cuda_embed::kernel]
+pub fn swap_pairs(x: &mut [f32]) {
+    let i = 2 * (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i + 1 < x.len() {
+        let (mut a, mut b) = (x[i], x[i + 1]);
+        (a, b) = (b, a);
+        let (lo, hi): (f32, f32) = (a.min(b), a.max(b));
+        let ordered = lo <= hi;
+        x[i] = if ordered { a } else { b };
+        x[i + 1] = if ordered { b } else { a };
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tuples_match_cpu() {
+    let stream = gpu();
+    let xs = data(2000, 14);
+    let mut x = stream.clone_htod(&xs).unwrap();
+    unsafe { swap_pairs::launch(&stream, cfg(1000), &mut x).unwrap() };
+    swap_pairs::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&x).unwrap();
+    for i in (0..2000).step_by(2) {
+        assert_eq!((got[i], got[i + 1]), (xs[i + 1], xs[i]), "pair {i}");
+    }
+}
