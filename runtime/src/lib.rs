@@ -22,6 +22,7 @@ mod launch; // the one launch routine
 mod limits; // launch limits and attribute readers
 mod load; // one module on one device
 mod module; // the registry: lazy per-device loading
+pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
 pub mod nvrtc; // run-time compilation and its disk cache
 mod order; // stream ordering of Global copies and launches
 mod params; // the driver's view of a kernel's parameter list
@@ -50,6 +51,7 @@ pub use kernel::{Kernel, KernelRef};
 pub use launch::{ClusterDim, LaunchKind};
 pub use limits::KernelAttributes;
 pub use module::Module;
+pub use ndarray::{NdInput, NdOutput, NdView, NdViewMut};
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction_program::{Reduction, ReductionProgram};
 pub use spec::BuildPath;
@@ -116,6 +118,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::ndarray::NdLaunch;
     pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::texture::{object_arg, ObjectArg};
