@@ -122,6 +122,9 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
+/// N-D views of device memory and the arithmetic of their shapes (`NdView`, `NdViewMut`).
+pub use cuda_embed_runtime::ndarray;
+pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.

@@ -36,6 +36,7 @@ pub mod headers;
 pub mod includes;
 pub mod input;
 pub mod ir;
+pub mod ndarray;
 pub use cuda_embed_build::lex;
 pub mod nvrtc;
 pub mod oracle;

@@ -149,7 +149,8 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
     let mut exprs = Vec::new();
     if !lists.placeholders().is_empty() {
         let spans: Vec<Span> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::span).collect()).unwrap_or_default();
-        for kernel in [&name, &types_kernel] {
+        let nd_kernel = cuda_embed_build::ndarray::nd_kernel_name(&name);
+        for kernel in [&name, &types_kernel, &nd_kernel] {
             for (inst, span) in instances.iter().zip(&spans) {
                 exprs.push(LitStr::new(&source::instance_expr(kernel, inst), *span));
             }
