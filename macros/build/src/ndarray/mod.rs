@@ -13,6 +13,8 @@
 //! index, whose coordinates — the only divisions — are computed once per row, not per element.
 //! `i` is the flat row-major index in the output.
 
+pub mod reduction;
+
 use crate::elementwise::{line, output_is_read, Elementwise};
 use crate::params::{ParamKind, ParamLists, Role};
 use std::fmt::Write as _;
