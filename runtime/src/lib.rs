@@ -118,7 +118,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::elementwise::{common_length, AutoConfig};
-    pub use crate::ndarray::{NdInput, NdLaunch, NdOutput};
+    pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdOutput};
     pub use crate::reduce;
     pub use crate::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::texture::{object_arg, ObjectArg};

@@ -15,10 +15,12 @@
 //! # Ok(()) }
 //! ```
 
+mod axes;
 mod layout;
 mod plan;
 
 pub use layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
+pub use axes::{AxesPlan, AxesRoute, AXES_DIMS};
 pub use plan::{NdLaunch, RANKS};
 
 use crate::error::{Error, Result};
@@ -140,6 +142,11 @@ impl<'a, T> NdView<'a, T> {
         self.with("NdView::reshape", self.layout.reshape(shape))
     }
 
+    /// The buffer the view reads (element `[0, ..]` is at [`Layout::offset`]).
+    pub fn buffer(&self) -> &CudaView<'a, T> {
+        &self.buf
+    }
+
     /// The address of element `[0, ..]` on `stream` (cudarc's stream ordering recorded).
     pub fn device_ptr<'s>(&'s self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
         let (p, g) = self.buf.device_ptr(stream);
@@ -234,6 +241,11 @@ impl<'a, T> NdViewMut<'a, T> {
     pub fn reshape(self, shape: &[usize]) -> Result<Self> {
         let l = self.layout.reshape(shape);
         self.with("NdViewMut::reshape", l)
+    }
+
+    /// The buffer the view writes (element `[0, ..]` is at [`Layout::offset`]).
+    pub fn buffer_mut(&mut self) -> &mut CudaViewMut<'a, T> {
+        &mut self.buf
     }
 
     /// The address of element `[0, ..]` on `stream`, for writing.

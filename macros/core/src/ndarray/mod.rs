@@ -4,6 +4,8 @@
 //! `NAME` when every operand is one contiguous run, else the strided kernel `NAME_nd` of the same
 //! instance (generated beside it by `cuda_embed_build::ndarray`).
 
+pub mod reduction;
+
 use crate::gen::{paths, param_ident};
 use cuda_embed_build::ndarray::nd_arg_count;
 use cuda_embed_build::params::{ParamKind, ParamLists, Role};
