@@ -23,6 +23,8 @@ pub struct NdLaunch<const A: usize> {
     pub flat: bool,
     /// The strided kernel's rank (one of [`RANKS`]).
     pub rank: i32,
+    /// The position of `rank` in [`RANKS`] (which of the N-D kernels runs).
+    pub variant: usize,
     /// The collapsed shape, padded with leading 1s to `rank`, then with 1s to [`MAX_RANK`].
     pub shape: [i64; MAX_RANK],
     /// Per operand, its strides over `shape` (elements).
@@ -77,7 +79,8 @@ impl<const A: usize> NdLaunch<A> {
     fn from_collapsed(n: usize, c: &super::layout::Collapsed) -> Self {
         let r = c.shape.len();
         let flat = r == 0 || (r == 1 && c.strides.iter().all(|s| s[0] == 1));
-        let rank = RANKS.iter().copied().find(|&k| k >= r.max(1)).unwrap_or(MAX_RANK);
+        let variant = RANKS.iter().position(|&k| k >= r.max(1)).unwrap_or(RANKS.len() - 1);
+        let rank = RANKS[variant];
         let pad = rank - r.max(1).min(rank);
         let mut shape = [1i64; MAX_RANK];
         let mut strides = [[0i64; MAX_RANK]; A];
@@ -98,7 +101,7 @@ impl<const A: usize> NdLaunch<A> {
         let gx = inner.div_ceil(u64::from(bx)).min(i32::MAX as u64) as u32;
         let gy = outer.div_ceil(u64::from(by)).min(65535) as u32;
         let config = LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (bx, by, 1), shared_mem_bytes: 0 };
-        NdLaunch { n, flat, rank: rank as i32, shape, strides, config }
+        NdLaunch { n, flat, rank: rank as i32, variant, shape, strides, config }
     }
 }
 

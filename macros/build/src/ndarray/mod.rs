@@ -1,14 +1,15 @@
-//! The strided (N-D) kernel of an elementwise kernel: `NAME_nd`, next to the flat `NAME` in the
-//! same source (see [`crate::elementwise`]).
+//! The strided (N-D) kernels of an elementwise kernel: `NAME_nd1`, `NAME_nd2`, ... (one per rank
+//! of [`RANKS`]), next to the flat `NAME` in the same source (see [`crate::elementwise`]).
 //!
 //! Its parameters are the flat kernel's (arrays, scalars, raw lengths, `long long n`), then
-//! `int rank` (one of [`RANKS`]), the collapsed shape padded to 8 (`long long` each) and, per
+//! the collapsed shape padded to 8 (`long long` each) and, per
 //! array parameter in declaration order, its 8 strides in elements. The host collapses the
 //! dimensions that are contiguous for every operand first (so most calls have rank 1 or 2) and
 //! sends the all-contiguous case to the flat, vectorised kernel instead.
 //!
-//! The body is written once per rank in [`RANKS`] (a `switch` on `rank`, uniform over the grid),
-//! so every loop over dimensions is unrolled with the rank known. Threads are laid out 2-D:
+//! One kernel per rank in [`RANKS`], so every loop over dimensions is unrolled with the rank known
+//! and each kernel holds only its rank's registers (one kernel with a branch per rank ran at a
+//! fifth of the bandwidth: the rank-8 branch's registers cut every rank's occupancy). Threads are laid out 2-D:
 //! `x` along the innermost dimension (coalesced where it is contiguous), `y` over the outer
 //! index, whose coordinates — the only divisions — are computed once per row, not per element.
 //! `i` is the flat row-major index in the output.
@@ -25,9 +26,14 @@ pub const RANKS: [usize; 5] = [1, 2, 3, 4, 8];
 /// Dimensions passed per operand (the largest rank).
 pub const DIMS: usize = 8;
 
-/// The N-D kernel's name: `NAME_nd`.
-pub fn nd_kernel_name(name: &str) -> String {
-    format!("{name}_nd")
+/// The N-D kernel's name for rank `rank` (one of [`RANKS`]): `NAME_nd2`.
+pub fn nd_kernel_name(name: &str, rank: usize) -> String {
+    format!("{name}_nd{rank}")
+}
+
+/// The N-D kernels' names, in [`RANKS`] order.
+pub fn nd_kernel_names(name: &str) -> Vec<String> {
+    RANKS.iter().map(|&r| nd_kernel_name(name, r)).collect()
 }
 
 /// The number of launch arguments of the N-D kernel of a kernel with these parameters.
@@ -35,11 +41,17 @@ pub fn nd_arg_count(lists: &ParamLists) -> usize {
     let all = lists.all().count();
     let raw = lists.all().filter(|p| p.kind == ParamKind::Raw).count();
     let arrays = lists.all().filter(|p| p.kind == ParamKind::Array).count();
-    all + raw + 2 + DIMS + DIMS * arrays
+    all + raw + 1 + DIMS + DIMS * arrays
 }
 
-/// The source of `NAME_nd` (with the template head `template`, empty without placeholders).
+/// The source of the N-D kernels `NAME_nd1`, `NAME_nd2`, ... (with the template head `template`,
+/// empty without placeholders): one kernel per rank, so each uses only the registers its rank
+/// needs.
 pub fn nd_kernel(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallback: &str) -> String {
+    RANKS.iter().map(|&r| nd_kernel_rank(e, lists, template, fallback, r)).collect()
+}
+
+fn nd_kernel_rank(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallback: &str, rank: usize) -> String {
     let mut s = String::new();
     let arrays: Vec<_> = lists.all().filter(|p| p.kind == ParamKind::Array).collect();
     let mut params = Vec::new();
@@ -55,13 +67,12 @@ pub fn nd_kernel(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallba
         params.push(format!("long long _ce_len_{}", p.name));
     }
     params.push("long long _ce_n".into());
-    params.push("int _ce_rank".into());
     let dims = |prefix: &str| (0..DIMS).map(|d| format!("{prefix}{d}")).collect::<Vec<_>>();
     params.extend(dims("long long _ce_s"));
     for p in &arrays {
         params.extend(dims(&format!("long long _ce_st_{}_", p.name)));
     }
-    let _ = writeln!(s, "{template}__global__ void {}({}) {{", nd_kernel_name(e.name), params.join(", "));
+    let _ = writeln!(s, "{template}__global__ void {}({}) {{", nd_kernel_name(e.name, rank), params.join(", "));
     s.push_str("    const long long n = _ce_n;\n");
     for p in lists.all() {
         let ty = p.ty.as_str();
@@ -89,13 +100,8 @@ pub fn nd_kernel(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallba
     if !e.loop_prep.trim().is_empty() {
         line(&mut s, &e.origins[2], e.loop_prep, fallback);
     }
-    s.push_str("    switch (_ce_rank) {\n");
-    for (k, r) in RANKS.iter().enumerate() {
-        let label = if k + 1 == RANKS.len() { "default:".to_string() } else { format!("case {r}:") };
-        let _ = writeln!(s, "    {label} {{\n        constexpr int _CE_R = {r};");
-        body(&mut s, e, &arrays, fallback);
-        s.push_str("    } break;\n");
-    }
+    let _ = writeln!(s, "    {{\n        constexpr int _CE_R = {rank};");
+    body(&mut s, e, &arrays, fallback);
     s.push_str("    }\n");
     if !e.after_loop.trim().is_empty() {
         line(&mut s, &e.origins[3], e.after_loop, fallback);
@@ -158,12 +164,13 @@ mod tests {
         let lists = ParamLists::parse("T x, scalar T a, T b", "T y").unwrap();
         let e = Elementwise { name: "axpb", operation: "y = a * x + b", ..Default::default() };
         let src = nd_kernel(&e, &lists, "template<typename T> ", "gen");
-        assert!(src.starts_with("template<typename T> __global__ void axpb_nd(const T* __restrict__ _ce_p_x, T _ce_p_a, const T* __restrict__ _ce_p_b, T* __restrict__ _ce_p_y, long long _ce_n, int _ce_rank, long long _ce_s0,"), "{src}");
+        assert!(src.starts_with("template<typename T> __global__ void axpb_nd1(const T* __restrict__ _ce_p_x, T _ce_p_a, const T* __restrict__ _ce_p_b, T* __restrict__ _ce_p_y, long long _ce_n, long long _ce_s0,"), "{src}");
         assert!(src.contains("long long _ce_st_y_7) {"));
         assert_eq!(src.matches("constexpr int _CE_R").count(), RANKS.len());
-        assert!(src.contains("default: {\n        constexpr int _CE_R = 8;"));
+        assert!(src.contains("__global__ void axpb_nd8("));
+        assert!(src.contains("{\n        constexpr int _CE_R = 8;"));
         assert!(src.contains("_ce_p_y[_ce_o_y + _ce_j * _ce_st_y[_CE_R - 1]] = y;"));
-        // 3 arrays + 1 scalar, n, rank, 8 shape, 3 x 8 strides.
-        assert_eq!(nd_arg_count(&lists), 4 + 2 + 8 + 24);
+        // 3 arrays + 1 scalar, n, 8 shape, 3 x 8 strides.
+        assert_eq!(nd_arg_count(&lists), 4 + 1 + 8 + 24);
     }
 }

@@ -149,8 +149,8 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
     let mut exprs = Vec::new();
     if !lists.placeholders().is_empty() {
         let spans: Vec<Span> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::span).collect()).unwrap_or_default();
-        let nd_kernel = cuda_embed_build::ndarray::nd_kernel_name(&name);
-        for kernel in [&name, &types_kernel, &nd_kernel] {
+        let nd_kernels = cuda_embed_build::ndarray::nd_kernel_names(&name);
+        for kernel in [&name, &types_kernel].into_iter().chain(&nd_kernels) {
             for (inst, span) in instances.iter().zip(&spans) {
                 exprs.push(LitStr::new(&source::instance_expr(kernel, inst), *span));
             }

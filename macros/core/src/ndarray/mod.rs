@@ -26,8 +26,8 @@ pub struct NdShared<'a> {
     pub index: &'a TokenStream,
     /// The hidden module holding `MODULE`.
     pub hidden: &'a syn::Ident,
-    /// Instances built (1 without placeholders): the N-D kernel of an instance is this many
-    /// kernels after its `_types` carrier, which is as many after the flat kernel.
+    /// Instances built (1 without placeholders): each kernel of the source (flat, carrier, one per
+    /// rank) is compiled once per instance, in that order.
     pub instances: usize,
 }
 
@@ -106,7 +106,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
         .flat_map(|a| (0..dims).map(move |d| (a, d)))
         .map(|(a, d)| quote!(&__plan.strides[#a][#d] as *const i64 as *mut #c_void))
         .collect();
-    let offset = 2 * s.instances;
+    let instances = s.instances;
     let raw = lists.has_raw();
     let unsafety = if raw { quote!(unsafe) } else { quote!() };
     let safety = if raw {
@@ -150,14 +150,15 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                 unsafe { AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
             } else {
                 // SAFETY: the instances are compiled in the order NAME<..>, NAME_types<..>,
-                // NAME_nd<..> (one kernel each without placeholders), so the N-D kernel of this
-                // instance is `#offset` kernels after the flat one.
-                let __nd = unsafe { #kernel_ref::new(&super::#hidden::MODULE, #index + #offset) };
-                let __rank: i32 = __plan.rank;
+                // NAME_nd1<..>, NAME_nd2<..>, ... (one kernel each without placeholders), so the
+                // N-D kernel of this instance for the plan's rank is that many kernels after the
+                // flat one.
+                let __nd = unsafe {
+                    #kernel_ref::new(&super::#hidden::MODULE, #index + (2 + __plan.variant) * #instances)
+                };
                 let mut __args: [*mut #c_void; #nd_count] = [
                     #(#packed,)* #(#extra,)*
                     &__n64 as *const i64 as *mut #c_void,
-                    &__rank as *const i32 as *mut #c_void,
                     #(#shape_args,)*
                     #(#stride_args,)*
                 ];
