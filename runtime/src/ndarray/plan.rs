@@ -14,6 +14,9 @@ pub const RANKS: [usize; 5] = [1, 2, 3, 4, MAX_RANK];
 /// Threads per block of the strided kernel.
 const BLOCK: u32 = 256;
 
+/// Elements of a row per thread and step (`cuda_embed_build::ndarray::UNROLL`).
+const UNROLL: u64 = 4;
+
 /// An elementwise launch over `A` array operands (inputs first), planned on the host.
 #[derive(Clone, Debug)]
 pub struct NdLaunch<const A: usize> {
@@ -21,6 +24,8 @@ pub struct NdLaunch<const A: usize> {
     pub n: usize,
     /// Every operand is one contiguous run in the output's order: use the flat kernel.
     pub flat: bool,
+    /// Rows: `n` over the innermost extent (the kernel's outer loop).
+    pub rows: i64,
     /// The strided kernel's rank (one of [`RANKS`]).
     pub rank: i32,
     /// The position of `rank` in [`RANKS`] (which of the N-D kernels runs).
@@ -98,10 +103,10 @@ impl<const A: usize> NdLaunch<A> {
         let cap = if outer == 1 { BLOCK as u64 } else { 32 };
         let bx = inner.next_power_of_two().min(cap) as u32;
         let by = BLOCK / bx;
-        let gx = inner.div_ceil(u64::from(bx)).min(i32::MAX as u64) as u32;
+        let gx = inner.div_ceil(u64::from(bx) * UNROLL).min(i32::MAX as u64) as u32;
         let gy = outer.div_ceil(u64::from(by)).min(65535) as u32;
         let config = LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (bx, by, 1), shared_mem_bytes: 0 };
-        NdLaunch { n, flat, rank: rank as i32, variant, shape, strides, config }
+        NdLaunch { n, flat, rows: outer as i64, rank: rank as i32, variant, shape, strides, config }
     }
 }
 
@@ -129,7 +134,7 @@ mod tests {
         assert_eq!(&p.shape[..2], &[16384, 16384]);
         assert_eq!(&p.strides[0][..2], &[1, 16384]);
         assert_eq!(p.config.block_dim, (32, 8, 1));
-        assert_eq!(p.config.grid_dim, (512, 2048, 1));
+        assert_eq!(p.config.grid_dim, (128, 2048, 1));
     }
 
     #[test]

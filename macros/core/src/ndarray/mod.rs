@@ -159,6 +159,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                 let mut __args: [*mut #c_void; #nd_count] = [
                     #(#packed,)* #(#extra,)*
                     &__n64 as *const i64 as *mut #c_void,
+                    &__plan.rows as *const i64 as *mut #c_void,
                     #(#shape_args,)*
                     #(#stride_args,)*
                 ];
