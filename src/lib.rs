@@ -110,7 +110,7 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, reduction_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, fuse, reduction_kernel, DeviceSafe};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].

@@ -31,6 +31,7 @@ pub mod elementwise;
 pub mod expand;
 pub mod firstload;
 pub mod front;
+pub mod fuse;
 pub mod gen;
 pub mod headers;
 pub mod includes;
