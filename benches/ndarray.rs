@@ -10,7 +10,7 @@
 //! Run: `cargo bench --bench ndarray | tee rust.log; python3 benches/ndarray_cupy.py --rust rust.log`.
 
 use cuda_embed::cudarc::driver::CudaStream;
-use cuda_embed::{elementwise_kernel, reduction_kernel, NdView, NdViewMut};
+use cuda_embed::{elementwise_kernel, fuse, reduction_kernel, NdView, NdViewMut};
 use std::sync::Arc;
 
 elementwise_kernel!(nd_add, inputs = "float x, float y", outputs = "float z", operation = "z = x + y", archs = [90]);
@@ -24,6 +24,19 @@ reduction_kernel!(
     identity = "0",
     archs = [90]
 );
+
+fuse!(
+    fused_wsd,
+    inputs = "float x, float y, float w",
+    steps = ["float d = x - y", "float e = d * d * w"],
+    outputs = "float s",
+    reduce = "a + b",
+    identity = "0",
+    archs = [90]
+);
+
+elementwise_kernel!(u_sub, inputs = "float x, float y", outputs = "float d", operation = "d = x - y", archs = [90]);
+elementwise_kernel!(u_sqw, inputs = "float d, float w", outputs = "float e", operation = "e = d * d * w", archs = [90]);
 
 const REPS: usize = 11;
 const INNER: usize = 10;
@@ -124,5 +137,20 @@ fn main() -> cuda_embed::Result<()> {
     let xq = NdView::new(&x, &[q, q])?.transpose();
     let t = time_gpu(&stream, || nd_sum::launch_axes(&stream, &xq, &[1], &mut out.slice_mut(0..q)))?;
     row("redT", "sum last axis of transposed 8192x8192", 4.0 * (q * q + q) as f64, t);
+
+    // fuse!: d = x - y; e = d * d * w; sum(e) on 2^28, against the three unfused kernels (bytes:
+    // the fused kernel's 12 per element for both, so the GB/s ratio is the time ratio).
+    let w = stream.clone_htod(&host)?;
+    let mut s = stream.alloc_zeros::<f32>(1)?;
+    let fused = time_gpu(&stream, || fused_wsd::launch(&stream, &x, &y, &w, &mut s))?;
+    let mut e = stream.alloc_zeros::<f32>(n)?;
+    let unfused = time_gpu(&stream, || {
+        u_sub::launch(&stream, &x, &y, &mut z)?;
+        u_sqw::launch(&stream, &z, &w, &mut e)?;
+        nd_sum::launch(&stream, &e, &mut s)
+    })?;
+    let f = row("fuse", "fuse! d=x-y; e=d*d*w; sum(e) 2^28", b3, fused);
+    let u = row("unfused", "unfused sub, mul, sum 2^28", b3, unfused);
+    println!("fused / unfused: {:.3}x", f / u);
     Ok(())
 }
