@@ -113,6 +113,8 @@
 pub use cuda_embed_macros::{cuda_kernel, elementwise_kernel, fuse, reduction_kernel, DeviceSafe};
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
+/// N-D views of device memory and the arithmetic of their shapes (`NdView`, `NdViewMut`).
+pub use cuda_embed_runtime::ndarray;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::{
@@ -122,8 +124,6 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
-/// N-D views of device memory and the arithmetic of their shapes (`NdView`, `NdViewMut`).
-pub use cuda_embed_runtime::ndarray;
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};

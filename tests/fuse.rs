@@ -19,7 +19,11 @@ fuse!(
 fuse!(
     gelu_bias,
     inputs = "float x, float b, scalar float k",
-    steps = ["float v = x + b", "float t = tanhf(0.7978845608f * (v + 0.044715f * v * v * v))", "y = 0.5f * v * (1.0f + t) * k"],
+    steps = [
+        "float v = x + b",
+        "float t = tanhf(0.7978845608f * (v + 0.044715f * v * v * v))",
+        "y = 0.5f * v * (1.0f + t) * k"
+    ],
     outputs = "float y",
 );
 
@@ -69,9 +73,9 @@ fn fused_reduction_matches_the_unfused_kernels() {
     for (c, g) in got.iter().enumerate() {
         let mut want = 0.0;
         for a in 0..32 {
-            for b in 0..16 {
+            for (b, wb) in w.iter().enumerate().take(16) {
                 let j = (a * 64 + c) * 16 + b;
-                want += (x[j] - y[j]) * (x[j] - y[j]) * w[b];
+                want += (x[j] - y[j]) * (x[j] - y[j]) * wb;
             }
         }
         assert!((g - want).abs() <= 1e-9 * want.abs().max(1.0), "channel {c}: {g} vs {want}");

@@ -204,7 +204,10 @@ fn shape_errors_name_operands_and_shapes() {
     match add::launch_nd(&s, &x, &y, &mut zv) {
         Err(Error::Shape { op, detail }) => {
             assert!(op.contains("kernel `add"), "{op}");
-            assert!(detail.contains("input `y` of shape [4] does not broadcast to the shape [4, 8] of output `z`"), "{detail}");
+            assert!(
+                detail.contains("input `y` of shape [4] does not broadcast to the shape [4, 8] of output `z`"),
+                "{detail}"
+            );
         }
         other => panic!("expected a shape error, got {other:?}"),
     }

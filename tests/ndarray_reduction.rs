@@ -48,7 +48,8 @@ fn reference(buf: &[f32], l: &Layout, axes: &[usize], f: impl Fn(f64, usize) -> 
                 coord[a] = rem % shape[a];
                 rem /= shape[a];
             }
-            let at: isize = l.offset() as isize + coord.iter().zip(l.strides()).map(|(&c, &s)| c as isize * s).sum::<isize>();
+            let at: isize =
+                l.offset() as isize + coord.iter().zip(l.strides()).map(|(&c, &s)| c as isize * s).sum::<isize>();
             *o += f(buf[at as usize] as f64, r);
         }
     }
@@ -126,7 +127,12 @@ fn transposed_stepped_broadcast_and_indexed() {
     let want = reference(&a, st.layout(), &[1], |v, _| v);
     let mut y = s.alloc_zeros::<f64>(2 * want.len()).unwrap();
     {
-        let mut yv = NdViewMut::new(&mut y, &[want.len(), 2]).unwrap().slice(1, 1..2, 1).unwrap().reshape(&[want.len()]).unwrap();
+        let mut yv = NdViewMut::new(&mut y, &[want.len(), 2])
+            .unwrap()
+            .slice(1, 1..2, 1)
+            .unwrap()
+            .reshape(&[want.len()])
+            .unwrap();
         total::launch_axes(&s, &st, &[1], &mut yv).unwrap();
     }
     let got = s.clone_dtoh(&y).unwrap();
@@ -137,7 +143,9 @@ fn transposed_stepped_broadcast_and_indexed() {
     let d: Vec<f64> = a.iter().map(|v| *v as f64).collect();
     let dd = s.clone_htod(&d).unwrap();
     let x = NdView::new(&dd, &[7, 11, 13]).unwrap();
-    let want = reference(&a, &Layout::row_major(&[7, 11, 13], 0, m * n).unwrap(), &[0, 2], |v, r| v * 0.5 * ((r % 7) + 1) as f64);
+    let want = reference(&a, &Layout::row_major(&[7, 11, 13], 0, m * n).unwrap(), &[0, 2], |v, r| {
+        v * 0.5 * ((r % 7) + 1) as f64
+    });
     let mut y = s.alloc_zeros::<f64>(11).unwrap();
     weighted::launch_axes(&s, &x, 0.5, &[0, 2], &mut y).unwrap();
     close(&s.clone_dtoh(&y).unwrap(), &want, "indexed");

@@ -170,11 +170,11 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
             outputs: [(0, [0; AXES_DIMS]); O],
             config: LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 },
         };
-        for k in 0..I {
-            plan.inputs[k] = (in_layouts[k].offset() as i64, pad(&kc.strides[k]), pad(&rc.strides[k]));
+        for (k, l) in in_layouts.iter().enumerate() {
+            plan.inputs[k] = (l.offset() as i64, pad(&kc.strides[k]), pad(&rc.strides[k]));
         }
-        for k in 0..O {
-            plan.outputs[k] = (outputs[k].1.offset() as i64, pad(&kc.strides[I + k]));
+        for (k, (_, l)) in outputs.iter().enumerate() {
+            plan.outputs[k] = (l.offset() as i64, pad(&kc.strides[I + k]));
         }
         if kept == 0 {
             plan.route = AxesRoute::Empty;
@@ -260,6 +260,9 @@ mod tests {
         let e = plan(&[4, 5], &[1, 1], &[4]).unwrap_err().to_string();
         assert!(e.contains("listed twice"), "{e}");
         let e = plan(&[4, 5], &[1], &[5]).unwrap_err().to_string();
-        assert!(e.contains("output `y` has shape [5] but reducing axes [1] of shape [4, 5] gives [4] (or [4, 1]"), "{e}");
+        assert!(
+            e.contains("output `y` has shape [5] but reducing axes [1] of shape [4, 5] gives [4] (or [4, 1]"),
+            "{e}"
+        );
     }
 }

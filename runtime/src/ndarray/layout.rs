@@ -35,7 +35,10 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
 
 /// The number of elements of `shape`, or an error when it overflows.
 fn count(shape: &[usize]) -> Result<usize, String> {
-    shape.iter().try_fold(1usize, |a, &n| a.checked_mul(n)).ok_or_else(|| format!("shape {} has too many elements", show(shape)))
+    shape
+        .iter()
+        .try_fold(1usize, |a, &n| a.checked_mul(n))
+        .ok_or_else(|| format!("shape {} has too many elements", show(shape)))
 }
 
 fn rank_error(rank: usize) -> String {
@@ -150,8 +153,13 @@ impl Layout {
         if self.is_empty() {
             return true;
         }
-        let mut dims: Vec<(usize, usize)> =
-            self.shape().iter().zip(self.strides()).filter(|(&n, _)| n > 1).map(|(&n, &s)| (s.unsigned_abs(), n)).collect();
+        let mut dims: Vec<(usize, usize)> = self
+            .shape()
+            .iter()
+            .zip(self.strides())
+            .filter(|(&n, _)| n > 1)
+            .map(|(&n, &s)| (s.unsigned_abs(), n))
+            .collect();
         dims.sort_unstable();
         let mut reach = 0usize;
         for (s, n) in dims {
@@ -181,7 +189,8 @@ impl Layout {
     /// The dimensions reordered: dimension `k` of the result is dimension `axes[k]` of `self`.
     pub fn permute(&self, axes: &[usize]) -> Result<Layout, String> {
         let mut seen = [false; MAX_RANK];
-        let ok = axes.len() == self.rank && axes.iter().all(|&a| a < self.rank && !std::mem::replace(&mut seen[a], true));
+        let ok =
+            axes.len() == self.rank && axes.iter().all(|&a| a < self.rank && !std::mem::replace(&mut seen[a], true));
         if !ok {
             return Err(format!("{} is not a permutation of the {} axes", show(axes), self.rank));
         }
@@ -353,8 +362,8 @@ pub fn collapse(shape: &[usize], strides: &[&[isize]]) -> Collapsed {
         if n == 1 {
             continue;
         }
-        let merge = !out.shape.is_empty()
-            && strides.iter().zip(&out.strides).all(|(s, o)| o[o.len() - 1] == s[d] * n as isize);
+        let merge =
+            !out.shape.is_empty() && strides.iter().zip(&out.strides).all(|(s, o)| o[o.len() - 1] == s[d] * n as isize);
         if merge {
             let last = out.shape.len() - 1;
             out.shape[last] *= n;

@@ -19,8 +19,8 @@ mod axes;
 mod layout;
 mod plan;
 
-pub use layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
 pub use axes::{AxesPlan, AxesRoute, AXES_DIMS};
+pub use layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
 pub use plan::{NdLaunch, RANKS};
 
 use crate::error::{Error, Result};

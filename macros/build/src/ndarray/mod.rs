@@ -76,7 +76,7 @@ fn nd_kernel_rank(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallb
         params.extend(dims(&format!("long long _ce_st_{}_", p.name)));
     }
     let _ = writeln!(s, "{template}__global__ void {}({}) {{", nd_kernel_name(e.name, rank), params.join(", "));
-    s.push_str("    const long long n = _ce_n;\n");
+    s.push_str("    const long long n = _ce_n;\n    (void)n;\n");
     for p in lists.all() {
         let ty = p.ty.as_str();
         match p.kind {
@@ -167,7 +167,10 @@ fn body(s: &mut String, e: &Elementwise<'_>, arrays: &[&crate::params::Param], f
     for p in arrays {
         let (ty, name) = (p.ty.as_str(), &p.name);
         if p.role == Role::Input {
-            let _ = writeln!(s, "                    const {ty} {name} = _ce_v_{name}[_ce_u];\n                    (void){name};");
+            let _ = writeln!(
+                s,
+                "                    const {ty} {name} = _ce_v_{name}[_ce_u];\n                    (void){name};"
+            );
         } else if output_is_read(e.operation, name) {
             let _ = writeln!(s, "                    {ty} {name} = _ce_v_{name}[_ce_u];");
         } else {

@@ -58,23 +58,49 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
     params.push(list("const long long __ks"));
     params.push(list("const long long __rs"));
     for p in &arrays {
-        params.push(format!("const long long __o_{0}, {1}, {2}", p.name, list(&format!("const long long __k_{}_", p.name)), list(&format!("const long long __r_{}_", p.name))));
+        params.push(format!(
+            "const long long __o_{0}, {1}, {2}",
+            p.name,
+            list(&format!("const long long __k_{}_", p.name)),
+            list(&format!("const long long __r_{}_", p.name))
+        ));
     }
     for p in &src.outputs {
         params.push(format!("const long long __o_{0}, {1}", p.name, list(&format!("const long long __k_{}_", p.name))));
     }
-    let _ = writeln!(out, "\n{head}__global__ void __launch_bounds__(512) {}({}) {{", axes_kernel_name(name), params.join(", "));
+    let _ = writeln!(
+        out,
+        "\n{head}__global__ void __launch_bounds__(512) {}({}) {{",
+        axes_kernel_name(name),
+        params.join(", ")
+    );
     let _ = writeln!(out, "    typedef {name}_ops{targs} O;\n    typedef typename O::R R;");
     let _ = writeln!(out, "    const long long __ks[{AXES_DIMS}] = {{{}}};", list("__ks"));
     let _ = writeln!(out, "    const long long __rs[{AXES_DIMS}] = {{{}}};", list("__rs"));
     for p in &arrays {
-        let _ = writeln!(out, "    const long long __k_{0}[{AXES_DIMS}] = {{{1}}};", p.name, list(&format!("__k_{}_", p.name)));
-        let _ = writeln!(out, "    const long long __r_{0}[{AXES_DIMS}] = {{{1}}};", p.name, list(&format!("__r_{}_", p.name)));
+        let _ = writeln!(
+            out,
+            "    const long long __k_{0}[{AXES_DIMS}] = {{{1}}};",
+            p.name,
+            list(&format!("__k_{}_", p.name))
+        );
+        let _ = writeln!(
+            out,
+            "    const long long __r_{0}[{AXES_DIMS}] = {{{1}}};",
+            p.name,
+            list(&format!("__r_{}_", p.name))
+        );
     }
     for p in &src.outputs {
-        let _ = writeln!(out, "    const long long __k_{0}[{AXES_DIMS}] = {{{1}}};", p.name, list(&format!("__k_{}_", p.name)));
+        let _ = writeln!(
+            out,
+            "    const long long __k_{0}[{AXES_DIMS}] = {{{1}}};",
+            p.name,
+            list(&format!("__k_{}_", p.name))
+        );
     }
-    let all_k: Vec<&str> = arrays.iter().map(|p| p.name.as_str()).chain(src.outputs.iter().map(|p| p.name.as_str())).collect();
+    let all_k: Vec<&str> =
+        arrays.iter().map(|p| p.name.as_str()).chain(src.outputs.iter().map(|p| p.name.as_str())).collect();
     // Kept offsets of output `__k` (one division chain per output, not per element).
     let mut kept = String::from("{\n            long long __t = __k;\n");
     for n in &all_k {
@@ -98,7 +124,8 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
                 p.name
             );
         }
-        let mut margs: Vec<String> = arrays.iter().map(|p| format!("{0}[__q_{0} + __f * __r_{0}[3]]", p.name)).collect();
+        let mut margs: Vec<String> =
+            arrays.iter().map(|p| format!("{0}[__q_{0} + __f * __r_{0}[3]]", p.name)).collect();
         margs.extend(scalars.iter().map(|p| p.name.clone()));
         margs.push("((__a * __rs[1] + __b) * __rs[2] + __e) * __rs[3] + __f".into());
         margs.push("__R".into());
@@ -184,7 +211,9 @@ mod tests {
         axes_kernel(&src, &mut out);
         assert!(out.contains("template <typename T> __global__ void __launch_bounds__(512) sumsq_axes(const T* __restrict__ x, const T s, T* __restrict__ y, const long long __K, const long long __R, const int __mode, const long long __ks0,"), "{out}");
         assert!(out.contains("const long long __o_y, const long long __k_y_0, const long long __k_y_1, const long long __k_y_2, const long long __k_y_3) {"));
-        assert!(out.contains("O::map(x[__q_x + __f * __r_x[3]], s, ((__a * __rs[1] + __b) * __rs[2] + __e) * __rs[3] + __f, __R)"));
+        assert!(out.contains(
+            "O::map(x[__q_x + __f * __r_x[3]], s, ((__a * __rs[1] + __b) * __rs[2] + __e) * __rs[3] + __f, __R)"
+        ));
         assert!(out.contains("O::post(__tile[__tx], y[__p_y], s, __R)"));
     }
 }

@@ -99,7 +99,11 @@ fn list_error(input: &Input, e: ListError) -> Failure {
     Failure::early(syn::Error::new(lit.map_or(span, LitStr::span), msg))
 }
 
-pub(crate) fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) -> Result<TokenStream, Failure> {
+pub(crate) fn expand_input(
+    input: &Input,
+    site: &CallSite,
+    lines: &HashMap<String, usize>,
+) -> Result<TokenStream, Failure> {
     let early = |span: Span, msg: &str| Failure::early(syn::Error::new(span, msg));
     let name = input.name.to_string();
     let operation = input.operation.as_ref().ok_or_else(|| {

@@ -44,7 +44,11 @@ pub fn parse_step(text: &str) -> Result<Step, String> {
     let eq = (0..b.len()).find(|&k| {
         b[k] == b'='
             && b.get(k + 1) != Some(&b'=')
-            && (k == 0 || !matches!(b[k - 1], b'=' | b'<' | b'>' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^'))
+            && (k == 0
+                || !matches!(
+                    b[k - 1],
+                    b'=' | b'<' | b'>' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^'
+                ))
     });
     let Some(eq) = eq else {
         return Err(format!("a step is `TYPE NAME = EXPR` (or `OUTPUT = EXPR`), but `{text}` has no `=`"));
@@ -153,7 +157,8 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
     let inputs = string(input, "inputs")?.map(|l| l.value()).unwrap_or_default();
     let outputs = string(input, "outputs")?
         .ok_or_else(|| syn::Error::new(name.span(), "missing `outputs = \"...\"`, e.g. `outputs = \"T s\"`"))?;
-    let lists = ParamLists::parse(&inputs, &outputs.value()).map_err(|e| syn::Error::new(outputs.span(), e.to_string()))?;
+    let lists =
+        ParamLists::parse(&inputs, &outputs.value()).map_err(|e| syn::Error::new(outputs.span(), e.to_string()))?;
     let reduce = value(input, "reduce").is_some();
     let file = site.file.replace('\\', "/");
     let line_of = |lit: &LitStr| lines.iter().find(|(t, _)| *t == lit.token().to_string()).map_or(site.line, |l| l.1);
@@ -189,7 +194,10 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
         let template = if placeholders.is_empty() {
             String::new()
         } else {
-            format!("template<{}> ", placeholders.iter().map(|p| format!("typename {p}")).collect::<Vec<_>>().join(", "))
+            format!(
+                "template<{}> ",
+                placeholders.iter().map(|p| format!("typename {p}")).collect::<Vec<_>>().join(", ")
+            )
         };
         let targs = if placeholders.is_empty() { String::new() } else { format!("<{}>", placeholders.join(", ")) };
         let params: Vec<String> = lists
@@ -202,7 +210,7 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
             lists.inputs.iter().map(|p| p.name.clone()).chain(["i".to_string(), "n".to_string()]).collect();
         let func = format!("{name}_steps");
         let steps_fn = format!(
-            "{preamble}\n{template}__device__ __forceinline__ {} {func}({}) {{\n    (void)i; (void)n;{body}    return {};\n}}\n",
+            "{preamble}\n{template}__device__ __forceinline__ {} {func}({}) {{\n    (void)i; (void)n;{body}    return {};\n}}\n#line 1 \"fuse! {name} (generated)\"\n",
             last.ty,
             params.join(", "),
             last.name
@@ -221,7 +229,10 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
             if step.ty.is_empty() && !lists.outputs.iter().any(|o| o.name == step.name) {
                 return Err(syn::Error::new(
                     lit.span(),
-                    format!("`{}` is not an output: declare it (`TYPE {} = ...`) or list it in `outputs`", step.name, step.name),
+                    format!(
+                        "`{}` is not an output: declare it (`TYPE {} = ...`) or list it in `outputs`",
+                        step.name, step.name
+                    ),
                 ));
             }
         }

@@ -6,7 +6,7 @@
 
 pub mod reduction;
 
-use crate::gen::{paths, param_ident};
+use crate::gen::{param_ident, paths};
 use cuda_embed_build::ndarray::nd_arg_count;
 use cuda_embed_build::params::{ParamKind, ParamLists, Role};
 use proc_macro2::TokenStream;
@@ -101,7 +101,8 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     let flat_count = packed.len() + extra.len() + 2;
     let nd_count = nd_arg_count(lists);
     let dims = cuda_embed_build::ndarray::DIMS;
-    let shape_args: Vec<TokenStream> = (0..dims).map(|d| quote!(&__plan.shape[#d] as *const i64 as *mut #c_void)).collect();
+    let shape_args: Vec<TokenStream> =
+        (0..dims).map(|d| quote!(&__plan.shape[#d] as *const i64 as *mut #c_void)).collect();
     let stride_args: Vec<TokenStream> = (0..arrays)
         .flat_map(|a| (0..dims).map(move |d| (a, d)))
         .map(|(a, d)| quote!(&__plan.strides[#a][#d] as *const i64 as *mut #c_void))
