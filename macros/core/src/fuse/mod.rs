@@ -223,7 +223,11 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
         keyed.extend(pass(&["preamble"]));
         let tokens = quote!(#name, map = #map, preamble = #pre, #(#keyed),*);
         let parsed: crate::reduction::ReductionInput = syn::parse2(tokens)?;
-        crate::reduction::expand_input(&parsed, site, lines)
+        // The map's own line is the last step's: a value that does not convert to the reduce type
+        // is reported there.
+        let mut lines = lines.to_vec();
+        lines.push((map.token().to_string(), line_of(last_lit)));
+        crate::reduction::expand_input(&parsed, site, &lines)
     } else {
         for (lit, step) in &input.steps {
             if step.ty.is_empty() && !lists.outputs.iter().any(|o| o.name == step.name) {
