@@ -218,7 +218,9 @@ fn expand_input(input: &FuseInput, site: &CallSite, lines: &[(String, usize)]) -
         if lists.inputs.iter().any(|p| p.kind == ParamKind::Raw) {
             return Err(syn::Error::new(key_span, "`raw` arrays cannot be fused into a reduction"));
         }
-        let map = LitStr::new(&format!("{func}{targs}({})", args.join(", ")), last_lit.span());
+        // Converted to the reduce type inside the map, so a value that does not convert is an
+        // error on the map's line, which is the last step's.
+        let map = LitStr::new(&format!("static_cast<R>({func}{targs}({}))", args.join(", ")), last_lit.span());
         let pre = LitStr::new(&steps_fn, last_lit.span());
         keyed.extend(pass(&["preamble"]));
         let tokens = quote!(#name, map = #map, preamble = #pre, #(#keyed),*);
