@@ -10,7 +10,7 @@
 //! let v = NdView::new(&x, &[4, 6])?;          // row-major 4 x 6
 //! let t = v.transpose();                       // 6 x 4, strides [1, 6]
 //! let every_other = v.slice(1, 0..6, 2)?;      // 4 x 3, strides [6, 2]
-//! let row = NdView::new(&x.slice(0..6), &[6])?.broadcast_to(&[4, 6])?; // strides [0, 1]
+//! let row = NdView::from_view(x.slice(0..6), &[6])?.broadcast_to(&[4, 6])?; // strides [0, 1]
 //! assert_eq!((t.shape(), every_other.strides(), row.strides()), (&[6, 4][..], &[6, 2][..], &[0, 1][..]));
 //! # Ok(()) }
 //! ```
@@ -73,6 +73,13 @@ impl<'a, T> NdView<'a, T> {
     pub fn new(buf: &'a (impl AsCudaView<T> + ?Sized), shape: &[usize]) -> Result<Self> {
         let buf = buf.as_cuda_view();
         let layout = Layout::row_major(shape, 0, buf.len()).map_err(|e| shape_error("NdView::new", e))?;
+        Ok(NdView { buf, layout })
+    }
+
+    /// A row-major view of `shape` over a cudarc view taken by value (`x.slice(a..b)`), so no
+    /// temporary needs to outlive the statement.
+    pub fn from_view(buf: CudaView<'a, T>, shape: &[usize]) -> Result<Self> {
+        let layout = Layout::row_major(shape, 0, buf.len()).map_err(|e| shape_error("NdView::from_view", e))?;
         Ok(NdView { buf, layout })
     }
 
@@ -159,6 +166,12 @@ impl<'a, T> NdViewMut<'a, T> {
     pub fn new(buf: &'a mut (impl AsCudaViewMut<T> + ?Sized), shape: &[usize]) -> Result<Self> {
         let buf = buf.as_cuda_view_mut();
         let layout = Layout::row_major(shape, 0, buf.len()).map_err(|e| shape_error("NdViewMut::new", e))?;
+        Ok(NdViewMut { buf, layout })
+    }
+
+    /// A writable row-major view of `shape` over a cudarc view taken by value (`y.slice_mut(a..b)`).
+    pub fn from_view(buf: CudaViewMut<'a, T>, shape: &[usize]) -> Result<Self> {
+        let layout = Layout::row_major(shape, 0, buf.len()).map_err(|e| shape_error("NdViewMut::from_view", e))?;
         Ok(NdViewMut { buf, layout })
     }
 
