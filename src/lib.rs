@@ -110,7 +110,7 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, device, elementwise_kernel, kernel, kernels, reduction_kernel, DeviceSafe};
+pub use cuda_embed_macros::{cuda_kernel, device, elementwise_kernel, fuse, kernel, kernels, reduction_kernel, DeviceSafe};
 /// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
 /// atomics, warp shuffles and votes.
 pub use cuda_embed_runtime::device;
@@ -118,6 +118,8 @@ pub use cuda_embed_runtime::device;
 pub use cuda_embed_runtime::graph;
 /// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
 pub use cuda_embed_runtime::link;
+/// N-D views of device memory and the arithmetic of their shapes (`NdView`, `NdViewMut`).
+pub use cuda_embed_runtime::ndarray;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;
@@ -128,6 +130,7 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
+pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.

@@ -93,6 +93,39 @@ pub fn reduction_kernel(input: TokenStream) -> TokenStream {
     cuda_embed_macros_core::reduction::expand(input.into(), site, &lines).into()
 }
 
+/// Fuses a chain of typed elementwise steps, optionally ending in a reduction, into one kernel
+/// compiled when the crate builds, with one typed launcher: no intermediate arrays, no run-time
+/// compilation.
+///
+/// ```ignore
+/// use cuda_embed::fuse;
+///
+/// fuse!(
+///     weighted_sq_diff,
+///     inputs = "T x, T y, T w",
+///     steps = ["T d = x - y", "T e = d * d * w"], // each a typed local, in order
+///     outputs = "T s",
+///     reduce = "a + b",                          // optional: reduces the last step's value
+///     identity = "0",
+///     types = ["float"],
+/// );
+/// weighted_sq_diff::launch(&stream, &x, &y, &w, &mut s)?; // s[0] = sum((x - y)^2 * w)
+/// ```
+///
+/// Each step is `TYPE NAME = EXPR` (a local every later step sees) or, without `reduce`,
+/// `OUTPUT = EXPR`. Without `reduce` the module is the `elementwise_kernel!` of the steps
+/// (`launch`, `launch_nd`, ...); with it, the `reduction_kernel!` whose `map` runs the steps
+/// (`launch`, `launch_rows`, `launch_cols`, `launch_axes`), so `post_map`, `reduce_type`,
+/// `preamble`, `types` and the compiler options work as there. A compile error in a step (an
+/// undeclared name, a value that does not convert to the step's type) is reported at that step.
+#[proc_macro]
+pub fn fuse(input: TokenStream) -> TokenStream {
+    let site = call_site(&input);
+    let mut lines = Vec::new();
+    literal_lines(input.clone(), &mut lines);
+    cuda_embed_macros_core::fuse::expand(input.into(), site, &lines).into()
+}
+
 /// The Rust line of every literal in `input` (by its text), so generated CUDA can carry `#line`
 /// directives pointing at the user's code strings.
 fn literal_lines(input: TokenStream, out: &mut Vec<(String, usize)>) {

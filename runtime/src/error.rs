@@ -156,6 +156,17 @@ pub enum Error {
         detail: String,
     },
 
+    /// An N-D view ([`NdView`](crate::NdView)) could not be made or used as asked: a shape
+    /// that does not fit its buffer, an axis out of range, shapes that do not broadcast, a
+    /// reshape the strides do not allow. Nothing was launched.
+    #[error("{op}: {detail}")]
+    Shape {
+        /// What was asked (``NdView::reshape``, ``kernel `add` ``).
+        op: String,
+        /// What is wrong, with the shapes involved, and what to do.
+        detail: String,
+    },
+
     /// An argument of a checked launch ([`ElementwiseKernel`](crate::ElementwiseKernel)) does not
     /// fit its parameter: element type, value or buffer, read-only or writable. Nothing was
     /// launched.
@@ -293,6 +304,7 @@ impl fmt::Debug for Error {
                 .field("cause", cause)
                 .field("fix", fix)
                 .finish(),
+            Error::Shape { op, detail } => f.debug_struct("Shape").field("op", op).field("detail", detail).finish(),
             Error::Definition { origin, detail } => {
                 f.debug_struct("Definition").field("origin", origin).field("detail", detail).finish()
             }

@@ -15,13 +15,14 @@ pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod launch; // the one launch routine, its limits, kernel handles
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, cubin, load, registry, globals
+pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
-pub mod texture;
+pub mod texture; // CUDA arrays, texture and surface objects
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
 pub mod tune; // autotuning: the variant choice per device and key, its records
-mod types; // by-value CUDA types, DeviceSafe // CUDA arrays, texture and surface objects
+mod types; // by-value CUDA types, DeviceSafe
 
 pub use elementwise::program as elementwise_program;
 pub use program::nvrtc; // run-time compilation and its disk cache
@@ -59,6 +60,7 @@ pub use launch::{ClusterDim, LaunchKind};
 pub use module::global::Global;
 pub use module::registry::Module;
 pub use module::spec::BuildPath;
+pub use ndarray::{NdInput, NdOutput, NdView, NdViewMut};
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction::program::{Reduction, ReductionProgram};
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
@@ -127,6 +129,7 @@ pub mod __private {
     pub use crate::launch::capture::binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
     pub use crate::reduction as reduce;
+    pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdOutput};
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_build::elementwise::{aligned, vector_width};

@@ -189,7 +189,7 @@ pub fn output_is_read(operation: &str, name: &str) -> bool {
     (first + 2..end).any(|k| mentions(&toks, k))
 }
 
-fn line(out: &mut String, origin: &Origin, code: &str, fallback: &str) {
+pub(crate) fn line(out: &mut String, origin: &Origin, code: &str, fallback: &str) {
     if let Some(f) = &origin.file {
         let _ = writeln!(out, "#line {} \"{}\"", origin.line, f.replace('\\', "/"));
     }
@@ -352,6 +352,8 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     // The types carrier.
     let types: Vec<String> = lists.all().enumerate().map(|(k, p)| format!("{} _ce_t{k}", p.ty)).collect();
     let _ = writeln!(s, "{template}__global__ void {}({}) {{}}", types_kernel(e.name), types.join(", "));
+    // The strided kernel for N-D operands (after the carrier: its index follows both).
+    s.push_str(&crate::ndarray::nd_kernel(e, lists, &template, &fallback));
     s
 }
 

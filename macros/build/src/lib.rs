@@ -32,6 +32,7 @@ pub mod host;
 pub mod includes;
 pub mod key;
 pub mod lex;
+pub mod ndarray;
 pub mod options;
 pub mod params;
 pub mod pp;

@@ -138,6 +138,8 @@ impl ReductionSource {
             for k in kernel_names(&self.name) {
                 out.push(format!("{k}<{}>", inst.join(", ")));
             }
+            let axes = crate::ndarray::reduction::axes_kernel_name(&self.name);
+            out.push(format!("{axes}<{}>", inst.join(", ")));
         }
         out
     }
@@ -171,6 +173,7 @@ impl ReductionSource {
         self.full_kernel(&mut out);
         self.rows_kernel(&mut out);
         self.cols_kernel(&mut out);
+        crate::ndarray::reduction::axes_kernel(self, &mut out);
         out
     }
 }

@@ -43,7 +43,7 @@ fn source_has_three_kernels_and_user_code() {
 fn instances_and_extern_c() {
     let r = sum_of_squares();
     assert_eq!(r.instance_exprs()[..3], ["ssq_full<float>", "ssq_rows<float>", "ssq_cols<float>"]);
-    assert_eq!(r.instance_exprs().len(), 6);
+    assert_eq!(r.instance_exprs().len(), 8); // full, rows, cols, axes for each of two instances
     let mut plain = r.clone();
     plain.placeholders.clear();
     plain.instances.clear();

@@ -196,6 +196,18 @@ pub fn module(
         index: &index,
     };
     let node_fns = super::node::node_fns(lists, &shared);
+    let nd_fns = crate::ndarray::launch_nd(
+        lists,
+        &crate::ndarray::NdShared {
+            elems: &elems,
+            gen_params: &gen_params,
+            where_clause: &where_clause,
+            turbofish: &turbofish,
+            index: &index,
+            hidden,
+            instances,
+        },
+    );
     let tokens = &generated.tokens;
     Ok(quote! {
         #tokens
@@ -265,6 +277,8 @@ pub fn module(
             }
 
             #node_fns
+
+            #nd_fns
         }
     })
 }

@@ -99,7 +99,11 @@ fn list_error(input: &Input, e: ListError) -> Failure {
     Failure::early(syn::Error::new(lit.map_or(span, LitStr::span), msg))
 }
 
-fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) -> Result<TokenStream, Failure> {
+pub(crate) fn expand_input(
+    input: &Input,
+    site: &CallSite,
+    lines: &HashMap<String, usize>,
+) -> Result<TokenStream, Failure> {
     let early = |span: Span, msg: &str| Failure::early(syn::Error::new(span, msg));
     let name = input.name.to_string();
     let operation = input.operation.as_ref().ok_or_else(|| {
@@ -149,7 +153,8 @@ fn expand_input(input: &Input, site: &CallSite, lines: &HashMap<String, usize>) 
     let mut exprs = Vec::new();
     if !lists.placeholders().is_empty() {
         let spans: Vec<Span> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::span).collect()).unwrap_or_default();
-        for kernel in [&name, &types_kernel] {
+        let nd_kernels = cuda_embed_build::ndarray::nd_kernel_names(&name);
+        for kernel in [&name, &types_kernel].into_iter().chain(&nd_kernels) {
             for (inst, span) in instances.iter().zip(&spans) {
                 exprs.push(LitStr::new(&source::instance_expr(kernel, inst), *span));
             }

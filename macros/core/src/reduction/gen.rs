@@ -29,7 +29,9 @@ pub fn wrapper(
         paths::reduction("DeviceSlice"),
         paths::reduction("Error"),
     );
-    let kernels: Vec<Ident> = kernel_names(&name.to_string()).iter().map(|k| format_ident!("{}", k)).collect();
+    let mut kernels: Vec<Ident> = kernel_names(&name.to_string()).iter().map(|k| format_ident!("{}", k)).collect();
+    let axes_kernel = format_ident!("{}", cuda_embed_build::ndarray::reduction::axes_kernel_name(&name.to_string()));
+    kernels.push(axes_kernel.clone());
     let generics: Vec<Ident> = placeholders.iter().map(|p| format_ident!("{}", p)).collect();
     let (gen_decl, turbofish) =
         if generics.is_empty() { (quote!(), quote!()) } else { (quote!(<#(#generics),*>), quote!(::<#(#generics),*>)) };
@@ -172,6 +174,24 @@ pub fn wrapper(
             where_clause: &node_where,
         },
     );
+    // `launch_axes` with at most one placeholder (the contiguous path calls `__run` directly).
+    let axes_fn = if generics.len() <= 1 {
+        crate::ndarray::reduction::launch_axes(
+            lists,
+            param_type,
+            &crate::ndarray::reduction::AxesShared {
+                name,
+                hidden,
+                kernel: &axes_kernel,
+                gen_decl: &gen_decl,
+                turbofish: &turbofish,
+                where_clause: &where_clause,
+                call: &call,
+            },
+        )
+    } else {
+        quote!()
+    };
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
          An empty input gives `post_map(identity)`. Deterministic: the same input gives bit-identical output on every run.\n\n\
@@ -202,6 +222,8 @@ pub fn wrapper(
             }
 
             #node_fns
+
+            #axes_fn
 
             #[doc = #doc_launch]
             pub fn launch #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig #(#outs),*) -> #result<()> #where_clause {

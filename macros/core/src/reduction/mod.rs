@@ -157,7 +157,11 @@ fn concrete_type(c: &str) -> TokenStream {
     }
 }
 
-fn expand_input(input: &ReductionInput, site: &CallSite, lines: &[(String, usize)]) -> syn::Result<TokenStream> {
+pub(crate) fn expand_input(
+    input: &ReductionInput,
+    site: &CallSite,
+    lines: &[(String, usize)],
+) -> syn::Result<TokenStream> {
     let name = &input.name;
     let inputs = required(&input.inputs, "inputs", name)?;
     let outputs = required(&input.outputs, "outputs", name)?;
