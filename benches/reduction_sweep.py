@@ -5,7 +5,7 @@ persistent grid, a group of G lanes per row with RB rows in flight per group, se
 flavours), each checked against a float64 reference and timed with CUDA events next to CuPy's
 ReductionKernel axis=1, a pure read kernel and a device-to-device copy in the same process.
 Run on the GPU machine: `python3 benches/reduction_sweep.py` (CuPy 14 compiles the variants with
-NVRTC). The winner goes into `macros/build/src/reduction*.rs`.
+NVRTC). The winner goes into `source/src/reduction*.rs`.
 """
 import sys
 import cupy as cp

@@ -43,7 +43,7 @@ pub use program::nvrtc; // run-time compilation and its disk cache
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub mod cache {
-    pub use cuda_embed_build::cache::{clear, max_bytes, root, usage, Usage, MAX_VAR};
+    pub use cuda_embed_source::cache::{clear, max_bytes, root, usage, Usage, MAX_VAR};
 }
 
 pub use args::buffer::{DeviceBuffer, DeviceBufferMut};
@@ -132,8 +132,8 @@ pub mod __private {
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdOutput};
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
-    pub use cuda_embed_build::elementwise::{aligned, vector_width};
-    pub use cuda_embed_build::reduction::PlanKind;
+    pub use cuda_embed_source::elementwise::{aligned, vector_width};
+    pub use cuda_embed_source::reduction::PlanKind;
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;
 

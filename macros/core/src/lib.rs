@@ -27,7 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
-pub use cuda_embed_build::cxx;
+pub use cuda_embed_source::cxx;
 pub mod derive;
 pub mod elementwise;
 pub mod expand;
@@ -35,12 +35,12 @@ pub mod front;
 pub mod fuse;
 pub mod gen;
 pub mod ndarray;
-pub use cuda_embed_build::lex;
+pub use cuda_embed_source::lex;
 pub mod link;
 pub mod oracle;
 pub mod reduction;
 pub mod rust_kernel;
-pub use cuda_embed_build::signature;
+pub use cuda_embed_source::signature;
 pub mod tune;
 
 pub use expand::{expand, CallSite};

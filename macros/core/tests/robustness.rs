@@ -240,8 +240,8 @@ fn targets() -> Vec<(&'static str, Target, &'static [&'static str])> {
             "includes::scan",
             |s, dir| {
                 let _ = includes::scan(s, Some(dir), &[dir.to_path_buf()]);
-                let _ = cuda_embed_build::includes::directives(s);
-                let _ = cuda_embed_build::includes::guarded(s);
+                let _ = cuda_embed_source::includes::directives(s);
+                let _ = cuda_embed_source::includes::guarded(s);
             },
             CUDA_SEEDS,
         ),

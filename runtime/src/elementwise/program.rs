@@ -3,7 +3,7 @@
 //!
 //! [`ElementwiseProgram`] takes the same parameter lists, operation, preamble, `loop_prep` and
 //! `after_loop` as the macro, writes the CUDA source with the same generator
-//! ([`cuda_embed_build::elementwise`]), and [`ElementwiseProgram::build`] compiles one instance
+//! ([`cuda_embed_source::elementwise`]), and [`ElementwiseProgram::build`] compiles one instance
 //! with NVRTC through [`Program`] (so through its disk cache: a second run of the program loads
 //! the cubin without compiling). The [`ElementwiseKernel`] it returns launches with a dynamic
 //! argument list of [`Arg`]s, one per declared parameter in order (inputs, then outputs), each
@@ -32,8 +32,8 @@ use crate::elementwise::AutoConfig;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchKind};
 use crate::program::{Program, ProgramKernel};
-use cuda_embed_build::elementwise::{aligned, instance_expr, source, types_kernel, vector_width, Elementwise};
-use cuda_embed_build::params::{parse_instance, Instance, ParamKind, ParamLists, Role};
+use cuda_embed_source::elementwise::{aligned, instance_expr, source, types_kernel, vector_width, Elementwise};
+use cuda_embed_source::params::{parse_instance, Instance, ParamKind, ParamLists, Role};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::any::type_name;
 use std::ffi::c_void;
@@ -73,7 +73,7 @@ impl ElementwiseProgram {
         }
         let lists = ParamLists::parse(inputs, outputs).map_err(|e| {
             let text = match e.source {
-                cuda_embed_build::params::Source::Inputs => inputs,
+                cuda_embed_source::params::Source::Inputs => inputs,
                 _ => outputs,
             };
             err(quote(&e.error.message, e.error.span.clone(), text, &e.to_string()))

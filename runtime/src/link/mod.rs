@@ -24,8 +24,8 @@ use crate::launch::limits::bind;
 use crate::program::nvrtc::{self, Unit};
 use crate::program::module::{ModuleInner, ProgramModule};
 use crate::Program;
-use cuda_embed_build::cache::{Entry, Store};
-use cuda_embed_build::key::Key;
+use cuda_embed_source::cache::{Entry, Store};
+use cuda_embed_source::key::Key;
 use cudarc::driver::{sys, CudaContext};
 use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, c_void, CString};
@@ -190,7 +190,7 @@ impl ObjectCode {
 }
 
 fn toolkit_roots() -> Vec<PathBuf> {
-    let mut roots = cuda_embed_build::options::toolkit_roots();
+    let mut roots = cuda_embed_source::options::toolkit_roots();
     if let Some(path) = std::env::var_os("PATH") {
         for d in std::env::split_paths(&path) {
             if d.join("nvcc").is_file() {

@@ -11,7 +11,7 @@
 use crate::error::{DriverCode, Error, Result};
 use crate::module::load::c_string;
 use crate::module::spec::{ModuleSpec, ParamCheck};
-use cuda_embed_build::typecode;
+use cuda_embed_source::typecode;
 use cudarc::driver::sys;
 
 /// Reads every probe answer from `module` (loaded in the current context) and holds it to its
@@ -105,7 +105,7 @@ pub(crate) fn ptx_runs(ptx_target: &str, arch: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuda_embed_build::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
+    use cuda_embed_source::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
 
     #[test]
     fn picks_the_newest_cubin_the_device_runs() {

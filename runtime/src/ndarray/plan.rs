@@ -14,7 +14,7 @@ pub const RANKS: [usize; 5] = [1, 2, 3, 4, MAX_RANK];
 /// Threads per block of the strided kernel.
 const BLOCK: u32 = 256;
 
-/// Elements of a row per thread and step (`cuda_embed_build::ndarray::UNROLL`).
+/// Elements of a row per thread and step (`cuda_embed_source::ndarray::UNROLL`).
 const UNROLL: u64 = 4;
 
 /// An elementwise launch over `A` array operands (inputs first), planned on the host.

@@ -13,7 +13,7 @@
 //! architecture, the program name, every option, the name expressions, the source, every
 //! in-memory header (name and bytes) and the bytes of every file on disk the source can reach
 //! through `#include` (found in the include directories and next to the including file, by the
-//! scanner of `cuda_embed_build::includes`). Entries live in
+//! scanner of `cuda_embed_source::includes`). Entries live in
 //! [`nvrtc::cache_dir`](crate::program::nvrtc::cache_dir)`/nvrtc/`, beside the `cuda_kernel!` NVRTC entries.
 
 pub(crate) mod module; // ProgramModule, ProgramKernel: a program loaded on one device
@@ -22,7 +22,7 @@ pub(crate) mod sigcheck; // run-time kernels checked against a C signature
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::bind;
-use cuda_embed_build::cache::{Store, NVRTC_SUBDIR};
+use cuda_embed_source::cache::{Store, NVRTC_SUBDIR};
 use cudarc::driver::CudaContext;
 use nvrtc::{Compiled, Unit};
 use std::path::{Path, PathBuf};
@@ -231,7 +231,7 @@ impl Program {
 
     /// The directory of this program's NVRTC cache entries.
     pub(crate) fn store_dir(&self) -> PathBuf {
-        self.cache_dir.as_ref().map_or_else(cuda_embed_build::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR))
+        self.cache_dir.as_ref().map_or_else(cuda_embed_source::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR))
     }
 
     /// The program as an NVRTC compilation unit (what its cubin and cache key depend on).
@@ -262,7 +262,7 @@ impl Program {
     /// # Ok::<(), cuda_embed_runtime::Error>(())
     /// ```
     pub fn compile(&self, arch: u32) -> Result<Compiled> {
-        let dir = self.cache_dir.as_ref().map_or_else(cuda_embed_build::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR));
+        let dir = self.cache_dir.as_ref().map_or_else(cuda_embed_source::cache::nvrtc_dir, |d| d.join(NVRTC_SUBDIR));
         self.unit().compile(arch, &Store::new(dir, "cubin")).map_err(|log| self.error(arch, self.explain(log)))
     }
 

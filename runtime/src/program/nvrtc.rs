@@ -3,22 +3,22 @@
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Both users go through one compilation unit and so share one cache: entries are
-//! [`cuda_embed_build::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
-//! [`cuda_embed_build::key`] scheme over the NVRTC build (its library file's resolved name, which
+//! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
+//! [`cuda_embed_source::key`] scheme over the NVRTC build (its library file's resolved name, which
 //! carries the full version, size and modification time — found without loading the library, so
 //! a cache hit never pays the ~10 ms NVRTC load), the target architecture, the program name, the
 //! options, the name expressions, the source, every in-memory header, and the bytes of every
 //! file on disk the source reaches through `#include` (found by the
-//! [`cuda_embed_build::includes`] scanner in the include directories named by the options and
+//! [`cuda_embed_source::includes`] scanner in the include directories named by the options and
 //! next to the including file). Files are written to a temporary name and renamed into place, so
 //! parallel processes never see a torn entry; an unreadable or foreign entry is ignored and
 //! rewritten.
 
 use crate::error::{Error, Result};
-use cuda_embed_build::cache::{Entry, Store};
-use cuda_embed_build::includes::{Scan, Scanner};
-use cuda_embed_build::key::Key;
-use cuda_embed_build::options;
+use cuda_embed_source::cache::{Entry, Store};
+use cuda_embed_source::includes::{Scan, Scanner};
+use cuda_embed_source::key::Key;
+use cuda_embed_source::options;
 use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -31,14 +31,14 @@ const KERNEL_NAME: &str = "cuda_embed_kernel.cu";
 
 /// The directory cuda-embed caches compiled code in: `CUDA_EMBED_CACHE_DIR` when set, else
 /// `$XDG_CACHE_HOME/cuda-embed`, else `$HOME/.cache/cuda-embed`, else `cuda-embed` under the
-/// system temporary directory ([`cuda_embed_build::cache::root`]).
+/// system temporary directory ([`cuda_embed_source::cache::root`]).
 ///
 /// ```
 /// let dir = cuda_embed_runtime::nvrtc::cache_dir();
 /// assert!(dir.ends_with("cuda-embed") || std::env::var_os("CUDA_EMBED_CACHE_DIR").is_some());
 /// ```
 pub fn cache_dir() -> PathBuf {
-    cuda_embed_build::cache::root()
+    cuda_embed_source::cache::root()
 }
 
 /// The result of compiling one program for one architecture.
@@ -99,7 +99,7 @@ fn missing_nvrtc() -> String {
 fn library_identity() -> Option<String> {
     let mut dirs: Vec<PathBuf> =
         std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    for root in cuda_embed_build::options::toolkit_roots() {
+    for root in cuda_embed_source::options::toolkit_roots() {
         dirs.push(root.join("lib64"));
         dirs.push(root.join("lib"));
     }
@@ -148,7 +148,7 @@ pub fn compile(
     arch: u32,
 ) -> Result<Compiled> {
     let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions };
-    unit.compile(arch, &Store::new(cuda_embed_build::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
+    unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
         arch,
         cause: log,
@@ -172,7 +172,7 @@ pub(crate) struct Unit<'a, S> {
 }
 
 impl<S: AsRef<str>> Unit<'_, S> {
-    /// The headers the source reaches (see [`cuda_embed_build::includes`]).
+    /// The headers the source reaches (see [`cuda_embed_source::includes`]).
     pub(crate) fn scan(&self) -> Scan {
         let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(self.source, Some(dir))

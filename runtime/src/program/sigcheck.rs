@@ -1,6 +1,6 @@
 //! Run-time kernels checked by type: [`ProgramModule::kernel_with_signature`] reads a C parameter
-//! list with the macro's own reader ([`cuda_embed_build::params`]) and type table
-//! ([`cuda_embed_build::ctypes`]), and every launch compares each [`Arg`] with it before the
+//! list with the macro's own reader ([`cuda_embed_source::params`]) and type table
+//! ([`cuda_embed_source::ctypes`]), and every launch compares each [`Arg`] with it before the
 //! driver is called: buffer or value, the element type a pointer points to, whether the kernel
 //! writes through it (a `T*` needs [`Arg::slice_mut`]), and the type of a value.
 //!
@@ -12,8 +12,8 @@
 use crate::args::dynamic::{Arg, ArgKind};
 use crate::error::{Error, Result};
 use crate::{ProgramKernel, ProgramModule};
-use cuda_embed_build::cparams::{parse_list, Param};
-use cuda_embed_build::ctypes::{builtin, RustPath};
+use cuda_embed_source::cparams::{parse_list, Param};
+use cuda_embed_source::ctypes::{builtin, RustPath};
 
 impl ProgramModule {
     /// The kernel named `name` (as for [`kernel`](ProgramModule::kernel)), taken with its C
@@ -97,13 +97,13 @@ impl ProgramModule {
     pub fn kernel_checked(&self, name: &str) -> Result<ProgramKernel> {
         let m = &self.inner;
         let headers: Vec<&str> = m.headers.iter().map(String::as_str).collect();
-        let defines = cuda_embed_build::options::defines(&m.options);
+        let defines = cuda_embed_source::options::defines(&m.options);
         let wrong = |detail: String| Error::Signature {
             kernel: name.to_string(),
             origin: format!("program `{}`", self.name()),
             detail,
         };
-        let parsed = cuda_embed_build::signature::parse_with(&m.source, &defines, &headers)
+        let parsed = cuda_embed_source::signature::parse_with(&m.source, &defines, &headers)
             .map_err(|e| wrong(format!("the program's source cannot be read for its signature: {}", e.0)))?;
         let found: Vec<_> = parsed.kernels.iter().filter(|k| k.qualified_name() == name || k.name == name).collect();
         match found[..] {
@@ -421,7 +421,7 @@ mod tests {
     fn signatures_read_from_a_program_source() {
         let src =
             "#define K(T, s) extern \"C\" __global__ void fill_##s(T* y, T v, int n) {}\nK(float, f32)\nK(double, f64)";
-        let parsed = cuda_embed_build::signature::parse_with(src, &[], &[]).unwrap();
+        let parsed = cuda_embed_source::signature::parse_with(src, &[], &[]).unwrap();
         let k = parsed.kernels.iter().find(|k| k.name == "fill_f64").unwrap();
         let sig = parse(&k.signature).unwrap();
         let (v, n) = (1.0f32, 3i32);

@@ -13,7 +13,7 @@
 pub(crate) mod program; // run-time reductions (ReductionProgram, Reduction)
 
 use crate::error::{DriverCode, Error, Result};
-use cuda_embed_build::reduction::{self, Plan};
+use cuda_embed_source::reduction::{self, Plan};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 //!
 //! [`ReductionProgram`] takes the same pieces as the macro (parameter lists, `map`, `reduce`,
 //! `identity`, `post_map`, `reduce_type`, `preamble`, `types`), generates the CUDA source with
-//! the macro's own generator (`cuda_embed_build::reduction`), compiles it with NVRTC through
+//! the macro's own generator (`cuda_embed_source::reduction`), compiles it with NVRTC through
 //! [`Program`] (so the disk cache is shared with every run-time program) and returns a
 //! [`Reduction`]. Its launchers take [`TypedArg`]s, inputs then outputs in declaration order;
 //! before anything runs they check each argument's kind (read buffer, written buffer, scalar),
@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::program::nvrtc::Compiled;
 use crate::program::{Program, ProgramKernel};
 use crate::reduction::{self as reduce, Shape};
-use cuda_embed_build::params::{Instance, ParamKind, ParamLists};
-use cuda_embed_build::reduction::{kernel_names, PlanKind, RedParam, ReductionSource, Snippet};
+use cuda_embed_source::params::{Instance, ParamKind, ParamLists};
+use cuda_embed_source::reduction::{kernel_names, PlanKind, RedParam, ReductionSource, Snippet};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -170,7 +170,7 @@ impl ReductionProgram {
             return Err("a reduction needs at least one output (e.g. `T y`)".into());
         }
         let instances = lists.instances(&self.types).map_err(|e| e.to_string())?;
-        let red_param = |p: &cuda_embed_build::params::Param| RedParam {
+        let red_param = |p: &cuda_embed_source::params::Param| RedParam {
             name: p.name.clone(),
             ty: p.ty.as_str().to_string(),
             scalar: p.kind == ParamKind::Scalar,

@@ -23,7 +23,7 @@
 //! A file that does not parse, or whose identity is not the one looked up, is a miss: the key is
 //! tuned again and the file overwritten.
 
-use cuda_embed_build::key::{hex, sha256};
+use cuda_embed_source::key::{hex, sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

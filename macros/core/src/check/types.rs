@@ -6,7 +6,7 @@
 
 use crate::lex::Token;
 use crate::signature::{Param, Parsed};
-pub use cuda_embed_build::ctypes::{builtin, toolkit, Builtin, RustPath, BUILTINS, TOOLKIT, VECTORS};
+pub use cuda_embed_source::ctypes::{builtin, toolkit, Builtin, RustPath, BUILTINS, TOOLKIT, VECTORS};
 
 /// The Rust type of a value: a builtin, or a generic parameter standing for a template's type
 /// parameter.
@@ -85,7 +85,7 @@ impl Mapped {
     }
 }
 
-pub use cuda_embed_build::typecode::{kind, Probed};
+pub use cuda_embed_source::typecode::{kind, Probed};
 
 /// The builtin a probed value type is (scalars, `__half`/`bf16`/fp8, CUDA vector types, the
 /// runtime's plain structs of [`TOOLKIT`]).
@@ -112,7 +112,7 @@ fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
         (kind::FP8E5M2, _) => "__nv_fp8_e5m2",
         (kind::HALF2, _) => "__half2",
         (kind::BF162, _) => "__nv_bfloat162",
-        (kind::VECTOR, _) => return cuda_embed_build::ctypes::by_probe_id(p.vector),
+        (kind::VECTOR, _) => return cuda_embed_source::ctypes::by_probe_id(p.vector),
         _ => return None,
     };
     builtin(name)
@@ -267,7 +267,7 @@ fn resolve_alias(param: &Param, parsed: &Parsed) -> (String, usize, bool) {
     (base, depth, pconst)
 }
 
-pub use cuda_embed_build::typecode::decode as decode_probe;
+pub use cuda_embed_source::typecode::decode as decode_probe;
 
 /// `std::size_t` -> `size_t`, `unsigned   int` -> `unsigned int`: a type as the tables spell it.
 pub fn normalise(ty: &str) -> String {

@@ -5,8 +5,8 @@ use super::Input;
 use crate::check::types::Mapped;
 use crate::expand::Generated;
 use crate::gen::{generic_ident, param_ident, paths, rust_type};
-use cuda_embed_build::elementwise::types_kernel;
-use cuda_embed_build::params::{ParamKind, ParamLists, Role};
+use cuda_embed_source::elementwise::types_kernel;
+use cuda_embed_source::params::{ParamKind, ParamLists, Role};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 

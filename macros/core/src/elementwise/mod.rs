@@ -1,7 +1,7 @@
 //! `elementwise_kernel!`: CuPy's `ElementwiseKernel`, typed and built at compile time.
 //!
 //! The input names the kernel, its parameter lists, the per-element operation and the instances
-//! of its placeholders; [`cuda_embed_build::params`] reads the lists, [`cuda_embed_build::elementwise`]
+//! of its placeholders; [`cuda_embed_source::params`] reads the lists, [`cuda_embed_source::elementwise`]
 //! writes the CUDA source, [`crate::expand::expand_generated`] builds it through the same pipeline
 //! as `cuda_kernel!`, and `gen` wraps the generated kernel in the public module's launchers.
 
@@ -11,8 +11,8 @@ mod node;
 use crate::check::report::Failure;
 use crate::expand::{expand_generated_as, CallSite};
 use crate::front::input::{Keyed, KeyedSpec, Listing, Options};
-use cuda_embed_build::elementwise::{self as source, Elementwise, Origin};
-use cuda_embed_build::params::{ListError, ParamLists, Source};
+use cuda_embed_source::elementwise::{self as source, Elementwise, Origin};
+use cuda_embed_source::params::{ListError, ParamLists, Source};
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use std::collections::HashMap;
@@ -153,7 +153,7 @@ pub(crate) fn expand_input(
     let mut exprs = Vec::new();
     if !lists.placeholders().is_empty() {
         let spans: Vec<Span> = input.types.as_ref().map(|t| t.1.iter().map(LitStr::span).collect()).unwrap_or_default();
-        let nd_kernels = cuda_embed_build::ndarray::nd_kernel_names(&name);
+        let nd_kernels = cuda_embed_source::ndarray::nd_kernel_names(&name);
         for kernel in [&name, &types_kernel].into_iter().chain(&nd_kernels) {
             for (inst, span) in instances.iter().zip(&spans) {
                 exprs.push(LitStr::new(&source::instance_expr(kernel, inst), *span));

@@ -4,7 +4,7 @@
 //! as `launch` chooses it, or the caller's).
 
 use crate::gen::{param_ident, paths};
-use cuda_embed_build::params::{ParamKind, ParamLists, Role};
+use cuda_embed_source::params::{ParamKind, ParamLists, Role};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 

@@ -1,12 +1,12 @@
 //! Following `#include` from a CUDA source: which user headers it reaches (for cargo's rebuild
 //! tracking and NVRTC's in-memory headers) and include cycles that would never end.
 //!
-//! A thin layer over [`cuda_embed_build::includes`], the scanner the runtime uses too; its module
+//! A thin layer over [`cuda_embed_source::includes`], the scanner the runtime uses too; its module
 //! docs state the rules (quoted includes next to the including file, then the include
 //! directories; angle includes only in the include directories; toolkit and system headers not
 //! followed; a cycle through headers without include guards is an error naming the chain).
 
-use cuda_embed_build::includes::Scanner;
+use cuda_embed_source::includes::Scanner;
 use std::path::{Path, PathBuf};
 
 /// A user header reached from the source.

@@ -97,7 +97,7 @@ fn instances_text(input: &Input) -> String {
     input.instances.iter().map(|l| l.value()).collect::<Vec<_>>().join(" ")
 }
 
-pub use cuda_embed_build::options::defines;
+pub use cuda_embed_source::options::defines;
 
 /// Reads the macro input into a [`Module`].
 pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {

@@ -21,7 +21,7 @@
 //! step.
 
 use crate::expand::CallSite;
-use cuda_embed_build::params::{ParamKind, ParamLists};
+use cuda_embed_source::params::{ParamKind, ParamLists};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::quote;
 use std::collections::HashMap;

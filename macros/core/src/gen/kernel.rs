@@ -510,6 +510,6 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 /// Whether a by-value parameter is a texture or surface object, which the launcher takes as
 /// `&Texture`/`&Surface` or a raw handle.
 fn is_object(t: &types::RustType) -> bool {
-    use cuda_embed_build::ctypes::RustPath;
+    use cuda_embed_source::ctypes::RustPath;
     matches!(t, types::RustType::Builtin(b) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")))
 }

@@ -11,8 +11,8 @@
 //! and checked on every hit. The link is not cached (it takes a fraction of the compile's time).
 
 use crate::oracle::nvcc::{clean_log, parse_depfile, Arch, Nvcc};
-use cuda_embed_build::cache::{self, Dep, Entry, Store};
-use cuda_embed_build::key::Key;
+use cuda_embed_source::cache::{self, Dep, Entry, Store};
+use cuda_embed_source::key::Key;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -42,7 +42,7 @@ pub enum Mode {
 /// nvcc's arguments for one unit in `mode`: the plain module's arguments with the code
 /// generation replaced (LTO: `lto_XX` per arch, plus PTX of the lowest for the probes).
 pub fn unit_args(mode: Mode, archs: &[Arch], include_dirs: &[PathBuf], options: &[String]) -> Vec<String> {
-    let plain = cuda_embed_build::options::nvcc_args(archs, include_dirs, options).args;
+    let plain = cuda_embed_source::options::nvcc_args(archs, include_dirs, options).args;
     match mode {
         Mode::Rdc => {
             let mut a = vec!["-fatbin".to_string(), "-rdc=true".to_string()];

@@ -2,13 +2,13 @@
 //! flat buffers, 1-D) broadcast to the first output's shape; the host plan
 //! (`cuda_embed::__private::NdLaunch`) collapses dimensions and picks the flat vectorised kernel
 //! `NAME` when every operand is one contiguous run, else the strided kernel `NAME_nd` of the same
-//! instance (generated beside it by `cuda_embed_build::ndarray`).
+//! instance (generated beside it by `cuda_embed_source::ndarray`).
 
 pub mod reduction;
 
 use crate::gen::{param_ident, paths};
-use cuda_embed_build::ndarray::nd_arg_count;
-use cuda_embed_build::params::{ParamKind, ParamLists, Role};
+use cuda_embed_source::ndarray::nd_arg_count;
+use cuda_embed_source::params::{ParamKind, ParamLists, Role};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -100,7 +100,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     let arrays = operands.len();
     let flat_count = packed.len() + extra.len() + 2;
     let nd_count = nd_arg_count(lists);
-    let dims = cuda_embed_build::ndarray::DIMS;
+    let dims = cuda_embed_source::ndarray::DIMS;
     let shape_args: Vec<TokenStream> =
         (0..dims).map(|d| quote!(&__plan.shape[#d] as *const i64 as *mut #c_void)).collect();
     let stride_args: Vec<TokenStream> = (0..arrays)

@@ -4,7 +4,7 @@
 //! strided `NAME_axes` kernel generated beside them.
 
 use crate::gen::paths;
-use cuda_embed_build::params::{Param, ParamKind, ParamLists};
+use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::Ident;

@@ -4,13 +4,13 @@
 //! cannot see through `#if`, macros or every typedef. So the module carries the same type probe
 //! the build-time compilers answer ([`crate::oracle::probe`]), appended to the source NVRTC compiles at
 //! first use, and for each kernel parameter what its launcher was generated for, as a mask and a
-//! value over the probe's type code ([`cuda_embed_build::typecode`]). The runtime reads each answer
+//! value over the probe's type code ([`cuda_embed_source::typecode`]). The runtime reads each answer
 //! from the loaded module and compares before anything is launched.
 
 use crate::check::types::{Builtin, Mapped, RustPath, RustType};
 use crate::front::ir::{Checked, TypedKernel};
 use crate::oracle::probe::{self, ProbeKey};
-use cuda_embed_build::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
+use cuda_embed_source::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
 
 /// One parameter to check at first load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn expect(m: &Mapped) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
     use crate::check::types::builtin;
-    use cuda_embed_build::typecode::describe;
+    use cuda_embed_source::typecode::describe;
 
     fn holds(m: &Mapped, code: u64) -> bool {
         let (mask, value) = expect(m).unwrap();

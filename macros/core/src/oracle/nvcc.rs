@@ -1,6 +1,6 @@
 //! The build-time compiler driver: nvcc discovery, fatbin + PTX builds, and the build cache.
 //!
-//! Cache entries are [`cuda_embed_build::cache`] entries under
+//! Cache entries are [`cuda_embed_source::cache`] entries under
 //! [`cache::build_dir`] (`<cache dir>/build/`, the same directory rules as the runtime's NVRTC
 //! cache: `CUDA_EMBED_CACHE_DIR`, `$XDG_CACHE_HOME/cuda-embed`, `~/.cache/cuda-embed`). An entry is
 //! keyed by [`key`] (the nvcc version, the nvcc arguments — targets, include directories,
@@ -8,16 +8,16 @@
 //! header the compile read outside the toolkit and the system include directories (from nvcc's
 //! dependency file), and is a hit only while those headers are unchanged. Entries are written to a
 //! temporary file and renamed into place, so parallel rustc processes never read a torn one.
-//! Architectures and the nvcc argument list come from [`cuda_embed_build::options`].
+//! Architectures and the nvcc argument list come from [`cuda_embed_source::options`].
 
-use cuda_embed_build::cache::{self, Dep, Entry, Store};
-use cuda_embed_build::key::Key;
-use cuda_embed_build::options::nvcc_args;
+use cuda_embed_source::cache::{self, Dep, Entry, Store};
+use cuda_embed_source::key::Key;
+use cuda_embed_source::options::nvcc_args;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-pub use cuda_embed_build::options::{archs_from_env, Arch, DEFAULT_ARCHS, KNOWN_ARCHS};
+pub use cuda_embed_source::options::{archs_from_env, Arch, DEFAULT_ARCHS, KNOWN_ARCHS};
 
 /// The key scheme of nvcc builds (see [`key`]).
 const KEY_SCHEME: &str = "cuda-embed nvcc build v3";
@@ -64,7 +64,7 @@ pub fn flag(name: &str) -> bool {
 }
 
 /// Finds nvcc: `NVCC`, `bin/` of each toolkit root (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
-/// `CUDA_HOME`: [`cuda_embed_build::options::toolkit_roots`]), then `PATH`. An `NVCC` that is set
+/// `CUDA_HOME`: [`cuda_embed_source::options::toolkit_roots`]), then `PATH`. An `NVCC` that is set
 /// but does not run is an error, not a silent fallback. `CUDA_EMBED_NO_NVCC` makes it find none
 /// (so a machine with nvcc can build through NVRTC at build time); `CUDA_EMBED_FORCE_NVRTC`
 /// asks for NVRTC at run time.
@@ -80,7 +80,7 @@ pub fn find_nvcc() -> Result<Result<Nvcc, NoNvcc>, String> {
         return probe_nvcc(&p).map(Ok).map_err(|e| format!("NVCC={}: {e}", p.display()));
     }
     let mut candidates: Vec<PathBuf> =
-        cuda_embed_build::options::toolkit_roots().into_iter().map(|root| root.join("bin").join("nvcc")).collect();
+        cuda_embed_source::options::toolkit_roots().into_iter().map(|root| root.join("bin").join("nvcc")).collect();
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join("nvcc")));
     }
@@ -144,7 +144,7 @@ pub struct Output {
     pub deps: Vec<PathBuf>,
 }
 
-fn args(req: &Request<'_>) -> cuda_embed_build::options::NvccArgs {
+fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
     nvcc_args(req.archs, req.include_dirs, req.options)
 }
 

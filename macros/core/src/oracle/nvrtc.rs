@@ -17,14 +17,14 @@
 //!
 //! One module is compiled once per listed architecture, each to a cubin (SASS); the lowest one's
 //! PTX is kept too, for the type probes and as the image newer GPUs JIT. Results are cached like
-//! nvcc builds ([`cuda_embed_build::cache::build_dir`]), keyed by the library, the arguments and
+//! nvcc builds ([`cuda_embed_source::cache::build_dir`]), keyed by the library, the arguments and
 //! the source, and checked against the headers the source reaches.
 
 use crate::oracle::nvcc::{Arch, Request};
-use cuda_embed_build::cache::{self, Dep, Entry, Store};
-use cuda_embed_build::includes::Scanner;
-use cuda_embed_build::key::Key;
-use cuda_embed_build::options::toolkit_include_dirs;
+use cuda_embed_source::cache::{self, Dep, Entry, Store};
+use cuda_embed_source::includes::Scanner;
+use cuda_embed_source::key::Key;
+use cuda_embed_source::options::toolkit_include_dirs;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 
 use crate::expand::{CallSite, Generated};
 use crate::gen::paths;
-use cuda_embed_build::params::{Param, ParamKind, ParamLists};
-use cuda_embed_build::reduction::kernel_names;
+use cuda_embed_source::params::{Param, ParamKind, ParamLists};
+use cuda_embed_source::reduction::kernel_names;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::Ident;
@@ -30,7 +30,7 @@ pub fn wrapper(
         paths::reduction("Error"),
     );
     let mut kernels: Vec<Ident> = kernel_names(&name.to_string()).iter().map(|k| format_ident!("{}", k)).collect();
-    let axes_kernel = format_ident!("{}", cuda_embed_build::ndarray::reduction::axes_kernel_name(&name.to_string()));
+    let axes_kernel = format_ident!("{}", cuda_embed_source::ndarray::reduction::axes_kernel_name(&name.to_string()));
     kernels.push(axes_kernel.clone());
     let generics: Vec<Ident> = placeholders.iter().map(|p| format_ident!("{}", p)).collect();
     let (gen_decl, turbofish) =

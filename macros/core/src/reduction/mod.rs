@@ -1,5 +1,5 @@
 //! `reduction_kernel!`: CuPy's `ReductionKernel`, typed. Parses the macro input, generates the
-//! CUDA source of the three reduction kernels (`cuda_embed_build::reduction`), pushes it through
+//! CUDA source of the three reduction kernels (`cuda_embed_source::reduction`), pushes it through
 //! the `cuda_kernel!` pipeline ([`expand_generated`]) and wraps the kernels in a module with safe
 //! `launch`, `launch_rows` and `launch_cols` functions.
 
@@ -10,8 +10,8 @@ use crate::check::types;
 use crate::expand::{expand_generated, CallSite};
 use crate::front::input::{Keyed, KeyedSpec, Options};
 use crate::gen::rust_type;
-use cuda_embed_build::params::{ListError, Param, ParamKind, ParamLists, ParamType, Role, Source};
-use cuda_embed_build::reduction::{RedParam, ReductionSource, Snippet};
+use cuda_embed_source::params::{ListError, Param, ParamKind, ParamLists, ParamType, Role, Source};
+use cuda_embed_source::reduction::{RedParam, ReductionSource, Snippet};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};

@@ -7,7 +7,7 @@
 //! memory gets a zeroed buffer owned by the graph (`Graph::__scratch`).
 
 use crate::gen::paths;
-use cuda_embed_build::params::{Param, ParamKind, ParamLists};
+use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::Ident;

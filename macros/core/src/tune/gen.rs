@@ -6,7 +6,7 @@ use super::resolve::{Op, Plan};
 use crate::gen::{param_ident, paths, rust_type};
 use crate::front::ir::{Checked, Module};
 use crate::check::types::{Mapped, RustType};
-use cuda_embed_build::ctypes::RustPath;
+use cuda_embed_source::ctypes::RustPath;
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use sha2::{Digest, Sha256};

@@ -216,7 +216,7 @@ fn number(v: &str) -> i64 {
         "false" => 0,
         _ => {
             let neg = v.trim().starts_with('-');
-            let n = cuda_embed_build::cxx::parse_int(v.trim().trim_start_matches('-')).map_or(0, |n| n as i64);
+            let n = cuda_embed_source::cxx::parse_int(v.trim().trim_start_matches('-')).map_or(0, |n| n as i64);
             if neg {
                 -n
             } else {

@@ -69,7 +69,7 @@ pub fn instance_expr(kernel: &str, inst: &Instance) -> String {
 /// every size is a power of two of at most 16 bytes; else 1 (no vector path). No arrays: 1.
 ///
 /// ```
-/// use cuda_embed_build::elementwise::vector_width;
+/// use cuda_embed_source::elementwise::vector_width;
 /// assert_eq!(vector_width(&[4, 4, 4]), 4);
 /// assert_eq!(vector_width(&[2, 4]), 4);
 /// assert_eq!(vector_width(&[2]), 8);
@@ -156,7 +156,7 @@ fn lex(code: &str) -> Vec<&str> {
 /// `continue`, `break`, `return` or `goto` that could skip that statement. Anything else reads.
 ///
 /// ```
-/// use cuda_embed_build::elementwise::output_is_read;
+/// use cuda_embed_source::elementwise::output_is_read;
 /// assert!(!output_is_read("z = x + y", "z"));
 /// assert!(!output_is_read("float t = x * 2; z = t; z += 1;", "z"));
 /// assert!(output_is_read("y = a * x + y", "y"));

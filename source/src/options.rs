@@ -28,7 +28,7 @@ impl Arch {
     /// Parses `90`, `sm_90`, `90a`, `compute_90`.
     ///
     /// ```
-    /// use cuda_embed_build::options::Arch;
+    /// use cuda_embed_source::options::Arch;
     /// assert_eq!(Arch::parse("sm_90a")?.sm(), "sm_90a");
     /// assert!(Arch::parse("52").is_err());
     /// # Ok::<(), String>(())
@@ -87,7 +87,7 @@ pub struct NvccArgs {
 /// finds the host C++ compiler set the way cargo C/C++ builds set it (`CXX`, ...); then `options` as written.
 ///
 /// ```
-/// use cuda_embed_build::options::{nvcc_args, Arch};
+/// use cuda_embed_source::options::{nvcc_args, Arch};
 /// let a = nvcc_args(&[Arch::parse("90")?, Arch::parse("80")?], &["inc".into()], &["-DN=4".to_string()]);
 /// assert_eq!(a.args, ["-gencode=arch=compute_80,code=[sm_80,compute_80]", "-gencode=arch=compute_90,code=sm_90", "-Iinc", "-DN=4"]);
 /// assert_eq!(a.targets, ["sm_80", "sm_90", "compute_80"]);
@@ -121,7 +121,7 @@ pub fn nvcc_args(archs: &[Arch], include_dirs: &[PathBuf], options: &[String]) -
 /// include directories ([`toolkit_include_dirs`]), then `options` as written.
 ///
 /// ```
-/// let o = cuda_embed_build::options::nvrtc_args(90, &["-DN=4"]);
+/// let o = cuda_embed_source::options::nvrtc_args(90, &["-DN=4"]);
 /// assert_eq!((o[0].as_str(), o.last().map(String::as_str)), ("--gpu-architecture=sm_90", Some("-DN=4")));
 /// ```
 pub fn nvrtc_args<S: AsRef<str>>(arch: u32, options: &[S]) -> Vec<String> {
@@ -135,7 +135,7 @@ pub fn nvrtc_args<S: AsRef<str>>(arch: u32, options: &[S]) -> Vec<String> {
 /// `--define-macro=NAME`), in order; `-DNAME` defines `1`.
 ///
 /// ```
-/// let d = cuda_embed_build::options::defines(&["-DN=4".to_string(), "-I".into(), "x".into(), "-DFAST".into()]);
+/// let d = cuda_embed_source::options::defines(&["-DN=4".to_string(), "-I".into(), "x".into(), "-DFAST".into()]);
 /// assert_eq!(d, [("N".to_string(), "4".to_string()), ("FAST".into(), "1".into())]);
 /// ```
 pub fn defines(options: &[String]) -> Vec<(String, String)> {
@@ -160,7 +160,7 @@ pub fn defines(options: &[String]) -> Vec<(String, String)> {
 ///
 /// ```
 /// let o = ["-Ia", "-DX", "--include-path=b", "-I", "c"];
-/// assert_eq!(cuda_embed_build::options::include_dirs(&o), [std::path::PathBuf::from("a"), "b".into(), "c".into()]);
+/// assert_eq!(cuda_embed_source::options::include_dirs(&o), [std::path::PathBuf::from("a"), "b".into(), "c".into()]);
 /// ```
 pub fn include_dirs<S: AsRef<str>>(options: &[S]) -> Vec<PathBuf> {
     let mut dirs = Vec::new();

@@ -14,8 +14,8 @@ pub type Digest = [u8; 32];
 /// The SHA-256 of `bytes`.
 ///
 /// ```
-/// let d = cuda_embed_build::key::sha256(b"abc");
-/// assert_eq!(cuda_embed_build::key::hex(&d)[..8], *"ba7816bf");
+/// let d = cuda_embed_source::key::sha256(b"abc");
+/// assert_eq!(cuda_embed_source::key::hex(&d)[..8], *"ba7816bf");
 /// ```
 pub fn sha256(bytes: &[u8]) -> Digest {
     Sha256::digest(bytes).into()
@@ -24,7 +24,7 @@ pub fn sha256(bytes: &[u8]) -> Digest {
 /// Lower-case hexadecimal of `bytes`.
 ///
 /// ```
-/// assert_eq!(cuda_embed_build::key::hex(&[0x0f, 0xa0]), "0fa0");
+/// assert_eq!(cuda_embed_source::key::hex(&[0x0f, 0xa0]), "0fa0");
 /// ```
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
@@ -37,7 +37,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// A key being built: labelled fields hashed in order.
 ///
 /// ```
-/// use cuda_embed_build::key::Key;
+/// use cuda_embed_source::key::Key;
 /// let key = |arch: u32| {
 ///     let mut k = Key::new("example v1");
 ///     k.field("arch", arch.to_le_bytes()).list("options", ["-O3", "-DN=4"]).field("source", "...");

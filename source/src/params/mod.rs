@@ -25,7 +25,7 @@
 //! Every error carries the byte range, in the string it came from, of the text it is about.
 //!
 //! ```
-//! use cuda_embed_build::params::{ParamKind, ParamLists};
+//! use cuda_embed_source::params::{ParamKind, ParamLists};
 //! let lists = ParamLists::parse("T x, scalar T a", "T y").unwrap();
 //! assert_eq!(lists.inputs[1].kind, ParamKind::Scalar);
 //! assert_eq!(lists.placeholders(), ["T"]);

@@ -178,7 +178,7 @@ pub fn parse(src: &str) -> Result<Parsed, SourceError> {
 
 /// Parses a CUDA source text as the compiler preprocesses it with `defines` (`(NAME, value)`
 /// from the `-D` options): function-like macros expanded, `#if` branches picked where that can be
-/// decided (see `cuda_embed_build::pp`).
+/// decided (see `cuda_embed_source::pp`).
 ///
 /// `headers` are the texts of the user headers the source includes: their macros are defined
 /// first.

@@ -43,7 +43,7 @@ pub struct Directive {
 /// The `#include` lines of `text` (see the module docs).
 ///
 /// ```
-/// let d = cuda_embed_build::includes::directives("#include \"a.cuh\"\n  #  include <b/c.h>\n");
+/// let d = cuda_embed_source::includes::directives("#include \"a.cuh\"\n  #  include <b/c.h>\n");
 /// assert_eq!((d[0].name.as_str(), d[0].quoted, d[1].name.as_str(), d[1].line), ("a.cuh", true, "b/c.h", 2));
 /// ```
 pub fn directives(text: &str) -> Vec<Directive> {
@@ -149,7 +149,7 @@ enum Origin {
 /// Scans sources for the headers they include (see the module docs for the rules).
 ///
 /// ```
-/// use cuda_embed_build::includes::Scanner;
+/// use cuda_embed_source::includes::Scanner;
 /// let memory = [("common.cuh", "#pragma once\n#define N 4\n")];
 /// let scan = Scanner::new(&[]).memory(&memory).scan("#include \"common.cuh\"\n#include <cuda_fp16.h>\n", None);
 /// assert_eq!(scan.headers[0].include, "common.cuh");

@@ -78,7 +78,7 @@ pub fn encode(kind: u8, depth: u8, pointee_const: bool, size: u32) -> u64 {
 /// Decodes a probe code.
 ///
 /// ```
-/// use cuda_embed_build::typecode::{decode, encode, kind};
+/// use cuda_embed_source::typecode::{decode, encode, kind};
 /// let p = decode(encode(kind::DOUBLE, 1, true, 8));
 /// assert_eq!((p.kind, p.depth, p.pointee_const, p.size), (kind::DOUBLE, 1, true, 8));
 /// ```
@@ -97,7 +97,7 @@ pub fn decode(v: u64) -> Probed {
 /// 4 bytes)`, `a struct of 16 bytes`.
 ///
 /// ```
-/// use cuda_embed_build::typecode::{describe, encode, kind};
+/// use cuda_embed_source::typecode::{describe, encode, kind};
 /// assert_eq!(describe(encode(kind::DOUBLE, 1, false, 8)), "double*");
 /// assert_eq!(describe(encode(kind::FLOAT, 1, true, 4)), "const float*");
 /// assert_eq!(describe(encode(kind::UNSIGNED, 0, false, 8)), "an unsigned 8-byte integer");

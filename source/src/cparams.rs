@@ -125,7 +125,7 @@ pub fn read_param(piece: &[Token], index: usize) -> Param {
 /// `#define`s in it behave as there).
 ///
 /// ```
-/// let p = cuda_embed_build::cparams::parse_list("const float* x, float* y, float alpha");
+/// let p = cuda_embed_source::cparams::parse_list("const float* x, float* y, float alpha");
 /// assert_eq!((p[0].base.as_str(), p[0].pointer_depth, p[0].pointee_const), ("float", 1, true));
 /// assert_eq!((p[2].name.as_str(), p[2].pointer_depth), ("alpha", 0));
 /// ```

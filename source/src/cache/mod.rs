@@ -63,7 +63,7 @@ pub const NVRTC_SUBDIR: &str = "nvrtc";
 /// The directory cuda-embed caches compiled code in (see the module docs for the rules).
 ///
 /// ```
-/// let dir = cuda_embed_build::cache::root();
+/// let dir = cuda_embed_source::cache::root();
 /// assert!(dir.ends_with("cuda-embed") || std::env::var_os("CUDA_EMBED_CACHE_DIR").is_some());
 /// ```
 pub fn root() -> PathBuf {
@@ -132,7 +132,7 @@ pub struct Entry {
 /// One directory of cache entries, named `<key>.<extension>`.
 ///
 /// ```
-/// use cuda_embed_build::cache::{Entry, Store};
+/// use cuda_embed_source::cache::{Entry, Store};
 /// let dir = tempfile::tempdir()?;
 /// let store = Store::new(dir.path(), "cubin");
 /// let entry = Entry { blobs: vec![b"\x7fELF".to_vec()], strings: vec!["k".into()], deps: vec![] };

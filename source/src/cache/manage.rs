@@ -20,7 +20,7 @@ const SUBDIRS: [&str; 2] = [BUILD_SUBDIR, NVRTC_SUBDIR];
 /// that cannot be read is reported once and the default used.
 ///
 /// ```
-/// assert!(cuda_embed_build::cache::max_bytes().is_none_or(|b| b > 0));
+/// assert!(cuda_embed_source::cache::max_bytes().is_none_or(|b| b > 0));
 /// ```
 pub fn max_bytes() -> Option<u64> {
     match std::env::var(MAX_VAR) {
@@ -75,7 +75,7 @@ impl std::fmt::Display for Usage {
 /// What the cache at [`root`] holds (build-time and run-time entries together).
 ///
 /// ```
-/// let u = cuda_embed_build::cache::usage();
+/// let u = cuda_embed_source::cache::usage();
 /// println!("{u}");
 /// ```
 pub fn usage() -> Usage {
@@ -92,7 +92,7 @@ pub(crate) fn usage_of(root: PathBuf, max_bytes: Option<u64>) -> Usage {
 /// loaded in running processes are not affected.
 ///
 /// ```no_run
-/// let freed = cuda_embed_build::cache::clear()?;
+/// let freed = cuda_embed_source::cache::clear()?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn clear() -> std::io::Result<u64> {
