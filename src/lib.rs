@@ -110,7 +110,9 @@
 
 #![warn(missing_docs)]
 
-pub use cuda_embed_macros::{cuda_kernel, device, elementwise_kernel, fuse, kernel, kernels, reduction_kernel, DeviceSafe};
+pub use cuda_embed_macros::{
+    cuda_kernel, device, elementwise_kernel, fuse, kernel, kernels, reduction_kernel, DeviceSafe,
+};
 /// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
 /// atomics, warp shuffles and votes.
 pub use cuda_embed_runtime::device;

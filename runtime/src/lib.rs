@@ -12,8 +12,8 @@ pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and thei
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
-pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod launch; // the one launch routine, its limits, kernel handles
+pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, cubin, load, registry, globals
 pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
@@ -128,8 +128,8 @@ pub mod __private {
     pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
     pub use crate::launch::capture::binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
-    pub use crate::reduction as reduce;
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdOutput};
+    pub use crate::reduction as reduce;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_source::elementwise::{aligned, vector_width};

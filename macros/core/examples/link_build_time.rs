@@ -6,8 +6,8 @@
 //!
 //! Run: `scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example link_build_time [KERNELS_DIR]`
 
-use cuda_embed_macros_core::oracle::nvcc::{self as compile, Arch, Request};
 use cuda_embed_macros_core::link::nvcc::{compile_units, device_link, unit_args, Mode};
+use cuda_embed_macros_core::oracle::nvcc::{self as compile, Arch, Request};
 use std::path::PathBuf;
 use std::time::Instant;
 

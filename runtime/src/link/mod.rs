@@ -21,8 +21,8 @@ mod tests;
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::bind;
-use crate::program::nvrtc::{self, Unit};
 use crate::program::module::{ModuleInner, ProgramModule};
+use crate::program::nvrtc::{self, Unit};
 use crate::Program;
 use cuda_embed_source::cache::{Entry, Store};
 use cuda_embed_source::key::Key;

@@ -166,32 +166,48 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
     KernelGen { decl, params, fields, index, generics, where_clause, items }
 }
 
-/// The Rust module of one kernel (`pub mod saxpy { ... }`).
-pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
-    let (c_void, stream_ty, config_ty, result) =
-        (paths::c_void(), paths::stream(), paths::launch_config(), paths::result());
-    let (context, module_ty, raw) = (paths::context(), paths::module(), paths::raw_device_ptr());
+/// What a kernel's parameters become in its Rust module: the launchers' arguments and the code
+/// that checks, binds and packs them, the markers of the typed `Kernel<Sig>` value, the
+/// arguments of the graph functions, compile-time struct checks and the docs table.
+#[derive(Default)]
+struct Lowered {
+    /// Type parameters of the launchers: the template's, then one per `void*`-like pointer.
+    generics: Vec<TokenStream>,
+    args: Vec<TokenStream>,
+    prelude: Vec<TokenStream>,
+    packed: Vec<TokenStream>,
+    checks: Vec<TokenStream>,
+    doc_rows: String,
+    /// One marker per parameter for the typed `Kernel<Sig>` value.
+    sig: Vec<TokenStream>,
+    /// The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
+    node_args: Vec<TokenStream>,
+    ids: Vec<TokenStream>,
+}
+
+/// Lowers every parameter of the kernel (see [`Lowered`]).
+fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
+    let c_void = paths::c_void();
+    let raw = paths::raw_device_ptr();
     let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let kernel_ref = paths::kernel_ref();
     let k = gen.decl;
     let index = &gen.index;
-    let where_clause = &gen.where_clause;
-    let name = rust_name(&k.name).unwrap_or_else(|_| format_ident!("invalid_kernel_name"));
-    let qualified = k.qualified_name();
-    let mut generics = gen.generics.clone();
-    let mut args = Vec::new();
-    let mut prelude = Vec::new();
-    let mut bound = false;
-    let mut packed = Vec::new();
-    let mut checks = Vec::new();
-    let mut doc_rows = String::new();
-    // One marker per parameter for the typed `Kernel<Sig>` value.
-    let mut sig = Vec::new();
-    // The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
-    let (mut node_args, mut ids) = (Vec::new(), Vec::new());
     let by_value = paths::by_value();
     let node_arg = paths::node_arg();
+    let Lowered {
+        mut generics,
+        mut args,
+        mut prelude,
+        mut packed,
+        mut checks,
+        mut doc_rows,
+        mut sig,
+        mut node_args,
+        mut ids,
+    } = Lowered { generics: gen.generics.clone(), ..Lowered::default() };
+    let mut bound = false;
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
         let id = param_ident(&p.name, i);
         let sync = format_ident!("__sync_{}", i);
@@ -227,31 +243,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 node_args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
                 sig.push(quote!(super::super::#ty));
-                // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
-                match gen.fields.get(i).and_then(Option::as_ref) {
-                    Some(fields) => {
-                        checks.push(structs::layout_check(quote_spanned!(span=> super::super::#ty), tn, fields, span))
-                    }
-                    None => {
-                        let assert = paths::assert_device_safe(span);
-                        checks.push(quote_spanned! {span=>
-                            const _: () = #assert::<super::super::#ty>();
-                        });
-                    }
-                }
-                if let Some((size, align)) = layout {
-                    let (size, align) = (*size as usize, *align as usize);
-                    let msg = format!(
-                        "`{tn}` must have the CUDA struct's layout for parameter `{}` of kernel `{}`: size {size}, alignment {align} (use #[repr(C)] and the same fields)",
-                        p.name, k.name
-                    );
-                    checks.push(quote_spanned! {span=>
-                        const _: () = ::core::assert!(
-                            ::core::mem::size_of::<super::super::#ty>() == #size && ::core::mem::align_of::<super::super::#ty>() == #align,
-                            #msg
-                        );
-                    });
-                }
+                checks.extend(user_struct_checks(gen, i, p, tn, *layout, span));
             }
             Mapped::Pointer { elem, mutable } => {
                 sig.push(match (elem, mutable) {
@@ -304,7 +296,51 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             _ => quote!(#by_value(#id)),
         });
     }
-    let n = packed.len();
+    Lowered { generics, args, prelude, packed, checks, doc_rows, sig, node_args, ids }
+}
+
+/// The compile-time checks of a struct parameter's Rust type: `DeviceSafe`, and the CUDA struct's
+/// size, alignment and (when the compiler described it) every field.
+fn user_struct_checks(
+    gen: &KernelGen<'_>,
+    i: usize,
+    p: &cuda_embed_source::signature::Param,
+    tn: &str,
+    layout: Option<(u32, u32)>,
+    span: Span,
+) -> Vec<TokenStream> {
+    let k = gen.decl;
+    let ty = format_ident!("{}", tn, span = span);
+    let mut checks = Vec::new();
+    // The field check requires `DeviceSafe` itself: one unsatisfied bound, one error.
+    match gen.fields.get(i).and_then(Option::as_ref) {
+        Some(fields) => checks.push(structs::layout_check(quote_spanned!(span=> super::super::#ty), tn, fields, span)),
+        None => {
+            let assert = paths::assert_device_safe(span);
+            checks.push(quote_spanned! {span=>
+                const _: () = #assert::<super::super::#ty>();
+            });
+        }
+    }
+    if let Some((size, align)) = layout {
+        let (size, align) = (size as usize, align as usize);
+        let msg = format!(
+            "`{tn}` must have the CUDA struct's layout for parameter `{}` of kernel `{}`: size {size}, alignment {align} (use #[repr(C)] and the same fields)",
+            p.name, k.name
+        );
+        checks.push(quote_spanned! {span=>
+            const _: () = ::core::assert!(
+                ::core::mem::size_of::<super::super::#ty>() == #size && ::core::mem::align_of::<super::super::#ty>() == #align,
+                #msg
+            );
+        });
+    }
+    checks
+}
+
+/// The docs of the kernel's module and of `launch`.
+fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
+    let qualified = k.qualified_name();
     let bounds = if k.launch_bounds.is_empty() {
         String::new()
     } else {
@@ -335,17 +371,22 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
          # Safety\nThe kernel runs arbitrary device code: it must stay within the buffers it is \
          given and the grid must match what it expects."
     );
+    (doc, launch_doc)
+}
+
+/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`): they differ
+/// only in name, docs, an optional extra parameter, the return type and the launch kind.
+fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<TokenStream> {
+    let (c_void, stream_ty, config_ty, result) =
+        (paths::c_void(), paths::stream(), paths::launch_config(), paths::result());
+    let kernel_ref = paths::kernel_ref();
+    let (index, where_clause) = (&gen.index, &gen.where_clause);
+    let Lowered { generics, args, prelude, packed, .. } = low;
+    let n = packed.len();
     let all_generics = if generics.is_empty() { quote!() } else { quote!(<#(#generics),*>) };
-    let tgenerics = if gen.generics.is_empty() {
-        quote!()
-    } else {
-        let g = &gen.generics;
-        quote!(<#(#g),*>)
-    };
-    // The launch variants differ only in name, docs, an optional extra parameter, the return type
-    // and the launch kind; the argument packing is the same for all, and all end in the one
-    // launch routine (`KernelRef::launch_raw`).
-    let (cluster_dim, attributes) = (paths::cluster_dim(), paths::kernel_attributes());
+    // The argument packing is the same for all, and all end in the one launch routine
+    // (`KernelRef::launch_raw`).
+    let cluster_dim = paths::cluster_dim();
     let kind = paths::launch_kind();
     let safety = "\n\n# Safety\nAs for `launch`.";
     let variants = [
@@ -375,10 +416,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             quote!(.map(drop)),
         ),
     ];
-    // SAFETY of every handle made below: `index` is this kernel's index in MODULE, and the
-    // launchers pack exactly its parameter types.
-    let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
-    let launchers = variants.into_iter().map(|(fname, fdoc, extra, ret, kind, finish)| {
+    variants.into_iter().map(|(fname, fdoc, extra, ret, kind, finish)| {
         quote! {
             #[doc = #fdoc]
             #[inline]
@@ -395,11 +433,18 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 unsafe { #kernel_ref::new(&super::MODULE, #index).launch_raw(stream, &config, #kind, &mut __args) } #finish
             }
         }
-    });
-    // The typed value: a `static` for an ordinary kernel, a function for a template's instances.
+    })
+    .collect()
+}
+
+/// The kernel as a typed value: a `static` for an ordinary kernel, a function for a template's
+/// instances; nothing past the largest typed signature.
+fn typed_value(gen: &KernelGen<'_>, sig: &[TokenStream], n: usize) -> TokenStream {
+    let (index, where_clause) = (&gen.index, &gen.where_clause);
     let kernel_ty = paths::kernel();
     let sig_ty = quote!((#(#sig,)*));
-    let value = if n > paths::MAX_TYPED_PARAMS {
+    let tgenerics = template_generics(gen);
+    if n > paths::MAX_TYPED_PARAMS {
         quote!()
     } else if gen.generics.is_empty() {
         quote! {
@@ -417,8 +462,18 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 unsafe { #kernel_ty::new(&super::MODULE, #index) }
             }
         }
-    };
-    let graph_fns = if n > paths::MAX_TYPED_PARAMS {
+    }
+}
+
+/// `node` and `update`: the kernel in a typed graph.
+fn graph_fns(gen: &KernelGen<'_>, low: &Lowered) -> TokenStream {
+    let (config_ty, result) = (paths::launch_config(), paths::result());
+    let (index, where_clause) = (&gen.index, &gen.where_clause);
+    let kernel_ty = paths::kernel();
+    let Lowered { sig, node_args, ids, packed, .. } = low;
+    let sig_ty = quote!((#(#sig,)*));
+    let n = packed.len();
+    if n > paths::MAX_TYPED_PARAMS {
         quote!()
     } else {
         let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
@@ -448,7 +503,37 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
                 exec.set(node, config, (#(#ids,)*))
             }
         }
-    };
+    }
+}
+
+/// The template's own type parameters as `<T, U>` (empty for an ordinary kernel).
+fn template_generics(gen: &KernelGen<'_>) -> TokenStream {
+    if gen.generics.is_empty() {
+        quote!()
+    } else {
+        let g = &gen.generics;
+        quote!(<#(#g),*>)
+    }
+}
+
+/// The Rust module of one kernel (`pub mod saxpy { ... }`).
+pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
+    let (config_ty, result) = (paths::launch_config(), paths::result());
+    let (context, module_ty) = (paths::context(), paths::module());
+    let (kernel_ref, attributes) = (paths::kernel_ref(), paths::kernel_attributes());
+    let k = gen.decl;
+    let (index, where_clause) = (&gen.index, &gen.where_clause);
+    let name = rust_name(&k.name).unwrap_or_else(|_| format_ident!("invalid_kernel_name"));
+    let qualified = k.qualified_name();
+    let low = lower_params(gen, span);
+    let (doc, launch_doc) = docs(k, &low.doc_rows);
+    let launchers = launchers(gen, &low, launch_doc);
+    let value = typed_value(gen, &low.sig, low.packed.len());
+    let graph_fns = graph_fns(gen, &low);
+    let checks = &low.checks;
+    let tgenerics = template_generics(gen);
+    // SAFETY of the handle: `index` is this kernel's index in MODULE.
+    let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
     let items = &gen.items;
     let function_ty = paths::cuda_function();
     quote! {

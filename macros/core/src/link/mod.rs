@@ -27,15 +27,15 @@ pub mod symbols;
 mod tests;
 
 use crate::check;
-use crate::oracle::nvcc::{self as compile, NoNvcc};
+use crate::check::report::Failure;
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
 use crate::front::ir::{Checked, Image, Module, Unit as IrUnit};
-use crate::oracle::Compiled;
+use crate::oracle::nvcc::{self as compile, NoNvcc};
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
-use crate::check::report::Failure;
+use crate::oracle::Compiled;
 use crate::signature;
 use nvcc::{Mode, Object};
 use proc_macro2::Span;

@@ -6,9 +6,9 @@
 use super::launcher;
 use super::syntax::{self, Attr};
 use super::types::Ty;
+use crate::check::report::Failure;
 use crate::expand::{expand_generated, CallSite};
 use crate::gen::paths;
-use crate::check::report::Failure;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::LitStr;

@@ -3,9 +3,9 @@
 //! (every variant has the same signature).
 
 use super::resolve::{Op, Plan};
-use crate::gen::{param_ident, paths, rust_type};
-use crate::front::ir::{Checked, Module};
 use crate::check::types::{Mapped, RustType};
+use crate::front::ir::{Checked, Module};
+use crate::gen::{param_ident, paths, rust_type};
 use cuda_embed_source::ctypes::RustPath;
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
