@@ -62,6 +62,14 @@ fn linked_files_give_typed_launchers_and_globals() {
     assert_eq!(child::NAME, "child");
 }
 
+/// `linked::square_all` counts its calls in a `__device__` variable one test reads: the tests that
+/// launch it take this lock, so that tests running in parallel threads do not add to the count.
+static SQUARE_ALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn square_all_lock() -> std::sync::MutexGuard<'static, ()> {
+    SQUARE_ALL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn stream() -> std::sync::Arc<cuda_embed::CudaStream> {
     cuda_embed::context(0).expect("these tests need a CUDA GPU").default_stream()
 }
@@ -112,6 +120,7 @@ fn cross_file(square_all: impl Fn(&cuda_embed::CudaStream, &mut cuda_embed::Cuda
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_device_function_of_another_file_with_and_without_lto() {
+    let _serial = square_all_lock();
     let cfg = LaunchConfig::for_num_elems(1000);
     // SAFETY: n is the buffer's length.
     cross_file(|s, y, n| unsafe { linked::square_all::launch(s, cfg, y, n).unwrap() }, false);
@@ -128,6 +137,7 @@ fn a_device_function_of_another_file_with_and_without_lto() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_device_variable_defined_in_one_file_and_used_in_another() {
+    let _serial = square_all_lock();
     let stream = stream();
     linked::calls.set(&stream, 0).unwrap();
     let n = 300usize;
@@ -146,6 +156,7 @@ fn a_device_variable_defined_in_one_file_and_used_in_another() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_linked_kernel_as_a_graph_node_and_timed_and_cooperative() {
+    let _serial = square_all_lock();
     let stream = stream();
     let ctx = cuda_embed::context(0).unwrap();
     let n = 512usize;

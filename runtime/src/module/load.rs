@@ -164,6 +164,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             let module =
                 load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
+            trace.lap("cuModuleLoadData of the cubin (with the copy)");
             let mut symbols = compiled.symbols;
             let globals = symbols.split_off(spec.kernels.len());
             counts = crate::module::cubin::param_counts(&compiled.cubin);
