@@ -98,3 +98,47 @@ fn a_crate_outside_the_workspace_builds_and_runs() {
         assert!(!stderr.contains("detail:") && !stderr.contains(" {"), "main printed the Debug form: {stderr}");
     }
 }
+
+/// With no CUDA compiler at all, `cargo build` still succeeds, but it says so: a warning naming
+/// the run-time NVRTC fallback and how to get a compiler (issue: the silent fallback).
+#[test]
+fn a_build_without_any_cuda_compiler_warns() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream-no-compiler");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = MANIFEST.replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
+    write(&dir.join("Cargo.toml"), &manifest);
+    // A fresh source each run, so the user crate (and its macro) is rebuilt: cargo does not
+    // track the macro's environment.
+    let stamp = format!("// {:?}\n", std::time::SystemTime::now());
+    std::fs::write(dir.join("src/main.rs"), format!("{stamp}{MAIN}")).unwrap();
+    if !dir.join("Cargo.lock").exists() {
+        std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(&cargo);
+    c.args(["build", "--offline"]).current_dir(&dir).env("CARGO_TARGET_DIR", dir.join("target"));
+    for var in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"] {
+        c.env_remove(var);
+    }
+    // Hide every compiler scripts/with-cuda or the machine offers: nvcc, and the NVRTC library.
+    for var in ["NVCC", "CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME", "CUDA_EMBED_NVRTC", "CUDA_EMBED_FORCE_NVRTC"] {
+        c.env_remove(var);
+    }
+    c.env("CUDA_EMBED_NO_NVCC", "1").env("LD_LIBRARY_PATH", "").env_remove("CUDA_EMBED_REQUIRE_COMPILER");
+    eprintln!("downstream: building a crate with no CUDA compiler (a minute or two the first time)");
+    let out = c.output().expect("running cargo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the build without a compiler must still succeed:\n{stderr}");
+    let run = Command::new(dir.join("target/debug/downstream-user")).output().expect("running the binary");
+    let info = String::from_utf8_lossy(&run.stdout);
+    if !info.contains("NVRTC at first use") {
+        // A system-wide libnvrtc (a machine with the toolkit installed) still compiles at build time.
+        eprintln!("downstream: libnvrtc was found system-wide ({info}); no fallback, no warning expected");
+        assert!(!stderr.contains("no CUDA compiler was found"), "{stderr}");
+        return;
+    }
+    assert!(stderr.contains("no CUDA compiler was found while building this crate"), "no warning:\n{stderr}\n{info}");
+    assert!(stderr.contains("scripts/with-cuda") && stderr.contains("CUDA_EMBED_REQUIRE_COMPILER"), "{stderr}");
+    assert_eq!(stderr.matches("no CUDA compiler was found").count(), 1, "once per build:\n{stderr}");
+}

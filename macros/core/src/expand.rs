@@ -132,6 +132,30 @@ fn expand_with<R>(
     Ok(generate(&module, &checked, &image, &deps))
 }
 
+/// The first time in a crate's build that a module falls back to NVRTC at run time because no
+/// CUDA compiler was found (not because one was asked for), a `deprecated` item whose use makes
+/// rustc print a warning on the user's build: such a binary compiles its kernels on every user's
+/// machine, and `cargo build` would otherwise say nothing. Once per crate (per proc-macro process).
+pub(crate) fn silent_fallback_warning(reason: &str) -> TokenStream {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if reason == nvcc::NoNvcc::Forced.to_string() || WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return TokenStream::new();
+    }
+    let note = format!(
+        "cuda-embed: no CUDA compiler was found while building this crate ({reason}), so its kernels will be \
+         compiled by NVRTC on every user's machine at first use, without the build-time checks; install the \
+         CUDA toolkit (nvcc), or run cargo through cuda-embed's `scripts/with-cuda`, or set \
+         {REQUIRE_COMPILER_VAR}=1 to make this an error (`compiler = \"nvrtc\"` on the macro says it is meant)"
+    );
+    quote! {
+        const _: () = {
+            #[deprecated(note = #note)]
+            struct NoCudaCompilerAtBuildTime;
+            let _ = NoCudaCompilerAtBuildTime;
+        };
+    }
+}
+
 /// The variable that turns a build with no compiler (the run-time NVRTC path, whose build-time
 /// checks are skipped) into a compile error.
 pub const REQUIRE_COMPILER_VAR: &str = "CUDA_EMBED_REQUIRE_COMPILER";

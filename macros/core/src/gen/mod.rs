@@ -117,10 +117,12 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                         mask: #mask, value: #value }
                 }
             });
-            quote! {
+            let warning = crate::expand::silent_fallback_warning(reason);
+            quote! {{
+                #warning
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
                     #probe, &[#(#checks),*])
-            }
+            }}
         }
     }
 }
