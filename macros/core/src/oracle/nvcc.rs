@@ -312,12 +312,59 @@ pub(crate) fn clean_log(log: &str) -> String {
         .filter(|l| !l.contains("Support for offline compilation for architectures prior to"))
         .filter(|l| !l.trim().is_empty())
         .collect();
-    lines.join("\n")
+    dedup_diagnostics(&lines).join("\n")
+}
+
+/// The log with each diagnostic (its `file(line): error: ...` line and the source lines nvcc
+/// quotes under it) shown once: code generated for several instances or kernels (elementwise,
+/// reduction, N-D variants) repeats one mistake in the user's operation once per copy. The
+/// summary line then says how many were repeats.
+fn dedup_diagnostics<'a>(lines: &[&'a str]) -> Vec<std::borrow::Cow<'a, str>> {
+    use std::borrow::Cow;
+    let starts = |l: &str| l.contains("): error") || l.contains("): warning");
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    for &l in lines {
+        match blocks.last_mut() {
+            Some(b) if !starts(l) && !l.contains(" detected in the compilation of ") => b.push(l),
+            _ => blocks.push(vec![l]),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut repeats = 0;
+    for b in blocks {
+        if starts(b[0]) && !seen.insert(b.clone()) {
+            repeats += 1;
+            continue;
+        }
+        for l in b {
+            if repeats > 0 && l.contains(" detected in the compilation of ") {
+                out.push(Cow::Owned(format!("{l} ({repeats} repeated in the generated code, shown once)")));
+            } else {
+                out.push(Cow::Borrowed(l));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_diagnostics_are_shown_once() {
+        let log = "a.rs(9): error: identifier \"xx\" is undefined\n  y = xx\n      ^\n\
+                   a.rs(9): error: identifier \"xx\" is undefined\n  y = xx\n      ^\n\
+                   a.rs(12): error: other\n\
+                   3 errors detected in the compilation of \"a.rs\".";
+        let clean = clean_log(log);
+        assert_eq!(clean.matches("is undefined").count(), 1, "{clean}");
+        assert!(clean.contains("a.rs(12): error: other"));
+        assert!(clean.ends_with("(1 repeated in the generated code, shown once)"), "{clean}");
+        let once = "a.rs(9): error: x\n1 error detected in the compilation of \"a.rs\".";
+        assert_eq!(clean_log(once), once, "nothing repeated: unchanged");
+    }
 
     #[test]
     fn depfile_names_with_spaces_and_toolkit_headers() {
