@@ -395,8 +395,15 @@ fn nvrtc_fallback_and_disk_cache() {
     };
     let first = run();
     assert!(first.contains("FROM_DISK_CACHE=false"), "{first}");
-    let files: Vec<_> = std::fs::read_dir(cache.path().join("nvrtc")).unwrap().collect();
-    assert_eq!(files.len(), 1, "one cubin cached");
+    let files: Vec<String> = std::fs::read_dir(cache.path().join("nvrtc"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // The module's cubin, the type probe's cubin (compiled apart, so the module that runs has no
+    // probe globals) and the record that the probe's check passed.
+    assert_eq!(files.iter().filter(|f| f.ends_with(".cubin")).count(), 2, "{files:?}");
+    assert_eq!(files.iter().filter(|f| f.ends_with(".typeok")).count(), 1, "{files:?}");
+    assert_eq!(files.len(), 3, "{files:?}");
     let second = run();
     assert!(second.contains("FROM_DISK_CACHE=true"), "{second}");
 }

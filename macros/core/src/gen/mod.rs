@@ -117,12 +117,16 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                         mask: #mask, value: #value }
                 }
             });
-            let warning = crate::expand::silent_fallback_warning(reason);
-            quote! {{
-                #warning
+            let image = quote! {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
                     #probe, &[#(#checks),*])
-            }}
+            };
+            let warning = crate::expand::silent_fallback_warning(reason);
+            if warning.is_empty() {
+                image
+            } else {
+                quote! {{ #warning #image }}
+            }
         }
     }
 }
