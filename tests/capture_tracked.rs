@@ -1,6 +1,6 @@
 //! Stream capture with cudarc's event tracking on (its default), for every launch kind: generated
-//! launchers, `Kernel` values, `elementwise_kernel!`, `reduction_kernel!` and run-time
-//! `ProgramKernel`s, with buffers allocated before the capture on another stream. Captured in
+//! launchers, `Kernel` values, `elementwise_kernel!` (flat and N-D), `reduction_kernel!` and
+//! run-time `ProgramKernel`s, with buffers allocated before the capture on another stream. Captured in
 //! global mode (the strictest), replayed, checked; the buffers stay usable afterwards. Its own
 //! binary: it must not share the context's tracking state with tests that turn tracking off.
 
@@ -67,7 +67,9 @@ fn every_launch_kind_is_capturable_with_event_tracking_on() {
         }
         add_one::KERNEL.launch(&stream, cfg, (&mut y, n as i32)).unwrap(); // y = 101
         copy_scaled::launch(&stream, cfg, &y, &mut z, 0.5, n as i32).unwrap(); // z = 50.5
-        ew_axpy::launch(&stream, &x, 0.5, &mut z).unwrap(); // z = 51
+                                                                               // An N-D launch through a transposed view (the strided kernel): z = 51.
+        let xt = cuda_embed::NdView::new(&x, &[64, 64]).unwrap().transpose();
+        ew_axpy::launch_nd(&stream, &xt, 0.5, &mut cuda_embed::NdViewMut::new(&mut z, &[64, 64]).unwrap()).unwrap();
         twice.launch(&stream, cfg, &mut [Arg::slice_mut(&mut z), Arg::value(&(n as i32))]).unwrap(); // z = 102
         red_sum::launch(&stream, &z, &mut total).unwrap(); // total = 102 n
     }

@@ -66,11 +66,11 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                     n_inputs += 1;
                     args.push(quote!(#id: &impl #private::NdInput<#ty>));
                     views.push(quote!(let #id = #private::NdInput::nd(#id); let #layout = *#id.layout();));
-                    prelude.push(quote!(let (#id, #guard) = #id.device_ptr(stream);));
+                    prelude.push(quote!(let (#id, #guard) = #id.device_ptr(&__binding);));
                 } else {
                     args.push(quote!(#id: &mut impl #private::NdOutput<#ty>));
                     views.push(quote!(let mut #id = #private::NdOutput::nd_mut(#id); let #layout = *#id.layout();));
-                    prelude.push(quote!(let (#id, #guard) = #id.device_ptr_mut(stream);));
+                    prelude.push(quote!(let (#id, #guard) = #id.device_ptr_mut(&__binding);));
                 }
                 operands.push(quote!((#pname, &#layout)));
                 sizes.push(quote!(::core::mem::size_of::<#ty>()));
@@ -83,13 +83,13 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                     args.push(quote!(#id: &impl #dptr<#ty>));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
-                        let (#id, #guard) = #dptr::device_ptr(#id, stream);
+                        let (#id, #guard) = #dptr::device_ptr(#id, &__binding);
                     });
                 } else {
                     args.push(quote!(#id: &mut impl #dptr_mut<#ty>));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
-                        let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, stream);
+                        let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);
                     });
                 }
                 extra.push(quote!(&#len as *const i64 as *mut #c_void));
@@ -135,6 +135,8 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
             if __plan.n == 0 {
                 return ::core::result::Result::Ok(());
             }
+            // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
+            let __binding = #private::binding(stream)?;
             #(#prelude)*
             let __n64 = __plan.n as i64;
             if __plan.flat {

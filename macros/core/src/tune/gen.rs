@@ -190,6 +190,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     let first_index = indices[0];
     let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #first_index) });
     let (mut generics, mut args, mut prelude, mut packed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut bound = false;
     let (mut outputs, mut bytes, mut rebind) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (p, m)) in first.unit.kernel.params.iter().zip(params).enumerate() {
         let id = param_ident(&p.name, i);
@@ -227,16 +228,22 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 };
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
                 prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
+                if !bound {
+                    // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
+                    let binding = paths::binding();
+                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    bound = true;
+                }
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
                     let j = outputs.len();
                     bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
                     outputs.push(quote!(#id));
                     rebind.push(quote!(let #id: u64 = __o[#j];));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, stream);));
+                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, stream);));
+                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
