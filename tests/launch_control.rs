@@ -134,6 +134,11 @@ fn occupancy_config_covers_the_elements() {
     assert!(c.grid_dim.0 * c.block_dim.0 >= 10_000, "{c:?}");
     let c = where3::occupancy_config(&ctx, 1, 0).unwrap();
     assert_eq!(c.grid_dim.0, 1);
+    // More dynamic shared memory than any block may have: an error that says what is wrong
+    // (the driver may answer "success, no block size"), never "CUDA_SUCCESS" as the cause.
+    let e = bounded::occupancy_config(&ctx, 10_000, 64 << 20).unwrap_err();
+    let text = e.to_string();
+    assert!(!text.contains("CUDA_SUCCESS"), "{text}");
 }
 
 #[test]

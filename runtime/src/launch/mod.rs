@@ -471,8 +471,20 @@ pub(crate) mod attrs {
                 0,
             )
         };
-        if r != sys::CUresult::CUDA_SUCCESS || block <= 0 {
+        if r != sys::CUresult::CUDA_SUCCESS {
             return Err(t.who.driver_error(device, "cuOccupancyMaxPotentialBlockSize", r));
+        }
+        if block <= 0 {
+            // The driver succeeded but found no block size that fits (e.g. more dynamic shared
+            // memory than a block of one warp may have): say that, not "CUDA_SUCCESS".
+            return Err(t.who.error(
+                device,
+                format!(
+                    "cuOccupancyMaxPotentialBlockSize found no block size that can run with {dynamic_shared_bytes} bytes \
+                     of dynamic shared memory"
+                ),
+                Some(format!("request less dynamic shared memory, or raise the kernel's limit first with {}", t.who.raise_smem)),
+            ));
         }
         let block = block as u32;
         Ok(LaunchConfig {

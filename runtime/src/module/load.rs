@@ -83,7 +83,15 @@ impl Trace {
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
     let mut trace = Trace::start(spec.origin);
     let device = ctx.ordinal();
-    let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
+    // Not knowing the architecture would pick the wrong code (or report an "sm_0" GPU): an error.
+    let (major, minor) = ctx.compute_capability().map_err(|e| Error::Load {
+        origin: spec.origin.to_string(),
+        device,
+        device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+        arch: 0,
+        cause: format!("cannot read the device's compute capability: {}", DriverCode(e.0)),
+        fix: None,
+    })?;
     let arch = (major * 10 + minor) as u32;
     let load_error = |cause: String, fix: Option<String>| Error::Load {
         origin: spec.origin.to_string(),
