@@ -82,8 +82,9 @@ pub enum Compiler {
 
 const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instances = [\"axpy<float>\"]`, \
     `archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, `fast_math = true`, `maxrregcount = 64`, \
-    `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]` or \
-    `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`";
+    `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]`, \
+    `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`, `rdc = true`, `link = [\"kernels/math.cu\"]`, \
+    `lto = true` or `tune = { params = [\"BLOCK: 128, 256\"], block = \"BLOCK\", key = \"n\" }`";
 
 /// What the `NAME, key = "...", ..., types = [...], <compiler options>` input of
 /// `elementwise_kernel!` and `reduction_kernel!` accepts (see [`Keyed::parse`]).
