@@ -241,18 +241,7 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
         line(&mut s, &e.origins[1], e.preamble, &fallback);
     }
     // The kernel's parameters.
-    let mut params = Vec::new();
-    for p in lists.all() {
-        let ty = p.ty.as_str();
-        let c = if p.role == Role::Input { "const " } else { "" };
-        params.push(match p.kind {
-            ParamKind::Array | ParamKind::Raw => format!("{c}{ty}* __restrict__ _ce_p_{}", p.name),
-            ParamKind::Scalar => format!("{ty} _ce_p_{}", p.name),
-        });
-    }
-    for p in lists.all().filter(|p| p.kind == ParamKind::Raw) {
-        params.push(format!("long long _ce_len_{}", p.name));
-    }
+    let mut params = declared_params(lists);
     params.push("long long _ce_n".into());
     params.push("int _ce_vector".into());
     let arrays: Vec<_> = lists.all().filter(|p| p.kind == ParamKind::Array).collect();
@@ -355,6 +344,25 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     // The strided kernel for N-D operands (after the carrier: its index follows both).
     s.push_str(&crate::ndarray::nd_kernel(e, lists, &template, &fallback));
     s
+}
+
+/// The C++ parameters every generated elementwise kernel (flat and N-D) starts with: the declared
+/// parameters (arrays as `__restrict__` pointers, `const` for inputs), then each raw array's
+/// length.
+pub(crate) fn declared_params(lists: &ParamLists) -> Vec<String> {
+    let mut params = Vec::new();
+    for p in lists.all() {
+        let ty = p.ty.as_str();
+        let c = if p.role == Role::Input { "const " } else { "" };
+        params.push(match p.kind {
+            ParamKind::Array | ParamKind::Raw => format!("{c}{ty}* __restrict__ _ce_p_{}", p.name),
+            ParamKind::Scalar => format!("{ty} _ce_p_{}", p.name),
+        });
+    }
+    for p in lists.all().filter(|p| p.kind == ParamKind::Raw) {
+        params.push(format!("long long _ce_len_{}", p.name));
+    }
+    params
 }
 
 #[cfg(test)]

@@ -56,18 +56,7 @@ pub fn nd_kernel(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallba
 fn nd_kernel_rank(e: &Elementwise<'_>, lists: &ParamLists, template: &str, fallback: &str, rank: usize) -> String {
     let mut s = String::new();
     let arrays: Vec<_> = lists.all().filter(|p| p.kind == ParamKind::Array).collect();
-    let mut params = Vec::new();
-    for p in lists.all() {
-        let ty = p.ty.as_str();
-        let c = if p.role == Role::Input { "const " } else { "" };
-        params.push(match p.kind {
-            ParamKind::Array | ParamKind::Raw => format!("{c}{ty}* __restrict__ _ce_p_{}", p.name),
-            ParamKind::Scalar => format!("{ty} _ce_p_{}", p.name),
-        });
-    }
-    for p in lists.all().filter(|p| p.kind == ParamKind::Raw) {
-        params.push(format!("long long _ce_len_{}", p.name));
-    }
+    let mut params = crate::elementwise::declared_params(lists);
     params.push("long long _ce_n".into());
     params.push("long long _ce_rows".into());
     let dims = |prefix: &str| (0..DIMS).map(|d| format!("{prefix}{d}")).collect::<Vec<_>>();
