@@ -1,5 +1,6 @@
 //! First launch of an embedded kernel once the context exists: module load + launch + sync,
-//! measured in fresh child processes (a module loads once per process).
+//! measured in fresh child processes (a module loads once per process); embedded and raw
+//! children alternate.
 //!
 //! - `embedded`: a `cuda_kernel!` module built by nvcc (fatbin in the binary).
 //! - `raw load`: the same-sized fatbin loaded by hand (`cuModuleLoadData` + `cuModuleGetFunction`
@@ -208,9 +209,26 @@ fn main() {
         }
     };
     const RUNS: usize = 9;
+    // The embedded and raw children alternate (and more of them run), so drift of the machine
+    // over the run weighs on both alike.
+    const PAIRS: usize = 21;
     let scratch = tempfile::tempdir().unwrap();
-    let embedded: Vec<f64> = (0..RUNS).map(|_| spawn("embedded", scratch.path())).collect();
-    let raw: Vec<f64> = (0..RUNS).map(|_| spawn("raw", scratch.path())).collect();
+    let (mut embedded, mut raw) = (Vec::new(), Vec::new());
+    for i in 0..PAIRS {
+        let order = if i % 2 == 0 { ["embedded", "raw"] } else { ["raw", "embedded"] };
+        for mode in order {
+            let ms = spawn(mode, scratch.path());
+            if mode == "raw" {
+                raw.push(ms)
+            } else {
+                embedded.push(ms)
+            }
+        }
+    }
+    let ratios = {
+        let (e, r) = (median(embedded.clone()).0, median(raw.clone()).0);
+        e / r
+    };
     let cold: Vec<f64> = (0..5)
         .map(|_| {
             let fresh = tempfile::tempdir().unwrap();
@@ -233,4 +251,6 @@ fn main() {
         let (med, min) = median(v);
         println!("| {name} | {med:.3} | {min:.3} | {n} |");
     }
+    println!();
+    println!("embedded / raw (medians of {PAIRS} alternating pairs): {ratios:.3}x");
 }

@@ -92,7 +92,7 @@ impl<'a> NodeBuilder<'_, 'a> {
         let ctx = self.graph.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         // SAFETY: the function was looked up in the graph's context; the rest is the caller's.
-        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses) }
+        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, kernel.name().into()) }
     }
 }
 

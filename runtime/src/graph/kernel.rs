@@ -79,21 +79,22 @@ impl<'a> Graph<'a> {
     ///
     /// # Safety
     /// `target.f` belongs to the graph's context; `params` holds one pointer per kernel parameter
-    /// to a value of its exact type; `accesses` lists the ranges the arguments name.
+    /// to a value of its exact type; `accesses` lists the ranges the arguments name. `label` is
+    /// the node's label (the kernel's name).
     pub(crate) unsafe fn kernel_raw(
         &mut self,
         target: &Target<'_>,
         cfg: &LaunchConfig,
         params: &mut [*mut c_void],
         accesses: Vec<Access>,
+        label: std::borrow::Cow<'static, str>,
     ) -> Result<Node> {
         check(target, &self.ctx, cfg)?;
         let p = node_params(target.f, cfg, params);
         let graph = self.raw.0;
-        let name = target.who.kernel;
         self.add(
             NodeKind::Kernel,
-            || name.to_string(),
+            || label,
             accesses,
             "cuGraphAddKernelNode",
             |deps| {
@@ -127,7 +128,7 @@ impl<Sig> Kernel<Sig> {
         let r = args.with_params(&ctx, acc, |params, acc| {
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            unsafe { graph.kernel_raw(&target, &config, params, acc) }
+            unsafe { graph.kernel_raw(&target, &config, params, acc, raw.name().into()) }
         });
         r.map(|node| KernelNode { node, kernel: raw, target, _sig: PhantomData })
     }
@@ -182,6 +183,6 @@ impl ProgramKernel {
             .collect();
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
         // parameter of the parameter's size (checked), alive for the call.
-        unsafe { graph.kernel_raw(&target, &config, &mut params, acc) }
+        unsafe { graph.kernel_raw(&target, &config, &mut params, acc, self.name().to_string().into()) }
     }
 }

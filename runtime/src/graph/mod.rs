@@ -100,7 +100,8 @@ pub enum NodeKind {
 pub(crate) struct NodeInfo {
     pub(crate) raw: sys::CUgraphNode,
     pub(crate) kind: NodeKind,
-    pub(crate) label: String,
+    /// The kernel's name (no allocation per kernel node) or a made-up description.
+    pub(crate) label: std::borrow::Cow<'static, str>,
 }
 
 /// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
@@ -253,7 +254,7 @@ impl<'a> Graph<'a> {
 
     /// A node's label (the kernel's name, `memcpy HtoD 4096 B`, ...), as [`Graph::to_dot`] shows it.
     pub fn label(&self, node: Node) -> Option<&str> {
-        self.check_node(node).ok().map(|i| self.nodes[i].label.as_str())
+        self.check_node(node).ok().map(|i| &*self.nodes[i].label)
     }
 
     /// Every edge `(from, to)`, explicit and inferred, in the order added.
@@ -326,10 +327,10 @@ impl<'a> Graph<'a> {
     pub(crate) fn add(
         &mut self,
         kind: NodeKind,
-        label: impl FnOnce() -> String,
+        label: impl FnOnce() -> std::borrow::Cow<'static, str>,
         accesses: Vec<Access>,
         call: &'static str,
-        add: impl FnOnce(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+        add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
         let mut deps = std::mem::take(&mut self.scratch.1);
         deps.clear();
@@ -343,11 +344,11 @@ impl<'a> Graph<'a> {
     fn add_with(
         &mut self,
         kind: NodeKind,
-        label: impl FnOnce() -> String,
+        label: impl FnOnce() -> std::borrow::Cow<'static, str>,
         accesses: &[Access],
         deps: &mut Vec<usize>,
         call: &'static str,
-        add: impl FnOnce(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+        mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
         if deps.iter().any(|&d| d >= self.nodes.len()) {
             return Err(self.foreign());
@@ -362,8 +363,18 @@ impl<'a> Graph<'a> {
         let mut raw_deps = std::mem::take(&mut self.scratch.2);
         raw_deps.clear();
         raw_deps.extend(deps.iter().map(|&d| self.nodes[d].raw));
-        bind(&self.ctx)?;
-        let (r, raw) = add(&raw_deps);
+        // As a launch does: skip the current-context query when this thread last bound the
+        // graph's context through cuda-embed, and bind and add again if the driver says the
+        // context was changed behind our back (a refused add creates no node).
+        let fast = crate::launch::bound_here(&self.ctx);
+        if !fast {
+            bind(&self.ctx)?;
+        }
+        let (mut r, mut raw) = add(&raw_deps);
+        if fast && r != sys::CUresult::CUDA_SUCCESS && crate::launch::wrong_context(r) {
+            bind(&self.ctx)?;
+            (r, raw) = add(&raw_deps);
+        }
         self.scratch.2 = raw_deps;
         driver(&self.ctx, call, r)?;
         let index = self.nodes.len();

@@ -219,7 +219,7 @@ impl<'a> Graph<'a> {
         let (graph, ctx) = (self.raw.0, self.ctx.cu_ctx());
         let node = self.add(
             NodeKind::Memcpy,
-            || label,
+            || label.into(),
             acc,
             "cuGraphAddMemcpyNode",
             |deps| {
@@ -278,7 +278,7 @@ impl<'a> Graph<'a> {
         let p =
             sys::CUDA_MEMSET_NODE_PARAMS { dst: d, pitch: 0, value: bits, elementSize: size, width: len, height: 1 };
         let (graph, ctx) = (self.raw.0, self.ctx.cu_ctx());
-        let label = move || format!("memset {len} x {size} B");
+        let label = move || format!("memset {len} x {size} B").into();
         let node = self.add(NodeKind::Memset, label, acc, "cuGraphAddMemsetNode", |deps| {
             let mut n = std::ptr::null_mut();
             // SAFETY: live graph and context; `p` describes `dst`, borrowed for `'a`.
@@ -301,7 +301,7 @@ impl<'a> Graph<'a> {
         let acc = self.take_scratch();
         let node = self.add(
             NodeKind::Host,
-            || label,
+            || label.into(),
             acc,
             "cuGraphAddHostNode",
             |deps| {
@@ -345,7 +345,7 @@ impl<'a> Graph<'a> {
         let label = format!("child graph ({} nodes)", child.nodes.len());
         let node = self.add(
             NodeKind::Child,
-            || label,
+            || label.into(),
             acc,
             "cuGraphAddChildGraphNode",
             |deps| {

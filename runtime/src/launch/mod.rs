@@ -205,13 +205,13 @@ pub(crate) unsafe fn launch_unchecked(
 /// handle error, on which the launch binds and tries once more; deferred errors cudarc recorded
 /// surface at its next call instead of this launch.
 #[inline(always)]
-fn bound_here(ctx: &CudaContext) -> bool {
+pub(crate) fn bound_here(ctx: &CudaContext) -> bool {
     crate::launch::limits::BOUND.with(|b| b.get() == ctx.cu_ctx() as usize)
 }
 
 /// Launch results that can mean the current context is not the kernel's.
 #[cold]
-fn wrong_context(r: sys::CUresult) -> bool {
+pub(crate) fn wrong_context(r: sys::CUresult) -> bool {
     use sys::CUresult::*;
     matches!(r, CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_INVALID_HANDLE | CUDA_ERROR_CONTEXT_IS_DESTROYED)
 }

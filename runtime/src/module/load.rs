@@ -20,8 +20,9 @@ pub(crate) struct Function {
     /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit, registers and
     /// `__launch_bounds__` combined).
     pub(crate) max_threads: u32,
-    /// The current dynamic shared memory limit (48 KiB unless raised); re-read from the driver
-    /// when a launch would exceed it, since cudarc users may raise it on the `CudaFunction`.
+    /// The dynamic shared memory limit last read from the driver (0 until a launch asks for
+    /// dynamic shared memory); re-read when a launch would exceed it, since it starts unread and
+    /// cudarc users may raise it on the `CudaFunction`.
     pub(crate) max_dyn_smem: AtomicU32,
 }
 
@@ -35,7 +36,10 @@ impl Function {
             raw,
             handle,
             max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
-            max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
+            // Read at the first launch that asks for dynamic shared memory (the limit check
+            // re-reads the driver's value before refusing), not at load: one driver call less
+            // on every first launch, and most kernels never use dynamic shared memory.
+            max_dyn_smem: AtomicU32::new(0),
         }
     }
 }
@@ -83,21 +87,26 @@ impl Trace {
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
     let mut trace = Trace::start(spec.origin);
     let device = ctx.ordinal();
-    // Not knowing the architecture would pick the wrong code (or report an "sm_0" GPU): an error.
-    let (major, minor) = ctx.compute_capability().map_err(|e| Error::Load {
+    // The architecture picks the code of the build-time NVRTC and run-time paths; a fatbin needs
+    // it only to explain a failed load, so it is read there (two driver calls off the first
+    // launch). Not knowing it would pick the wrong code (or report an "sm_0" GPU): an error.
+    let read_arch = || -> Result<u32> {
+        let (major, minor) = ctx.compute_capability().map_err(|e| Error::Load {
+            origin: spec.origin.to_string(),
+            device,
+            device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+            arch: 0,
+            cause: format!("cannot read the device's compute capability: {}", DriverCode(e.0)),
+            fix: None,
+        })?;
+        Ok((major * 10 + minor) as u32)
+    };
+    // An `arch` of 0 (not read yet, on the fatbin path) is read for the message.
+    let load_error = |arch: u32, cause: String, fix: Option<String>| Error::Load {
         origin: spec.origin.to_string(),
         device,
         device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
-        arch: 0,
-        cause: format!("cannot read the device's compute capability: {}", DriverCode(e.0)),
-        fix: None,
-    })?;
-    let arch = (major * 10 + minor) as u32;
-    let load_error = |cause: String, fix: Option<String>| Error::Load {
-        origin: spec.origin.to_string(),
-        device,
-        device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
-        arch,
+        arch: if arch == 0 { read_arch().unwrap_or(0) } else { arch },
         cause,
         fix,
     };
@@ -107,9 +116,14 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     let mut counts: Option<Vec<(String, usize)>> = None;
     // NVRTC path: the cache file of the module's cubin, which names the probe's check record.
     let mut probe_marker: Option<std::path::PathBuf> = None;
-    let (module, symbols, global_symbols, from_disk_cache) = match &spec.image.0 {
+    // `arch` is 0 on the fatbin path, where it is only read to explain a failure.
+    let (module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler } => {
             let module = load_module(ctx, bytes).map_err(|(code, log)| {
+                let arch = match read_arch() {
+                    Ok(arch) => arch,
+                    Err(e) => return e,
+                };
                 let fix = match code {
                     sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | sys::CUresult::CUDA_ERROR_INVALID_SOURCE => {
                         Some(format!(
@@ -125,13 +139,14 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                     )),
                     _ => None,
                 };
-                load_error(with_log(code, &log), fix)
+                load_error(arch, with_log(code, &log), fix)
             })?;
             trace.lap("cuModuleLoadData of the fatbin (with the copy)");
-            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(e, None))?;
-            (module, symbols, globals, false)
+            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(0, e, None))?;
+            (module, symbols, globals, false, 0)
         }
         ImageKind::Cubins { cubins, ptx, ptx_target, compiler } => {
+            let arch = read_arch()?;
             let names: Vec<&str> = cubins.iter().map(|c| c.0).collect();
             let image = match crate::module::typecheck::pick(&names, arch) {
                 Some(i) => cubins[i].1.to_vec(),
@@ -148,14 +163,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                         names.join(", ")
                     );
                     let code = sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU;
-                    return Err(load_error(DriverCode(code).to_string(), Some(fix)));
+                    return Err(load_error(arch, DriverCode(code).to_string(), Some(fix)));
                 }
             };
-            let module = load_module(ctx, &image).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
-            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(e, None))?;
-            (module, symbols, globals, false)
+            let module =
+                load_module(ctx, &image).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
+            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(arch, e, None))?;
+            (module, symbols, globals, false, arch)
         }
         ImageKind::Source { source, options, headers, probe, .. } => {
+            let arch = read_arch()?;
             // Kernels first, then globals: NVRTC lowers both kinds of name expression.
             let exprs: Vec<&str> = spec
                 .kernels
@@ -171,13 +188,13 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             if !probe.is_empty() {
                 probe_marker = compiled.cache_file.clone();
             }
-            let module =
-                load_module(ctx, &compiled.cubin).map_err(|(code, log)| load_error(with_log(code, &log), None))?;
+            let module = load_module(ctx, &compiled.cubin)
+                .map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             trace.lap("cuModuleLoadData of the cubin (with the copy)");
             let mut symbols = compiled.symbols;
             let globals = symbols.split_off(spec.kernels.len());
             counts = crate::module::cubin::param_counts(&compiled.cubin);
-            (module, symbols, globals, compiled.from_cache)
+            (module, symbols, globals, compiled.from_cache, arch)
         }
     };
 
@@ -185,7 +202,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     let mut functions = Vec::with_capacity(spec.kernels.len());
     let mut size_error = None;
     for (k, symbol) in spec.kernels.iter().zip(&symbols) {
-        let not_found = |cause: String| load_error(format!("kernel `{}` (symbol `{symbol}`) {cause}", k.name), None);
+        let not_found =
+            |cause: String| load_error(arch, format!("kernel `{}` (symbol `{symbol}`) {cause}", k.name), None);
         if symbol.contains('\0') {
             return Err(not_found("has a NUL byte in its symbol".into()));
         }
@@ -200,7 +218,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         }
         functions.push(Function::new(f));
     }
-    let raw_module = match functions.first() {
+    // Only global lookups need the module handle: modules without globals skip the call.
+    let raw_module = match functions.first().filter(|_| !spec.globals.is_empty()) {
         Some(f) => {
             let mut m: sys::CUmodule = std::ptr::null_mut();
             // SAFETY: a live function handle of the current context; a valid out-pointer.

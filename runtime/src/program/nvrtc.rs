@@ -109,6 +109,11 @@ fn library_identity() -> Option<String> {
     for dir in dirs {
         for name in ["libnvrtc.so", "libnvrtc.so.13"] {
             let candidate = dir.join(name);
+            // One `stat` per candidate; only the one that exists is resolved (`realpath` walks
+            // every component, which costs more than all the misses together).
+            if std::fs::metadata(&candidate).is_err() {
+                continue;
+            }
             if let Ok(real) = std::fs::canonicalize(&candidate) {
                 let meta = std::fs::metadata(&real).ok()?;
                 let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
@@ -123,14 +128,28 @@ fn library_identity() -> Option<String> {
 /// Identifies the NVRTC build for cache keys: by its library file when that can be found without
 /// loading it (loading libnvrtc costs ~10 ms, which a cache hit must not pay), else by loading it
 /// and asking its version.
+///
+/// The answer is kept for the process, with the variables the search reads: a process that
+/// loads many modules looks for the library once (unless it changes those variables).
 pub(crate) fn compiler_identity() -> Result<String, String> {
-    match library_identity() {
-        Some(id) => Ok(id),
-        None => {
-            let (major, minor) = version()?;
-            Ok(format!("nvrtc {major}.{minor}"))
+    static LAST: std::sync::Mutex<Option<(Vec<Option<std::ffi::OsString>>, String)>> = std::sync::Mutex::new(None);
+    let env: Vec<Option<std::ffi::OsString>> =
+        ["LD_LIBRARY_PATH", "CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"].iter().map(std::env::var_os).collect();
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((seen, id)) = last.as_ref() {
+        if *seen == env {
+            return Ok(id.clone());
         }
     }
+    let id = match library_identity() {
+        Some(id) => id,
+        None => {
+            let (major, minor) = version()?;
+            format!("nvrtc {major}.{minor}")
+        }
+    };
+    *last = Some((env, id.clone()));
+    Ok(id)
 }
 
 /// Compiles `source` for `sm_{arch}` with NVRTC, or takes the result from the disk cache.

@@ -149,6 +149,30 @@ pub(crate) fn touch(path: &Path) {
     }
 }
 
+/// How stale an entry's last-use time may get before a hit refreshes it: the eviction order is
+/// kept to the minute, and a hit on an entry used in the last minute costs no extra system calls
+/// (a cache hit is on the path of every first launch of an NVRTC-compiled module).
+const TOUCH_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The bytes of the entry file at `path` and its last-use time (modification time), read through
+/// one open file.
+pub(crate) fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut bytes).ok()?;
+    Some((bytes, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+}
+
+/// Marks the entry at `path` as used now, unless it was used within [`TOUCH_AFTER`].
+pub(crate) fn touch_if_old(path: &Path, last_used: SystemTime) {
+    if SystemTime::now().duration_since(last_used).is_ok_and(|age| age < TOUCH_AFTER) {
+        return;
+    }
+    touch(path);
+}
+
 /// `(path, bytes, last used)` of every entry under `root`'s entry folders.
 fn entries(root: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     SUBDIRS.iter().flat_map(|s| files_in(&root.join(s))).collect()

@@ -239,7 +239,7 @@ impl Store {
     /// What is filed under `key`, and if it cannot be used, why.
     pub fn lookup(&self, key: &str) -> Lookup {
         let path = self.path(key);
-        let Ok(bytes) = std::fs::read(&path) else { return Lookup::Missing };
+        let Some((bytes, last_used)) = manage::read_entry(&path) else { return Lookup::Missing };
         // Another version's entry (an older cuda-embed sharing the directory) is not corrupt:
         // it is replaced without a report.
         if !bytes.starts_with(MAGIC.as_bytes()) || bytes.get(MAGIC.len()) != Some(&b'\n') {
@@ -256,7 +256,7 @@ impl Store {
         if !entry.deps.iter().all(Dep::is_fresh) {
             return Lookup::Stale;
         }
-        manage::touch(&path);
+        manage::touch_if_old(&path, last_used);
         Lookup::Hit(entry)
     }
 }
