@@ -114,8 +114,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 
     // NVRTC path: each kernel's parameter count, read from the cubin (see `cubin.rs`).
     let mut counts: Option<Vec<(String, usize)>> = None;
-    // NVRTC path: the cache file of the module's cubin, which names the probe's check record.
-    let mut probe_marker: Option<std::path::PathBuf> = None;
+    // NVRTC path: what the load checks are checked against, and whether an earlier process
+    // recorded them as passed in the cubin's cache entry (then they are skipped); else the
+    // compiled cubin to record them with once they pass.
+    let mut checks_passed = false;
+    let mut to_record: Option<(std::path::PathBuf, Vec<u8>, Vec<String>, Vec<u8>)> = None;
     // `arch` is 0 on the fatbin path, where it is only read to explain a failure.
     let (module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler } => {
@@ -185,15 +188,21 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             // 0.6 ms on an H100). The probe is compiled and checked on its own, below.
             let compiled = crate::program::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
-            if !probe.is_empty() {
-                probe_marker = compiled.cache_file.clone();
-            }
+            // The checks below (parameter sizes, the type probe) are a pure function of the
+            // cubin and the probe, which includes the source: the mark names both.
+            let mark = crate::module::typecheck::checks_mark(source, probe);
+            checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
             let module = load_module(ctx, &compiled.cubin)
                 .map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             trace.lap("cuModuleLoadData of the cubin (with the copy)");
+            if !checks_passed {
+                counts = crate::module::cubin::param_counts(&compiled.cubin);
+                if let Some(file) = &compiled.cache_file {
+                    to_record = Some((file.clone(), compiled.cubin.clone(), compiled.symbols.clone(), mark));
+                }
+            }
             let mut symbols = compiled.symbols;
             let globals = symbols.split_off(spec.kernels.len());
-            counts = crate::module::cubin::param_counts(&compiled.cubin);
             (module, symbols, globals, compiled.from_cache, arch)
         }
     };
@@ -210,7 +219,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let f = module
             .load_function(symbol)
             .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
-        if matches!(spec.image.0, ImageKind::Source { .. }) && size_error.is_none() {
+        if matches!(spec.image.0, ImageKind::Source { .. }) && !checks_passed && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             let count = counts.as_deref().and_then(|c| crate::module::cubin::lookup(c, symbol));
             // Reported after the type check, which names the parameter and both types.
@@ -233,15 +242,19 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     };
     if let ImageKind::Source { source, options, headers, probe, checks, .. } = &spec.image.0 {
         trace.lap("functions and limits");
-        if !probe.is_empty() {
+        if !probe.is_empty() && !checks_passed {
             let text = format!("{source}\n{probe}");
             let unit = crate::module::typecheck::ProbeUnit { text: &text, options, headers, arch };
-            crate::module::typecheck::check_probe(spec, &unit, checks, device, probe_marker.as_deref())?;
+            crate::module::typecheck::check_probe(spec, &unit, checks, device)?;
         }
         trace.lap("first-load type check");
     }
     if let Some(e) = size_error {
         return Err(e);
+    }
+    if let Some((file, cubin, symbols, mark)) = to_record {
+        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, mark);
+        trace.lap("checks recorded");
     }
     trace.lap("done");
     Ok(Loaded {

@@ -62,30 +62,19 @@ pub(crate) struct ProbeUnit<'a> {
     pub(crate) arch: u32,
 }
 
+/// What a passed load check of a `cuda_kernel!` module's NVRTC cubin is recorded under in the
+/// cubin's cache entry: a hash of the module's source and type probe (the cubin itself is what
+/// the entry holds).
+pub(crate) fn checks_mark(source: &str, probe: &str) -> Vec<u8> {
+    let mut k = cuda_embed_source::key::Key::new("cuda-embed load checks v1");
+    k.field("source", source).field("probe", probe);
+    format!("checked {}", k.finish()).into_bytes()
+}
+
 /// Checks the module's parameter types with the probe, compiled on its own (its cubin cached like
-/// any other) and loaded only for the check. A passed check is recorded next to the module's
-/// cubin (`marker`: that cubin's cache file), keyed by the cubin and the probe text: the answers
-/// are a pure function of both, so a later process that finds the record skips the probe
-/// entirely. Without a cache file (caching off) every load checks.
-pub(crate) fn check_probe(
-    spec: &ModuleSpec,
-    unit: &ProbeUnit<'_>,
-    checks: &[ParamCheck],
-    device: usize,
-    marker: Option<&std::path::Path>,
-) -> Result<()> {
-    use cuda_embed_source::cache::{Entry, Store};
-    let record = marker.and_then(|m| {
-        let stem = m.file_stem()?.to_string_lossy().into_owned();
-        let key =
-            cuda_embed_source::key::hex(&cuda_embed_source::key::sha256(format!("{stem}\0{}", unit.text).as_bytes()));
-        Some((Store::new(m.parent()?, "typeok"), key))
-    });
-    if let Some((store, key)) = &record {
-        if store.read(key).is_some() {
-            return Ok(());
-        }
-    }
+/// any other) and loaded only for the check. A passed check is recorded by the caller in the
+/// module cubin's cache entry ([`checks_mark`]), so a later process skips it.
+pub(crate) fn check_probe(spec: &ModuleSpec, unit: &ProbeUnit<'_>, checks: &[ParamCheck], device: usize) -> Result<()> {
     // The probe's own exprs: none (its answers are plain variables, read by name).
     let compiled = crate::program::nvrtc::compile(spec.origin, unit.text, unit.options, unit.headers, &[], unit.arch)?;
     let module = crate::module::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Signature {
@@ -99,12 +88,7 @@ pub(crate) fn check_probe(
     let checked = check_types(spec, module, checks, device);
     // SAFETY: loaded just above in the current context, used only by `check_types`, unloaded once.
     unsafe { sys::cuModuleUnload(module) };
-    checked?;
-    if let Some((store, key)) = record {
-        store
-            .write_or_warn(&key, &Entry { blobs: Vec::new(), strings: vec!["types checked".into()], deps: Vec::new() });
-    }
-    Ok(())
+    checked
 }
 
 /// Why the probe answer `code` does not fit check `c`, if it does not.

@@ -52,6 +52,21 @@ pub struct Compiled {
     pub from_cache: bool,
     /// The cache file used or written (None when caching was not possible).
     pub cache_file: Option<PathBuf>,
+    /// The record of checks a `cuda_kernel!` load passed on this cubin in an earlier process
+    /// (see [`record_checked`]), when the cache entry carries one.
+    pub(crate) checked: Option<Vec<u8>>,
+}
+
+/// Adds `mark` (what a `cuda_kernel!` load checked the cubin against, and passed) to the cache
+/// entry in `cache_file` that holds `cubin` and `symbols`, so a later process that reads the entry
+/// skips those checks without opening another file. A failed write only costs the next process
+/// the checks.
+pub(crate) fn record_checked(cache_file: &Path, cubin: &[u8], symbols: &[String], mark: Vec<u8>) {
+    let (Some(dir), Some(key)) = (cache_file.parent(), cache_file.file_stem().and_then(|s| s.to_str())) else {
+        return;
+    };
+    let entry = Entry { blobs: vec![cubin.to_vec(), mark], strings: symbols.to_vec(), deps: Vec::new() };
+    Store::new(dir, "cubin").write_or_warn(key, &entry);
 }
 
 /// Whether the NVRTC library can be loaded on this machine.
@@ -94,8 +109,8 @@ fn missing_nvrtc() -> String {
 /// Where the dynamic loader will find libnvrtc, approximated without loading it: the
 /// directories of `LD_LIBRARY_PATH`, then the toolkit roots (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
 /// `CUDA_HOME`, `/usr/local/cuda`),
-/// then the system library directories. Returns the resolved file name (which carries the full
-/// version, e.g. `libnvrtc.so.13.0.88`) with its size and modification time.
+/// then the system library directories. Returns the path found with the size and modification
+/// time of the library file it leads to.
 fn library_identity() -> Option<String> {
     let mut dirs: Vec<PathBuf> =
         std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
@@ -109,16 +124,13 @@ fn library_identity() -> Option<String> {
     for dir in dirs {
         for name in ["libnvrtc.so", "libnvrtc.so.13"] {
             let candidate = dir.join(name);
-            // One `stat` per candidate; only the one that exists is resolved (`realpath` walks
-            // every component, which costs more than all the misses together).
-            if std::fs::metadata(&candidate).is_err() {
-                continue;
-            }
-            if let Ok(real) = std::fs::canonicalize(&candidate) {
-                let meta = std::fs::metadata(&real).ok()?;
-                let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-                let file = real.file_name()?.to_string_lossy().into_owned();
-                return Some(format!("{file} {} {mtime}", meta.len()));
+            // One `stat` per candidate, following the links to the library file itself: its size
+            // and modification time change with any other build of NVRTC put there, so the
+            // versioned file name (a `realpath` walk over every component, which costs more than
+            // all the misses together) is not needed.
+            if let Ok(meta) = std::fs::metadata(&candidate) {
+                let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+                return Some(format!("{} {} {mtime}", candidate.display(), meta.len()));
             }
         }
     }
@@ -234,13 +246,16 @@ impl<S: AsRef<str>> Unit<'_, S> {
         let hit = store.read(&key);
         trace.lap("cache read");
         if let Some(entry) = hit {
-            if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) {
+            // The cubin, and the record of passed load checks when a load added one.
+            let mut blobs = entry.blobs.into_iter();
+            if let (Some(cubin), checked, None) = (blobs.next(), blobs.next(), blobs.next()) {
                 if !cubin.is_empty() && entry.strings.len() == self.name_expressions.len() {
                     return Ok(Compiled {
                         cubin,
                         symbols: entry.strings,
                         from_cache: true,
                         cache_file: Some(store.path(&key)),
+                        checked,
                     });
                 }
             }
@@ -261,6 +276,7 @@ impl<S: AsRef<str>> Unit<'_, S> {
             symbols: strings,
             from_cache: false,
             cache_file,
+            checked: None,
         })
     }
 }
