@@ -9,7 +9,10 @@
 //! linking needs the CUDA libraries, which this machine may not have); with cuda-embed's defaults
 //! cudarc's build script refuses the two linking modes, the error the features exist to avoid.
 
-use std::path::{Path, PathBuf};
+mod scratch;
+
+use scratch::write;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const MANIFEST: &str = r#"[package]
@@ -47,17 +50,10 @@ fn main() -> cuda_embed::Result<()> {
 }
 "##;
 
-fn write(path: &Path, text: &str) {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
-        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
-    }
-}
-
 /// Writes crate `name` with cuda-embed `features` (a manifest fragment) and runs `cargo check` in it.
 fn check(name: &str, features: &str) -> Output {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let dir = scratch.join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let manifest = MANIFEST
         .replace("@NAME@", name)
@@ -68,13 +64,9 @@ fn check(name: &str, features: &str) -> Output {
     if !dir.join("Cargo.lock").exists() {
         std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    scratch::progress(&format!("cudarc_features: cargo check of `{name}` (under a minute the first time)"));
     let run = |offline: bool| {
-        let mut c = Command::new(&cargo);
-        c.arg("check").arg("--quiet").current_dir(&dir).env("CARGO_TARGET_DIR", scratch.join("cudarc-features-target"));
-        for var in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"] {
-            c.env_remove(var);
-        }
+        let mut c = scratch::cargo(&dir, &["check", "--quiet"]);
         if offline {
             c.arg("--offline");
         }

@@ -3,17 +3,20 @@
 //! `Cargo.toml` dependency, and `cargo build` under whatever compiler the environment offers
 //! (`scripts/with-cuda` puts the pinned nvcc on PATH for the whole test run).
 //!
-//! The crate lives in this test binary's scratch folder (`CARGO_TARGET_TMPDIR/downstream`) with
-//! its own target folder, reused between runs, and gets this workspace's `Cargo.lock` so that it
-//! builds the same dependency versions offline. Its binary is run too: with a GPU it prints the
+//! The crate lives in this test binary's scratch folder (`CARGO_TARGET_TMPDIR/downstream`), builds
+//! into the target folder all scratch crates share (see `scratch/mod.rs`), reused between runs,
+//! and gets this workspace's `Cargo.lock` so that it builds the same dependency versions offline. Its binary is run too: with a GPU it prints the
 //! kernel's result; without one, `fn main() -> cuda_embed::Result<()>` must print the readable
 //! message (not the `Debug` form of the variant).
 
-use std::path::{Path, PathBuf};
+mod scratch;
+
+use scratch::{progress, write};
+use std::path::PathBuf;
 use std::process::Command;
 
 const MANIFEST: &str = r#"[package]
-name = "downstream-user"
+name = "@NAME@"
 version = "0.1.0"
 edition = "2021"
 publish = false
@@ -45,31 +48,21 @@ fn main() -> cuda_embed::Result<()> {
 }
 "##;
 
-fn write(path: &Path, text: &str) {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
-        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
-    }
-}
-
 #[test]
 fn a_crate_outside_the_workspace_builds_and_runs() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream");
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    let manifest = MANIFEST.replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
+    let manifest =
+        MANIFEST.replace("@NAME@", "downstream-user").replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
     write(&dir.join("Cargo.toml"), &manifest);
     write(&dir.join("src/main.rs"), MAIN);
     if !dir.join("Cargo.lock").exists() {
         std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    progress("downstream: cargo build of a crate outside the workspace (about a minute the first time)");
     let build = |offline: bool| {
-        let mut c = Command::new(&cargo);
-        c.arg("build").arg("--quiet").current_dir(&dir).env("CARGO_TARGET_DIR", dir.join("target"));
-        // The outer cargo's settings for this workspace must not leak into the user's build.
-        for var in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"] {
-            c.env_remove(var);
-        }
+        let mut c = scratch::cargo(&dir, &["build", "--quiet"]);
         if offline {
             c.arg("--offline");
         }
@@ -82,7 +75,9 @@ fn a_crate_outside_the_workspace_builds_and_runs() {
     }
     assert!(out.status.success(), "the downstream crate did not build:\n{}", String::from_utf8_lossy(&out.stderr));
 
-    let run = Command::new(dir.join("target/debug/downstream-user")).output().expect("running the downstream binary");
+    let run = Command::new(scratch::target_dir().join("debug/downstream-user"))
+        .output()
+        .expect("running the downstream binary");
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stdout.contains("build: "), "no build info printed: {stdout}{stderr}");
@@ -106,7 +101,10 @@ fn a_build_without_any_cuda_compiler_warns() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream-no-compiler");
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    let manifest = MANIFEST.replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
+    // Its own package name: the binary lands in the shared target folder beside the other one.
+    let manifest = MANIFEST
+        .replace("@NAME@", "downstream-no-compiler")
+        .replace("@PATH@", &repo.display().to_string().replace('\\', "/"));
     write(&dir.join("Cargo.toml"), &manifest);
     // A fresh source each run, so the user crate (and its macro) is rebuilt: cargo does not
     // track the macro's environment.
@@ -115,22 +113,18 @@ fn a_build_without_any_cuda_compiler_warns() {
     if !dir.join("Cargo.lock").exists() {
         std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut c = Command::new(&cargo);
-    c.args(["build", "--offline"]).current_dir(&dir).env("CARGO_TARGET_DIR", dir.join("target"));
-    for var in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"] {
-        c.env_remove(var);
-    }
+    let mut c = scratch::cargo(&dir, &["build", "--offline"]);
     // Hide every compiler scripts/with-cuda or the machine offers: nvcc, and the NVRTC library.
     for var in ["NVCC", "CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME", "CUDA_EMBED_NVRTC", "CUDA_EMBED_FORCE_NVRTC"] {
         c.env_remove(var);
     }
     c.env("CUDA_EMBED_NO_NVCC", "1").env("LD_LIBRARY_PATH", "").env_remove("CUDA_EMBED_REQUIRE_COMPILER");
-    eprintln!("downstream: building a crate with no CUDA compiler (a minute or two the first time)");
+    progress("downstream: cargo build of a crate with no CUDA compiler (a minute or two the first time)");
     let out = c.output().expect("running cargo");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the build without a compiler must still succeed:\n{stderr}");
-    let run = Command::new(dir.join("target/debug/downstream-user")).output().expect("running the binary");
+    let run =
+        Command::new(scratch::target_dir().join("debug/downstream-no-compiler")).output().expect("running the binary");
     let info = String::from_utf8_lossy(&run.stdout);
     if !info.contains("NVRTC at first use") {
         // A system-wide libnvrtc (a machine with the toolkit installed) still compiles at build time.

@@ -406,10 +406,8 @@ fn nvrtc_fallback_and_disk_cache() {
     // The module's entry carries the record that its load checks passed (a second blob); the
     // probe's entry is a plain cubin.
     let store = cuda_embed_source::cache::Store::new(cache.path().join("nvrtc"), "cubin");
-    let blobs: Vec<usize> = files
-        .iter()
-        .map(|f| store.read(f.trim_end_matches(".cubin")).expect("a valid entry").blobs.len())
-        .collect();
+    let blobs: Vec<usize> =
+        files.iter().map(|f| store.read(f.trim_end_matches(".cubin")).expect("a valid entry").blobs.len()).collect();
     assert_eq!(blobs.iter().filter(|&&n| n == 2).count(), 1, "{blobs:?}");
     let second = run();
     assert!(second.contains("FROM_DISK_CACHE=true"), "{second}");

@@ -26,14 +26,31 @@
 use cuda_embed_macros_core::oracle::nvcc::find_nvcc;
 use cuda_embed_macros_core::oracle::nvrtc::find_nvrtc;
 
+/// Writes `line` to the terminal now: trybuild builds every case when the test ends, a couple of
+/// silent minutes on a small machine otherwise (the harness captures `eprintln!`, not writes to
+/// the stderr handle).
+fn progress(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// How many cases `dir` holds.
+fn cases(dir: &str) -> usize {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    std::fs::read_dir(dir)
+        .map_or(0, |d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "rs")).count())
+}
+
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
+    let mut total = cases("cases");
     t.compile_fail("cases/*.rs");
     match find_nvrtc() {
         Ok(Ok(n)) => {
             eprintln!("ui: {} at {}: running cases/nvrtc_build too", n.name(), n.path.display());
             t.compile_fail("cases/nvrtc_build/*.rs");
+            total += cases("cases/nvrtc_build");
         }
         other => {
             let why = match other {
@@ -51,6 +68,7 @@ fn ui() {
         Ok(Ok(nvcc)) => {
             eprintln!("ui: nvcc {} at {}: running cases/nvcc too", nvcc.version, nvcc.path.display());
             t.compile_fail("cases/nvcc/*.rs");
+            total += cases("cases/nvcc");
         }
         other => {
             let why = match other {
@@ -67,4 +85,7 @@ fn ui() {
             eprintln!("ui: skipping cases/nvcc ({why}); put nvcc on PATH to run them");
         }
     }
+    progress(&format!(
+        "ui: trybuild is compiling {total} compile-fail cases (two to four minutes on two cores the first time)"
+    ));
 }

@@ -113,6 +113,42 @@ impl KernelRef {
         kind: LaunchKind,
         args: &mut [*mut c_void],
     ) -> Result<Option<f32>> {
+        // The common case in a few loads and compares: a plain launch of a loaded kernel without
+        // module globals, within its cached limits, on the context this thread last bound. It
+        // builds nothing the error paths need; anything else, and a launch the driver refuses
+        // (which queued nothing), goes the full way below, which checks, binds, launches and
+        // explains.
+        if kind == LaunchKind::Plain {
+            let ctx = stream.context();
+            if let Some(f) = self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
+            {
+                let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
+                if crate::launch::limits::check_config(config, f.max_threads, max_dyn_smem).is_ok()
+                    && launch::bound_here(ctx)
+                {
+                    // SAFETY: `f` was loaded in the stream's context; the arguments are the
+                    // caller's contract.
+                    let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };
+                    if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.launch_checked(stream, config, kind, args) }
+    }
+
+    /// [`KernelRef::launch_raw`] the full way: load, limit checks with errors that explain, the
+    /// context bound, globals ordered, every launch kind.
+    #[inline(never)]
+    unsafe fn launch_checked(
+        &self,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        kind: LaunchKind,
+        args: &mut [*mut c_void],
+    ) -> Result<Option<f32>> {
         let (loaded, target) = self.target(stream.context())?;
         match &loaded.order {
             // A module with globals, several streams: ordered with the global copies.

@@ -157,7 +157,7 @@ pub(crate) unsafe fn launch(
     target.check(ctx.ordinal(), cfg)?;
     if kind == LaunchKind::Plain && bound_here(ctx) {
         // SAFETY: forwarded from the caller.
-        let r = unsafe { cu_launch(target, stream, cfg, args) };
+        let r = unsafe { cu_launch(target.f, stream, cfg, args) };
         if r == sys::CUresult::CUDA_SUCCESS {
             return Ok(None);
         }
@@ -221,8 +221,8 @@ pub(crate) fn wrong_context(r: sys::CUresult) -> bool {
 /// # Safety
 /// As for [`launch`].
 #[inline(always)]
-unsafe fn cu_launch(
-    target: &Target<'_>,
+pub(crate) unsafe fn cu_launch(
+    f: sys::CUfunction,
     stream: &CudaStream,
     cfg: &LaunchConfig,
     args: &mut [*mut c_void],
@@ -232,7 +232,7 @@ unsafe fn cu_launch(
     // pointer per parameter (caller's contract), extra is null.
     unsafe {
         sys::cuLaunchKernel(
-            target.f,
+            f,
             g.0,
             g.1,
             g.2,
@@ -250,7 +250,7 @@ unsafe fn cu_launch(
 #[inline(always)]
 unsafe fn plain(target: &Target<'_>, stream: &CudaStream, cfg: &LaunchConfig, args: &mut [*mut c_void]) -> Result<()> {
     // SAFETY: forwarded from the caller.
-    let r = unsafe { cu_launch(target, stream, cfg, args) };
+    let r = unsafe { cu_launch(target.f, stream, cfg, args) };
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
@@ -337,14 +337,6 @@ unsafe fn cluster(
 ) -> Result<()> {
     let device = ctx.ordinal();
     let who = &target.who;
-    let (major, minor) = ctx.compute_capability().map_err(|e| who.driver_error(device, "cuDeviceGetAttribute", e.0))?;
-    if major < 9 {
-        return Err(who.error(
-            device,
-            format!("thread-block clusters need compute capability 9.0 or newer; this GPU is {major}.{minor}"),
-            Some("launch without a cluster on this GPU".into()),
-        ));
-    }
     let g = cfg.grid_dim;
     let whole = |g: u32, c: u32| c != 0 && g.is_multiple_of(c);
     if !(whole(g.0, c.0) && whole(g.1, c.1) && whole(g.2, c.2)) {
@@ -385,9 +377,25 @@ unsafe fn cluster(
     // caller contract.
     let r = unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) };
     if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(target.refused(device, "cuLaunchKernelEx with a cluster", cfg, r));
+        return Err(cluster_refused(target, ctx, cfg, r));
     }
     Ok(())
+}
+
+/// Why a cluster launch was refused: a GPU older than clusters is named as such (asked only
+/// now, so a launch that succeeds makes no attribute queries).
+#[cold]
+#[inline(never)]
+fn cluster_refused(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig, r: sys::CUresult) -> Error {
+    let device = ctx.ordinal();
+    match ctx.compute_capability() {
+        Ok((major, minor)) if major < 9 => target.who.error(
+            device,
+            format!("thread-block clusters need compute capability 9.0 or newer; this GPU is {major}.{minor}"),
+            Some("launch without a cluster on this GPU".into()),
+        ),
+        _ => target.refused(device, "cuLaunchKernelEx with a cluster", cfg, r),
+    }
 }
 
 /// The kernel-attribute operations shared by every kind of kernel handle.

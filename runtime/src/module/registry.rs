@@ -93,8 +93,9 @@ impl Module {
         self.loaded(ctx).map(|_| ())
     }
 
+    /// The module as loaded in `ctx`, if it is.
     #[inline(always)]
-    fn find(&'static self, ctx: &CudaContext) -> Option<&'static Loaded> {
+    pub(crate) fn find(&'static self, ctx: &CudaContext) -> Option<&'static Loaded> {
         let cu_ctx = ctx.cu_ctx();
         if let Some(slot) = self.slots.get(ctx.ordinal()) {
             if let Some(l) = slot.get() {
