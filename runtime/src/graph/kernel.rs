@@ -11,6 +11,7 @@ use crate::program::ProgramKernel;
 use cudarc::driver::{sys, CudaContext, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// A kernel node of a kernel of signature `Sig`: derefs to its [`Node`]; its arguments and launch
 /// configuration are changed in an instantiated graph with
@@ -122,10 +123,13 @@ impl<Sig> Kernel<Sig> {
         args: impl NodeArgs<'a, Sig>,
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
-        let ctx = graph.ctx.clone();
-        let (_, target) = raw.target(&ctx)?;
+        let (_, target) = raw.target(&graph.ctx)?;
         let acc = graph.take_scratch();
-        let r = args.with_params(&ctx, acc, |params, acc| {
+        // SAFETY: the context lives in the `Arc`'s allocation, not in `graph`, and adding a node
+        // never replaces or drops `graph.ctx`: the reference stays valid while `graph` is
+        // borrowed mutably below (it saves an `Arc` clone per node).
+        let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
+        let r = args.with_params(ctx, acc, |params, acc| {
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
             unsafe { graph.kernel_raw(&target, &config, params, acc, raw.name().into()) }

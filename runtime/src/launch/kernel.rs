@@ -45,6 +45,7 @@ impl KernelRef {
     }
 
     /// The kernel's C++ name (`saxpy`, `ns::scale`, `axpy<float>`).
+    #[inline]
     pub fn name(&self) -> &'static str {
         self.module.spec().kernels.get(self.index).map_or("<no such kernel>", |k| k.name)
     }
@@ -64,6 +65,7 @@ impl KernelRef {
         self.module
     }
 
+    #[inline]
     fn who(&self) -> Who<'static> {
         Who { kernel: self.name(), origin: self.module.origin(), raise_smem: RAISE_SMEM }
     }
@@ -120,7 +122,8 @@ impl KernelRef {
         // explains.
         if kind == LaunchKind::Plain {
             let ctx = stream.context();
-            if let Some(f) = self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
+            if let Some(f) =
+                self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
             {
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
                 if crate::launch::limits::check_config(config, f.max_threads, max_dyn_smem).is_ok()
