@@ -118,7 +118,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     // recorded them as passed in the cubin's cache entry (then they are skipped); else the
     // compiled cubin to record them with once they pass.
     let mut checks_passed = false;
-    let mut to_record: Option<(std::path::PathBuf, Vec<u8>, Vec<String>, Vec<u8>)> = None;
+    let mut to_record: Option<CheckRecord> = None;
     // `arch` is 0 on the fatbin path, where it is only read to explain a failure.
     let (module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler } => {
@@ -198,7 +198,12 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             if !checks_passed {
                 counts = crate::module::cubin::param_counts(&compiled.cubin);
                 if let Some(file) = &compiled.cache_file {
-                    to_record = Some((file.clone(), compiled.cubin.clone(), compiled.symbols.clone(), mark));
+                    to_record = Some(CheckRecord {
+                        file: file.clone(),
+                        cubin: compiled.cubin.clone(),
+                        symbols: compiled.symbols.clone(),
+                        mark,
+                    });
                 }
             }
             let mut symbols = compiled.symbols;
@@ -252,7 +257,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some((file, cubin, symbols, mark)) = to_record {
+    if let Some(CheckRecord { file, cubin, symbols, mark }) = to_record {
         crate::program::nvrtc::record_checked(&file, &cubin, &symbols, mark);
         trace.lap("checks recorded");
     }
@@ -266,6 +271,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         from_disk_cache,
         order: (!spec.globals.is_empty()).then(Default::default),
     })
+}
+
+/// What an NVRTC-path load records in its cubin's cache entry once its checks passed.
+struct CheckRecord {
+    /// The cache file.
+    file: std::path::PathBuf,
+    cubin: Vec<u8>,
+    symbols: Vec<String>,
+    /// [`crate::module::typecheck::checks_mark`] of the module.
+    mark: Vec<u8>,
 }
 
 /// The kernel and global symbols a build-time compiler recorded.
