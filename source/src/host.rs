@@ -44,12 +44,71 @@ pub fn ccbin(options: &[String]) -> Option<PathBuf> {
     Some(tool.path().to_path_buf())
 }
 
+/// The host compiler nvcc will run for `args` (nvcc's arguments, `-ccbin` included when one is
+/// given): `-ccbin`/`--compiler-bindir` (a directory means its `g++`), else `NVCC_CCBIN`, else
+/// nvcc's default `g++` on `PATH`.
+pub fn host_compiler(args: &[String]) -> PathBuf {
+    let mut chosen: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix("-ccbin=").or_else(|| a.strip_prefix("--compiler-bindir=")) {
+            chosen = Some(v.to_string());
+        } else if a == "-ccbin" || a == "--compiler-bindir" {
+            chosen = it.next().cloned();
+        }
+    }
+    let chosen = chosen.or_else(|| std::env::var("NVCC_CCBIN").ok().filter(|v| !v.is_empty()));
+    match chosen {
+        Some(c) if std::path::Path::new(&c).is_dir() => PathBuf::from(c).join("g++"),
+        Some(c) => PathBuf::from(c),
+        None => PathBuf::from("g++"),
+    }
+}
+
+/// What identifies the host compiler nvcc will run for `args`, for cache keys: the first line of
+/// its `--version` (compiler and version), or a note that it could not be run (nvcc then fails
+/// anyway). Asked once per compiler per process (a few milliseconds, once per crate build).
+pub fn host_compiler_identity(args: &[String]) -> String {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static SEEN: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+    let compiler = host_compiler(args);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let seen = seen.get_or_insert_with(HashMap::new);
+    if let Some(id) = seen.get(&compiler) {
+        return id.clone();
+    }
+    let id = match std::process::Command::new(&compiler).arg("--version").output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            format!("{} {}", compiler.display(), text.lines().next().unwrap_or("").trim())
+        }
+        Ok(out) => format!("{} exited with {}", compiler.display(), out.status),
+        Err(e) => format!("{} not runnable ({})", compiler.display(), e.kind()),
+    };
+    seen.insert(compiler, id.clone());
+    id
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The rules read and change process-wide environment variables, which other tests running
     /// in parallel threads read too: they run in a child process of this test binary, alone.
+    #[test]
+    fn the_host_compiler_is_read_from_the_arguments() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(host_compiler(&a(&["-O3", "-ccbin=/opt/gcc-12/bin/g++"])), PathBuf::from("/opt/gcc-12/bin/g++"));
+        assert_eq!(host_compiler(&a(&["-ccbin", "/opt/clang/bin/clang++"])), PathBuf::from("/opt/clang/bin/clang++"));
+        // A directory names the folder nvcc takes its `g++` from.
+        let dir = std::env::temp_dir();
+        assert_eq!(host_compiler(&a(&[&format!("--compiler-bindir={}", dir.display())])), dir.join("g++"));
+        // A compiler that cannot run is still an identity (nvcc reports the real error).
+        let id = host_compiler_identity(&a(&["-ccbin=/nonexistent/cuda-embed-test/g++"]));
+        assert!(id.contains("/nonexistent/cuda-embed-test/g++") && id.contains("not runnable"), "{id}");
+    }
+
     #[test]
     fn ccbin_rules() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())

@@ -152,10 +152,13 @@ fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
 /// [`Key`] scheme.
 pub fn key(nvcc: &Nvcc, req: &Request<'_>) -> String {
     // nvcc reads these from the environment: they change the output as much as the arguments.
-    let env: Vec<String> = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"]
+    let mut env: Vec<String> = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"]
         .iter()
         .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_default()))
         .collect();
+    // The host compiler preprocesses the source (its headers, its predefined macros): another
+    // compiler or version under the same path is another build.
+    env.push(format!("host compiler={}", cuda_embed_source::host::host_compiler_identity(&args(req).args)));
     key_with_env(nvcc, req, &env)
 }
 
