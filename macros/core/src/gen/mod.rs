@@ -2,9 +2,11 @@
 //! found by the checker (the ones generated here are where the checker said to put them).
 //!
 //! - [`paths`]: every path into the runtime crate.
+//! - [`buffer_args`]: the per-parameter buffer traits of the elementwise and reduction launchers.
 //! - [`kernel`]: one kernel's module (launchers, attributes; a template's instance impls).
 //! - this file: the hidden module with the `ModuleSpec`, the globals and the re-exports.
 
+pub mod buffer_args;
 pub mod kernel;
 pub mod paths;
 
