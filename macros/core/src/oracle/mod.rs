@@ -6,7 +6,9 @@
 //! and [`NvrtcBuild`] (libnvrtc at build time, when there is no nvcc) are the
 //! ones there are; [`consult`] does the rest for any of them.
 
+pub mod echo; // nvcc's quoted source lines with the CUDA keywords as the user wrote them
 pub mod firstload; // the type probe a module built with no compiler carries to its first load
+pub mod library_headers; // what to do when a CUDA library's header is not found
 pub mod nvcc; // find nvcc, build a fatbin + PTX, cache the result
 pub mod nvrtc; // the same with libnvrtc at build time
 pub mod probe; // the C++ questions appended to the source, answers read back from PTX
@@ -237,7 +239,9 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
         }
     }
     let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
-    let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
+    let built = built.map_err(|log| {
+        format!("{} failed to compile the CUDA source:\n{}", oracle.name(), library_headers::with_hint(log))
+    })?;
     Ok(Compiled {
         answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
         entries: ptx::entries(&built.ptx),
