@@ -14,7 +14,10 @@ use std::path::PathBuf;
 fn toolkit_include() -> Option<PathBuf> {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("library-headers-cache"));
+        std::env::set_var(
+            "CUDA_EMBED_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("library-headers-cache"),
+        );
     });
     match nvcc::find_nvcc() {
         Ok(Ok(n)) => Some(n.path.parent()?.parent()?.join("include")),
