@@ -317,6 +317,7 @@ fn missing_twin(t: &crate::front::ir::MissingTwin, span: Span) -> (TokenStream, 
     (
         quote_spanned! {span=>
             #[doc(hidden)]
+            #[allow(dead_code)]
             #[derive(Clone, Copy)]
             #body
             impl #id {
