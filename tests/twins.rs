@@ -128,3 +128,57 @@ fn a_twin_beside_a_same_name_host_function_is_passed_by_value() {
     drop((_ga, _gb));
     assert_eq!(stream.clone_dtoh(&b).unwrap(), [2.0, 4.0, 6.0, 8.0]);
 }
+
+/// A struct the macro can generate no twin for (a nested struct member): the user's own type of
+/// the same name is the one the launcher takes, and the macro's stand-in (which stops the build
+/// with an error naming the struct when there is no such type) stays out of the way.
+mod written_where_no_twin_is_generated {
+    use cuda_embed::DeviceSafe;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, DeviceSafe)]
+    pub struct Inner {
+        pub n: i32,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, DeviceSafe)]
+    pub struct Nested {
+        pub scale: f32,
+        pub inner: Inner,
+    }
+
+    cuda_embed::cuda_kernel!(
+        r#"
+        struct Inner { int n; };
+        struct Nested { float scale; Inner inner; };
+        extern "C" __global__ void nested(float* y, Nested p) {
+            int i = threadIdx.x; if (i < p.inner.n) y[i] *= p.scale;
+        }
+    "#
+    );
+}
+
+#[test]
+fn the_users_type_is_taken_where_no_twin_is_generated() {
+    use written_where_no_twin_is_generated::{nested, Inner, Nested};
+    let p = Nested { scale: 3.0, inner: Inner { n: 4 } };
+    assert_eq!(std::mem::size_of::<Nested>(), 8);
+    // The launcher's by-value parameter is the user's `Nested` (a stand-in would not accept it).
+    let _launch = |stream: &cuda_embed::CudaStream, y: &mut cuda_embed::CudaSlice<f32>| unsafe {
+        nested::launch(stream, LaunchConfig::for_num_elems(4), y, p)
+    };
+    assert_eq!(p.inner.n, 4);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_user_written_struct_without_a_twin_is_passed_by_value() {
+    use written_where_no_twin_is_generated::{nested, Inner, Nested};
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    let mut y = stream.clone_htod(&[1.0f32; 4]).unwrap();
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4, 1, 1), shared_mem_bytes: 0 };
+    unsafe { nested::launch(&stream, cfg, &mut y, Nested { scale: 3.0, inner: Inner { n: 3 } }).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [3.0, 3.0, 3.0, 1.0]);
+}

@@ -140,6 +140,17 @@ pub mod __private {
     /// Compile-time proof that `T` is marked device-safe.
     pub const fn assert_device_safe<T: DeviceSafe>() {}
 
+    /// `false` for every type: the stand-in that `cuda_kernel!` generates for a by-value struct it
+    /// could generate no Rust twin for has an inherent `__CUDA_EMBED_NO_TWIN` of `true`, which
+    /// wins over this one. The user's own type of the struct's name shadows the stand-in (a glob
+    /// import), so the generated `const` check panics, with the macro's message naming the
+    /// struct, exactly when the user wrote none.
+    pub trait NoTwinFallback {
+        /// Whether this type is the macro's stand-in for a struct without a Rust twin.
+        const __CUDA_EMBED_NO_TWIN: bool = false;
+    }
+    impl<T: ?Sized> NoTwinFallback for T {}
+
     /// A plain launch without the launch-limit checks; exists only so the launch benchmark can
     /// measure what the checks cost. Invalid configurations reach the driver and come back as its
     /// error code.

@@ -5,7 +5,7 @@ pub mod report; // errors collected and reported together
 pub mod types; // the CUDA-to-Rust type tables and the mapping of one parameter
 
 use crate::check::report::Errors;
-use crate::front::ir::{Checked, Fields, GenericArg, Global, InstanceArgs, Module, TypedKernel, Unit};
+use crate::front::ir::{Checked, Fields, GenericArg, Global, InstanceArgs, MissingTwin, Module, TypedKernel, Unit};
 use crate::oracle::probe::ProbeKey;
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
@@ -53,33 +53,49 @@ pub fn check(module: &Module, compiled: Option<&Compiled>) -> syn::Result<Checke
     errors.propagate()?;
     let kernels = dedupe_instances(module, kernels, &instances)?;
     let templates = (0..parsed.templates.len()).map(|ti| template_signature(module, ti, &kernels)).collect();
-    let twins = twins(&kernels, &globals, compiled);
-    Ok(Checked { kernels, instances, templates, globals, twins })
+    let (twins, missing_twins) = twins(&kernels, &globals, compiled);
+    Ok(Checked { kernels, instances, templates, globals, twins, missing_twins })
 }
 
 /// The Rust twins the compiler's answers allow for the structs passed by value and held in
-/// globals, one per Rust name.
+/// globals, one per Rust name, and the structs that get none (with why).
 fn twins(
     kernels: &[TypedKernel],
     globals: &[Global],
     compiled: Option<&Compiled>,
-) -> Vec<(String, Vec<crate::oracle::TwinField>)> {
-    let Some(c) = compiled else { return Vec::new() };
+) -> (Vec<(String, Vec<crate::oracle::TwinField>)>, Vec<MissingTwin>) {
     let mut out: Vec<(String, Vec<crate::oracle::TwinField>)> = Vec::new();
-    let by_value = kernels
-        .iter()
-        .flat_map(|k| k.params.iter().zip(&k.unit.kernel.params).map(move |(m, p)| (m, p, &k.unit.kernel.namespaces)));
-    let held = globals.iter().map(|g| (&g.elem, &g.var.elem, &g.var.namespaces));
-    for (m, p, scope) in by_value.chain(held) {
-        if let Mapped::User { name, .. } = m {
-            if p.pointer_depth == 0 && !p.reference && !out.iter().any(|(n, _)| n == name) {
-                if let Some(fields) = c.twin(scope, &p.base) {
-                    out.push((name.clone(), fields));
-                }
-            }
+    let mut missing: Vec<MissingTwin> = Vec::new();
+    let by_value = kernels.iter().flat_map(|k| {
+        k.params.iter().zip(&k.unit.kernel.params).map(move |(m, p)| {
+            (m, p, &k.unit.kernel.namespaces, format!("parameter `{}` of kernel `{}`", p.name, k.unit.display))
+        })
+    });
+    let held = globals.iter().map(|g| (&g.elem, &g.var.elem, &g.var.namespaces, format!("global `{}`", g.var.name)));
+    for (m, p, scope, used_by) in by_value.chain(held) {
+        let Mapped::User { name, layout } = m else { continue };
+        if p.pointer_depth != 0
+            || p.reference
+            || out.iter().any(|(n, _)| n == name)
+            || missing.iter().any(|t| &t.name == name)
+        {
+            continue;
+        }
+        let (twin, members) = match compiled {
+            Some(c) => (c.twin(scope, &p.base), c.member_names(scope, &p.base).map(<[String]>::to_vec)),
+            None => (
+                Err("no CUDA compiler ran at build time (twins are generated from the layout nvcc gives the struct; \
+                     this build uses NVRTC or compiles at run time)"
+                    .to_string()),
+                None,
+            ),
+        };
+        match twin {
+            Ok(fields) => out.push((name.clone(), fields)),
+            Err(why) => missing.push(MissingTwin { name: name.clone(), used_by, why, members, layout: *layout }),
         }
     }
-    out
+    (out, missing)
 }
 
 /// Maps one kernel's parameters and, when a compiler ran, finds it in the PTX and checks the

@@ -4,6 +4,7 @@
 use super::Input;
 use crate::check::types::Mapped;
 use crate::expand::Generated;
+use crate::gen::buffer_args::{BufferArgs, Family};
 use crate::gen::{generic_ident, param_ident, paths, rust_type};
 use cuda_embed_source::elementwise::types_kernel;
 use cuda_embed_source::params::{ParamKind, ParamLists, Role};
@@ -86,17 +87,27 @@ pub fn module(
     let mut sizes = Vec::new();
     let mut ptrs = Vec::new();
     let mut rows = String::new();
+    let mut params = BufferArgs::new(format!("elementwise kernel `{kname}`"));
     for (k, (p, ty)) in lists.all().zip(&elems).enumerate() {
         let id = param_ident(&p.name, k);
         let guard = format_ident!("__guard_{}", k);
         names.push(quote!(#id));
         let pname = &p.name;
+        // Each array parameter's own trait (over cudarc's `DevicePtr`/`DevicePtrMut`), so a
+        // wrong element type is reported at the argument, naming the parameter.
         let (rust, kind_doc) = match (p.kind, p.role) {
             (ParamKind::Scalar, _) => (quote!(#id: #ty), "scalar"),
-            (ParamKind::Array, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "input array"),
-            (ParamKind::Array, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "output array"),
-            (ParamKind::Raw, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "raw input array"),
-            (ParamKind::Raw, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "raw output array"),
+            (kind, Role::Input) => {
+                let bound = params.bound(p, &id, ty, Family::Flat, &dptr);
+                (quote!(#id: &impl #bound), if kind == ParamKind::Raw { "raw input array" } else { "input array" })
+            }
+            (kind, Role::Output) => {
+                let bound = params.bound(p, &id, ty, Family::Flat, &dptr_mut);
+                (
+                    quote!(#id: &mut impl #bound),
+                    if kind == ParamKind::Raw { "raw output array" } else { "output array" },
+                )
+            }
         };
         args.push(rust);
         rows.push_str(&format!("| `{id}` | `{}` | {kind_doc} |\n", p.ty));
@@ -207,7 +218,9 @@ pub fn module(
             hidden,
             instances,
         },
+        &mut params,
     );
+    let params = params.items();
     let tokens = &generated.tokens;
     Ok(quote! {
         #tokens
@@ -215,6 +228,8 @@ pub fn module(
         #[allow(non_snake_case, dead_code, clippy::too_many_arguments, clippy::missing_safety_doc)]
         pub mod #name {
             #exports
+
+            #params
 
             static AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
 

@@ -124,6 +124,24 @@ pub struct Checked {
     /// compiler's layout (`(Rust name, fields)`), for the user who writes none: the user's own
     /// type of the same name wins.
     pub twins: Vec<(String, Vec<crate::oracle::TwinField>)>,
+    /// The structs passed by value or held in globals that got no twin, with why: the user must
+    /// write the Rust type, and the generated code says so when they did not.
+    pub missing_twins: Vec<MissingTwin>,
+}
+
+/// A struct passed by value (or held in a global) for which no Rust twin was generated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingTwin {
+    /// The Rust name the launchers use for it.
+    pub name: String,
+    /// Who uses it: `parameter `p` of kernel `scale``, `global `g``.
+    pub used_by: String,
+    /// Why no twin was generated (finishes "no Rust twin was generated because ...").
+    pub why: String,
+    /// The C++ members in declaration order, when they could be read.
+    pub members: Option<Vec<String>>,
+    /// Its size and alignment, when the compiler reported them.
+    pub layout: Option<(u32, u32)>,
 }
 
 /// A C++ struct's data members as the compiler laid them out: `(member, offset, size)` in

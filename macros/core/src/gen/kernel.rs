@@ -364,8 +364,21 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
         k.signature,
         if k.extern_c { " (extern \"C\")" } else { "" },
     );
+    // The arguments by their CUDA names: rustc's "argument #N of type `T` is missing" only numbers
+    // them, and an editor shows this next to the call.
+    let args: Vec<String> = k
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("`{}` (`{}`)", param_ident(&p.name, i), p.text.replace('|', "\\|")))
+        .collect();
+    let args = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" Then one argument per CUDA parameter, in order: {}.", args.join(", "))
+    };
     let launch_doc = format!(
-        "Launches `{qualified}` on `stream` with `config`.\n\n\
+        "Launches `{qualified}` on `stream` with `config`.{args}\n\n\
          Loads the module on the stream's device at first use. Device buffers are borrowed for the \
          launch: `const` pointers as shared borrows, others as exclusive ones.\n\n\
          # Safety\nThe kernel runs arbitrary device code: it must stay within the buffers it is \

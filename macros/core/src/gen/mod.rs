@@ -2,9 +2,11 @@
 //! found by the checker (the ones generated here are where the checker said to put them).
 //!
 //! - [`paths`]: every path into the runtime crate.
+//! - [`buffer_args`]: the per-parameter buffer traits of the elementwise and reduction launchers.
 //! - [`kernel`]: one kernel's module (launchers, attributes; a template's instance impls).
 //! - this file: the hidden module with the `ModuleSpec`, the globals and the re-exports.
 
+pub mod buffer_args;
 pub mod kernel;
 pub mod paths;
 
@@ -231,8 +233,8 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
 /// The Rust twins of the module's structs (`pub mod __twins { ... }` in the hidden module) and
 /// their glob re-export where the macro was invoked: a glob import is shadowed by an item of the
 /// same name, so a twin the user wrote wins, and the generated one is used where there is none.
-fn twin_items(checked: &Checked, hidden: &syn::Ident) -> (TokenStream, TokenStream) {
-    if checked.twins.is_empty() {
+fn twin_items(checked: &Checked, hidden: &syn::Ident, span: Span) -> (TokenStream, TokenStream) {
+    if checked.twins.is_empty() && checked.missing_twins.is_empty() {
         return (quote!(), quote!());
     }
     let root = paths::crate_type("DeviceSafe");
@@ -264,15 +266,77 @@ fn twin_items(checked: &Checked, hidden: &syn::Ident) -> (TokenStream, TokenStre
             pub struct #id { #(#rows),* }
         }
     });
+    let (stand_ins, checks): (Vec<_>, Vec<_>) = checked.missing_twins.iter().map(|t| missing_twin(t, span)).unzip();
     (
         quote! {
             /// Rust twins of the source's structs (re-exported by a glob, which the user's own type
             /// of the same name shadows).
-            pub mod __twins { #(#structs)* }
+            pub mod __twins { #(#structs)* #(#stand_ins)* }
         },
         quote! {
             #[allow(unused_imports)]
             pub use #hidden::__twins::*;
+            #(#checks)*
+        },
+    )
+}
+
+/// For a struct passed by value that got no Rust twin: a stand-in of its name (the CUDA size and
+/// alignment, so the launchers and their layout checks compile around it) and a `const` check
+/// beside the glob export that panics, naming the struct, why no twin was generated and what to
+/// write, when the name resolves to the stand-in, i.e. when the user wrote no type of that name.
+/// One error at the kernel source instead of `cannot find type ... in module super::super`.
+fn missing_twin(t: &crate::front::ir::MissingTwin, span: Span) -> (TokenStream, TokenStream) {
+    let id = format_ident!("{}", t.name, span = span);
+    let body = match t.layout {
+        Some((size, align)) => {
+            let (size, align) = (size as usize, Literal::usize_unsuffixed(align.max(1) as usize));
+            quote_spanned!(span=> #[repr(C, align(#align))] pub struct #id(pub [u8; #size]);)
+        }
+        None => quote_spanned!(span=> #[repr(C)] pub struct #id(pub ());),
+    };
+    let root = paths::crate_type("DeviceSafe");
+    let fields = match &t.members {
+        Some(m) if !m.is_empty() => {
+            format!(
+                " with the CUDA struct's fields in the CUDA order ({})",
+                m.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            )
+        }
+        _ => " with the CUDA struct's fields in the CUDA order".to_string(),
+    };
+    let message = format!(
+        "no Rust type for the CUDA struct `{name}`, which {used_by} takes by value: no Rust twin was generated \
+         because {why}; write `#[repr(C)] #[derive(Clone, Copy, cuda_embed::DeviceSafe)] struct {name} {{ ... }}`{fields} \
+         next to the macro (its size, alignment and field offsets are checked against the compiler's)",
+        name = t.name,
+        used_by = t.used_by,
+        why = t.why,
+    );
+    let fallback = quote_spanned!(span=> ::cuda_embed::__private::NoTwinFallback);
+    (
+        quote_spanned! {span=>
+            #[doc(hidden)]
+            #[allow(dead_code)]
+            #[derive(Clone, Copy)]
+            #body
+            impl #id {
+                /// This is the macro's stand-in, not a usable twin (see `NoTwinFallback`).
+                pub const __CUDA_EMBED_NO_TWIN: bool = true;
+            }
+            // SAFETY: plain bytes of the CUDA struct's size and alignment, with no invariants; and
+            // never passed to a kernel: the check beside the export stops the build whenever this
+            // stand-in is the type the launchers use.
+            unsafe impl #root for #id {}
+        },
+        quote_spanned! {span=>
+            const _: () = {
+                #[allow(unused_imports)]
+                use #fallback as _;
+                if <#id>::__CUDA_EMBED_NO_TWIN {
+                    ::core::panic!("{}", #message)
+                }
+            };
         },
     )
 }
@@ -373,7 +437,7 @@ pub fn generate_hidden(
             const _: &[u8] = include_bytes!(#d);
         )
     });
-    let (twins, twin_export) = twin_items(checked, &hidden);
+    let (twins, twin_export) = twin_items(checked, &hidden, span);
     let image = image_expr(image, checked);
     let (module_ty, module_spec) = (paths::module(), paths::module_spec());
     let origin = &module.origin;

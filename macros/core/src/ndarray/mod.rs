@@ -6,6 +6,7 @@
 
 pub mod reduction;
 
+use crate::gen::buffer_args::{BufferArgs, Family};
 use crate::gen::{param_ident, paths};
 use cuda_embed_source::ndarray::nd_arg_count;
 use cuda_embed_source::params::{ParamKind, ParamLists, Role};
@@ -31,8 +32,9 @@ pub struct NdShared<'a> {
     pub instances: usize,
 }
 
-/// The `launch_nd` function, or nothing when the kernel has no array parameter.
-pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
+/// The `launch_nd` function, or nothing when the kernel has no array parameter. Its array
+/// arguments are bounded by their parameters' traits in `params`.
+pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) -> TokenStream {
     if !lists.all().any(|p| p.kind == ParamKind::Array) {
         return quote!();
     }
@@ -64,11 +66,13 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
             (ParamKind::Array, role) => {
                 if role == Role::Input {
                     n_inputs += 1;
-                    args.push(quote!(#id: &impl #private::NdInput<#ty>));
+                    let bound = params.bound(p, &id, ty, Family::Nd, &quote!(#private::NdInput));
+                    args.push(quote!(#id: &impl #bound));
                     views.push(quote!(let #id = #private::NdInput::nd(#id); let #layout = *#id.layout();));
                     prelude.push(quote!(let (#id, #guard) = #id.device_ptr(&__binding);));
                 } else {
-                    args.push(quote!(#id: &mut impl #private::NdOutput<#ty>));
+                    let bound = params.bound(p, &id, ty, Family::Nd, &quote!(#private::NdOutput));
+                    args.push(quote!(#id: &mut impl #bound));
                     views.push(quote!(let mut #id = #private::NdOutput::nd_mut(#id); let #layout = *#id.layout();));
                     prelude.push(quote!(let (#id, #guard) = #id.device_ptr_mut(&__binding);));
                 }
@@ -80,13 +84,15 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
             (ParamKind::Raw, role) => {
                 let len = format_ident!("__len_{}", k);
                 if role == Role::Input {
-                    args.push(quote!(#id: &impl #dptr<#ty>));
+                    let bound = params.bound(p, &id, ty, Family::Flat, &dptr);
+                    args.push(quote!(#id: &impl #bound));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
                         let (#id, #guard) = #dptr::device_ptr(#id, &__binding);
                     });
                 } else {
-                    args.push(quote!(#id: &mut impl #dptr_mut<#ty>));
+                    let bound = params.bound(p, &id, ty, Family::Flat, &dptr_mut);
+                    args.push(quote!(#id: &mut impl #bound));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
                         let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);

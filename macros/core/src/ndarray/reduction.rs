@@ -3,6 +3,7 @@
 //! reductions to the module's existing kernels (through its `__run`) and everything else to the
 //! strided `NAME_axes` kernel generated beside them.
 
+use crate::gen::buffer_args::{BufferArgs, Family};
 use crate::gen::paths;
 use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use proc_macro2::TokenStream;
@@ -27,8 +28,14 @@ pub struct AxesShared<'a> {
     pub call: &'a TokenStream,
 }
 
-/// The `launch_axes` function.
-pub fn launch_axes(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &AxesShared<'_>) -> TokenStream {
+/// The `launch_axes` function; its array arguments are bounded by their parameters' traits in
+/// `params`.
+pub fn launch_axes(
+    lists: &ParamLists,
+    param_type: fn(&Param) -> TokenStream,
+    s: &AxesShared<'_>,
+    params: &mut BufferArgs,
+) -> TokenStream {
     let private = quote!(::cuda_embed::__private);
     let (stream_ty, result) = (paths::stream(), paths::result());
     let red = paths::reduction("reduce");
@@ -65,7 +72,8 @@ pub fn launch_axes(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s:
             kernel_args.push(quote!(#id));
         } else {
             let layout = format_ident!("__l_{}", id);
-            in_args.push(quote!(#id: &impl #private::NdInput<#ty>));
+            let bound = params.bound(p, &id, &ty, Family::Nd, &quote!(#private::NdInput));
+            in_args.push(quote!(#id: &impl #bound));
             views.push(quote!(let #id = #private::NdInput::nd(#id); let #layout = *#id.layout();));
             in_ops.push(quote!((#pname, &#layout)));
             let k = ni;
@@ -86,7 +94,8 @@ pub fn launch_axes(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s:
         let ty = param_type(p);
         let pname = &p.name;
         let layout = format_ident!("__l_{}", id);
-        out_args.push(quote!(#id: &mut impl #private::NdOutput<#ty>));
+        let bound = params.bound(p, &id, &ty, Family::Nd, &quote!(#private::NdOutput));
+        out_args.push(quote!(#id: &mut impl #bound));
         views.push(quote!(let mut #id = #private::NdOutput::nd_mut(#id); let #layout = *#id.layout();));
         out_ops.push(quote!((#pname, &#layout)));
         let k = no;

@@ -6,7 +6,9 @@
 //! and [`NvrtcBuild`] (libnvrtc at build time, when there is no nvcc) are the
 //! ones there are; [`consult`] does the rest for any of them.
 
+pub mod echo; // nvcc's quoted source lines with the CUDA keywords as the user wrote them
 pub mod firstload; // the type probe a module built with no compiler carries to its first load
+pub mod library_headers; // what to do when a CUDA library's header is not found
 pub mod nvcc; // find nvcc, build a fatbin + PTX, cache the result
 pub mod nvrtc; // the same with libnvrtc at build time
 pub mod probe; // the C++ questions appended to the source, answers read back from PTX
@@ -78,29 +80,60 @@ impl Compiled {
 impl Compiled {
     /// The Rust twin of the struct `name` (written in namespace `scope`) as the compiler laid it
     /// out: each member's name and Rust type, when every member is a builtin scalar or vector,
-    /// a pointer (a raw device address), or a fixed-size array of those; `None` otherwise (nested
-    /// structs, enums, bit-fields, ...), or when the probes did not run.
-    pub fn twin(&self, scope: &[String], name: &str) -> Option<Vec<TwinField>> {
-        let st = structs::lookup(&self.structs, scope, name)?;
-        let members = self.structs[st].members.as_deref()?;
+    /// a pointer (a raw device address), or a fixed-size array of those; otherwise (nested
+    /// structs, enums, bit-fields, ..., or the probes did not run) why there is none, in words
+    /// that finish "no Rust twin was generated because ...".
+    pub fn twin(&self, scope: &[String], name: &str) -> Result<Vec<TwinField>, String> {
+        let Some(st) = structs::lookup(&self.structs, scope, name) else {
+            return Err(format!(
+                "the macro found no definition of `{name}` in the source that it can read (a struct from a header \
+                 file, a typedef or `using` of another type, a template, or two definitions under `#if`)"
+            ));
+        };
+        let Some(members) = self.structs[st].members.as_deref() else {
+            return Err("its members cannot be read one by one (a bit-field, an anonymous struct or union, a base \
+                        class, or a union; in Rust, bit-fields are one integer field of their storage unit)"
+                .into());
+        };
         let mut out = Vec::new();
         for (member, m) in members.iter().enumerate() {
-            let code = self.answers.number(ProbeKey::StructMemberType { st, member })?;
-            let size = self.answers.number(ProbeKey::StructSize { st, member })?;
+            let answered = self.answers.number(ProbeKey::StructMemberType { st, member });
+            let (Some(code), Some(size)) = (answered, self.answers.number(ProbeKey::StructSize { st, member })) else {
+                return Err("the compiler did not report its layout (the layout questions did not compile)".into());
+            };
             let p = types::decode_probe(code);
             let (elem, elem_size) = match p.depth {
-                0 => {
-                    let b = types::probed_builtin(&p)?;
-                    (Some(b), u64::from(b.size))
-                }
+                0 => match types::probed_builtin(&p) {
+                    Some(b) => (Some(b), u64::from(b.size)),
+                    None => {
+                        return Err(format!(
+                            "member `{m}` is not a scalar, a CUDA vector type, a pointer or an array of those \
+                             (a nested struct, an enum or a union: its Rust type cannot be generated)"
+                        ))
+                    }
+                },
                 _ => (None, 8),
             };
-            if elem_size == 0 || size == 0 || size % elem_size != 0 || syn::parse_str::<syn::Ident>(m).is_err() {
-                return None;
+            if elem_size == 0 || size == 0 || size % elem_size != 0 {
+                return Err(format!(
+                    "member `{m}` has a size ({size} bytes) that is not a whole number of its elements"
+                ));
+            }
+            if syn::parse_str::<syn::Ident>(m).is_err() {
+                return Err(format!("member `{m}` is not a valid Rust field name"));
             }
             out.push(TwinField { name: m.clone(), elem, count: size / elem_size });
         }
-        (!out.is_empty()).then_some(out)
+        if out.is_empty() {
+            return Err("it has no data members".into());
+        }
+        Ok(out)
+    }
+
+    /// The data members of the struct `name` in declaration order, when the macro could read them.
+    pub fn member_names(&self, scope: &[String], name: &str) -> Option<&[String]> {
+        let st = structs::lookup(&self.structs, scope, name)?;
+        self.structs[st].members.as_deref()
     }
 }
 
@@ -206,7 +239,9 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
         }
     }
     let built = built.or_else(|_| with("cuda_kernel! instances", &essential));
-    let built = built.map_err(|log| format!("{} failed to compile the CUDA source:\n{log}", oracle.name()))?;
+    let built = built.map_err(|log| {
+        format!("{} failed to compile the CUDA source:\n{}", oracle.name(), library_headers::with_hint(log))
+    })?;
     Ok(Compiled {
         answers: Answers::from_ptx(&built.ptx).with_symbols(&built.symbols),
         entries: ptx::entries(&built.ptx),

@@ -236,7 +236,8 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
     let log = format!("{}{}", String::from_utf8_lossy(&result.stdout), String::from_utf8_lossy(&result.stderr));
     if !result.status.success() {
         let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
-        return Err(clean_log(&log).replace("\"kernel.cu\"", &format!("\"{file}\"")));
+        let log = super::echo::restore(&clean_log(&log), req.source);
+        return Err(log.replace("\"kernel.cu\"", &format!("\"{file}\"")));
     }
     let fatbin = std::fs::read(&out).map_err(|e| format!("nvcc produced no fatbin ({e}); its output:\n{log}"))?;
     let lowest = req.archs.iter().min().map(Arch::compute);

@@ -256,7 +256,7 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
         let (cubin, p, l) = run(n, &text, &args(n, req, a), if first { exprs } else { &[] }).map_err(|log| {
             // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
             let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
-            log.replace("\"kernel.cu\"", &format!("\"{file}\""))
+            super::echo::restore(&log, req.source).replace("\"kernel.cu\"", &format!("\"{file}\""))
         })?;
         cubins.push((a.sm(), cubin));
         if first {

@@ -2,6 +2,7 @@
 //! `launch_rows`, `launch_cols`, each checking lengths, planning, and launching one kernel.
 
 use crate::expand::{CallSite, Generated};
+use crate::gen::buffer_args::{BufferArgs, Family};
 use crate::gen::paths;
 use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use cuda_embed_source::reduction::kernel_names;
@@ -54,13 +55,17 @@ pub fn wrapper(
     let first_array = lists.inputs.iter().find(|p| p.kind == ParamKind::Array);
     let first_id = first_array.map(|p| format_ident!("{}", p.name));
     let first_name = first_array.map(|p| p.name.clone()).unwrap_or_default();
+    // Each array parameter's own trait (over `DeviceBuffer`/`DeviceBufferMut`), so a wrong element
+    // type is reported at the argument, naming the parameter.
+    let mut params = BufferArgs::new(format!("reduction `{name}`"));
     for p in &lists.inputs {
         let id = format_ident!("{}", p.name);
         let ty = param_type(p);
         if p.kind == ParamKind::Scalar {
             in_args.push(quote!(#id: #ty));
         } else {
-            in_args.push(quote!(#id: &impl #device_ptr<#ty>));
+            let bound = params.bound(p, &id, &ty, Family::Flat, &device_ptr);
+            in_args.push(quote!(#id: &impl #bound));
             sizes.push(quote!(::core::mem::size_of::<#ty>()));
             let pname = &p.name;
             checks.push(quote! {
@@ -77,7 +82,8 @@ pub fn wrapper(
     for p in &lists.outputs {
         let id = format_ident!("{}", p.name);
         let ty = param_type(p);
-        out_args.push(quote!(#id: &mut impl #device_ptr_mut<#ty>));
+        let bound = params.bound(p, &id, &ty, Family::Flat, &device_ptr_mut);
+        out_args.push(quote!(#id: &mut impl #bound));
         let pname = &p.name;
         out_lens.push(quote!((#pname, #id.len())));
         fwd.push(quote!(#id));
@@ -188,10 +194,12 @@ pub fn wrapper(
                 where_clause: &where_clause,
                 call: &call,
             },
+            &mut params,
         )
     } else {
         quote!()
     };
+    let params = params.items();
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
          An empty input gives `post_map(identity)`. Deterministic: the same input gives bit-identical output on every run.\n\n\
@@ -213,6 +221,7 @@ pub fn wrapper(
             use super::*;
             #tokens
             #listed
+            #params
 
             /// Where the reduction was declared, for errors.
             pub const ORIGIN: &str = #origin;
