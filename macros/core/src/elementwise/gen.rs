@@ -157,7 +157,7 @@ pub fn module(
             "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must \
              stay within each raw array's length (`x.size()`)."
                 .to_string(),
-            quote!(unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }),
+            quote!(unsafe { self::launch_impl #turbofish (stream, __config, #n_call #(#names),*) }),
         )
     } else {
         (
@@ -169,7 +169,7 @@ pub fn module(
             quote!(
                 // SAFETY: no raw parameters: every access is the generated loop's, within the
                 // checked common length (see the docs above).
-                unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }
+                unsafe { self::launch_impl #turbofish (stream, __config, #n_call #(#names),*) }
             ),
         )
     };
@@ -216,12 +216,12 @@ pub fn module(
         pub mod #name {
             #exports
 
-            static AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
+            static __AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
 
             /// The kernel of one instance, as an untyped handle (attributes, occupancy, the module).
             pub fn kernel_ref #gen_params () -> #kernel_ref #where_clause {
                 // SAFETY: the instance's index in the generated module.
-                unsafe { #kernel_ref::new(&super::#hidden::MODULE, #index) }
+                unsafe { #kernel_ref::new(&super::#hidden::__MODULE, #index) }
             }
 
             #[doc = #launch_doc]
@@ -245,7 +245,7 @@ pub fn module(
                 #n_param
                 #(#args),*
             ) -> #result<()> #where_clause {
-                let __kernel = kernel_ref #turbofish ();
+                let __kernel = self::kernel_ref #turbofish ();
                 let __n: usize = #n_expr;
                 if __n == 0 {
                     return ::core::result::Result::Ok(());
@@ -268,7 +268,7 @@ pub fn module(
                 // (the parameter order of the generated source); the caller vouches for the rest.
                 match config {
                     ::core::option::Option::None => unsafe {
-                        AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
+                        self::__AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
                     },
                     ::core::option::Option::Some(c) => unsafe {
                         __kernel.launch_raw(stream, &c, #kind::Plain, &mut __args).map(drop)

@@ -24,7 +24,7 @@ pub struct NdShared<'a> {
     pub turbofish: &'a TokenStream,
     /// The flat kernel's index in the module (an expression).
     pub index: &'a TokenStream,
-    /// The hidden module holding `MODULE`.
+    /// The hidden module holding `__MODULE`.
     pub hidden: &'a syn::Ident,
     /// Instances built (1 without placeholders): each kernel of the source (flat, carrier, one per
     /// rank) is compiled once per instance, in that order.
@@ -129,7 +129,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     quote! {
         #[doc = #doc]
         pub #unsafety fn launch_nd #gen_params (stream: &#stream_ty, #(#args),*) -> #result<()> #where_clause {
-            let __kernel = kernel_ref #turbofish ();
+            let __kernel = self::kernel_ref #turbofish ();
             #(#views)*
             let __plan = #private::NdLaunch::<#arrays>::elementwise(__kernel, [#(#operands),*], #n_inputs)?;
             if __plan.n == 0 {
@@ -150,14 +150,14 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                 // SAFETY: one pointer per parameter of the flat kernel, each to a live local of its
                 // type; every operand is one contiguous run of `n` elements inside its buffer (the
                 // views were checked when made and the plan found them contiguous).
-                unsafe { AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
+                unsafe { self::__AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
             } else {
                 // SAFETY: the instances are compiled in the order NAME<..>, NAME_types<..>,
                 // NAME_nd1<..>, NAME_nd2<..>, ... (one kernel each without placeholders), so the
                 // N-D kernel of this instance for the plan's rank is that many kernels after the
                 // flat one.
                 let __nd = unsafe {
-                    #kernel_ref::new(&super::#hidden::MODULE, #index + (2 + __plan.variant) * #instances)
+                    #kernel_ref::new(&super::#hidden::__MODULE, #index + (2 + __plan.variant) * #instances)
                 };
                 let mut __args: [*mut #c_void; #nd_count] = [
                     #(#packed,)* #(#extra,)*

@@ -52,10 +52,10 @@ pub fn wrapper(
     let mut sizes = Vec::new();
     let mut checks = Vec::new();
     let first_array = lists.inputs.iter().find(|p| p.kind == ParamKind::Array);
-    let first_id = first_array.map(|p| format_ident!("{}", p.name));
+    let first_id = first_array.map(|p| crate::reduction::param_id(lists, p));
     let first_name = first_array.map(|p| p.name.clone()).unwrap_or_default();
     for p in &lists.inputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         if p.kind == ParamKind::Scalar {
             in_args.push(quote!(#id: #ty));
@@ -75,7 +75,7 @@ pub fn wrapper(
     let mut out_args = Vec::new();
     let mut out_lens = Vec::new();
     for p in &lists.outputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         out_args.push(quote!(#id: &mut impl #device_ptr_mut<#ty>));
         let pname = &p.name;
