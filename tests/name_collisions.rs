@@ -67,6 +67,12 @@ cuda_kernel!(
     }
     namespace values { __device__ float offset; }
 
+    // Parameters named like the kernel module's own items and a Rust keyword.
+    __global__ void fill(float* KERNEL, float NAME, int type) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < type) KERNEL[i] = NAME;
+    }
+
     template <typename T0, typename T1>
     __global__ void copy_as(const T0* from, void* to, T1 scale, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -87,6 +93,7 @@ fn every_clashing_name_compiles_and_keeps_its_own_name() {
     let _: &cuda_embed::Global<f32> = &offset;
     assert_eq!(offset.name(), "values::offset");
     assert_eq!(copy_as::NAME, "copy_as");
+    assert_eq!(fill::NAME, "fill");
     let _ = clashing_map::kernel_ref::<f32>;
 }
 
@@ -144,6 +151,8 @@ fn kernels_and_globals_with_clashing_names() -> cuda_embed::Result<()> {
     unsafe { offset::launch(&stream, LaunchConfig::for_num_elems(n as u32), &mut y, n as i32)? };
     assert_eq!(stream.clone_dtoh(&y)?, vec![1.5; n]);
     assert_eq!(offset.get(&stream)?, -4.0);
+    unsafe { fill::launch(&stream, LaunchConfig::for_num_elems(n as u32), &mut y, 2.5, n as i32)? };
+    assert_eq!(stream.clone_dtoh(&y)?, vec![2.5; n]);
     let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = stream.clone_htod(&xs)?;
     let mut to = stream.alloc_zeros::<f32>(n)?;
