@@ -156,7 +156,9 @@ fn kernels_and_globals_with_clashing_names() -> cuda_embed::Result<()> {
     let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = stream.clone_htod(&xs)?;
     let mut to = stream.alloc_zeros::<f32>(n)?;
-    unsafe { copy_as::launch::<f32, i32, _>(&stream, LaunchConfig::for_num_elems(n as u32), &x, &mut to, 3, n as i32)? };
+    unsafe {
+        copy_as::launch::<f32, i32, _>(&stream, LaunchConfig::for_num_elems(n as u32), &x, &mut to, 3, n as i32)?
+    };
     assert_eq!(stream.clone_dtoh(&to)?, xs.iter().map(|v| 3.0 * v).collect::<Vec<_>>());
     Ok(())
 }

@@ -20,7 +20,7 @@ pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize,
     })
 }
 
-/// Binds the buffer arguments for a launch on `stream` (each buffer's cudarc ordering guard stays alive on
+/// Binds the buffer arguments for a launch of `who` on `stream` (each buffer's cudarc ordering guard stays alive on
 /// this call stack), then runs `launch` with every device pointer, then releases the guards, so
 /// cudarc records each buffer's use after the launch — as its own launches do.
 ///
@@ -30,11 +30,13 @@ pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize,
 pub(crate) unsafe fn bind_buffers(
     args: &[Arg<'_>],
     stream: &CudaStream,
+    who: &crate::launch::Who<'_>,
     pointers: &mut [sys::CUdeviceptr],
     launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
 ) -> Result<Option<f32>> {
-    // Under capture with event tracking, buffers are bound on the side stream.
-    let binding = crate::launch::capture::binding(stream)?;
+    // Under capture with event tracking, buffers are bound on the side stream; a failure there
+    // names the kernel being launched (`who`).
+    let binding = crate::launch::capture::binding(stream).map_err(|e| who.named(e))?;
     // SAFETY: forwarded from the caller.
     unsafe { bind_from(args, 0, &binding, pointers, launch) }
 }

@@ -435,6 +435,7 @@ impl ElementwiseKernel {
         let n64 = n as i64;
         let target = self.kernel.target();
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let who = target.who;
         let mut go = |pointers: &[sys::CUdeviceptr]| {
             let arrays: Vec<(u64, usize)> = self
                 .sig
@@ -448,7 +449,10 @@ impl ElementwiseKernel {
                 if self.sig.width > 1 && aligned(self.sig.width, &arrays) { self.sig.width as i32 } else { 1 };
             let cfg = match config {
                 Some(c) => c,
-                None => self.auto.config_raw(self.kernel.cu_function(), ctx, n, vector as usize)?,
+                None => self
+                    .auto
+                    .config_raw(self.kernel.cu_function(), ctx, n, vector as usize)
+                    .map_err(|e| who.named(e))?,
             };
             let mut params: Vec<*mut c_void> = args
                 .iter()
@@ -468,7 +472,7 @@ impl ElementwiseKernel {
             unsafe { launch::launch(&target, stream, &cfg, LaunchKind::Plain, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &mut pointers, &mut go) }.map(drop)
+        unsafe { bind_buffers(args, stream, &who, &mut pointers, &mut go) }.map(drop)
     }
 }
 

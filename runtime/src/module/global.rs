@@ -91,7 +91,10 @@ impl<T: DeviceSafe> Global<T> {
         let loaded = self.module.loaded(ctx)?;
         let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol.unwrap_or(spec.name), String::as_str);
         let name = c_string(symbol).map_err(|e| self.error(ctx, e, None))?;
-        bind(ctx)?;
+        bind(ctx).map_err(|e| match e {
+            Error::Driver { call, cause, .. } => self.error(ctx, format!("{call}: {cause}"), None),
+            e => e,
+        })?;
         let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: `loaded.module` is a live module of `ctx` (made current above); the name is a
         // valid C string; both out-pointers are valid.

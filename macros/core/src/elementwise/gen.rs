@@ -254,7 +254,7 @@ pub fn module(
                     // The generated index is 1-D (x only): threads along y or z would repeat it.
                     #private::elementwise_config_is_1d(__kernel, stream, c)?;
                 }
-                let __binding = #private::binding(stream)?;
+                let __binding = #private::kernel_binding(stream, __kernel)?;
                 #(#prelude)*
                 let __width = #private::vector_width(&[#(#sizes),*]);
                 let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };

@@ -271,7 +271,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                     // Under stream capture with cudarc's event tracking, buffers are bound on a side
                     // stream (launch/capture.rs); otherwise on `stream` itself.
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
                 if *mutable {
@@ -302,7 +302,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
 /// The launchers' type parameter for the `void*`-like parameter `i`: `T{i}`, with `_` appended
 /// while a template parameter of the kernel has that name (`template <typename T1>` beside a
 /// `void*` second parameter).
-fn pointer_generic(k: &Kernel, i: usize) -> syn::Ident {
+pub(crate) fn pointer_generic(k: &Kernel, i: usize) -> syn::Ident {
     let taken: Vec<syn::Ident> =
         k.template.as_deref().unwrap_or_default().iter().map(|tp| super::generic_ident(&tp.name)).collect();
     let mut name = format!("T{i}");

@@ -68,8 +68,9 @@ pub fn param_ident(name: &str, index: usize) -> syn::Ident {
 /// `__`, the generated code's own names) becomes `NAME_INDEX`; a Rust keyword becomes a raw
 /// identifier (`r#type`).
 pub fn param_ident_reserving(name: &str, index: usize, extra: &[&str]) -> syn::Ident {
-    const RESERVED: &[&str] =
-        &["stream", "config", "cluster", "graph", "exec", "node", "NAME", "KERNEL", "self", "Self", "super", "crate", "_"];
+    const RESERVED: &[&str] = &[
+        "stream", "config", "cluster", "graph", "exec", "node", "NAME", "KERNEL", "self", "Self", "super", "crate", "_",
+    ];
     if RESERVED.contains(&name) || extra.contains(&name) || name.starts_with("__") {
         return format_ident!("{}_{}", name.trim_start_matches('_'), index);
     }

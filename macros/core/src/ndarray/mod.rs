@@ -136,7 +136,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
                 return ::core::result::Result::Ok(());
             }
             // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
-            let __binding = #private::binding(stream)?;
+            let __binding = #private::kernel_binding(stream, __kernel)?;
             #(#prelude)*
             let __n64 = __plan.n as i64;
             if __plan.flat {

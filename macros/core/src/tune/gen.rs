@@ -221,7 +221,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
-                        let g = format_ident!("T{}", i);
+                        let g = crate::gen::kernel::pointer_generic(&first.unit.kernel, i);
                         generics.push(quote!(#g));
                         quote!(#g)
                     }
@@ -231,7 +231,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 if !bound {
                     // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
                 if *mutable {
