@@ -196,34 +196,20 @@ impl ElementwiseProgram {
     }
 
     /// Compiles one instance for `ctx`'s device (NVRTC, or the disk cache) and loads it.
+    ///
+    /// The launches check every argument's element type: against the Rust twin for the CUDA
+    /// types that have a fixed one (`float` is `f32`, ...), else by size against the compiled
+    /// kernel's parameter list, which the driver reports from CUDA 12.4 on. On an older driver
+    /// an instance with a parameter of another type (a user struct, a typedef) cannot be checked,
+    /// so building it is an [`Error::Signature`] naming the parameter (not a launch that skips
+    /// the check).
     pub fn build(&self, ctx: &Arc<CudaContext>, types: &str) -> Result<ElementwiseKernel> {
         let inst = self.instance(types)?;
         let module = self.program(types)?.load(ctx)?;
         let kernel = module.kernel(&instance_expr(&self.name, &inst))?;
         let carrier = module.kernel(&instance_expr(&types_kernel(&self.name), &inst))?;
-        // The element sizes as the compiler sees them (user structs included); without the
-        // driver's parameter info (before CUDA 12.4), only the types of the table are known.
-        let sizes: Vec<Option<usize>> = match carrier.params() {
-            Some(p) => p.iter().map(|&(_, size)| Some(size)).collect(),
-            None => self.lists.all().map(|_| None).collect(),
-        };
-        let params: Vec<ParamInfo> = self
-            .lists
-            .all()
-            .zip(sizes)
-            .map(|(p, size)| {
-                let cuda = inst.resolve(&p.ty).to_string();
-                let rust = rust_type(&cuda);
-                ParamInfo {
-                    name: p.name.clone(),
-                    kind: p.kind,
-                    role: p.role,
-                    size: size.or(rust.map(|r| r.1)),
-                    rust: rust.map(|r| r.0),
-                    cuda,
-                }
-            })
-            .collect();
+        let driver = crate::module::params::driver_version();
+        let params = self.param_table(&inst, carrier.params(), kernel.name(), driver)?;
         let sizes: Vec<usize> =
             params.iter().filter(|p| p.kind == ParamKind::Array).map(|p| p.size.unwrap_or(0)).collect();
         Ok(ElementwiseKernel {
@@ -237,6 +223,63 @@ impl ElementwiseProgram {
             instance: inst.to_string(),
             auto: AutoConfig::new(),
         })
+    }
+}
+
+impl ElementwiseProgram {
+    /// What the launches check each parameter against: its Rust twin's type name when the CUDA
+    /// type has a fixed one, and its size as the compiled kernel takes it (`compiled`, the
+    /// types-carrier kernel's parameter list: one parameter per declared one).
+    ///
+    /// Without the driver's parameter info (`compiled` is `None`: drivers older than CUDA 12.4,
+    /// `driver` being the version the driver reports) a type outside the table (a user struct,
+    /// a typedef) could not be checked at all, and a safe launch with elements of the wrong size
+    /// would run off the end of the buffers: that is an [`Error::Signature`] naming the
+    /// parameter, never a silently skipped check.
+    fn param_table(
+        &self,
+        inst: &Instance,
+        compiled: Option<&[(usize, usize)]>,
+        kernel: &str,
+        driver: i32,
+    ) -> Result<Vec<ParamInfo>> {
+        let sizes: Vec<Option<usize>> = match compiled {
+            Some(p) => p.iter().map(|&(_, size)| Some(size)).collect(),
+            None => self.lists.all().map(|_| None).collect(),
+        };
+        self.lists
+            .all()
+            .zip(sizes)
+            .map(|(p, size)| {
+                let cuda = inst.resolve(&p.ty).to_string();
+                let rust = rust_type(&cuda);
+                if rust.is_none() && size.is_none() {
+                    return Err(Error::Signature {
+                        kernel: kernel.to_string(),
+                        origin: origin_of(&self.name),
+                        detail: format!(
+                            "parameter `{}` has the CUDA type `{cuda}`, which has no fixed Rust twin, and this driver \
+                             (CUDA {}.{}) cannot report the compiled kernel's parameter sizes (cuFuncGetParamInfo \
+                             needs CUDA 12.4), so its element size cannot be checked and the kernel is not built; \
+                             install an NVIDIA driver for CUDA 12.4 or newer, or declare `{}` with a type the \
+                             launches know (`float`, `int`, `__half`, `float4`, ...)",
+                            p.name,
+                            driver / 1000,
+                            driver % 1000 / 10,
+                            p.name
+                        ),
+                    });
+                }
+                Ok(ParamInfo {
+                    name: p.name.clone(),
+                    kind: p.kind,
+                    role: p.role,
+                    size: size.or(rust.map(|r| r.1)),
+                    rust: rust.map(|r| r.0),
+                    cuda,
+                })
+            })
+            .collect()
     }
 }
 

@@ -140,6 +140,25 @@ fn lengths() {
     assert!(message(e).contains("must be a 8-byte type"));
 }
 
+/// Without the driver's parameter sizes (drivers before CUDA 12.4) a parameter whose type has no
+/// fixed Rust twin cannot be checked: building it is an error naming the parameter and the
+/// driver, never a kernel whose launches skip the check.
+#[test]
+fn unknown_types_without_parameter_info_are_refused() {
+    let p = ElementwiseProgram::new("k", "float x", "struct P p", "/* op */ ;").unwrap();
+    let inst = p.instance("").unwrap();
+    let e = p.param_table(&inst, None, "k", 12020).unwrap_err();
+    let m = message(e);
+    assert!(m.contains("parameter `p`") && m.contains("`struct P`") && m.contains("CUDA 12.2"), "{m}");
+    assert!(m.contains("12.4"), "{m}");
+    // With the compiled sizes the struct is checked by size; types of the table need no sizes.
+    let table = p.param_table(&inst, Some(&[(0, 4), (8, 8)]), "k", 12040).unwrap();
+    assert_eq!((table[1].size, table[1].rust), (Some(8), None));
+    let q = ElementwiseProgram::new("k", "T x", "T y", "y = x").unwrap();
+    let table = q.param_table(&q.instance("double").unwrap(), None, "k", 12020).unwrap();
+    assert_eq!(table[0].size, Some(8));
+}
+
 /// The generated source of several shapes compiles with NVRTC (skipped with a note when the
 /// library cannot be loaded).
 #[test]
