@@ -118,12 +118,12 @@ pub(crate) struct Elem {
     pub(crate) size: usize,
     /// Elements in the buffer (1 for a value).
     pub(crate) len: usize,
-    /// Passed with [`Arg::slice_mut`].
+    /// Passed with [`Arg::slice_mut`] (for a graph node: [`GraphArg::write`](crate::graph::GraphArg::write)).
     pub(crate) writable: bool,
 }
 
 impl Elem {
-    fn of<T>(len: usize, writable: bool) -> Self {
+    pub(crate) fn of<T>(len: usize, writable: bool) -> Self {
         Elem { rust: std::any::type_name::<T>(), size: std::mem::size_of::<T>(), len, writable }
     }
 }

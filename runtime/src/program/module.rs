@@ -238,6 +238,11 @@ impl ProgramKernel {
         self.function
     }
 
+    /// The C signature the kernel was taken with, when it was.
+    pub(crate) fn signature(&self) -> Option<&[crate::program::sigcheck::Expected]> {
+        self.signature.as_deref()
+    }
+
     /// ``program `name` ``, for errors.
     pub(crate) fn origin(&self) -> &str {
         &self.module.origin
