@@ -13,6 +13,28 @@
 //! [`Error::Argument`] or [`Error::Length`] naming the parameter. The launch configuration is the
 //! macro's: the occupancy block size and a grid of one vector per thread, found once per device.
 //!
+//! # What the safe launches promise
+//!
+//! [`ElementwiseKernel::launch`] is safe because of what cuda-embed generates: the loop touches
+//! element `i < n` of each array and nothing else, `n` being the checked common length; each
+//! argument's kind, element type and device are checked; vector loads are used only on aligned
+//! arrays. The operation sees copies of the input elements, a reference (`T&`) to each output's
+//! element `i`, the scalars, `i` and `n`.
+//!
+//! Your C++ (the operation, `preamble`, `loop_prep`, `after_loop`, defines, headers) is compiled
+//! as written and trusted like any C++ in your program: cuda-embed cannot see what it does.
+//! Used as CuPy's operations use them (`z = x + y`), the names it is given cannot reach another
+//! element; taking an address (`(&z)[1]`), writing through pointers it makes, or inline assembly
+//! can reach any memory, and keeping clear of that is yours, as in any CUDA kernel. What
+//! cuda-embed does refuse is the generated kernel's own names (`_ce_*`: the raw pointers behind
+//! the arrays, the length, the loop variables), also through the preamble's macros: a program
+//! that names them is an [`Error::Definition`], so no generated pointer is reachable by name.
+//!
+//! The constructor is not `unsafe`: an `unsafe` there would check nothing more, only move this
+//! paragraph into a `# Safety` section of every call, also of the operations that cannot go wrong;
+//! the line is the one `elementwise_kernel!` draws (its launchers are safe for the same snippets).
+//! Build programs only from text you would compile into your program: it is native code.
+//!
 //! ```no_run
 //! use cuda_embed_runtime::{Arg, ElementwiseProgram};
 //! let ctx = cuda_embed_runtime::context(0)?;
@@ -55,7 +77,9 @@ pub struct ElementwiseProgram {
 impl ElementwiseProgram {
     /// An elementwise kernel `name` (a C identifier) with parameter lists as in `elementwise_kernel!`
     /// (`"T x, scalar T a, raw float r"`; outputs `"T y"`) and the per-element `operation`.
-    /// A bad list or an empty operation is an [`Error::Definition`] quoting the text.
+    /// A bad list, an empty operation or one that names the generated kernel's own names
+    /// (`_ce_*`) is an [`Error::Definition`] quoting the text. The operation is trusted C++: see
+    /// [what the safe launches promise](self#what-the-safe-launches-promise).
     ///
     /// ```
     /// use cuda_embed_runtime::ElementwiseProgram;
@@ -84,7 +108,7 @@ impl ElementwiseProgram {
         if operation.trim().is_empty() {
             return Err(err("the operation is empty: write the code run for each index, e.g. `z = x + y`".into()));
         }
-        Ok(ElementwiseProgram {
+        let p = ElementwiseProgram {
             name: name.to_string(),
             lists,
             operation: operation.to_string(),
@@ -92,7 +116,36 @@ impl ElementwiseProgram {
             loop_prep: String::new(),
             after_loop: String::new(),
             program: Program::new("").name(format!("{name}.cu")),
-        })
+        };
+        p.check_reserved()?;
+        Ok(p)
+    }
+
+    /// The snippets as the generator takes them.
+    fn spec(&self) -> Elementwise<'_> {
+        Elementwise {
+            name: &self.name,
+            operation: &self.operation,
+            preamble: &self.preamble,
+            loop_prep: &self.loop_prep,
+            after_loop: &self.after_loop,
+            origins: Default::default(),
+        }
+    }
+
+    /// An [`Error::Definition`] when a snippet names one of the generator's own names (`_ce_*`:
+    /// the raw pointers behind the arrays, the length, ...), through which it could reach memory
+    /// the launches do not check (see [`cuda_embed_source::elementwise::reserved_use`]).
+    fn check_reserved(&self) -> Result<()> {
+        match cuda_embed_source::elementwise::reserved_use(&self.spec()) {
+            None => Ok(()),
+            Some((snippet, name)) => Err(self.definition(format!(
+                "the {snippet} names `{name}`: names starting with `{}` are the generated kernel's own (the \
+                 arrays' raw pointers, the length, the loop), which user code must not use; use the parameters \
+                 (`x` is element `i` of array `x`), `i`, `n`, or a `raw` parameter for access to a whole array",
+                cuda_embed_source::elementwise::RESERVED_PREFIX
+            ))),
+        }
     }
 
     /// Code before the kernel: device functions, `#include`s.
@@ -151,15 +204,7 @@ impl ElementwiseProgram {
 
     /// The generated CUDA source (both kernels, every instance).
     pub fn source(&self) -> String {
-        let e = Elementwise {
-            name: &self.name,
-            operation: &self.operation,
-            preamble: &self.preamble,
-            loop_prep: &self.loop_prep,
-            after_loop: &self.after_loop,
-            origins: Default::default(),
-        };
-        source(&e, &self.lists)
+        source(&self.spec(), &self.lists)
     }
 
     /// Reads an instance: `""` without placeholders, `"float"` with one, `"T=float, U=int"`.
@@ -186,6 +231,7 @@ impl ElementwiseProgram {
     /// [`ElementwiseProgram::build`] compiles and loads it; [`Program::compile`] compiles it
     /// without a GPU.
     pub fn program(&self, types: &str) -> Result<Program> {
+        self.check_reserved()?;
         let inst = self.instance(types)?;
         Ok(self
             .program
@@ -391,8 +437,9 @@ impl ElementwiseKernel {
     /// ([`Error::Length`]).
     ///
     /// Safe: with every argument checked, the generated loop alone decides which elements are
-    /// touched (element `i < n` of each array). A kernel with `raw` parameters indexes memory
-    /// itself: it is refused here ([`Error::Argument`]) and runs through
+    /// touched (element `i < n` of each array); the operation's own C++ is trusted as the
+    /// [module docs](self#what-the-safe-launches-promise) say. A kernel with `raw` parameters
+    /// indexes memory itself: it is refused here ([`Error::Argument`]) and runs through
     /// [`ElementwiseKernel::launch_raw`].
     pub fn launch(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
         self.sig.refuse_raw()?;

@@ -140,6 +140,25 @@ fn lengths() {
     assert!(message(e).contains("must be a 8-byte type"));
 }
 
+/// The generated kernel's own names (the raw pointers behind the arrays, the length) are not
+/// reachable from a safe program's code: naming them, directly or through a preamble macro, is
+/// an `Error::Definition` naming the snippet and the name.
+#[test]
+fn the_generated_kernels_names_are_refused() {
+    let e = ElementwiseProgram::new("k", "float x", "float y", "_ce_p_y[i + 1000000] = x").unwrap_err();
+    let m = message(e);
+    assert!(m.contains("the operation names `_ce_p_y`") && m.contains("`_ce_`"), "{m}");
+    let p =
+        ElementwiseProgram::new("k", "float x", "float y", "P[i + 1000000] = x").unwrap().preamble("#define P _ce_p_y");
+    let m = message(p.program("").unwrap_err());
+    assert!(m.contains("the operation names `_ce_p_y`"), "{m}");
+    let p =
+        ElementwiseProgram::new("k", "float x", "float y", "y = x").unwrap().loop_prep("const long long m = _ce_n;");
+    assert!(message(p.program("").unwrap_err()).contains("the loop_prep names `_ce_n`"));
+    // In a comment it names nothing.
+    assert!(ElementwiseProgram::new("k", "float x", "float y", "y = x; // not _ce_p_y").unwrap().program("").is_ok());
+}
+
 /// Without the driver's parameter sizes (drivers before CUDA 12.4) a parameter whose type has no
 /// fixed Rust twin cannot be checked: building it is an error naming the parameter and the
 /// driver, never a kernel whose launches skip the check.
