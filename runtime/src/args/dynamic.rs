@@ -2,6 +2,7 @@
 //! a value or a device buffer, borrowed for the launch, with its byte size for the checks against
 //! the compiled kernel's parameter list.
 
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::Result;
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
@@ -191,8 +192,9 @@ impl<'a> Arg<'a> {
         }
     }
 
-    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`.
-    pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`, or a type of
+    /// yours that implements [`DeviceBuffer`] (the safe launches trust its `len()`).
+    pub fn slice<T, S: DeviceBuffer<T>>(buffer: &'a S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(buffer.len(), false),
@@ -205,8 +207,9 @@ impl<'a> Arg<'a> {
         }
     }
 
-    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
+    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`, or a type
+    /// of yours that implements [`DeviceBufferMut`].
+    pub fn slice_mut<T, S: DeviceBufferMut<T>>(buffer: &'a mut S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(buffer.len(), true),

@@ -2,9 +2,9 @@
 //! typed parameter lists ([`ReductionProgram`](crate::ReductionProgram)) checks before a launch,
 //! where [`Arg`] carries only a byte size.
 
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::args::dynamic::Arg;
 use crate::types::{bf16, f16, DeviceSafe};
-use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 /// A Rust type with its CUDA spellings: the element type of a [`TypedArg`].
 ///
@@ -116,7 +116,7 @@ pub struct TypedArg<'a> {
 
 impl<'a> TypedArg<'a> {
     /// A buffer the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`.
-    pub fn slice<T: CudaType, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+    pub fn slice<T: CudaType, S: DeviceBuffer<T>>(buffer: &'a S) -> Self {
         let len = buffer.len();
         TypedArg {
             arg: Arg::slice(buffer),
@@ -128,7 +128,7 @@ impl<'a> TypedArg<'a> {
     }
 
     /// A buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    pub fn slice_mut<T: CudaType, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
+    pub fn slice_mut<T: CudaType, S: DeviceBufferMut<T>>(buffer: &'a mut S) -> Self {
         let len = buffer.len();
         TypedArg {
             arg: Arg::slice_mut(buffer),

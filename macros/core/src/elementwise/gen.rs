@@ -59,6 +59,9 @@ pub fn module(
         (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // The arguments' bounds: this crate's `unsafe` buffer traits, whose implementations vouch
+    // for `len()` (the length the safe launchers' checks rely on), not cudarc's safe ones.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let private = quote!(::cuda_embed::__private);
     let placeholders = lists.placeholders();
     let generics: Vec<_> = placeholders.iter().map(|p| generic_ident(p)).collect();
@@ -93,10 +96,10 @@ pub fn module(
         let pname = &p.name;
         let (rust, kind_doc) = match (p.kind, p.role) {
             (ParamKind::Scalar, _) => (quote!(#id: #ty), "scalar"),
-            (ParamKind::Array, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "input array"),
-            (ParamKind::Array, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "output array"),
-            (ParamKind::Raw, Role::Input) => (quote!(#id: &impl #dptr<#ty>), "raw input array"),
-            (ParamKind::Raw, Role::Output) => (quote!(#id: &mut impl #dptr_mut<#ty>), "raw output array"),
+            (ParamKind::Array, Role::Input) => (quote!(#id: &impl #dbuf<#ty>), "input array"),
+            (ParamKind::Array, Role::Output) => (quote!(#id: &mut impl #dbuf_mut<#ty>), "output array"),
+            (ParamKind::Raw, Role::Input) => (quote!(#id: &impl #dbuf<#ty>), "raw input array"),
+            (ParamKind::Raw, Role::Output) => (quote!(#id: &mut impl #dbuf_mut<#ty>), "raw output array"),
         };
         args.push(rust);
         rows.push_str(&format!("| `{id}` | `{}` | {kind_doc} |\n", p.ty));

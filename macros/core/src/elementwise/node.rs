@@ -25,7 +25,8 @@ pub struct Shared<'a> {
 /// The node functions, inside the kernel's public module (next to `kernel_ref` and `__AUTO`).
 pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
     let (config_ty, result, c_void) = (paths::launch_config(), paths::result(), paths::c_void());
-    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // This crate's `unsafe` buffer traits: their implementations vouch for the lengths checked.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (graph, node) = (paths::graph(), paths::graph_node());
     let private = quote!(::cuda_embed::__private);
     let has_array = lists.all().any(|p| p.kind == ParamKind::Array);
@@ -41,8 +42,8 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             continue;
         }
         args.push(match p.role {
-            Role::Input => quote!(#id: &'__g impl #dptr<#ty>),
-            Role::Output => quote!(#id: &'__g (impl #dptr<#ty> + #dptr_mut<#ty>)),
+            Role::Input => quote!(#id: &'__g impl #dbuf<#ty>),
+            Role::Output => quote!(#id: &'__g (impl #dbuf<#ty> + #dbuf_mut<#ty>)),
         });
         if p.kind == ParamKind::Array {
             lengths.push(quote!((#pname, #private::DeviceSlice::len(#id))));

@@ -40,6 +40,8 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     let (stream_ty, result, c_void) = (paths::stream(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // Raw arrays' bounds: this crate's `unsafe` buffer traits, which vouch for `len()`.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (gen_params, where_clause, turbofish, index, hidden) =
         (s.gen_params, s.where_clause, s.turbofish, s.index, s.hidden);
     let mut args = Vec::new();
@@ -80,13 +82,13 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
             (ParamKind::Raw, role) => {
                 let len = format_ident!("__len_{}", k);
                 if role == Role::Input {
-                    args.push(quote!(#id: &impl #dptr<#ty>));
+                    args.push(quote!(#id: &impl #dbuf<#ty>));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
                         let (#id, #guard) = #dptr::device_ptr(#id, &__binding);
                     });
                 } else {
-                    args.push(quote!(#id: &mut impl #dptr_mut<#ty>));
+                    args.push(quote!(#id: &mut impl #dbuf_mut<#ty>));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
                         let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);

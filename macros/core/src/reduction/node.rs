@@ -33,8 +33,7 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
     let (result, graph, node) = (paths::result(), paths::graph(), paths::graph_node());
     // Inputs as `launch` takes them; outputs as `&y`, so not through `DeviceBufferMut`, whose
     // error message asks for `&mut`.
-    let dbuf = paths::device_buffer();
-    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (red, plan_kind, device_slice) =
         (paths::reduction("reduce"), paths::reduction("PlanKind"), paths::reduction("DeviceSlice"));
     let support = quote!(::cuda_embed::graph::generated);
@@ -53,7 +52,7 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
     }
     for p in &lists.outputs {
         let (id, ty, pname) = (crate::reduction::param_id(lists, p), param_type(p), &p.name);
-        outs.push(quote!(#id: &'__g (impl #dptr<#ty> + #dptr_mut<#ty>)));
+        outs.push(quote!(#id: &'__g (impl #dbuf<#ty> + #dbuf_mut<#ty>)));
         out_lens.push(quote!((#pname, #id.len())));
         fwd.push(quote!(#id));
     }

@@ -28,6 +28,11 @@ impl<T> DevicePtrMut<T> for Fake<T> {
     }
 }
 
+// SAFETY: test arguments are only checked, never launched (`device_ptr` is unreachable).
+unsafe impl<T> crate::DeviceBuffer<T> for Fake<T> {}
+// SAFETY: as above.
+unsafe impl<T> crate::DeviceBufferMut<T> for Fake<T> {}
+
 fn fake<T>(len: usize) -> Fake<T> {
     Fake(len, PhantomData)
 }
