@@ -7,6 +7,7 @@
 pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
+pub(crate) mod sync; // waits that cudarc's deferred errors do not cut short
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, check_config, device_attr, func_attr, Violation};
