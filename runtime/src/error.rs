@@ -413,8 +413,7 @@ impl fmt::Display for DriverCode {
         // The names come from the driver library; without one (an error built by hand, a test)
         // cudarc would panic looking for it: print the code alone.
         static DRIVER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        // SAFETY: only tries to open the driver library by its usual names.
-        if !*DRIVER.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() }) {
+        if !*DRIVER.get_or_init(crate::driver_available) {
             return write!(f, "{:?}", self.0);
         }
         let e = cudarc::driver::DriverError(self.0);
