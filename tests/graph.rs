@@ -335,6 +335,42 @@ fn program_kernels_and_template_instances_as_nodes() {
     assert!(matches!(fill_t::node::<i32>(&mut g, bad, &ints, 9, n), Err(Error::Launch { .. })));
 }
 
+/// A program kernel taken with a C signature checks a node's arguments against it, as its
+/// launches do: nothing is added for arguments of the wrong kind or type.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn program_kernel_nodes_are_checked_against_the_signature() {
+    let ctx = ctx();
+    let src = r#"extern "C" __global__ void scale_k(const float* x, float* y, float k, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = k * x[i]; }"#;
+    let module = Program::new(src).name("graph_sig").load(&ctx).unwrap();
+    let k = module.kernel_checked("scale_k").unwrap();
+    let stream = ctx.default_stream();
+    let x = stream.clone_htod(&vec![1.0f32; N]).unwrap();
+    let xi = stream.alloc_zeros::<i32>(N).unwrap();
+    let y = stream.alloc_zeros::<f32>(N).unwrap();
+    let (s, s64, n) = (3.0f32, 3.0f64, N as i32);
+    let mut g = Graph::new(&ctx).unwrap();
+    let cases: Vec<(Vec<GraphArg<'_>>, &str)> = vec![
+        (vec![GraphArg::read(&xi), GraphArg::write(&y), GraphArg::value(&s), GraphArg::value(&n)], "holds `i32`"),
+        (vec![GraphArg::read(&x), GraphArg::read(&y), GraphArg::value(&s), GraphArg::value(&n)], "GraphArg::write"),
+        (vec![GraphArg::read(&x), GraphArg::write(&y), GraphArg::value(&s64), GraphArg::value(&n)], "`f64`"),
+    ];
+    for (args, want) in cases {
+        match k.node(&mut g, cfg(), &args) {
+            Err(e @ Error::Signature { .. }) => assert!(e.to_string().contains(want), "{e}\nwants: {want}"),
+            other => panic!("expected Error::Signature containing {want}, got {other:?}"),
+        }
+    }
+    assert!(g.nodes().is_empty(), "nothing was added");
+    k.node(&mut g, cfg(), &[GraphArg::read(&x), GraphArg::write(&y), GraphArg::value(&s), GraphArg::value(&n)])
+        .unwrap();
+    let exec = g.instantiate().unwrap();
+    // SAFETY: the kernel stays within N elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 3.0));
+}
+
 #[test]
 #[ignore = "needs 2 CUDA GPUs"]
 fn a_buffer_of_another_device_is_an_error() {

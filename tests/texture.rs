@@ -37,6 +37,10 @@ cuda_kernel!(
         int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
         if (x < w && y < h) surf2Dwrite(0.5f * (y * 1000 + x), s, x * (int)sizeof(float), y);
     }
+    extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) {}
+    }
     extern "C" __global__ void read_surface(cudaSurfaceObject_t s, float* out, int w, int h) {
         int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
         if (x < w && y < h) out[y * w + x] = surf2Dread<float>(s, x * (int)sizeof(float), y);
@@ -120,6 +124,38 @@ fn image(w: usize, h: usize, seed: u64) -> Vec<f32> {
 fn coords(n: usize, lo: (f32, f32), hi: (f32, f32), seed: u64) -> Vec<Float2> {
     let mut r = Lcg(seed);
     (0..n).map(|_| Float2 { x: lo.0 + (hi.0 - lo.0) * r.next(), y: lo.1 + (hi.1 - lo.1) * r.next() }).collect()
+}
+
+/// An error cudarc recorded for its next call (one that could not be returned where it
+/// happened) must not cut short the wait of a texture's and an array's drop: the handles are
+/// destroyed only after the kernels queued to sample them have run, and the recorded error is
+/// left for the caller's next cudarc call. (Before, the drops' `synchronize` returned that error
+/// at once, destroyed the handles under the queued kernel, and swallowed the error.)
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_deferred_error_does_not_cut_the_drops_wait_short() {
+    use cuda_embed::cudarc::driver::{sys::CUresult, DriverError};
+    let ctx = ctx();
+    let stream = ctx.new_stream().unwrap();
+    let (w, h) = (64usize, 32usize);
+    let img = image(w, h, 5);
+    let at: Vec<Float2> = (0..w * h).map(|i| Float2 { x: (i % w) as f32 + 0.5, y: (i / w) as f32 + 0.5 }).collect();
+    let at = stream.clone_htod(&at).unwrap();
+    let mut out = stream.alloc_zeros::<f32>(w * h).unwrap();
+    {
+        let mut array = CudaArray::<f32>::new(&ctx, (w, h)).unwrap();
+        array.copy_from_host(&stream, &img).unwrap();
+        let tex = Texture::new(&array, &TextureDesc::new()).unwrap();
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        let n = (w * h) as i32;
+        // About 0.1 s of a busy stream, then the kernel that samples the texture.
+        unsafe { spin::launch(&stream, one, 200_000_000).unwrap() };
+        unsafe { sample2d::launch(&stream, LaunchConfig::for_num_elems(n as u32), &tex, &at, &mut out, n).unwrap() };
+        ctx.record_err::<()>(Err(DriverError(CUresult::CUDA_ERROR_NOT_READY)));
+        // `tex` and `array` are dropped here, while `sample2d` is still queued behind `spin`.
+    }
+    assert_eq!(ctx.check_err(), Err(DriverError(CUresult::CUDA_ERROR_NOT_READY)), "the recorded error is kept");
+    assert_eq!(stream.clone_dtoh(&out).unwrap(), img, "the kernel sampled the texture before it was destroyed");
 }
 
 #[test]

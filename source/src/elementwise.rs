@@ -51,6 +51,46 @@ pub struct Elementwise<'a> {
     pub origins: [Origin; 4],
 }
 
+/// The prefix of the generator's own names in the kernels it writes (`_ce_p_x`, the raw pointer
+/// behind array `x`; `_ce_n`, the length; ...). User code must not name them: see
+/// [`reserved_use`].
+pub const RESERVED_PREFIX: &str = "_ce_";
+
+/// The first of the generator's own names (`_ce_*`, [`RESERVED_PREFIX`]) that the user's code
+/// names, with the snippet it is in (`"operation"`, `"preamble"`, `"loop_prep"`, `"after_loop"`).
+///
+/// The snippets are read as the compiler reads them: comments and string literals do not count,
+/// and the macros the preamble defines are expanded (also `##` pastes), so `#define P _ce_p_y`
+/// followed by `P[i + 1]` is found. Through those names (the raw pointers behind the arrays, the
+/// length, the loop variables) an operation could reach memory the safe launchers do not check;
+/// with them refused, the operation sees only what the generated code hands it: each array's
+/// element `i` (a value for an input, a reference for an output), the scalars and the `raw`
+/// arrays with their length.
+///
+/// ```
+/// use cuda_embed_source::elementwise::{reserved_use, Elementwise};
+/// let e = |op| Elementwise { name: "k", operation: op, preamble: "", loop_prep: "", after_loop: "", origins: Default::default() };
+/// assert_eq!(reserved_use(&e("y = x")), None);
+/// assert_eq!(reserved_use(&e("_ce_p_y[i + 1] = x")), Some(("operation", "_ce_p_y".to_string())));
+/// ```
+pub fn reserved_use(e: &Elementwise<'_>) -> Option<(&'static str, String)> {
+    let reserved = |tokens: &[crate::lex::Token]| {
+        tokens.iter().find(|t| t.is_ident() && t.text.starts_with(RESERVED_PREFIX)).map(|t| t.text.clone())
+    };
+    let pre = crate::lex::lex(e.preamble);
+    if let Some(name) = reserved(&pre.tokens) {
+        return Some(("preamble", name));
+    }
+    for (what, text) in [("loop_prep", e.loop_prep), ("operation", e.operation), ("after_loop", e.after_loop)] {
+        // After the preamble, so that its macros are expanded; only this snippet's tokens count.
+        let all = crate::lex::lex(&format!("{}\n{text}", e.preamble));
+        if let Some(name) = reserved(all.tokens.get(pre.tokens.len()..).unwrap_or_default()) {
+            return Some((what, name));
+        }
+    }
+    None
+}
+
 /// The name of the never-launched kernel that carries the element types: `NAME_types`.
 pub fn types_kernel(name: &str) -> String {
     format!("{name}_types")
@@ -381,6 +421,33 @@ mod tests {
         assert!(!output_is_read("w = x", "z"));
         assert!(output_is_read("z == x", "z"));
         assert!(!output_is_read("int k = 2; for (int j = 0; j < k; ++j) w += j; z = w;", "z"));
+    }
+
+    #[test]
+    fn the_generators_names_are_refused_in_every_snippet() {
+        let e = |operation, preamble, loop_prep, after_loop| Elementwise {
+            name: "k",
+            operation,
+            preamble,
+            loop_prep,
+            after_loop,
+            ..Default::default()
+        };
+        assert_eq!(reserved_use(&e("y = x", "", "", "")), None);
+        // In a comment or a string it is not a name.
+        assert_eq!(reserved_use(&e("y = x; // _ce_p_y", "", "", "")), None);
+        assert_eq!(reserved_use(&e("printf(\"_ce_n\"); y = x", "", "", "")), None);
+        let found = |op, pre, prep, after| reserved_use(&e(op, pre, prep, after));
+        assert_eq!(found("_ce_p_y[i + 1000] = x", "", "", ""), Some(("operation", "_ce_p_y".into())));
+        assert_eq!(found("y = x", "", "long long m = _ce_n;", ""), Some(("loop_prep", "_ce_n".into())));
+        assert_eq!(found("y = x", "", "", "_ce_p_y[0] = 0;"), Some(("after_loop", "_ce_p_y".into())));
+        assert_eq!(found("y = x", "__device__ float* q = _ce_p_y;", "", ""), Some(("preamble", "_ce_p_y".into())));
+        // Through a macro of the preamble, also one that pastes the name together.
+        assert_eq!(found("P[i + 1] = x", "#define P _ce_p_y", "", ""), Some(("operation", "_ce_p_y".into())));
+        assert_eq!(
+            found("CAT(_ce, _p_y)[i + 1] = x", "#define CAT(a, b) a##b", "", ""),
+            Some(("operation", "_ce_p_y".into()))
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! a value or a device buffer, borrowed for the launch, with its byte size for the checks against
 //! the compiled kernel's parameter list.
 
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::Result;
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
@@ -20,7 +21,7 @@ pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize,
     })
 }
 
-/// Binds the buffer arguments for a launch on `stream` (each buffer's cudarc ordering guard stays alive on
+/// Binds the buffer arguments for a launch of `who` on `stream` (each buffer's cudarc ordering guard stays alive on
 /// this call stack), then runs `launch` with every device pointer, then releases the guards, so
 /// cudarc records each buffer's use after the launch — as its own launches do.
 ///
@@ -30,11 +31,13 @@ pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize,
 pub(crate) unsafe fn bind_buffers(
     args: &[Arg<'_>],
     stream: &CudaStream,
+    who: &crate::launch::Who<'_>,
     pointers: &mut [sys::CUdeviceptr],
     launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
 ) -> Result<Option<f32>> {
-    // Under capture with event tracking, buffers are bound on the side stream.
-    let binding = crate::launch::capture::binding(stream)?;
+    // Under capture with event tracking, buffers are bound on the side stream; a failure there
+    // names the kernel being launched (`who`).
+    let binding = crate::launch::capture::binding(stream).map_err(|e| who.named(e))?;
     // SAFETY: forwarded from the caller.
     unsafe { bind_from(args, 0, &binding, pointers, launch) }
 }
@@ -116,12 +119,12 @@ pub(crate) struct Elem {
     pub(crate) size: usize,
     /// Elements in the buffer (1 for a value).
     pub(crate) len: usize,
-    /// Passed with [`Arg::slice_mut`].
+    /// Passed with [`Arg::slice_mut`] (for a graph node: [`GraphArg::write`](crate::graph::GraphArg::write)).
     pub(crate) writable: bool,
 }
 
 impl Elem {
-    fn of<T>(len: usize, writable: bool) -> Self {
+    pub(crate) fn of<T>(len: usize, writable: bool) -> Self {
         Elem { rust: std::any::type_name::<T>(), size: std::mem::size_of::<T>(), len, writable }
     }
 }
@@ -189,8 +192,9 @@ impl<'a> Arg<'a> {
         }
     }
 
-    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`.
-    pub fn slice<T, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+    /// A buffer the kernel reads (`const T*`): `&CudaSlice<T>`, `&CudaView<T>`, or a type of
+    /// yours that implements [`DeviceBuffer`] (the safe launches trust its `len()`).
+    pub fn slice<T, S: DeviceBuffer<T>>(buffer: &'a S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(buffer.len(), false),
@@ -203,8 +207,9 @@ impl<'a> Arg<'a> {
         }
     }
 
-    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    pub fn slice_mut<T, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
+    /// A buffer the kernel writes (`T*`): `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`, or a type
+    /// of yours that implements [`DeviceBufferMut`].
+    pub fn slice_mut<T, S: DeviceBufferMut<T>>(buffer: &'a mut S) -> Self {
         Arg {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(buffer.len(), true),

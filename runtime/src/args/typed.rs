@@ -2,9 +2,9 @@
 //! typed parameter lists ([`ReductionProgram`](crate::ReductionProgram)) checks before a launch,
 //! where [`Arg`] carries only a byte size.
 
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::args::dynamic::Arg;
 use crate::types::{bf16, f16, DeviceSafe};
-use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 /// A Rust type with its CUDA spellings: the element type of a [`TypedArg`].
 ///
@@ -26,7 +26,9 @@ use cudarc::driver::{DevicePtr, DevicePtrMut};
 /// ```
 pub unsafe trait CudaType: DeviceSafe {
     /// The CUDA spellings of the type, the usual one first (`["unsigned int", "unsigned",
-    /// "uint32_t"]`); a struct is named without `struct ` or namespaces.
+    /// "uint32_t"]`); a struct is named without `struct `, and with its namespaces when it is
+    /// declared in one (`"geo::Point"`). A parameter list may then write it `geo::Point` or, where
+    /// the preamble makes the short name refer to it, `Point`; `other::Point` does not match.
     const NAMES: &'static [&'static str];
 }
 
@@ -54,12 +56,27 @@ cuda_types!(
     bf16 => ["__nv_bfloat16", "nv_bfloat16"],
 );
 
-/// Whether `cuda` (a normalised CUDA type as written in a parameter list or instance) is one of
-/// `names`. `struct X`, `::X` and `ns::X` match `X`.
+/// Whether `cuda` (a normalised CUDA type as written in a parameter list or instance) names one
+/// of `names`, the spellings of a Rust type ([`CudaType::NAMES`]). `struct X` and `::X` are `X`.
+/// A qualified name must match as qualified: `a::T` is not `b::T`, and not a type that says it
+/// is `T` (of the global namespace). A shorter spelling of a qualified name matches it: `T`, as
+/// a parameter list may write it where the preamble makes `T` name `a::T`, matches `a::T`, and
+/// `b::T` matches `a::b::T`.
 pub(crate) fn type_matches(cuda: &str, names: &[&str]) -> bool {
-    let bare = cuda.trim().trim_start_matches("struct ").trim_start_matches("::").trim();
-    let last = bare.rsplit("::").next().unwrap_or(bare);
-    names.iter().any(|n| *n == bare || *n == last)
+    let written = segments(cuda);
+    names.iter().any(|n| {
+        let declared = segments(n);
+        !written.is_empty() && declared.ends_with(&written)
+    })
+}
+
+/// The `::`-separated parts of a type name, without `struct `/`class `, a leading `::` or spaces.
+fn segments(name: &str) -> Vec<&str> {
+    let mut bare = name.trim();
+    for prefix in ["struct ", "class ", "union "] {
+        bare = bare.strip_prefix(prefix).unwrap_or(bare).trim();
+    }
+    bare.trim_start_matches("::").split("::").map(str::trim).collect()
 }
 
 /// What a [`TypedArg`] passes.
@@ -99,7 +116,7 @@ pub struct TypedArg<'a> {
 
 impl<'a> TypedArg<'a> {
     /// A buffer the kernel reads: `&CudaSlice<T>`, `&CudaView<T>`.
-    pub fn slice<T: CudaType, S: DevicePtr<T>>(buffer: &'a S) -> Self {
+    pub fn slice<T: CudaType, S: DeviceBuffer<T>>(buffer: &'a S) -> Self {
         let len = buffer.len();
         TypedArg {
             arg: Arg::slice(buffer),
@@ -111,7 +128,7 @@ impl<'a> TypedArg<'a> {
     }
 
     /// A buffer the kernel writes: `&mut CudaSlice<T>`, `&mut CudaViewMut<T>`.
-    pub fn slice_mut<T: CudaType, S: DevicePtrMut<T>>(buffer: &'a mut S) -> Self {
+    pub fn slice_mut<T: CudaType, S: DeviceBufferMut<T>>(buffer: &'a mut S) -> Self {
         let len = buffer.len();
         TypedArg {
             arg: Arg::slice_mut(buffer),
@@ -156,5 +173,30 @@ impl<'a> TypedArg<'a> {
     /// The untyped argument, borrowed for one launch.
     pub(crate) fn as_arg(&mut self) -> Arg<'_> {
         self.arg.reborrow()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_matches;
+
+    #[test]
+    fn qualified_names_match_only_their_own_namespace() {
+        // Builtins and unqualified structs, with `struct ` and a leading `::`.
+        assert!(type_matches("float", <f32 as super::CudaType>::NAMES));
+        assert!(type_matches("struct ValIdx", &["ValIdx"]));
+        assert!(type_matches("::ValIdx", &["ValIdx"]));
+        // `a::T` is not `b::T`, nor a type that says it is the global `T`.
+        assert!(!type_matches("b::T", &["a::T"]));
+        assert!(!type_matches("a::T", &["T"]));
+        assert!(!type_matches("struct b::T", &["a::T"]));
+        // The same qualified name, however written; a shorter spelling of the declared name.
+        assert!(type_matches("a::T", &["a::T"]));
+        assert!(type_matches("::a::T", &["a::T"]));
+        assert!(type_matches("struct a :: T", &["a::T"]));
+        assert!(type_matches("T", &["a::T"]));
+        assert!(type_matches("b::T", &["a::b::T"]));
+        assert!(!type_matches("c::T", &["a::b::T"]));
+        assert!(!type_matches("", &["T"]));
     }
 }

@@ -13,6 +13,28 @@
 //! [`Error::Argument`] or [`Error::Length`] naming the parameter. The launch configuration is the
 //! macro's: the occupancy block size and a grid of one vector per thread, found once per device.
 //!
+//! # What the safe launches promise
+//!
+//! [`ElementwiseKernel::launch`] is safe because of what cuda-embed generates: the loop touches
+//! element `i < n` of each array and nothing else, `n` being the checked common length; each
+//! argument's kind, element type and device are checked; vector loads are used only on aligned
+//! arrays. The operation sees copies of the input elements, a reference (`T&`) to each output's
+//! element `i`, the scalars, `i` and `n`.
+//!
+//! Your C++ (the operation, `preamble`, `loop_prep`, `after_loop`, defines, headers) is compiled
+//! as written and trusted like any C++ in your program: cuda-embed cannot see what it does.
+//! Used as CuPy's operations use them (`z = x + y`), the names it is given cannot reach another
+//! element; taking an address (`(&z)[1]`), writing through pointers it makes, or inline assembly
+//! can reach any memory, and keeping clear of that is yours, as in any CUDA kernel. What
+//! cuda-embed does refuse is the generated kernel's own names (`_ce_*`: the raw pointers behind
+//! the arrays, the length, the loop variables), also through the preamble's macros: a program
+//! that names them is an [`Error::Definition`], so no generated pointer is reachable by name.
+//!
+//! The constructor is not `unsafe`: an `unsafe` there would check nothing more, only move this
+//! paragraph into a `# Safety` section of every call, also of the operations that cannot go wrong;
+//! the line is the one `elementwise_kernel!` draws (its launchers are safe for the same snippets).
+//! Build programs only from text you would compile into your program: it is native code.
+//!
 //! ```no_run
 //! use cuda_embed_runtime::{Arg, ElementwiseProgram};
 //! let ctx = cuda_embed_runtime::context(0)?;
@@ -55,7 +77,9 @@ pub struct ElementwiseProgram {
 impl ElementwiseProgram {
     /// An elementwise kernel `name` (a C identifier) with parameter lists as in `elementwise_kernel!`
     /// (`"T x, scalar T a, raw float r"`; outputs `"T y"`) and the per-element `operation`.
-    /// A bad list or an empty operation is an [`Error::Definition`] quoting the text.
+    /// A bad list, an empty operation or one that names the generated kernel's own names
+    /// (`_ce_*`) is an [`Error::Definition`] quoting the text. The operation is trusted C++: see
+    /// [what the safe launches promise](self#what-the-safe-launches-promise).
     ///
     /// ```
     /// use cuda_embed_runtime::ElementwiseProgram;
@@ -84,7 +108,7 @@ impl ElementwiseProgram {
         if operation.trim().is_empty() {
             return Err(err("the operation is empty: write the code run for each index, e.g. `z = x + y`".into()));
         }
-        Ok(ElementwiseProgram {
+        let p = ElementwiseProgram {
             name: name.to_string(),
             lists,
             operation: operation.to_string(),
@@ -92,7 +116,36 @@ impl ElementwiseProgram {
             loop_prep: String::new(),
             after_loop: String::new(),
             program: Program::new("").name(format!("{name}.cu")),
-        })
+        };
+        p.check_reserved()?;
+        Ok(p)
+    }
+
+    /// The snippets as the generator takes them.
+    fn spec(&self) -> Elementwise<'_> {
+        Elementwise {
+            name: &self.name,
+            operation: &self.operation,
+            preamble: &self.preamble,
+            loop_prep: &self.loop_prep,
+            after_loop: &self.after_loop,
+            origins: Default::default(),
+        }
+    }
+
+    /// An [`Error::Definition`] when a snippet names one of the generator's own names (`_ce_*`:
+    /// the raw pointers behind the arrays, the length, ...), through which it could reach memory
+    /// the launches do not check (see [`cuda_embed_source::elementwise::reserved_use`]).
+    fn check_reserved(&self) -> Result<()> {
+        match cuda_embed_source::elementwise::reserved_use(&self.spec()) {
+            None => Ok(()),
+            Some((snippet, name)) => Err(self.definition(format!(
+                "the {snippet} names `{name}`: names starting with `{}` are the generated kernel's own (the \
+                 arrays' raw pointers, the length, the loop), which user code must not use; use the parameters \
+                 (`x` is element `i` of array `x`), `i`, `n`, or a `raw` parameter for access to a whole array",
+                cuda_embed_source::elementwise::RESERVED_PREFIX
+            ))),
+        }
     }
 
     /// Code before the kernel: device functions, `#include`s.
@@ -151,15 +204,7 @@ impl ElementwiseProgram {
 
     /// The generated CUDA source (both kernels, every instance).
     pub fn source(&self) -> String {
-        let e = Elementwise {
-            name: &self.name,
-            operation: &self.operation,
-            preamble: &self.preamble,
-            loop_prep: &self.loop_prep,
-            after_loop: &self.after_loop,
-            origins: Default::default(),
-        };
-        source(&e, &self.lists)
+        source(&self.spec(), &self.lists)
     }
 
     /// Reads an instance: `""` without placeholders, `"float"` with one, `"T=float, U=int"`.
@@ -186,6 +231,7 @@ impl ElementwiseProgram {
     /// [`ElementwiseProgram::build`] compiles and loads it; [`Program::compile`] compiles it
     /// without a GPU.
     pub fn program(&self, types: &str) -> Result<Program> {
+        self.check_reserved()?;
         let inst = self.instance(types)?;
         Ok(self
             .program
@@ -196,34 +242,20 @@ impl ElementwiseProgram {
     }
 
     /// Compiles one instance for `ctx`'s device (NVRTC, or the disk cache) and loads it.
+    ///
+    /// The launches check every argument's element type: against the Rust twin for the CUDA
+    /// types that have a fixed one (`float` is `f32`, ...), else by size against the compiled
+    /// kernel's parameter list, which the driver reports from CUDA 12.4 on. On an older driver
+    /// an instance with a parameter of another type (a user struct, a typedef) cannot be checked,
+    /// so building it is an [`Error::Signature`] naming the parameter (not a launch that skips
+    /// the check).
     pub fn build(&self, ctx: &Arc<CudaContext>, types: &str) -> Result<ElementwiseKernel> {
         let inst = self.instance(types)?;
         let module = self.program(types)?.load(ctx)?;
         let kernel = module.kernel(&instance_expr(&self.name, &inst))?;
         let carrier = module.kernel(&instance_expr(&types_kernel(&self.name), &inst))?;
-        // The element sizes as the compiler sees them (user structs included); without the
-        // driver's parameter info (before CUDA 12.4), only the types of the table are known.
-        let sizes: Vec<Option<usize>> = match carrier.params() {
-            Some(p) => p.iter().map(|&(_, size)| Some(size)).collect(),
-            None => self.lists.all().map(|_| None).collect(),
-        };
-        let params: Vec<ParamInfo> = self
-            .lists
-            .all()
-            .zip(sizes)
-            .map(|(p, size)| {
-                let cuda = inst.resolve(&p.ty).to_string();
-                let rust = rust_type(&cuda);
-                ParamInfo {
-                    name: p.name.clone(),
-                    kind: p.kind,
-                    role: p.role,
-                    size: size.or(rust.map(|r| r.1)),
-                    rust: rust.map(|r| r.0),
-                    cuda,
-                }
-            })
-            .collect();
+        let driver = crate::module::params::driver_version();
+        let params = self.param_table(&inst, carrier.params(), kernel.name(), driver)?;
         let sizes: Vec<usize> =
             params.iter().filter(|p| p.kind == ParamKind::Array).map(|p| p.size.unwrap_or(0)).collect();
         Ok(ElementwiseKernel {
@@ -237,6 +269,63 @@ impl ElementwiseProgram {
             instance: inst.to_string(),
             auto: AutoConfig::new(),
         })
+    }
+}
+
+impl ElementwiseProgram {
+    /// What the launches check each parameter against: its Rust twin's type name when the CUDA
+    /// type has a fixed one, and its size as the compiled kernel takes it (`compiled`, the
+    /// types-carrier kernel's parameter list: one parameter per declared one).
+    ///
+    /// Without the driver's parameter info (`compiled` is `None`: drivers older than CUDA 12.4,
+    /// `driver` being the version the driver reports) a type outside the table (a user struct,
+    /// a typedef) could not be checked at all, and a safe launch with elements of the wrong size
+    /// would run off the end of the buffers: that is an [`Error::Signature`] naming the
+    /// parameter, never a silently skipped check.
+    fn param_table(
+        &self,
+        inst: &Instance,
+        compiled: Option<&[(usize, usize)]>,
+        kernel: &str,
+        driver: i32,
+    ) -> Result<Vec<ParamInfo>> {
+        let sizes: Vec<Option<usize>> = match compiled {
+            Some(p) => p.iter().map(|&(_, size)| Some(size)).collect(),
+            None => self.lists.all().map(|_| None).collect(),
+        };
+        self.lists
+            .all()
+            .zip(sizes)
+            .map(|(p, size)| {
+                let cuda = inst.resolve(&p.ty).to_string();
+                let rust = rust_type(&cuda);
+                if rust.is_none() && size.is_none() {
+                    return Err(Error::Signature {
+                        kernel: kernel.to_string(),
+                        origin: origin_of(&self.name),
+                        detail: format!(
+                            "parameter `{}` has the CUDA type `{cuda}`, which has no fixed Rust twin, and this driver \
+                             (CUDA {}.{}) cannot report the compiled kernel's parameter sizes (cuFuncGetParamInfo \
+                             needs CUDA 12.4), so its element size cannot be checked and the kernel is not built; \
+                             install an NVIDIA driver for CUDA 12.4 or newer, or declare `{}` with a type the \
+                             launches know (`float`, `int`, `__half`, `float4`, ...)",
+                            p.name,
+                            driver / 1000,
+                            driver % 1000 / 10,
+                            p.name
+                        ),
+                    });
+                }
+                Ok(ParamInfo {
+                    name: p.name.clone(),
+                    kind: p.kind,
+                    role: p.role,
+                    size: size.or(rust.map(|r| r.1)),
+                    rust: rust.map(|r| r.0),
+                    cuda,
+                })
+            })
+            .collect()
     }
 }
 
@@ -348,8 +437,9 @@ impl ElementwiseKernel {
     /// ([`Error::Length`]).
     ///
     /// Safe: with every argument checked, the generated loop alone decides which elements are
-    /// touched (element `i < n` of each array). A kernel with `raw` parameters indexes memory
-    /// itself: it is refused here ([`Error::Argument`]) and runs through
+    /// touched (element `i < n` of each array); the operation's own C++ is trusted as the
+    /// [module docs](self#what-the-safe-launches-promise) say. A kernel with `raw` parameters
+    /// indexes memory itself: it is refused here ([`Error::Argument`]) and runs through
     /// [`ElementwiseKernel::launch_raw`].
     pub fn launch(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
         self.sig.refuse_raw()?;
@@ -435,6 +525,7 @@ impl ElementwiseKernel {
         let n64 = n as i64;
         let target = self.kernel.target();
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let who = target.who;
         let mut go = |pointers: &[sys::CUdeviceptr]| {
             let arrays: Vec<(u64, usize)> = self
                 .sig
@@ -448,7 +539,10 @@ impl ElementwiseKernel {
                 if self.sig.width > 1 && aligned(self.sig.width, &arrays) { self.sig.width as i32 } else { 1 };
             let cfg = match config {
                 Some(c) => c,
-                None => self.auto.config_raw(self.kernel.cu_function(), ctx, n, vector as usize)?,
+                None => self
+                    .auto
+                    .config_raw(self.kernel.cu_function(), ctx, n, vector as usize)
+                    .map_err(|e| who.named(e))?,
             };
             let mut params: Vec<*mut c_void> = args
                 .iter()
@@ -468,7 +562,7 @@ impl ElementwiseKernel {
             unsafe { launch::launch(&target, stream, &cfg, LaunchKind::Plain, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &mut pointers, &mut go) }.map(drop)
+        unsafe { bind_buffers(args, stream, &who, &mut pointers, &mut go) }.map(drop)
     }
 }
 

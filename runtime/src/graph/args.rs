@@ -173,6 +173,8 @@ pub(crate) enum GraphArgKind {
 pub struct GraphArg<'a> {
     pub(crate) size: usize,
     pub(crate) kind: GraphArgKind,
+    /// The value's or the elements' Rust type, for kernels taken with a C signature.
+    pub(crate) elem: crate::args::dynamic::Elem,
     _borrow: std::marker::PhantomData<&'a ()>,
 }
 
@@ -194,6 +196,7 @@ impl<'a> GraphArg<'a> {
         GraphArg {
             size: std::mem::size_of::<T>(),
             kind: GraphArgKind::Value(value as *const T as *const c_void),
+            elem: crate::args::dynamic::Elem::of::<T>(1, false),
             _borrow: std::marker::PhantomData,
         }
     }
@@ -204,6 +207,7 @@ impl<'a> GraphArg<'a> {
         GraphArg {
             size: 8,
             kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: false },
+            elem: crate::args::dynamic::Elem::of::<T>(buffer.len(), false),
             _borrow: std::marker::PhantomData,
         }
     }
@@ -214,6 +218,7 @@ impl<'a> GraphArg<'a> {
         GraphArg {
             size: 8,
             kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: true },
+            elem: crate::args::dynamic::Elem::of::<T>(buffer.len(), true),
             _borrow: std::marker::PhantomData,
         }
     }
@@ -221,5 +226,25 @@ impl<'a> GraphArg<'a> {
     /// The argument's size in bytes (8 for a buffer).
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Whether the argument is a buffer (not a value).
+    pub(crate) fn is_buffer(&self) -> bool {
+        matches!(self.kind, GraphArgKind::Buffer { .. })
+    }
+
+    /// A buffer argument of elements `T` that is never bound, for checks that add no node.
+    #[cfg(test)]
+    pub(crate) fn test_buffer<T>(write: bool) -> GraphArg<'static> {
+        /// Never called: test arguments are only compared.
+        unsafe fn unbound(_: *const (), _: &CudaContext, _: bool) -> Result<(u64, Access)> {
+            unreachable!("test arguments are never bound")
+        }
+        GraphArg {
+            size: 8,
+            kind: GraphArgKind::Buffer { object: std::ptr::null(), address: unbound, write },
+            elem: crate::args::dynamic::Elem::of::<T>(0, write),
+            _borrow: std::marker::PhantomData,
+        }
     }
 }

@@ -48,12 +48,19 @@ impl std::fmt::Debug for GraphExec<'_> {
 /// freed or read right after, and no launch of it may still be running then.
 impl Drop for GraphExec<'_> {
     fn drop(&mut self) {
-        let _ = bind(&self.ctx);
-        if self.launched.get() {
-            let _ = self.ctx.synchronize();
-        }
+        let raw = self.raw;
         // SAFETY: instantiated once, destroyed once, here, after every launch finished.
-        unsafe { sys::cuGraphExecDestroy(self.raw) };
+        let destroy = || unsafe {
+            sys::cuGraphExecDestroy(raw);
+        };
+        if self.launched.get() {
+            // The driver's wait (a deferred error of cudarc's must not cut it short, or the
+            // borrows end while a launch still runs); when the work cannot finish, leaked.
+            let _ = crate::launch::sync::context_then(&self.ctx, destroy);
+        } else {
+            let _ = bind(&self.ctx);
+            destroy();
+        }
     }
 }
 
@@ -144,11 +151,7 @@ impl<'a> GraphExec<'a> {
 
     /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]).
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
-        stream.synchronize().map_err(|e| Error::Driver {
-            call: "cuStreamSynchronize",
-            device: self.ctx.ordinal(),
-            cause: DriverCode(e.0),
-        })?;
+        crate::launch::sync::stream(stream)?;
         self.panics()
     }
 

@@ -140,8 +140,14 @@ impl<Sig> Kernel<Sig> {
 
 impl ProgramKernel {
     /// Adds a node launching this run-time kernel with `config` and `args` to `graph`. The
-    /// argument count and sizes are checked against the compiled kernel (as
-    /// [`ProgramKernel::launch`] does); the kernel's module must be loaded on the graph's device.
+    /// argument count and sizes are checked against the compiled kernel, and, for a kernel
+    /// taken with a C signature ([`ProgramModule::kernel_with_signature`],
+    /// [`ProgramModule::kernel_checked`]), every argument against it (value or buffer, element
+    /// and value types, a written buffer passed with [`GraphArg::write`]), as
+    /// [`ProgramKernel::launch`] does; the kernel's module must be loaded on the graph's device.
+    ///
+    /// [`ProgramModule::kernel_with_signature`]: crate::ProgramModule::kernel_with_signature
+    /// [`ProgramModule::kernel_checked`]: crate::ProgramModule::kernel_checked
     pub fn node<'a>(&'a self, graph: &mut Graph<'a>, config: LaunchConfig, args: &[GraphArg<'a>]) -> Result<Node> {
         let ctx = graph.ctx.clone();
         let target = self.target();
@@ -156,6 +162,12 @@ impl ProgramKernel {
                 ),
                 fix: Some("load the program on the graph's device: `program.load(graph.context())`".into()),
             });
+        }
+        if let Some(sig) = self.signature() {
+            let given: Vec<_> = args.iter().map(|a| (a.is_buffer(), a.elem)).collect();
+            crate::program::sigcheck::check_given(sig, &given, &crate::program::sigcheck::NODE).map_err(|detail| {
+                Error::Signature { kernel: self.name().to_string(), origin: target.who.origin.to_string(), detail }
+            })?;
         }
         if let Some(params) = self.params() {
             if params.len() != args.len() || params.iter().zip(args).any(|(p, a)| p.1 != a.size) {

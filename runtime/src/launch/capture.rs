@@ -52,6 +52,16 @@ pub fn binding(stream: &CudaStream) -> Result<Binding<'_>> {
     binding_tracked(stream)
 }
 
+/// [`binding`] for a launch of `kernel`: a failure (creating the side stream) is an
+/// [`Error::Launch`] naming the kernel and where it comes from. Support for generated code.
+#[inline(always)]
+pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<Binding<'_>> {
+    match binding(stream) {
+        Ok(b) => Ok(b),
+        Err(e) => Err(crate::launch::of_kernel(e, kernel.name(), kernel.module().origin())),
+    }
+}
+
 #[inline(never)]
 fn binding_tracked(stream: &CudaStream) -> Result<Binding<'_>> {
     if !is_capturing(stream) {

@@ -316,6 +316,7 @@ impl<Sig> Kernel<Sig> {
         // SAFETY: `KernelArgs<Sig>` packs one pointer per parameter of the types `Sig` names,
         // which are the kernel's (the constructor's contract); the kernel itself is the caller's.
         args.with_params(stream, |params| unsafe { self.raw.launch_raw(stream, &config, kind, params) }, wrong)
+            .map_err(|e| crate::launch::of_kernel(e, self.name(), self.raw.module().origin()))
     }
 
     /// Launches the kernel on `stream` with `config` and `args`, a tuple with one argument per

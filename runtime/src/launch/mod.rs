@@ -7,6 +7,7 @@
 pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
+pub(crate) mod sync; // waits that cudarc's deferred errors do not cut short
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, check_config, device_attr, func_attr, Violation};
@@ -54,6 +55,31 @@ impl Who<'_> {
     #[inline(never)]
     pub(crate) fn driver_error(&self, device: usize, call: &str, r: sys::CUresult) -> Error {
         self.error(device, format!("{call}: {}", DriverCode(r)), None)
+    }
+
+    /// `e`, said of this kernel: a bare driver failure ([`Error::Driver`], from making the
+    /// context current or from binding the arguments) becomes an [`Error::Launch`] naming the
+    /// kernel and where it comes from; other errors already name what they are about.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn named(&self, e: Error) -> Error {
+        of_kernel(e, self.kernel, self.origin)
+    }
+}
+
+/// `e`, said of kernel `kernel` of `origin` (see [`Who::named`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn of_kernel(e: Error, kernel: &str, origin: &str) -> Error {
+    match e {
+        Error::Driver { call, device, cause } => Error::Launch {
+            kernel: kernel.to_string(),
+            origin: origin.to_string(),
+            device,
+            cause: format!("{call}: {cause}"),
+            fix: None,
+        },
+        e => e,
     }
 }
 
@@ -167,7 +193,7 @@ pub(crate) unsafe fn launch(
         // Something else made another context current on this thread: bind and launch again
         // (nothing was queued by the refused call).
     }
-    bind(ctx)?;
+    bind(ctx).map_err(|e| target.who.named(e))?;
     match kind {
         LaunchKind::Plain => {
             // SAFETY: forwarded from the caller.
@@ -193,7 +219,7 @@ pub(crate) unsafe fn launch_unchecked(
     cfg: &LaunchConfig,
     args: &mut [*mut c_void],
 ) -> Result<()> {
-    bind(stream.context())?;
+    bind(stream.context()).map_err(|e| target.who.named(e))?;
     // SAFETY: forwarded from the caller.
     unsafe { plain(target, stream, cfg, args) }
 }
@@ -415,7 +441,7 @@ pub(crate) mod attrs {
         value: u32,
         call: &str,
     ) -> Result<()> {
-        bind(ctx)?;
+        bind(ctx).map_err(|e| t.who.named(e))?;
         // SAFETY: live function handle of this context; both attributes set here take a
         // non-negative integer (a byte count, a percentage) checked by the callers.
         let r = unsafe { sys::cuFuncSetAttribute(t.f, attr, value as i32) };
@@ -466,7 +492,7 @@ pub(crate) mod attrs {
         dynamic_shared_bytes: u32,
     ) -> Result<LaunchConfig> {
         let device = ctx.ordinal();
-        bind(ctx)?;
+        bind(ctx).map_err(|e| t.who.named(e))?;
         let (mut min_grid, mut block) = (0i32, 0i32);
         // SAFETY: live function handle; out-pointers valid; no block-size callback.
         let r = unsafe {
@@ -500,5 +526,29 @@ pub(crate) mod attrs {
             block_dim: (block, 1, 1),
             shared_mem_bytes: dynamic_shared_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A driver call that fails while a kernel is being launched (making the context current,
+    /// creating the side stream its buffers are bound on) is reported as that kernel's error.
+    #[test]
+    fn driver_failures_during_a_launch_name_the_kernel() {
+        let who = Who { kernel: "ns::saxpy", origin: "src/main.rs:12", raise_smem: "" };
+        let code = DriverCode(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+        let e = who.named(Error::Driver { call: "cuCtxSetCurrent", device: 1, cause: code });
+        match e {
+            Error::Launch { kernel, origin, device, cause, .. } => {
+                assert_eq!((kernel.as_str(), origin.as_str(), device), ("ns::saxpy", "src/main.rs:12", 1));
+                assert_eq!(cause, format!("cuCtxSetCurrent: {code}"));
+            }
+            other => panic!("expected Error::Launch, got {other}"),
+        }
+        // Errors that already say what they are about are left alone.
+        let e = who.named(Error::Shape { op: "op".into(), detail: "detail".into() });
+        assert!(matches!(e, Error::Shape { .. }), "{e}");
     }
 }

@@ -91,7 +91,10 @@ impl<T: DeviceSafe> Global<T> {
         let loaded = self.module.loaded(ctx)?;
         let symbol = loaded.global_symbols.get(self.index).map_or(spec.symbol.unwrap_or(spec.name), String::as_str);
         let name = c_string(symbol).map_err(|e| self.error(ctx, e, None))?;
-        bind(ctx)?;
+        bind(ctx).map_err(|e| match e {
+            Error::Driver { call, cause, .. } => self.error(ctx, format!("{call}: {cause}"), None),
+            e => e,
+        })?;
         let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: `loaded.module` is a live module of `ctx` (made current above); the name is a
         // valid C string; both out-pointers are valid.
@@ -212,17 +215,15 @@ impl<T: DeviceSafe> Global<T> {
         // synchronised below.
         let r = unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream.cu_stream()) };
         self.check(stream, r, "cuMemcpyHtoDAsync")?;
-        if let Some(o) = order {
-            o.after_write(stream)?;
-        }
+        // Recorded for later launches; its failure is reported after the wait below, which
+        // must come first: the DMA may still read the caller's slice.
+        let ordered = order.map_or(Ok(()), |o| o.after_write(stream));
         if staged.is_none() {
-            stream.synchronize().map_err(|e| Error::Driver {
-                call: "cuStreamSynchronize",
-                device: stream.context().ordinal(),
-                cause: DriverCode(e.0),
-            })?;
+            // The driver's wait: a deferred error of cudarc's must not return before the DMA
+            // has read the caller's slice.
+            crate::launch::sync::stream(stream)?;
         }
-        Ok(())
+        ordered
     }
 
     /// The module's cross-stream ordering on `stream`'s device, when cudarc orders buffers
@@ -301,10 +302,8 @@ impl<T: AnyBitPattern> Global<T> {
             )
         };
         self.check(stream, r, "cuMemcpyDtoHAsync")?;
-        stream.synchronize().map_err(|e| Error::Driver {
-            call: "cuStreamSynchronize",
-            device: stream.context().ordinal(),
-            cause: DriverCode(e.0),
-        })
+        // The driver's wait: a deferred error of cudarc's must not return before the DMA has
+        // written `out`.
+        crate::launch::sync::stream(stream)
     }
 }

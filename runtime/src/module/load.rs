@@ -110,7 +110,11 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         cause,
         fix,
     };
-    bind(ctx)?;
+    // A failure names the module (its `cuda_kernel!`), not just the device.
+    bind(ctx).map_err(|e| match e {
+        Error::Driver { call, cause, .. } => load_error(0, format!("{call}: {cause}"), None),
+        e => e,
+    })?;
 
     // NVRTC path: each kernel's parameter count, read from the cubin (see `cubin.rs`).
     let mut counts: Option<Vec<(String, usize)>> = None;
@@ -239,7 +243,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             // SAFETY: a live function handle of the current context; a valid out-pointer.
             let r = unsafe { sys::cuFuncGetModule(&mut m, f.raw) };
             if r != sys::CUresult::CUDA_SUCCESS {
-                return Err(Error::Driver { call: "cuFuncGetModule", device, cause: DriverCode(r) });
+                return Err(load_error(arch, format!("cuFuncGetModule: {}", DriverCode(r)), None));
             }
             m
         }

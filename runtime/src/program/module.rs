@@ -121,14 +121,17 @@ impl ProgramModule {
         if count == Some(None) {
             return Err(unknown());
         }
-        bind(&m.ctx)?;
+        bind(&m.ctx).map_err(|e| crate::launch::of_kernel(e, name, &m.origin))?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: a live module of the now-current context; a valid C string; a valid out-pointer.
         let r = unsafe { sys::cuModuleGetFunction(&mut f, m.module, c_symbol.as_ptr()) };
         match r {
             sys::CUresult::CUDA_SUCCESS => {}
             sys::CUresult::CUDA_ERROR_NOT_FOUND => return Err(unknown()),
-            r => return Err(Error::Driver { call: "cuModuleGetFunction", device, cause: DriverCode(r) }),
+            r => {
+                let e = Error::Driver { call: "cuModuleGetFunction", device, cause: DriverCode(r) };
+                return Err(crate::launch::of_kernel(e, name, &m.origin));
+            }
         }
         use sys::CUfunction_attribute::*;
         // A limit the driver cannot report is not checked (u32::MAX), rather than failing the lookup.
@@ -235,6 +238,11 @@ impl ProgramKernel {
         self.function
     }
 
+    /// The C signature the kernel was taken with, when it was.
+    pub(crate) fn signature(&self) -> Option<&[crate::program::sigcheck::Expected]> {
+        self.signature.as_deref()
+    }
+
     /// ``program `name` ``, for errors.
     pub(crate) fn origin(&self) -> &str {
         &self.module.origin
@@ -311,6 +319,7 @@ impl ProgramKernel {
             return Err(crate::args::wrong_device(who.kernel, who.origin, &format!("#{i}"), buffer_device, stream));
         }
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let who = target.who;
         let mut go = |pointers: &[sys::CUdeviceptr]| {
             let mut params: Vec<*mut c_void> = args
                 .iter()
@@ -326,7 +335,7 @@ impl ProgramKernel {
             unsafe { launch::launch(&target, stream, &cfg, kind, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &mut pointers, &mut go) }
+        unsafe { bind_buffers(args, stream, &who, &mut pointers, &mut go) }
     }
 
     /// Registers, thread and memory limits of this kernel.

@@ -9,7 +9,7 @@
 //!
 //! [`ProgramModule::kernel_with_signature`]: crate::ProgramModule::kernel_with_signature
 
-use crate::args::dynamic::{Arg, ArgKind};
+use crate::args::dynamic::{Arg, ArgKind, Elem};
 use crate::error::{Error, Result};
 use crate::{ProgramKernel, ProgramModule};
 use cuda_embed_source::cparams::{parse_list, Param};
@@ -204,50 +204,69 @@ fn same(want: &str, given: &'static str) -> bool {
     alias(want) == alias(short(given))
 }
 
+/// How the caller passes each kind of argument, for the fixes the messages suggest.
+pub(crate) struct Ctors {
+    value: &'static str,
+    read: &'static str,
+    write: &'static str,
+}
+
+/// The arguments of a launch ([`Arg`]).
+pub(crate) const LAUNCH: Ctors = Ctors { value: "Arg::value", read: "Arg::slice", write: "Arg::slice_mut" };
+/// The arguments of a graph node ([`GraphArg`](crate::graph::GraphArg)).
+pub(crate) const NODE: Ctors = Ctors { value: "GraphArg::value", read: "GraphArg::read", write: "GraphArg::write" };
+
 /// Why the arguments do not fit the signature (the first mismatch), naming the parameter.
 pub(crate) fn check(sig: &[Expected], args: &[Arg<'_>]) -> Result<(), String> {
-    if sig.len() != args.len() {
+    let given: Vec<(bool, Elem)> = args.iter().map(|a| (matches!(a.kind, ArgKind::Buffer { .. }), a.elem)).collect();
+    check_given(sig, &given, &LAUNCH)
+}
+
+/// [`check`] of arguments given as (whether it is a buffer, what it holds), passed the way
+/// `ctors` names.
+pub(crate) fn check_given(sig: &[Expected], given: &[(bool, Elem)], ctors: &Ctors) -> Result<(), String> {
+    if sig.len() != given.len() {
         return Err(format!(
             "the signature has {} parameter(s) ({}) but {} argument(s) were given",
             sig.len(),
             sig.iter().map(|e| e.text.as_str()).collect::<Vec<_>>().join(", "),
-            args.len()
+            given.len()
         ));
     }
-    for (e, a) in sig.iter().zip(args) {
+    for (e, &(buffer, elem)) in sig.iter().zip(given) {
         let at = format!("parameter `{}` (`{}`)", e.name, e.text);
-        let buffer = matches!(a.kind, ArgKind::Buffer { .. });
         match &e.kind {
             ParamKind::Raw => {}
             ParamKind::Value(want) => {
                 if buffer {
-                    return Err(format!("{at} is a value but a buffer was given: pass it with `Arg::value`"));
+                    return Err(format!("{at} is a value but a buffer was given: pass it with `{}`", ctors.value));
                 }
                 if let Some(want) = want {
-                    if !same(want, a.elem.rust) {
-                        return Err(format!("{at} takes `{want}` but the argument is `{}`", short(a.elem.rust)));
+                    if !same(want, elem.rust) {
+                        return Err(format!("{at} takes `{want}` but the argument is `{}`", short(elem.rust)));
                     }
                 }
             }
-            ParamKind::Buffer { elem, writes } => {
+            ParamKind::Buffer { elem: want_elem, writes } => {
                 if !buffer {
                     return Err(format!(
-                        "{at} is a pointer but a value of `{}` was given: pass a device buffer with `Arg::{}`",
-                        short(a.elem.rust),
-                        if *writes { "slice_mut" } else { "slice" }
+                        "{at} is a pointer but a value of `{}` was given: pass a device buffer with `{}`",
+                        short(elem.rust),
+                        if *writes { ctors.write } else { ctors.read }
                     ));
                 }
-                if *writes && !a.elem.writable {
+                if *writes && !elem.writable {
                     return Err(format!(
-                        "the kernel may write through {at} but the buffer is borrowed shared: pass it with \
-                         `Arg::slice_mut`, or declare the parameter `const`"
+                        "the kernel may write through {at} but the buffer is passed read-only (`{}`): pass it \
+                         with `{}`, or declare the parameter `const`",
+                        ctors.read, ctors.write
                     ));
                 }
-                if let Some(want) = elem {
-                    if !same(want, a.elem.rust) {
+                if let Some(want) = want_elem {
+                    if !same(want, elem.rust) {
                         return Err(format!(
                             "{at} points to `{want}` elements but the buffer holds `{}`",
-                            short(a.elem.rust)
+                            short(elem.rust)
                         ));
                     }
                 }
@@ -376,7 +395,7 @@ mod tests {
             ),
             (
                 vec![Arg::test_buffer::<f32>(false), f, Arg::value(&alpha), Arg::value(&n)],
-                "the kernel may write through parameter `y` (`float* y`) but the buffer is borrowed shared",
+                "the kernel may write through parameter `y` (`float* y`) but the buffer is passed read-only (`Arg::slice`)",
             ),
             (
                 vec![
@@ -417,6 +436,65 @@ mod tests {
         }
     }
 
+    /// A graph node's arguments are checked against the signature as a launch's are, with
+    /// fixes in `GraphArg`'s words.
+    #[test]
+    fn node_arguments_are_checked_like_launch_arguments() {
+        use crate::graph::GraphArg;
+        let sig = parse("const float* x, float* y, float alpha, int n").unwrap();
+        let given = |args: &[GraphArg<'_>]| args.iter().map(|a| (a.is_buffer(), a.elem)).collect::<Vec<_>>();
+        let (alpha, n, n64) = (2.0f32, 4i32, 4i64);
+        let ok = [
+            GraphArg::test_buffer::<f32>(false),
+            GraphArg::test_buffer::<f32>(true),
+            GraphArg::value(&alpha),
+            GraphArg::value(&n),
+        ];
+        assert_eq!(check_given(&sig, &given(&ok), &NODE), Ok(()));
+        let cases: Vec<(Vec<GraphArg<'_>>, &str)> = vec![
+            (
+                vec![
+                    GraphArg::test_buffer::<i32>(false),
+                    GraphArg::test_buffer::<f32>(true),
+                    GraphArg::value(&alpha),
+                    GraphArg::value(&n),
+                ],
+                "parameter `x` (`const float* x`) points to `f32` elements but the buffer holds `i32`",
+            ),
+            (
+                vec![
+                    GraphArg::test_buffer::<f32>(false),
+                    GraphArg::test_buffer::<f32>(false),
+                    GraphArg::value(&alpha),
+                    GraphArg::value(&n),
+                ],
+                "passed read-only (`GraphArg::read`): pass it with `GraphArg::write`",
+            ),
+            (
+                vec![
+                    GraphArg::test_buffer::<f32>(false),
+                    GraphArg::test_buffer::<f32>(true),
+                    GraphArg::value(&alpha),
+                    GraphArg::value(&n64),
+                ],
+                "parameter `n` (`int n`) takes `i32` but the argument is `i64`",
+            ),
+            (
+                vec![
+                    GraphArg::test_buffer::<f32>(false),
+                    GraphArg::test_buffer::<f32>(true),
+                    GraphArg::test_buffer::<f32>(false),
+                    GraphArg::value(&n),
+                ],
+                "is a value but a buffer was given: pass it with `GraphArg::value`",
+            ),
+        ];
+        for (args, want) in cases {
+            let e = check_given(&sig, &given(&args), &NODE).unwrap_err();
+            assert!(e.contains(want), "{e}\n  should contain: {want}");
+        }
+    }
+
     #[test]
     fn signatures_read_from_a_program_source() {
         let src =
@@ -444,6 +522,6 @@ mod tests {
         // A typedef the table does not know: kind and mutability only.
         assert_eq!(check_with("real* x, real a", &[Arg::test_buffer::<f64>(true), Arg::value(&1.0f64)]), Ok(()));
         let e = check_with("real* x", &[Arg::test_buffer::<f64>(false)]).unwrap_err();
-        assert!(e.contains("borrowed shared"), "{e}");
+        assert!(e.contains("passed read-only"), "{e}");
     }
 }

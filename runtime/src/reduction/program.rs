@@ -10,6 +10,24 @@
 //! its CUDA element type against the parameter's (choosing the instance of `types` the
 //! arguments match) and the lengths, exactly as the macro's launchers do. The launch plans and
 //! the per-stream scratch buffer are those of the macro, so results are bit-identical to it.
+//!
+//! # What the safe launches promise
+//!
+//! The launches are safe because of what cuda-embed generates: every array input is read at
+//! the checked length, each output written at the element of its row, column or result, the
+//! kinds, element types and devices of the arguments checked, the scratch memory sized by the
+//! plan. The snippets run inside functions that see only their arguments: `map` copies of the
+//! elements (and the scalars, `i`, `n`), `reduce` two partial values, `identity` nothing,
+//! `post_map` the result `a` and a reference (`T&`) to each output's element being written.
+//!
+//! Your C++ (the snippets, `reduce_type`, `preamble`, options) is compiled as written and trusted
+//! like any C++ in your program: used as CuPy's reductions use them, those names cannot reach
+//! another element; taking an address (`(&y)[1]` in `post_map`), writing through pointers it
+//! makes, or inline assembly can reach any memory, and keeping clear of that is yours, as in any
+//! CUDA kernel. The constructor is not `unsafe` for the reason
+//! [`ElementwiseProgram`](crate::ElementwiseProgram) gives: it would check nothing more, and the
+//! line is the one `reduction_kernel!` draws. Build programs only from text you would compile
+//! into your program: it is native code.
 
 use crate::args::typed::{type_matches, TypedArg, TypedArgKind};
 use crate::error::{Error, Result};

@@ -4,7 +4,7 @@
 use super::format::Texel;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, device_attr};
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -293,7 +293,8 @@ impl<T: Texel> CudaArray<T> {
     }
 
     /// Copies a device buffer of `len()` elements (row-major) into the array, ordered on `stream`.
-    pub fn copy_from_device<S: DevicePtr<T>>(&mut self, stream: &CudaStream, src: &S) -> Result<()> {
+    /// The buffer's length is trusted as its [`DeviceBuffer`](crate::DeviceBuffer) impl vouches.
+    pub fn copy_from_device<S: crate::DeviceBuffer<T>>(&mut self, stream: &CudaStream, src: &S) -> Result<()> {
         self.same_length(src.len(), "device buffer", "copy_from_device")?;
         self.same_context(src.stream(), "copy_from_device")?;
         let (ptr, _record) = src.device_ptr(stream);
@@ -307,7 +308,7 @@ impl<T: Texel> CudaArray<T> {
     }
 
     /// Copies the array (row-major) into a device buffer of `len()` elements, ordered on `stream`.
-    pub fn copy_to_device<S: DevicePtrMut<T>>(&self, stream: &CudaStream, dst: &mut S) -> Result<()> {
+    pub fn copy_to_device<S: crate::DeviceBufferMut<T>>(&self, stream: &CudaStream, dst: &mut S) -> Result<()> {
         self.same_length(dst.len(), "device buffer", "copy_to_device")?;
         self.same_context(dst.stream(), "copy_to_device")?;
         let (ptr, _record) = dst.device_ptr_mut(stream);
@@ -372,11 +373,9 @@ impl<T: Texel> CudaArray<T> {
         let r = unsafe { sys::cuMemcpy3DAsync_v2(p, stream.cu_stream()) };
         check(&self.ctx, r, "cuMemcpy3DAsync")?;
         if wait {
-            stream.synchronize().map_err(|e| Error::Driver {
-                call: "cuStreamSynchronize",
-                device: self.ctx.ordinal(),
-                cause: DriverCode(e.0),
-            })?;
+            // The driver's own wait: a deferred error cudarc recorded must not return before the
+            // copy into or out of the caller's memory is done.
+            crate::launch::sync::stream(stream)?;
         }
         Ok(())
     }
@@ -385,13 +384,15 @@ impl<T: Texel> CudaArray<T> {
 impl<T> Drop for CudaArray<T> {
     fn drop(&mut self) {
         // Copies into or out of the array, and kernels sampling it, may still be queued; the
-        // driver's destroy is not stream-ordered. Errors cannot be reported from a drop.
-        let _ = self.ctx.synchronize();
-        if bind(&self.ctx).is_ok() {
-            // SAFETY: `handle` was created in this (bound) context and is destroyed once; the
-            // work using it has finished (synchronised above).
-            let _ = unsafe { sys::cuArrayDestroy(self.handle) };
-        }
+        // driver's destroy is not stream-ordered, so it waits for the context first (the
+        // driver's wait: a deferred error of cudarc's must not cut it short). Errors cannot be
+        // reported from a drop; when the work cannot finish the array is leaked.
+        let handle = self.handle;
+        let _ = crate::launch::sync::context_then(&self.ctx, || {
+            // SAFETY: `handle` was created in this (current) context and is destroyed once; the
+            // work using it has finished.
+            let _ = unsafe { sys::cuArrayDestroy(handle) };
+        });
     }
 }
 

@@ -291,23 +291,26 @@ impl Surface<'static> {
 
 impl Drop for Texture<'_> {
     fn drop(&mut self) {
-        // Kernels queued on any stream of the context may still sample the texture. Errors
-        // cannot be reported from a drop.
-        let _ = self.ctx.synchronize();
-        if bind(&self.ctx).is_ok() {
-            // SAFETY: created in this (bound) context, destroyed once, no longer in use.
-            let _ = unsafe { sys::cuTexObjectDestroy(self.handle.0) };
-        }
+        // Kernels queued on any stream of the context may still sample the texture: wait for
+        // the context (the driver's wait, which a deferred error of cudarc's does not cut
+        // short). Errors cannot be reported from a drop; when the work cannot finish the
+        // object is leaked.
+        let handle = self.handle.0;
+        let _ = crate::launch::sync::context_then(&self.ctx, || {
+            // SAFETY: created in this (current) context, destroyed once, no longer in use.
+            let _ = unsafe { sys::cuTexObjectDestroy(handle) };
+        });
     }
 }
 
 impl Drop for Surface<'_> {
     fn drop(&mut self) {
-        let _ = self.ctx.synchronize();
-        if bind(&self.ctx).is_ok() {
-            // SAFETY: created in this (bound) context, destroyed once, no longer in use.
-            let _ = unsafe { sys::cuSurfObjectDestroy(self.handle.0) };
-        }
+        // As for a texture: kernels may still write through the surface.
+        let handle = self.handle.0;
+        let _ = crate::launch::sync::context_then(&self.ctx, || {
+            // SAFETY: created in this (current) context, destroyed once, no longer in use.
+            let _ = unsafe { sys::cuSurfObjectDestroy(handle) };
+        });
     }
 }
 

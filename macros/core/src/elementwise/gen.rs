@@ -60,6 +60,9 @@ pub fn module(
         (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // The arguments' bounds: this crate's `unsafe` buffer traits, whose implementations vouch
+    // for `len()` (the length the safe launchers' checks rely on), not cudarc's safe ones.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let private = quote!(::cuda_embed::__private);
     let placeholders = lists.placeholders();
     let generics: Vec<_> = placeholders.iter().map(|p| generic_ident(p)).collect();
@@ -98,11 +101,11 @@ pub fn module(
         let (rust, kind_doc) = match (p.kind, p.role) {
             (ParamKind::Scalar, _) => (quote!(#id: #ty), "scalar"),
             (kind, Role::Input) => {
-                let bound = params.bound(p, &id, ty, Family::Flat, &dptr);
+                let bound = params.bound(p, &id, ty, Family::Flat, &dbuf);
                 (quote!(#id: &impl #bound), if kind == ParamKind::Raw { "raw input array" } else { "input array" })
             }
             (kind, Role::Output) => {
-                let bound = params.bound(p, &id, ty, Family::Flat, &dptr_mut);
+                let bound = params.bound(p, &id, ty, Family::Flat, &dbuf_mut);
                 (
                     quote!(#id: &mut impl #bound),
                     if kind == ParamKind::Raw { "raw output array" } else { "output array" },
@@ -168,7 +171,7 @@ pub fn module(
             "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must \
              stay within each raw array's length (`x.size()`)."
                 .to_string(),
-            quote!(unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }),
+            quote!(unsafe { self::launch_impl #turbofish (stream, __config, #n_call #(#names),*) }),
         )
     } else {
         (
@@ -180,7 +183,7 @@ pub fn module(
             quote!(
                 // SAFETY: no raw parameters: every access is the generated loop's, within the
                 // checked common length (see the docs above).
-                unsafe { launch_impl #turbofish (stream, __config, #n_call #(#names),*) }
+                unsafe { self::launch_impl #turbofish (stream, __config, #n_call #(#names),*) }
             ),
         )
     };
@@ -231,12 +234,12 @@ pub fn module(
 
             #params
 
-            static AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
+            static __AUTO: [#auto; #instances] = [const { #auto::new() }; #instances];
 
             /// The kernel of one instance, as an untyped handle (attributes, occupancy, the module).
             pub fn kernel_ref #gen_params () -> #kernel_ref #where_clause {
                 // SAFETY: the instance's index in the generated module.
-                unsafe { #kernel_ref::new(&super::#hidden::MODULE, #index) }
+                unsafe { #kernel_ref::new(&super::#hidden::__MODULE, #index) }
             }
 
             #[doc = #launch_doc]
@@ -260,7 +263,7 @@ pub fn module(
                 #n_param
                 #(#args),*
             ) -> #result<()> #where_clause {
-                let __kernel = kernel_ref #turbofish ();
+                let __kernel = self::kernel_ref #turbofish ();
                 let __n: usize = #n_expr;
                 if __n == 0 {
                     return ::core::result::Result::Ok(());
@@ -269,7 +272,7 @@ pub fn module(
                     // The generated index is 1-D (x only): threads along y or z would repeat it.
                     #private::elementwise_config_is_1d(__kernel, stream, c)?;
                 }
-                let __binding = #private::binding(stream)?;
+                let __binding = #private::kernel_binding(stream, __kernel)?;
                 #(#prelude)*
                 let __width = #private::vector_width(&[#(#sizes),*]);
                 let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
@@ -283,7 +286,7 @@ pub fn module(
                 // (the parameter order of the generated source); the caller vouches for the rest.
                 match config {
                     ::core::option::Option::None => unsafe {
-                        AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
+                        self::__AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
                     },
                     ::core::option::Option::Some(c) => unsafe {
                         __kernel.launch_raw(stream, &c, #kind::Plain, &mut __args).map(drop)

@@ -148,6 +148,23 @@ pub(crate) fn expand_input(
             at("after_loop", &input.after_loop),
         ],
     };
+    if let Some((what, reserved)) = source::reserved_use(&spec) {
+        let lit = match what {
+            "operation" => Some(operation),
+            "preamble" => input.preamble.as_ref(),
+            "loop_prep" => input.loop_prep.as_ref(),
+            _ => input.after_loop.as_ref(),
+        };
+        return Err(early(
+            lit.map_or(input.name.span(), LitStr::span),
+            &format!(
+                "the {what} names `{reserved}`: names starting with `{}` are the generated kernel's own (the \
+                 arrays' raw pointers, the length, the loop), which user code must not use; use the parameters \
+                 (`x` is element `i` of array `x`), `i`, `n`, or a `raw` parameter for access to a whole array",
+                source::RESERVED_PREFIX
+            ),
+        ));
+    }
     let cuda = source::source(&spec, &lists);
     let types_kernel = source::types_kernel(&name);
     let mut exprs = Vec::new();

@@ -18,14 +18,15 @@ pub struct Shared<'a> {
     pub where_clause: &'a TokenStream,
     /// `::<T, ...>` (empty without placeholders).
     pub turbofish: &'a TokenStream,
-    /// The instance's index into `AUTO`.
+    /// The instance's index into `__AUTO`.
     pub index: &'a TokenStream,
 }
 
-/// The node functions, inside the kernel's public module (next to `kernel_ref` and `AUTO`).
+/// The node functions, inside the kernel's public module (next to `kernel_ref` and `__AUTO`).
 pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
     let (config_ty, result, c_void) = (paths::launch_config(), paths::result(), paths::c_void());
-    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // This crate's `unsafe` buffer traits: their implementations vouch for the lengths checked.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (graph, node) = (paths::graph(), paths::graph_node());
     let private = quote!(::cuda_embed::__private);
     let has_array = lists.all().any(|p| p.kind == ParamKind::Array);
@@ -41,8 +42,8 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             continue;
         }
         args.push(match p.role {
-            Role::Input => quote!(#id: &'__g impl #dptr<#ty>),
-            Role::Output => quote!(#id: &'__g (impl #dptr<#ty> + #dptr_mut<#ty>)),
+            Role::Input => quote!(#id: &'__g impl #dbuf<#ty>),
+            Role::Output => quote!(#id: &'__g (impl #dbuf<#ty> + #dbuf_mut<#ty>)),
         });
         if p.kind == ParamKind::Array {
             lengths.push(quote!((#pname, #private::DeviceSlice::len(#id))));
@@ -94,7 +95,7 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             #n_param
             #(#args),*
         ) -> #result<#node> #where_clause {
-            let __kernel = kernel_ref #turbofish ();
+            let __kernel = self::kernel_ref #turbofish ();
             let __n: usize = #n_expr;
             if __n == 0 {
                 return graph.empty();
@@ -112,7 +113,7 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             let __config = match config {
                 ::core::option::Option::Some(c) => c,
                 ::core::option::Option::None => {
-                    AUTO[#index].config(__kernel, &__b.context().default_stream(), __n, __vector as usize)?
+                    self::__AUTO[#index].config(__kernel, &__b.context().default_stream(), __n, __vector as usize)?
                 }
             };
             // SAFETY: one pointer per kernel parameter, each to a live local of its exact type (the

@@ -221,7 +221,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 args.push(quote!(#id: impl #object<#ty>));
                 node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
-                let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+                let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
                 prelude.push(quote!(let #id: #ty = #object_arg(#id, stream, #handle, #pname)?;));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
@@ -257,7 +257,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
-                        let g = format_ident!("T{}", i);
+                        let g = pointer_generic(k, i);
                         generics.push(quote!(#g));
                         quote!(#g)
                     }
@@ -265,13 +265,13 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 // Device memory of another context than the stream's is an Error, before the driver.
                 let check = paths::check_device();
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
-                let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+                let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
                 prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if !bound {
                     // Under stream capture with cudarc's event tracking, buffers are bound on a side
                     // stream (launch/capture.rs); otherwise on `stream` itself.
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
                 if *mutable {
@@ -297,6 +297,19 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         });
     }
     Lowered { generics, args, prelude, packed, checks, doc_rows, sig, node_args, ids }
+}
+
+/// The launchers' type parameter for the `void*`-like parameter `i`: `T{i}`, with `_` appended
+/// while a template parameter of the kernel has that name (`template <typename T1>` beside a
+/// `void*` second parameter).
+pub(crate) fn pointer_generic(k: &Kernel, i: usize) -> syn::Ident {
+    let taken: Vec<syn::Ident> =
+        k.template.as_deref().unwrap_or_default().iter().map(|tp| super::generic_ident(&tp.name)).collect();
+    let mut name = format!("T{i}");
+    while taken.iter().any(|t| *t == name) {
+        name.push('_');
+    }
+    format_ident!("{}", name)
 }
 
 /// The compile-time checks of a struct parameter's Rust type: `DeviceSafe`, and the CUDA struct's
@@ -443,7 +456,7 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
                 let mut __args: [*mut #c_void; #n] = [#(#packed),*];
                 // SAFETY: one pointer per parameter, each to a live local of the parameter's exact
                 // type (checked against the compiled kernel at build time).
-                unsafe { #kernel_ref::new(&super::MODULE, #index).launch_raw(stream, &config, #kind, &mut __args) } #finish
+                unsafe { #kernel_ref::new(&super::__MODULE, #index).launch_raw(stream, &config, #kind, &mut __args) } #finish
             }
         }
     })
@@ -463,16 +476,16 @@ fn typed_value(gen: &KernelGen<'_>, sig: &[TokenStream], n: usize) -> TokenStrea
         quote! {
             /// The kernel as a typed, `Copy` value: store it, pass it to generic code, launch it
             /// with a tuple of arguments (`KERNEL.launch(&stream, config, (a, &x, &mut y, n))`).
-            // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
-            pub static KERNEL: #kernel_ty<#sig_ty> = unsafe { #kernel_ty::new(&super::MODULE, #index) };
+            // SAFETY: kernel `index` of __MODULE, whose parameters `Sig` describes.
+            pub static KERNEL: #kernel_ty<#sig_ty> = unsafe { #kernel_ty::new(&super::__MODULE, #index) };
         }
     } else {
         quote! {
             /// The instance as a typed, `Copy` value: store it, pass it to generic code, launch it
             /// with a tuple of arguments.
             pub fn kernel #tgenerics () -> #kernel_ty<#sig_ty> #where_clause {
-                // SAFETY: the instance's index in MODULE; `Sig` describes its parameters.
-                unsafe { #kernel_ty::new(&super::MODULE, #index) }
+                // SAFETY: the instance's index in __MODULE; `Sig` describes its parameters.
+                unsafe { #kernel_ty::new(&super::__MODULE, #index) }
             }
         }
     }
@@ -501,8 +514,8 @@ fn graph_fns(gen: &KernelGen<'_>, low: &Lowered) -> TokenStream {
                 config: #config_ty,
                 #(#node_args),*
             ) -> #result<#knode<#sig_ty>> #where_clause {
-                // SAFETY: kernel `index` of MODULE, whose parameters `Sig` describes.
-                unsafe { #kernel_ty::<#sig_ty>::new(&super::MODULE, #index) }.node(graph, config, (#(#ids,)*))
+                // SAFETY: kernel `index` of __MODULE, whose parameters `Sig` describes.
+                unsafe { #kernel_ty::<#sig_ty>::new(&super::__MODULE, #index) }.node(graph, config, (#(#ids,)*))
             }
 
             /// Changes the configuration and arguments of `node` (made by `node`) in the
@@ -545,8 +558,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let graph_fns = graph_fns(gen, &low);
     let checks = &low.checks;
     let tgenerics = template_generics(gen);
-    // SAFETY of the handle: `index` is this kernel's index in MODULE.
-    let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #index) });
+    // SAFETY of the handle: `index` is this kernel's index in __MODULE.
+    let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
     let items = &gen.items;
     let function_ty = paths::cuda_function();
     quote! {
@@ -561,7 +574,7 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 
             /// The module (shared by every kernel of the same `cuda_kernel!`).
             pub fn module() -> &'static #module_ty {
-                &super::MODULE
+                &super::__MODULE
             }
 
             #(#launchers)*

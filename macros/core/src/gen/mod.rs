@@ -62,9 +62,18 @@ pub fn generic_arg(a: &GenericArg) -> TokenStream {
 
 /// A launcher argument's name: the parameter's, unless Rust or the launcher reserves it.
 pub fn param_ident(name: &str, index: usize) -> syn::Ident {
-    const RESERVED: &[&str] =
-        &["stream", "config", "cluster", "graph", "exec", "node", "self", "Self", "super", "crate", "_"];
-    if RESERVED.contains(&name) || name.starts_with("__") {
+    param_ident_reserving(name, index, &[])
+}
+
+/// [`param_ident`] for launchers with arguments of their own besides `stream`, `config`, ...:
+/// a parameter named like one of `extra` (or like those of [`param_ident`], or starting with
+/// `__`, the generated code's own names) becomes `NAME_INDEX`; a Rust keyword becomes a raw
+/// identifier (`r#type`).
+pub fn param_ident_reserving(name: &str, index: usize, extra: &[&str]) -> syn::Ident {
+    const RESERVED: &[&str] = &[
+        "stream", "config", "cluster", "graph", "exec", "node", "NAME", "KERNEL", "self", "Self", "super", "crate", "_",
+    ];
+    if RESERVED.contains(&name) || extra.contains(&name) || name.starts_with("__") {
         return format_ident!("{}_{}", name.trim_start_matches('_'), index);
     }
     syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
@@ -224,8 +233,8 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     items.push(quote! {
         #check
         #[doc = #doc]
-        // SAFETY: global #gi of MODULE, whose element type the checker mapped to this Rust type.
-        pub static #id: #global<#ty> = unsafe { #global::new(&MODULE, #gi) };
+        // SAFETY: global #gi of __MODULE, whose element type the checker mapped to this Rust type.
+        pub static #id: #global<#ty> = unsafe { #global::new(&__MODULE, #gi) };
     });
     (spec, quote!(#(#items)*))
 }
@@ -345,13 +354,21 @@ fn missing_twin(t: &crate::front::ir::MissingTwin, span: Span) -> (TokenStream, 
 /// globals and one module per kernel, re-exported where the macro was invoked.
 pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
     let (hidden, items) = generate_hidden(module, checked, image, deps);
-    let names: Vec<syn::Ident> = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect();
-    let global_names =
+    let kernels = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect::<Vec<_>>();
+    let globals =
         checked.globals.iter().map(|g| rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name")));
+    // A kernel and a global of one name in two namespaces (`a::f` and `b::f`) are a module and a
+    // static of one Rust name: one `use` re-exports both.
+    let mut names: Vec<syn::Ident> = Vec::new();
+    for id in kernels.into_iter().chain(globals) {
+        if !names.contains(&id) {
+            names.push(id);
+        }
+    }
     quote! {
         #items
         #[allow(unused_imports)]
-        pub use #hidden::{#(#names,)* #(#global_names),*};
+        pub use #hidden::{#(#names),*};
     }
 }
 
@@ -448,7 +465,7 @@ pub fn generate_hidden(
         #[allow(non_snake_case, non_upper_case_globals)]
         mod #hidden {
             #(#tracked)*
-            pub(super) static MODULE: #module_ty = {
+            pub(super) static __MODULE: #module_ty = {
                 static __SPEC: #module_spec = #module_spec {
                     origin: #origin,
                     image: #image,

@@ -105,7 +105,7 @@ pub fn c_void() -> TokenStream {
 
 /// The stream a launch binds its buffers on (the launch stream, or a side stream under capture).
 pub fn binding() -> TokenStream {
-    private("binding", Span::call_site())
+    private("kernel_binding", Span::call_site())
 }
 
 /// Read-only device memory a kernel takes (`const T*`).

@@ -25,7 +25,7 @@ pub struct NdShared<'a> {
     pub turbofish: &'a TokenStream,
     /// The flat kernel's index in the module (an expression).
     pub index: &'a TokenStream,
-    /// The hidden module holding `MODULE`.
+    /// The hidden module holding `__MODULE`.
     pub hidden: &'a syn::Ident,
     /// Instances built (1 without placeholders): each kernel of the source (flat, carrier, one per
     /// rank) is compiled once per instance, in that order.
@@ -42,6 +42,8 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
     let (stream_ty, result, c_void) = (paths::stream(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    // Raw arrays' bounds: this crate's `unsafe` buffer traits, which vouch for `len()`.
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (gen_params, where_clause, turbofish, index, hidden) =
         (s.gen_params, s.where_clause, s.turbofish, s.index, s.hidden);
     let mut args = Vec::new();
@@ -84,14 +86,14 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
             (ParamKind::Raw, role) => {
                 let len = format_ident!("__len_{}", k);
                 if role == Role::Input {
-                    let bound = params.bound(p, &id, ty, Family::Flat, &dptr);
+                    let bound = params.bound(p, &id, ty, Family::Flat, &dbuf);
                     args.push(quote!(#id: &impl #bound));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
                         let (#id, #guard) = #dptr::device_ptr(#id, &__binding);
                     });
                 } else {
-                    let bound = params.bound(p, &id, ty, Family::Flat, &dptr_mut);
+                    let bound = params.bound(p, &id, ty, Family::Flat, &dbuf_mut);
                     args.push(quote!(#id: &mut impl #bound));
                     prelude.push(quote! {
                         let #len: i64 = #private::DeviceSlice::len(#id) as i64;
@@ -135,14 +137,14 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
     quote! {
         #[doc = #doc]
         pub #unsafety fn launch_nd #gen_params (stream: &#stream_ty, #(#args),*) -> #result<()> #where_clause {
-            let __kernel = kernel_ref #turbofish ();
+            let __kernel = self::kernel_ref #turbofish ();
             #(#views)*
             let __plan = #private::NdLaunch::<#arrays>::elementwise(__kernel, [#(#operands),*], #n_inputs)?;
             if __plan.n == 0 {
                 return ::core::result::Result::Ok(());
             }
             // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
-            let __binding = #private::binding(stream)?;
+            let __binding = #private::kernel_binding(stream, __kernel)?;
             #(#prelude)*
             let __n64 = __plan.n as i64;
             if __plan.flat {
@@ -156,14 +158,14 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
                 // SAFETY: one pointer per parameter of the flat kernel, each to a live local of its
                 // type; every operand is one contiguous run of `n` elements inside its buffer (the
                 // views were checked when made and the plan found them contiguous).
-                unsafe { AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
+                unsafe { self::__AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
             } else {
                 // SAFETY: the instances are compiled in the order NAME<..>, NAME_types<..>,
                 // NAME_nd1<..>, NAME_nd2<..>, ... (one kernel each without placeholders), so the
                 // N-D kernel of this instance for the plan's rank is that many kernels after the
                 // flat one.
                 let __nd = unsafe {
-                    #kernel_ref::new(&super::#hidden::MODULE, #index + (2 + __plan.variant) * #instances)
+                    #kernel_ref::new(&super::#hidden::__MODULE, #index + (2 + __plan.variant) * #instances)
                 };
                 let mut __args: [*mut #c_void; #nd_count] = [
                     #(#packed,)* #(#extra,)*

@@ -63,7 +63,7 @@ pub fn launch_axes(
         }
     };
     for p in &lists.inputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         let pname = &p.name;
         if p.kind == ParamKind::Scalar {
@@ -90,7 +90,7 @@ pub fn launch_axes(
         }
     }
     for p in &lists.outputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         let pname = &p.name;
         let layout = format_ident!("__l_{}", id);

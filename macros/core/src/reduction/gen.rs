@@ -53,13 +53,13 @@ pub fn wrapper(
     let mut sizes = Vec::new();
     let mut checks = Vec::new();
     let first_array = lists.inputs.iter().find(|p| p.kind == ParamKind::Array);
-    let first_id = first_array.map(|p| format_ident!("{}", p.name));
+    let first_id = first_array.map(|p| crate::reduction::param_id(lists, p));
     let first_name = first_array.map(|p| p.name.clone()).unwrap_or_default();
     // Each array parameter's own trait (over `DeviceBuffer`/`DeviceBufferMut`), so a wrong element
     // type is reported at the argument, naming the parameter.
     let mut params = BufferArgs::new(format!("reduction `{name}`"));
     for p in &lists.inputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         if p.kind == ParamKind::Scalar {
             in_args.push(quote!(#id: #ty));
@@ -80,7 +80,7 @@ pub fn wrapper(
     let mut out_args = Vec::new();
     let mut out_lens = Vec::new();
     for p in &lists.outputs {
-        let id = format_ident!("{}", p.name);
+        let id = crate::reduction::param_id(lists, p);
         let ty = param_type(p);
         let bound = params.bound(p, &id, &ty, Family::Flat, &device_ptr_mut);
         out_args.push(quote!(#id: &mut impl #bound));

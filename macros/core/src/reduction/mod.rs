@@ -124,6 +124,14 @@ fn param_type(p: &Param) -> TokenStream {
     }
 }
 
+/// The Rust name of parameter `p` in the generated launchers: its own, unless the launchers use
+/// it for an argument of their own (`stream`, `cols`, `shape`, `graph`, `axes`, `ORIGIN`, ...:
+/// then `cols_3`) or it is a Rust keyword (then `r#type`). Error messages keep the parameter's name.
+pub(crate) fn param_id(lists: &ParamLists, p: &Param) -> Ident {
+    let index = lists.all().position(|q| q.name == p.name).unwrap_or(0);
+    crate::gen::param_ident_reserving(&p.name, index, &["shape", "cols", "axes", "ORIGIN"])
+}
+
 /// A CUDA type [`concrete_type`] can name in Rust, or the error saying why not: a builtin, or a
 /// struct (its last path segment an identifier the user's Rust type has).
 fn check_rust_type(c: &str, span: Span) -> syn::Result<()> {

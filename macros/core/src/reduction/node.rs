@@ -9,7 +9,7 @@
 use crate::gen::paths;
 use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::Ident;
 
 /// What the node functions share with the reduction's launchers.
@@ -33,15 +33,14 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
     let (result, graph, node) = (paths::result(), paths::graph(), paths::graph_node());
     // Inputs as `launch` takes them; outputs as `&y`, so not through `DeviceBufferMut`, whose
     // error message asks for `&mut`.
-    let dbuf = paths::device_buffer();
-    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (red, plan_kind, device_slice) =
         (paths::reduction("reduce"), paths::reduction("PlanKind"), paths::reduction("DeviceSlice"));
     let support = quote!(::cuda_embed::graph::generated);
     let (mut ins, mut outs, mut fwd, mut in_lens, mut out_lens, mut sizes) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     for p in &lists.inputs {
-        let (id, ty, pname) = (format_ident!("{}", p.name), param_type(p), &p.name);
+        let (id, ty, pname) = (crate::reduction::param_id(lists, p), param_type(p), &p.name);
         if p.kind == ParamKind::Scalar {
             ins.push(quote!(#id: #ty));
         } else {
@@ -52,8 +51,8 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
         fwd.push(quote!(#id));
     }
     for p in &lists.outputs {
-        let (id, ty, pname) = (format_ident!("{}", p.name), param_type(p), &p.name);
-        outs.push(quote!(#id: &'__g (impl #dptr<#ty> + #dptr_mut<#ty>)));
+        let (id, ty, pname) = (crate::reduction::param_id(lists, p), param_type(p), &p.name);
+        outs.push(quote!(#id: &'__g (impl #dbuf<#ty> + #dbuf_mut<#ty>)));
         out_lens.push(quote!((#pname, #id.len())));
         fwd.push(quote!(#id));
     }
@@ -97,7 +96,7 @@ pub fn node_fns(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &S
         ) -> #result<#node> #where_clause {
             use #device_slice as _;
             let (__rows, __n, __want) = #support::reduction_shape(
-                graph.context().ordinal(), (#reduction, ORIGIN), shape, cols, &[#(#in_lens),*], &[#(#out_lens),*])?;
+                graph.context().ordinal(), (#reduction, self::ORIGIN), shape, cols, &[#(#in_lens),*], &[#(#out_lens),*])?;
             if __want == 0 {
                 return graph.empty();
             }

@@ -188,7 +188,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     let (check, raw, kind) = (paths::check_device(), paths::raw_device_ptr(), paths::launch_kind());
     let launch_config = paths::launch_config();
     let first_index = indices[0];
-    let handle = quote!(unsafe { #kernel_ref::new(&super::MODULE, #first_index) });
+    let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #first_index) });
     let (mut generics, mut args, mut prelude, mut packed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut bound = false;
     let (mut outputs, mut bytes, mut rebind) = (Vec::new(), Vec::new(), Vec::new());
@@ -221,7 +221,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
-                        let g = format_ident!("T{}", i);
+                        let g = crate::gen::kernel::pointer_generic(&first.unit.kernel, i);
                         generics.push(quote!(#g));
                         quote!(#g)
                     }
@@ -231,7 +231,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 if !bound {
                     // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream)?;));
+                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
                 if *mutable {
@@ -326,7 +326,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             // SAFETY: the closure launches the kernel it is given with exactly its parameter types
             // (all variants share them), the outputs replaced by addresses of as many bytes.
             unsafe {
-                TUNER.launch(&super::MODULE, stream, &__scalars, &__outputs, &__bytes, #config, |__k, __cfg, __o| {
+                TUNER.launch(&super::__MODULE, stream, &__scalars, &__outputs, &__bytes, #config, |__k, __cfg, __o| {
                     #(#rebind)*
                     let mut __args: [*mut #c_void; #np] = [#(#packed),*];
                     // SAFETY: one pointer per parameter, each to a live local of its exact type.

@@ -28,6 +28,11 @@ impl<T> DevicePtrMut<T> for Fake<T> {
     }
 }
 
+// SAFETY: test arguments are only checked, never launched (`device_ptr` is unreachable).
+unsafe impl<T> crate::DeviceBuffer<T> for Fake<T> {}
+// SAFETY: as above.
+unsafe impl<T> crate::DeviceBufferMut<T> for Fake<T> {}
+
 fn fake<T>(len: usize) -> Fake<T> {
     Fake(len, PhantomData)
 }
@@ -138,6 +143,44 @@ fn lengths() {
     assert!(st.check(None, &[Arg::slice(&x), Arg::slice_mut(&mut p8)]).is_ok());
     let e = st.check(None, &[Arg::slice(&x), Arg::slice_mut(&mut p4)]).unwrap_err();
     assert!(message(e).contains("must be a 8-byte type"));
+}
+
+/// The generated kernel's own names (the raw pointers behind the arrays, the length) are not
+/// reachable from a safe program's code: naming them, directly or through a preamble macro, is
+/// an `Error::Definition` naming the snippet and the name.
+#[test]
+fn the_generated_kernels_names_are_refused() {
+    let e = ElementwiseProgram::new("k", "float x", "float y", "_ce_p_y[i + 1000000] = x").unwrap_err();
+    let m = message(e);
+    assert!(m.contains("the operation names `_ce_p_y`") && m.contains("`_ce_`"), "{m}");
+    let p =
+        ElementwiseProgram::new("k", "float x", "float y", "P[i + 1000000] = x").unwrap().preamble("#define P _ce_p_y");
+    let m = message(p.program("").unwrap_err());
+    assert!(m.contains("the operation names `_ce_p_y`"), "{m}");
+    let p =
+        ElementwiseProgram::new("k", "float x", "float y", "y = x").unwrap().loop_prep("const long long m = _ce_n;");
+    assert!(message(p.program("").unwrap_err()).contains("the loop_prep names `_ce_n`"));
+    // In a comment it names nothing.
+    assert!(ElementwiseProgram::new("k", "float x", "float y", "y = x; // not _ce_p_y").unwrap().program("").is_ok());
+}
+
+/// Without the driver's parameter sizes (drivers before CUDA 12.4) a parameter whose type has no
+/// fixed Rust twin cannot be checked: building it is an error naming the parameter and the
+/// driver, never a kernel whose launches skip the check.
+#[test]
+fn unknown_types_without_parameter_info_are_refused() {
+    let p = ElementwiseProgram::new("k", "float x", "struct P p", "/* op */ ;").unwrap();
+    let inst = p.instance("").unwrap();
+    let e = p.param_table(&inst, None, "k", 12020).unwrap_err();
+    let m = message(e);
+    assert!(m.contains("parameter `p`") && m.contains("`struct P`") && m.contains("CUDA 12.2"), "{m}");
+    assert!(m.contains("12.4"), "{m}");
+    // With the compiled sizes the struct is checked by size; types of the table need no sizes.
+    let table = p.param_table(&inst, Some(&[(0, 4), (8, 8)]), "k", 12040).unwrap();
+    assert_eq!((table[1].size, table[1].rust), (Some(8), None));
+    let q = ElementwiseProgram::new("k", "T x", "T y", "y = x").unwrap();
+    let table = q.param_table(&q.instance("double").unwrap(), None, "k", 12020).unwrap();
+    assert_eq!(table[0].size, Some(8));
 }
 
 /// The generated source of several shapes compiles with NVRTC (skipped with a note when the
