@@ -557,6 +557,13 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 
             #graph_fns
 
+            /// The kernel's handle, for generated graph nodes that pack their own arguments
+            /// (kernels with more parameters than a typed `node` takes).
+            #[doc(hidden)]
+            pub fn __kernel_ref #tgenerics () -> #kernel_ref #where_clause {
+                #handle
+            }
+
             /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
             /// cudarc's launch builder and other cudarc APIs.
             pub fn function #tgenerics (ctx: &::std::sync::Arc<#context>) -> #result<#function_ty> #where_clause {
