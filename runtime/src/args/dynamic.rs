@@ -3,6 +3,7 @@
 //! the compiled kernel's parameter list.
 
 use crate::error::Result;
+use crate::ndarray::{Layout, NdView, NdViewMut};
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
@@ -159,6 +160,9 @@ pub struct Arg<'a> {
     /// exclusively: for launches that check element types ([`ElementwiseKernel`](crate::ElementwiseKernel),
     /// kernels taken with a C signature).
     pub(crate) elem: Elem,
+    /// The view's shape, strides and offset for [`Arg::view`] and [`Arg::view_mut`] (the buffer
+    /// is the view's whole buffer); `None` for a flat buffer or a value.
+    pub(crate) layout: Option<Layout>,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -185,6 +189,7 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
             elem: Elem::of::<T>(1, false),
+            layout: None,
             _borrow: PhantomData,
         }
     }
@@ -199,6 +204,7 @@ impl<'a> Arg<'a> {
                 bind: bind_shared::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            layout: None,
             _borrow: PhantomData,
         }
     }
@@ -213,14 +219,38 @@ impl<'a> Arg<'a> {
                 bind: bind_exclusive::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            layout: None,
             _borrow: PhantomData,
         }
+    }
+
+    /// An N-D view the kernel reads, for the N-D launches of the run-time twins
+    /// ([`ElementwiseKernel::launch_nd`](crate::ElementwiseKernel::launch_nd),
+    /// [`Reduction::launch_axes`](crate::Reduction::launch_axes)); the other launches refuse it
+    /// (pass the buffer with [`Arg::slice`] there).
+    pub fn view<T>(view: &'a NdView<'_, T>) -> Self {
+        let mut arg = Arg::slice(view.buffer());
+        arg.layout = Some(*view.layout());
+        arg
+    }
+
+    /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
+    pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
+        let layout = *view.layout();
+        let mut arg = Arg::slice_mut(view.buffer_mut());
+        arg.layout = Some(layout);
+        arg
+    }
+
+    /// Whether the argument is an N-D view ([`Arg::view`], [`Arg::view_mut`]).
+    pub fn is_view(&self) -> bool {
+        self.layout.is_some()
     }
 
     /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
     /// original).
     pub(crate) fn reborrow(&mut self) -> Arg<'_> {
-        Arg { size: self.size, elem: self.elem, kind: self.kind, _borrow: PhantomData }
+        Arg { size: self.size, elem: self.elem, kind: self.kind, layout: self.layout, _borrow: PhantomData }
     }
 
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
@@ -247,6 +277,7 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(1, writes),
             kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound, placement: nowhere },
+            layout: None,
             _borrow: PhantomData,
         }
     }
