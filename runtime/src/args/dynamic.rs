@@ -54,8 +54,9 @@ unsafe fn bind_from(
         // SAFETY: forwarded from the caller.
         ArgKind::Value(_) => unsafe { bind_from(args, i + 1, stream, pointers, launch) },
         ArgKind::Buffer { object, bind, .. } => {
+            let offset = arg.byte_offset;
             let mut then = |p: sys::CUdeviceptr| {
-                pointers[i] = p;
+                pointers[i] = p + offset;
                 // SAFETY: forwarded from the caller.
                 unsafe { bind_from(args, i + 1, stream, pointers, launch) }
             };
@@ -163,6 +164,8 @@ pub struct Arg<'a> {
     /// The view's shape, strides and offset for [`Arg::view`] and [`Arg::view_mut`] (the buffer
     /// is the view's whole buffer); `None` for a flat buffer or a value.
     pub(crate) layout: Option<Layout>,
+    /// Bytes from the buffer's start to the pointer passed (a region of it, see `Arg::region`).
+    pub(crate) byte_offset: u64,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -190,6 +193,7 @@ impl<'a> Arg<'a> {
             kind: ArgKind::Value(value as *const T as *const c_void),
             elem: Elem::of::<T>(1, false),
             layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }
@@ -205,6 +209,7 @@ impl<'a> Arg<'a> {
                 placement: placement_of::<T, S>,
             },
             layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }
@@ -220,6 +225,7 @@ impl<'a> Arg<'a> {
                 placement: placement_of::<T, S>,
             },
             layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }
@@ -242,6 +248,20 @@ impl<'a> Arg<'a> {
         arg
     }
 
+    /// Elements `offset .. offset + len` of a buffer argument as a flat buffer argument (the
+    /// contiguous part of a view that a plan found), borrowed from this one; `None` when they
+    /// are not all in the buffer.
+    pub(crate) fn region(&mut self, offset: usize, len: usize) -> Option<Arg<'_>> {
+        if !matches!(self.kind, ArgKind::Buffer { .. }) || offset.checked_add(len)? > self.elem.len {
+            return None;
+        }
+        let mut arg = self.reborrow();
+        arg.byte_offset += (offset * arg.elem.size) as u64;
+        arg.elem.len = len;
+        arg.layout = None;
+        Some(arg)
+    }
+
     /// Whether the argument is an N-D view ([`Arg::view`], [`Arg::view_mut`]).
     pub fn is_view(&self) -> bool {
         self.layout.is_some()
@@ -250,7 +270,14 @@ impl<'a> Arg<'a> {
     /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
     /// original).
     pub(crate) fn reborrow(&mut self) -> Arg<'_> {
-        Arg { size: self.size, elem: self.elem, kind: self.kind, layout: self.layout, _borrow: PhantomData }
+        Arg {
+            size: self.size,
+            elem: self.elem,
+            kind: self.kind,
+            layout: self.layout,
+            byte_offset: self.byte_offset,
+            _borrow: PhantomData,
+        }
     }
 
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
@@ -278,6 +305,7 @@ impl<'a> Arg<'a> {
             elem: Elem::of::<T>(1, writes),
             kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound, placement: nowhere },
             layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }

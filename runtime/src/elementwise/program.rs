@@ -448,8 +448,12 @@ impl ElementwiseKernel {
     /// With raw parameters, the operation's accesses are the caller's responsibility.
     unsafe fn run_nd(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
         self.sig.check_kinds(args)?;
-        if let Some((p, _)) = self.sig.params.iter().zip(args.iter()).find(|(p, a)| p.kind != ParamKind::Array && a.is_view()) {
-            return Err(self.sig.arg_error(&p.name, "is a `raw` array: pass its buffer with `Arg::slice`, not a view".into()));
+        if let Some((p, _)) =
+            self.sig.params.iter().zip(args.iter()).find(|(p, a)| p.kind != ParamKind::Array && a.is_view())
+        {
+            return Err(self
+                .sig
+                .arg_error(&p.name, "is a `raw` array: pass its buffer with `Arg::slice`, not a view".into()));
         }
         let arrays: Vec<(&str, Layout, usize)> = self
             .sig

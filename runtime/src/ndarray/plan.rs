@@ -51,7 +51,16 @@ impl<const A: usize> NdLaunch<A> {
     fn from_collapsed(n: usize, c: &Collapsed) -> Self {
         let mut strides = [[0i64; MAX_RANK]; A];
         let g = NdLaunch::<0>::geometry(n, c, &mut strides);
-        NdLaunch { n, flat: g.flat, rows: g.rows, rank: g.rank, variant: g.variant, shape: g.shape, strides, config: g.config }
+        NdLaunch {
+            n,
+            flat: g.flat,
+            rows: g.rows,
+            rank: g.rank,
+            variant: g.variant,
+            shape: g.shape,
+            strides,
+            config: g.config,
+        }
     }
 }
 

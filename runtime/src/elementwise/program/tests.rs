@@ -170,7 +170,11 @@ fn generated_source_compiles_with_nvrtc() {
     for (p, types) in &cases {
         let dir = std::env::temp_dir().join(format!("cuda-embed-ew-test-{}", std::process::id()));
         match p.program(types).unwrap().cache_dir(&dir).compile(90) {
-            Ok(c) => assert_eq!(c.symbols.len(), 2, "the kernel and its types carrier"),
+            Ok(c) => assert_eq!(
+                c.symbols.len(),
+                2 + cuda_embed_source::ndarray::RANKS.len(),
+                "the kernel, its types carrier and the strided kernels of `launch_nd`"
+            ),
             Err(e) if e.to_string().contains("the NVRTC library") => {
                 eprintln!("skipped: {e}");
                 return;
