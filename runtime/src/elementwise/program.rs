@@ -151,12 +151,28 @@ impl ElementwiseProgram {
         self.lists.placeholders()
     }
 
-    /// The generated CUDA source (both kernels, every instance).
+    /// The generated CUDA source (every kernel, every instance; without the placeholder
+    /// typedefs of one instance, see [`ElementwiseProgram::source_for`]).
     pub fn source(&self) -> String {
+        self.generate("")
+    }
+
+    /// The generated CUDA source of one instance (`""`, `"float"` or `"T=float, U=int"`), as
+    /// [`ElementwiseProgram::build`] compiles it: the placeholders the preamble mentions are
+    /// typedefs before it (`typedef float T;`, CuPy's `type_preamble`), so device functions of
+    /// the preamble can use them.
+    pub fn source_for(&self, types: &str) -> Result<String> {
+        let inst = self.instance(types)?;
+        let typedefs = cuda_embed_source::typedefs::type_preamble(&inst.bindings, 1, &self.preamble);
+        Ok(self.generate(&typedefs))
+    }
+
+    fn generate(&self, type_preamble: &str) -> String {
         let e = Elementwise {
             name: &self.name,
             operation: &self.operation,
             preamble: &self.preamble,
+            type_preamble,
             loop_prep: &self.loop_prep,
             after_loop: &self.after_loop,
             origins: Default::default(),
@@ -192,7 +208,7 @@ impl ElementwiseProgram {
         let program = self
             .program
             .clone()
-            .with_source(self.source())
+            .with_source(self.source_for(types)?)
             .name_expression(instance_expr(&self.name, &inst))
             .name_expression(instance_expr(&types_kernel(&self.name), &inst));
         // The strided kernels of `launch_nd`, one per rank.

@@ -153,6 +153,13 @@ fn generated_source_compiles_with_nvrtc() {
                 .preamble("#include <cuda_fp16.h>"),
             "__half",
         ),
+        // CuPy's type_preamble: the placeholders are typedefs before the preamble.
+        (
+            ElementwiseProgram::new("tp", "T x, scalar U s", "T y", "y = scale(x, s)")
+                .unwrap()
+                .preamble("__device__ T scale(T v, U s) { return v * (T)s; }"),
+            "T=double, U=int",
+        ),
         (
             ElementwiseProgram::new("rv", "raw float x", "float y", "y = x[x.size() - 1 - i]")
                 .unwrap()
