@@ -474,7 +474,17 @@ fn graph_fns(gen: &KernelGen<'_>, low: &Lowered) -> TokenStream {
     let sig_ty = quote!((#(#sig,)*));
     let n = packed.len();
     if n > paths::MAX_TYPED_PARAMS {
-        quote!()
+        // No typed `node`: generated graph nodes (`node_axes`) pack the arguments themselves
+        // and add the kernel through its handle.
+        let (kernel_ref, tgenerics) = (paths::kernel_ref(), template_generics(gen));
+        quote! {
+            /// The kernel's handle, for generated graph nodes that pack their own arguments.
+            #[doc(hidden)]
+            pub fn __kernel_ref #tgenerics () -> #kernel_ref #where_clause {
+                // SAFETY: kernel `index` of MODULE.
+                unsafe { #kernel_ref::new(&super::MODULE, #index) }
+            }
+        }
     } else {
         let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
         let g = &gen.generics;
@@ -556,13 +566,6 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
             #value
 
             #graph_fns
-
-            /// The kernel's handle, for generated graph nodes that pack their own arguments
-            /// (kernels with more parameters than a typed `node` takes).
-            #[doc(hidden)]
-            pub fn __kernel_ref #tgenerics () -> #kernel_ref #where_clause {
-                #handle
-            }
 
             /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
             /// cudarc's launch builder and other cudarc APIs.
