@@ -129,8 +129,8 @@ fn nd_elementwise_nodes_replayed() {
         let k2 = add::node_nd(&mut g, &xt, &bias, &zb).unwrap(); // transposed + broadcast: strided
         let k3 = scale_index::node_nd(&mut g, &st, 0.5, &zs).unwrap(); // stepped, reversed, a scalar, `i`
                                                                        // A read-modify-write output twice: a chain of two nodes.
-        let k4 = accumulate::node_nd(&mut g, &x, &acc).unwrap();
-        let k5 = accumulate::node_nd(&mut g, &x, &acc).unwrap();
+        let k4 = accumulate::node_nd(&mut g, &da, &acc).unwrap(); // flat buffers: 1-D
+        let k5 = accumulate::node_nd(&mut g, &da, &acc).unwrap();
         for k in [k1, k2, k3, k4, k5] {
             assert_eq!(g.kind(k), Some(NodeKind::Kernel));
         }
@@ -224,26 +224,44 @@ fn axes_nodes_every_subset_replayed() {
         let keep: Vec<usize> = (0..4).map(|k| if axes.contains(&k) { 1 } else { shape[k] }).collect();
         let pshape = p.shape().to_vec();
         let pwant = reduce_ref(&pshape, &axes, |f| pl[f] as f64);
-        let mut y = s.alloc_zeros::<f64>(want.len()).unwrap();
+        let kept: Vec<usize> = (0..4).filter(|k| !axes.contains(k)).map(|k| shape[k]).collect();
+        let pkept: Vec<usize> = (0..4).filter(|k| !axes.contains(k)).map(|k| pshape[k]).collect();
+        let (mut y, mut y2, mut yp) = (
+            s.alloc_zeros::<f64>(want.len()).unwrap(),
+            s.alloc_zeros::<f64>(want.len()).unwrap(),
+            s.alloc_zeros::<f64>(pwant.len()).unwrap(),
+        );
+        // A 1-D result may also be a flat buffer.
         let y_flat = s.alloc_zeros::<f64>(want.len()).unwrap();
-        let y_perm = s.alloc_zeros::<f64>(pwant.len()).unwrap();
         {
             let yk = NdViewMut::new(&mut y, &keep).unwrap(); // keepdims
+            let yv = NdViewMut::new(&mut y2, &kept).unwrap();
+            let ypv = NdViewMut::new(&mut yp, &pkept).unwrap();
             let mut g = Graph::new(&ctx).unwrap();
             let k1 = total::node_axes(&mut g, &x, &axes, &yk).unwrap();
-            total::node_axes(&mut g, &x, &axes, &y_flat).unwrap(); // without keepdims: a flat buffer
-            total::node_axes(&mut g, &p, &axes, &y_perm).unwrap();
+            total::node_axes(&mut g, &x, &axes, &yv).unwrap();
+            total::node_axes(&mut g, &p, &axes, &ypv).unwrap();
+            if kept.len() == 1 {
+                total::node_axes(&mut g, &x, &axes, &y_flat).unwrap();
+            }
             assert_eq!(g.kind(k1), Some(NodeKind::Kernel), "axes {axes:?}");
             replay(&g, &s, 3);
         }
         let what = format!("axes {axes:?}");
-        close(&s.clone_dtoh(&y).unwrap(), &want, &format!("{what} keepdims"));
-        close(&s.clone_dtoh(&y_flat).unwrap(), &want, &what);
-        close(&s.clone_dtoh(&y_perm).unwrap(), &pwant, &format!("permuted, {what}"));
+        let got = s.clone_dtoh(&y2).unwrap();
+        close(&got, &want, &what);
+        assert_eq!(s.clone_dtoh(&y).unwrap(), got, "{what}: keepdims");
+        if kept.len() == 1 {
+            assert_eq!(s.clone_dtoh(&y_flat).unwrap(), got, "{what}: flat output");
+        }
+        close(&s.clone_dtoh(&yp).unwrap(), &pwant, &format!("permuted, {what}"));
         // The same bits as `launch_axes`.
         let mut direct = s.alloc_zeros::<f64>(want.len()).unwrap();
-        total::launch_axes(&s, &x, &axes, &mut direct).unwrap();
-        assert_eq!(s.clone_dtoh(&direct).unwrap(), s.clone_dtoh(&y_flat).unwrap(), "{what}: node and launch");
+        {
+            let mut dv = NdViewMut::new(&mut direct, &kept).unwrap();
+            total::launch_axes(&s, &x, &axes, &mut dv).unwrap();
+        }
+        assert_eq!(s.clone_dtoh(&direct).unwrap(), got, "{what}: node and launch");
     }
 }
 
@@ -267,18 +285,20 @@ fn axes_with_two_placeholders() {
     for axes in [vec![0], vec![1], vec![2], vec![0, 2], vec![1, 2], vec![0, 1, 2]] {
         let want = reduce_ref(&shape, &axes, |f| a[f] * w[f % (30 * 50)] as f64 * 0.25);
         let twant = reduce_ref(&[50, 30, 8], &axes, |f| xtl[f] * wtl[f] as f64 * 0.25);
+        let kept: Vec<usize> = (0..3).filter(|k| !axes.contains(k)).map(|k| shape[k]).collect();
+        let tkept: Vec<usize> = (0..3).filter(|k| !axes.contains(k)).map(|k| [50, 30, 8][k]).collect();
         let mut y = s.alloc_zeros::<f64>(want.len()).unwrap();
-        weighted_sum::launch_axes(&s, &x, &wv, 0.25, &axes, &mut y).unwrap();
+        weighted_sum::launch_axes(&s, &x, &wv, 0.25, &axes, &mut NdViewMut::new(&mut y, &kept).unwrap()).unwrap();
         close(&s.clone_dtoh(&y).unwrap(), &want, &format!("launch_axes {axes:?}"));
         let mut yt = s.alloc_zeros::<f64>(twant.len()).unwrap();
-        weighted_sum::launch_axes(&s, &xt, &wt, 0.25, &axes, &mut yt).unwrap();
+        weighted_sum::launch_axes(&s, &xt, &wt, 0.25, &axes, &mut NdViewMut::new(&mut yt, &tkept).unwrap()).unwrap();
         close(&s.clone_dtoh(&yt).unwrap(), &twant, &format!("launch_axes transposed {axes:?}"));
-        let yg = s.alloc_zeros::<f64>(want.len()).unwrap();
-        let ygt = s.alloc_zeros::<f64>(twant.len()).unwrap();
+        let (mut yg, mut ygt) = (s.alloc_zeros::<f64>(want.len()).unwrap(), s.alloc_zeros::<f64>(twant.len()).unwrap());
         {
+            let (ygv, ygtv) = (NdViewMut::new(&mut yg, &kept).unwrap(), NdViewMut::new(&mut ygt, &tkept).unwrap());
             let mut g = Graph::new(&ctx).unwrap();
-            weighted_sum::node_axes(&mut g, &x, &wv, 0.25, &axes, &yg).unwrap();
-            weighted_sum::node_axes(&mut g, &xt, &wt, 0.25, &axes, &ygt).unwrap();
+            weighted_sum::node_axes(&mut g, &x, &wv, 0.25, &axes, &ygv).unwrap();
+            weighted_sum::node_axes(&mut g, &xt, &wt, 0.25, &axes, &ygtv).unwrap();
             replay(&g, &s, 2);
         }
         close(&s.clone_dtoh(&yg).unwrap(), &want, &format!("node_axes {axes:?}"));

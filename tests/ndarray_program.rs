@@ -202,25 +202,37 @@ fn reduction_program_launch_axes_every_subset() {
         let axes: Vec<usize> = (0..4).filter(|k| mask & (1 << k) != 0).collect();
         let want = reduce_ref(&shape, &axes, |f| a[f] as f64);
         let keep: Vec<usize> = (0..4).map(|k| if axes.contains(&k) { 1 } else { shape[k] }).collect();
+        let kept: Vec<usize> = (0..4).filter(|k| !axes.contains(k)).map(|k| shape[k]).collect();
         let (mut y, mut yk, mut ym) = (
             s.alloc_zeros::<f64>(want.len()).unwrap(),
             s.alloc_zeros::<f64>(want.len()).unwrap(),
             s.alloc_zeros::<f64>(want.len()).unwrap(),
         );
-        red.launch_axes(&s, &axes, &mut [TypedArg::view(&x), TypedArg::slice_mut(&mut y)]).unwrap();
         {
+            let mut yv = NdViewMut::new(&mut y, &kept).unwrap();
+            red.launch_axes(&s, &axes, &mut [TypedArg::view(&x), TypedArg::view_mut(&mut yv)]).unwrap();
             let mut ykv = NdViewMut::new(&mut yk, &keep).unwrap();
             red.launch_axes(&s, &axes, &mut [TypedArg::view(&x), TypedArg::view_mut(&mut ykv)]).unwrap();
+            total::launch_axes(&s, &x, &axes, &mut NdViewMut::new(&mut ym, &kept).unwrap()).unwrap();
         }
-        total::launch_axes(&s, &x, &axes, &mut ym).unwrap();
         let what = format!("axes {axes:?}");
         let got = s.clone_dtoh(&y).unwrap();
         close(&got, &want, &what);
         assert_eq!(got, s.clone_dtoh(&yk).unwrap(), "{what}: keepdims");
         assert_eq!(got, s.clone_dtoh(&ym).unwrap(), "{what}: the program and the macro");
+        if kept.len() == 1 {
+            // A 1-D result may also be a flat buffer.
+            let mut yf = s.alloc_zeros::<f64>(want.len()).unwrap();
+            red.launch_axes(&s, &axes, &mut [TypedArg::view(&x), TypedArg::slice_mut(&mut yf)]).unwrap();
+            assert_eq!(got, s.clone_dtoh(&yf).unwrap(), "{what}: flat output");
+        }
         let pwant = reduce_ref(p.shape(), &axes, |f| pl[f] as f64);
+        let pkept: Vec<usize> = (0..4).filter(|k| !axes.contains(k)).map(|k| p.shape()[k]).collect();
         let mut yp = s.alloc_zeros::<f64>(pwant.len()).unwrap();
-        red.launch_axes(&s, &axes, &mut [TypedArg::view(&p), TypedArg::slice_mut(&mut yp)]).unwrap();
+        {
+            let mut ypv = NdViewMut::new(&mut yp, &pkept).unwrap();
+            red.launch_axes(&s, &axes, &mut [TypedArg::view(&p), TypedArg::view_mut(&mut ypv)]).unwrap();
+        }
         close(&s.clone_dtoh(&yp).unwrap(), &pwant, &format!("permuted, {what}"));
     }
     // An input that is a region of a larger buffer (offset, contiguous rows): the rows kernel on
@@ -255,13 +267,17 @@ fn reduction_program_launch_axes_two_inputs() {
     let scale = 0.25f64;
     for axes in [vec![0], vec![1], vec![2], vec![0, 2], vec![1, 2], vec![0, 1, 2]] {
         let want = reduce_ref(&shape, &axes, |f| a[f] * w[f % (30 * 50)] as f64 * 0.25);
+        let kept: Vec<usize> = (0..3).filter(|k| !axes.contains(k)).map(|k| shape[k]).collect();
         let mut y = s.alloc_zeros::<f64>(want.len()).unwrap();
-        red.launch_axes(
-            &s,
-            &axes,
-            &mut [TypedArg::view(&x), TypedArg::view(&wv), TypedArg::scalar(&scale), TypedArg::slice_mut(&mut y)],
-        )
-        .unwrap();
+        {
+            let mut yv = NdViewMut::new(&mut y, &kept).unwrap();
+            red.launch_axes(
+                &s,
+                &axes,
+                &mut [TypedArg::view(&x), TypedArg::view(&wv), TypedArg::scalar(&scale), TypedArg::view_mut(&mut yv)],
+            )
+            .unwrap();
+        }
         close(&s.clone_dtoh(&y).unwrap(), &want, &format!("axes {axes:?}"));
     }
 }

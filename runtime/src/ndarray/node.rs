@@ -13,6 +13,11 @@ use std::marker::PhantomData;
 
 /// An input of an N-D graph node: an [`NdView`], an [`NdViewMut`] (read), or a flat buffer
 /// (`CudaSlice`, `CudaView`, `CudaViewMut`: a 1-D view of its whole length).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an N-D operand of `{T}` for a graph node",
+    label = "expected `&NdView<{T}>`, `&NdViewMut<{T}>` or a buffer of `{T}` here",
+    note = "N-D graph nodes take views and buffers borrowed for the graph's lifetime"
+)]
 pub trait NdNodeInput<T> {
     /// The operand's shape, strides and offset.
     fn node_layout(&self) -> Layout;
@@ -23,6 +28,12 @@ pub trait NdNodeInput<T> {
 
 /// An output of an N-D graph node: an [`NdViewMut`] or a flat writable buffer (`CudaSlice`,
 /// `CudaViewMut`), borrowed shared for the graph's lifetime.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a writable N-D operand of `{T}` for a graph node",
+    label = "expected `&NdViewMut<{T}>`, `&CudaSlice<{T}>` or `&CudaViewMut<{T}>` here",
+    note = "outputs of graph nodes are borrowed shared (`&y`) but must be writable: a read-only `NdView` or \
+            `CudaView` cannot be written"
+)]
 pub trait NdNodeOutput<T> {
     /// The operand's shape, strides and offset.
     fn node_layout(&self) -> Layout;
