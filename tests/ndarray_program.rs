@@ -70,6 +70,9 @@ fn close(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
+/// What `x + y` is checked on: a name, the two inputs and the output's shape.
+type Case<'a> = (&'a str, NdView<'a, f32>, NdView<'a, f32>, Vec<usize>);
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn elementwise_program_launch_nd() {
@@ -80,7 +83,7 @@ fn elementwise_program_launch_nd() {
     let (a, b) = (data(m * n, 1), data(m * n, 2));
     let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
     let x = NdView::new(&da, &[m, n]).unwrap();
-    let cases: Vec<(&str, NdView<f32>, NdView<f32>, Vec<usize>)> = vec![
+    let cases: Vec<Case> = vec![
         ("contiguous", x.clone(), NdView::new(&db, &[m, n]).unwrap(), vec![m, n]),
         ("transposed + column bias", x.transpose(), NdView::new(&db, &[n, 1]).unwrap(), vec![n, m]),
         ("row broadcast", x.clone(), NdView::new(&db, &[n]).unwrap(), vec![m, n]),
