@@ -60,7 +60,7 @@ pub use launch::{ClusterDim, LaunchKind};
 pub use module::global::Global;
 pub use module::registry::Module;
 pub use module::spec::BuildPath;
-pub use ndarray::{NdInput, NdOutput, NdView, NdViewMut};
+pub use ndarray::{NdInput, NdNodeInput, NdNodeOutput, NdOutput, NdView, NdViewMut};
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction::program::{Reduction, ReductionProgram};
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
@@ -128,7 +128,7 @@ pub mod __private {
     pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
     pub use crate::launch::capture::{binding, kernel_binding};
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, ModuleSpec, ParamCheck};
-    pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdOutput};
+    pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};

@@ -43,6 +43,9 @@ pub struct Elementwise<'a> {
     pub operation: &'a str,
     /// Code before the kernel (helper functions, includes).
     pub preamble: &'a str,
+    /// Generated typedefs of the placeholders, emitted just before the preamble
+    /// ([`crate::typedefs::type_preamble`]; empty for none).
+    pub type_preamble: &'a str,
     /// Code in the kernel before the loop (its declarations are visible in the loop).
     pub loop_prep: &'a str,
     /// Code in the kernel after the loop.
@@ -277,6 +280,7 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
         let _ = writeln!(s, "#line 1 \"{fallback}\"");
     }
     s.push_str(SUPPORT);
+    s.push_str(e.type_preamble);
     if !e.preamble.trim().is_empty() {
         line(&mut s, &e.origins[1], e.preamble, &fallback);
     }

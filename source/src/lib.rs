@@ -37,3 +37,4 @@ pub mod pp;
 pub mod reduction;
 pub mod signature;
 pub mod typecode;
+pub mod typedefs;

@@ -4,6 +4,7 @@
 
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::Result;
+use crate::ndarray::{Layout, NdView, NdViewMut};
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
@@ -56,8 +57,9 @@ unsafe fn bind_from(
         // SAFETY: forwarded from the caller.
         ArgKind::Value(_) => unsafe { bind_from(args, i + 1, stream, pointers, launch) },
         ArgKind::Buffer { object, bind, .. } => {
+            let offset = arg.byte_offset;
             let mut then = |p: sys::CUdeviceptr| {
-                pointers[i] = p;
+                pointers[i] = p + offset;
                 // SAFETY: forwarded from the caller.
                 unsafe { bind_from(args, i + 1, stream, pointers, launch) }
             };
@@ -162,6 +164,11 @@ pub struct Arg<'a> {
     /// exclusively: for launches that check element types ([`ElementwiseKernel`](crate::ElementwiseKernel),
     /// kernels taken with a C signature).
     pub(crate) elem: Elem,
+    /// The view's shape, strides and offset for [`Arg::view`] and [`Arg::view_mut`] (the buffer
+    /// is the view's whole buffer); `None` for a flat buffer or a value.
+    pub(crate) layout: Option<Layout>,
+    /// Bytes from the buffer's start to the pointer passed (a region of it, see `Arg::region`).
+    pub(crate) byte_offset: u64,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -188,6 +195,8 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<T>(),
             kind: ArgKind::Value(value as *const T as *const c_void),
             elem: Elem::of::<T>(1, false),
+            layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }
@@ -203,6 +212,8 @@ impl<'a> Arg<'a> {
                 bind: bind_shared::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }
@@ -218,14 +229,60 @@ impl<'a> Arg<'a> {
                 bind: bind_exclusive::<T, S>,
                 placement: placement_of::<T, S>,
             },
+            layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
+    }
+
+    /// An N-D view the kernel reads, for the N-D launches of the run-time twins
+    /// ([`ElementwiseKernel::launch_nd`](crate::ElementwiseKernel::launch_nd),
+    /// [`Reduction::launch_axes`](crate::Reduction::launch_axes)); the other launches refuse it
+    /// (pass the buffer with [`Arg::slice`] there).
+    pub fn view<T>(view: &'a NdView<'_, T>) -> Self {
+        let mut arg = Arg::slice(view.buffer());
+        arg.layout = Some(*view.layout());
+        arg
+    }
+
+    /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
+    pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
+        let layout = *view.layout();
+        let mut arg = Arg::slice_mut(view.buffer_mut());
+        arg.layout = Some(layout);
+        arg
+    }
+
+    /// Elements `offset .. offset + len` of a buffer argument as a flat buffer argument (the
+    /// contiguous part of a view that a plan found), borrowed from this one; `None` when they
+    /// are not all in the buffer.
+    pub(crate) fn region(&mut self, offset: usize, len: usize) -> Option<Arg<'_>> {
+        if !matches!(self.kind, ArgKind::Buffer { .. }) || offset.checked_add(len)? > self.elem.len {
+            return None;
+        }
+        let mut arg = self.reborrow();
+        arg.byte_offset += (offset * arg.elem.size) as u64;
+        arg.elem.len = len;
+        arg.layout = None;
+        Some(arg)
+    }
+
+    /// Whether the argument is an N-D view ([`Arg::view`], [`Arg::view_mut`]).
+    pub fn is_view(&self) -> bool {
+        self.layout.is_some()
     }
 
     /// The same argument, borrowed from this one (for one launch of a wrapper that keeps the
     /// original).
     pub(crate) fn reborrow(&mut self) -> Arg<'_> {
-        Arg { size: self.size, elem: self.elem, kind: self.kind, _borrow: PhantomData }
+        Arg {
+            size: self.size,
+            elem: self.elem,
+            kind: self.kind,
+            layout: self.layout,
+            byte_offset: self.byte_offset,
+            _borrow: PhantomData,
+        }
     }
 
     /// The argument's size in bytes, as the launch checks it (8 for a buffer).
@@ -252,6 +309,8 @@ impl<'a> Arg<'a> {
             size: std::mem::size_of::<sys::CUdeviceptr>(),
             elem: Elem::of::<T>(1, writes),
             kind: ArgKind::Buffer { object: std::ptr::null_mut(), bind: unbound, placement: nowhere },
+            layout: None,
+            byte_offset: 0,
             _borrow: PhantomData,
         }
     }

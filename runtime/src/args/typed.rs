@@ -139,6 +139,30 @@ impl<'a> TypedArg<'a> {
         }
     }
 
+    /// An N-D view the kernel reads, for [`Reduction::launch_axes`](crate::Reduction::launch_axes)
+    /// (the other launchers refuse it).
+    pub fn view<T: CudaType>(view: &'a crate::NdView<'_, T>) -> Self {
+        TypedArg {
+            arg: Arg::view(view),
+            names: T::NAMES,
+            elem_size: std::mem::size_of::<T>(),
+            len: Some(view.len()),
+            kind: TypedArgKind::Input,
+        }
+    }
+
+    /// An N-D view the kernel writes, for [`Reduction::launch_axes`](crate::Reduction::launch_axes).
+    pub fn view_mut<T: CudaType>(view: &'a mut crate::NdViewMut<'_, T>) -> Self {
+        let len = view.len();
+        TypedArg {
+            arg: Arg::view_mut(view),
+            names: T::NAMES,
+            elem_size: std::mem::size_of::<T>(),
+            len: Some(len),
+            kind: TypedArgKind::Output,
+        }
+    }
+
     /// A value passed by value (a `scalar` parameter).
     pub fn scalar<T: CudaType>(value: &'a T) -> Self {
         TypedArg {
@@ -173,6 +197,28 @@ impl<'a> TypedArg<'a> {
     /// The untyped argument, borrowed for one launch.
     pub(crate) fn as_arg(&mut self) -> Arg<'_> {
         self.arg.reborrow()
+    }
+
+    /// The untyped argument with a view passed as its whole buffer (the strided kernels take
+    /// the view's offset and strides separately).
+    pub(crate) fn as_buffer_arg(&mut self) -> Arg<'_> {
+        let mut arg = self.arg.reborrow();
+        arg.layout = None;
+        arg
+    }
+
+    /// A buffer argument's elements `offset .. offset + len` as a flat buffer of that length (a
+    /// scalar as itself); an error, never expected from a plan, when they leave the buffer.
+    pub(crate) fn region(&mut self, offset: usize, len: usize) -> crate::Result<TypedArg<'_>> {
+        let (names, elem_size, kind) = (self.names, self.elem_size, self.kind);
+        if kind == TypedArgKind::Scalar {
+            return Ok(TypedArg { arg: self.arg.reborrow(), names, elem_size, len: None, kind });
+        }
+        let arg = self.arg.region(offset, len).ok_or_else(|| crate::Error::Shape {
+            op: "reduction over axes".into(),
+            detail: format!("internal error: elements {offset}..{} lie outside their buffer", offset + len),
+        })?;
+        Ok(TypedArg { arg, names, elem_size, len: Some(len), kind })
     }
 }
 

@@ -53,8 +53,10 @@ use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
 use crate::elementwise::AutoConfig;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchKind};
+use crate::ndarray::{Layout, NdLaunch};
 use crate::program::{Program, ProgramKernel};
 use cuda_embed_source::elementwise::{aligned, instance_expr, source, types_kernel, vector_width, Elementwise};
+use cuda_embed_source::ndarray::nd_kernel_names;
 use cuda_embed_source::params::{parse_instance, Instance, ParamKind, ParamLists, Role};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::any::type_name;
@@ -127,6 +129,7 @@ impl ElementwiseProgram {
             name: &self.name,
             operation: &self.operation,
             preamble: &self.preamble,
+            type_preamble: "",
             loop_prep: &self.loop_prep,
             after_loop: &self.after_loop,
             origins: Default::default(),
@@ -202,9 +205,33 @@ impl ElementwiseProgram {
         self.lists.placeholders()
     }
 
-    /// The generated CUDA source (both kernels, every instance).
+    /// The generated CUDA source (every kernel, every instance; without the placeholder
+    /// typedefs of one instance, see [`ElementwiseProgram::source_for`]).
     pub fn source(&self) -> String {
-        source(&self.spec(), &self.lists)
+        self.generate("")
+    }
+
+    /// The generated CUDA source of one instance (`""`, `"float"` or `"T=float, U=int"`), as
+    /// [`ElementwiseProgram::build`] compiles it: the placeholders the preamble mentions are
+    /// typedefs before it (`typedef float T;`, CuPy's `type_preamble`), so device functions of
+    /// the preamble can use them.
+    pub fn source_for(&self, types: &str) -> Result<String> {
+        let inst = self.instance(types)?;
+        let typedefs = cuda_embed_source::typedefs::type_preamble(&inst.bindings, 1, &self.preamble);
+        Ok(self.generate(&typedefs))
+    }
+
+    fn generate(&self, type_preamble: &str) -> String {
+        let e = Elementwise {
+            name: &self.name,
+            operation: &self.operation,
+            preamble: &self.preamble,
+            type_preamble,
+            loop_prep: &self.loop_prep,
+            after_loop: &self.after_loop,
+            origins: Default::default(),
+        };
+        source(&e, &self.lists)
     }
 
     /// Reads an instance: `""` without placeholders, `"float"` with one, `"T=float, U=int"`.
@@ -233,12 +260,14 @@ impl ElementwiseProgram {
     pub fn program(&self, types: &str) -> Result<Program> {
         self.check_reserved()?;
         let inst = self.instance(types)?;
-        Ok(self
+        let program = self
             .program
             .clone()
-            .with_source(self.source())
+            .with_source(self.source_for(types)?)
             .name_expression(instance_expr(&self.name, &inst))
-            .name_expression(instance_expr(&types_kernel(&self.name), &inst)))
+            .name_expression(instance_expr(&types_kernel(&self.name), &inst));
+        // The strided kernels of `launch_nd`, one per rank.
+        Ok(nd_kernel_names(&self.name).iter().fold(program, |p, k| p.name_expression(instance_expr(k, &inst))))
     }
 
     /// Compiles one instance for `ctx`'s device (NVRTC, or the disk cache) and loads it.
@@ -254,6 +283,10 @@ impl ElementwiseProgram {
         let module = self.program(types)?.load(ctx)?;
         let kernel = module.kernel(&instance_expr(&self.name, &inst))?;
         let carrier = module.kernel(&instance_expr(&types_kernel(&self.name), &inst))?;
+        let nd = nd_kernel_names(&self.name)
+            .iter()
+            .map(|k| module.kernel(&instance_expr(k, &inst)))
+            .collect::<Result<Vec<_>>>()?;
         let driver = crate::module::params::driver_version();
         let params = self.param_table(&inst, carrier.params(), kernel.name(), driver)?;
         let sizes: Vec<usize> =
@@ -266,6 +299,7 @@ impl ElementwiseProgram {
                 width: vector_width(&sizes),
             },
             kernel,
+            nd,
             instance: inst.to_string(),
             auto: AutoConfig::new(),
         })
@@ -396,6 +430,8 @@ struct ParamInfo {
 #[derive(Debug)]
 pub struct ElementwiseKernel {
     kernel: ProgramKernel,
+    /// The strided kernels, one per rank of `ndarray::RANKS`.
+    nd: Vec<ProgramKernel>,
     instance: String,
     sig: Sig,
     auto: AutoConfig,
@@ -482,19 +518,137 @@ impl ElementwiseKernel {
         unsafe { self.run(stream, config, n, args) }
     }
 
+    /// Runs the operation once per element of the first output's shape on N-D operands, as
+    /// `elementwise_kernel!`'s `launch_nd` does (the same generated kernels and host plan): each
+    /// array input is an N-D view ([`Arg::view`]) or a flat buffer ([`Arg::slice`], 1-D)
+    /// broadcast to that shape by NumPy's rules, each output an [`Arg::view_mut`] (or
+    /// [`Arg::slice_mut`]) of exactly that shape; any strides. `i` is the flat row-major index in
+    /// the output. The arguments are checked as [`ElementwiseKernel::launch`] checks them, the
+    /// shapes as `launch_nd` does (an [`Error::Shape`] naming the operands). Dimensions contiguous
+    /// for every operand are merged; all-contiguous operands run the flat vectorised kernel,
+    /// others the strided kernel for the merged rank. A kernel with `raw` parameters runs
+    /// through [`ElementwiseKernel::launch_nd_raw`].
+    ///
+    /// ```no_run
+    /// use cuda_embed_runtime::{Arg, ElementwiseProgram, NdView, NdViewMut};
+    /// let ctx = cuda_embed_runtime::context(0)?;
+    /// let stream = ctx.default_stream();
+    /// let add = ElementwiseProgram::new("add", "T x, T b", "T y", "y = x + b")?.build(&ctx, "float")?;
+    /// let x = stream.alloc_zeros::<f32>(4 * 6)?;
+    /// let b = stream.alloc_zeros::<f32>(6)?;
+    /// let mut y = stream.alloc_zeros::<f32>(6 * 4)?;
+    /// let xt = NdView::new(&x, &[4, 6])?.transpose(); // [6, 4]
+    /// let bias = NdView::new(&b, &[6, 1])?; // broadcast along the columns
+    /// let mut yv = NdViewMut::new(&mut y, &[6, 4])?;
+    /// add.launch_nd(&stream, &mut [Arg::view(&xt), Arg::view(&bias), Arg::view_mut(&mut yv)])?;
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn launch_nd(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
+        self.sig.refuse_raw()?;
+        // SAFETY: no raw parameters: every access is the generated code's, within the views.
+        unsafe { self.run_nd(stream, args) }
+    }
+
+    /// [`ElementwiseKernel::launch_nd`] for a kernel that may have `raw` parameters (passed as
+    /// [`Arg::slice`]/[`Arg::slice_mut`]).
+    ///
+    /// # Safety
+    /// The operation indexes the raw arrays itself: it must stay within each one's length.
+    pub unsafe fn launch_nd_raw(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.run_nd(stream, args) }
+    }
+
     /// # Safety
     /// With raw parameters, the operation's accesses are the caller's responsibility.
-    unsafe fn run(
-        &self,
-        stream: &CudaStream,
-        config: Option<LaunchConfig>,
-        n: Option<usize>,
-        args: &mut [Arg<'_>],
-    ) -> Result<()> {
-        let n = self.sig.check(n, args)?;
-        if n == 0 {
+    unsafe fn run_nd(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
+        self.sig.check_kinds(args)?;
+        if let Some((p, _)) =
+            self.sig.params.iter().zip(args.iter()).find(|(p, a)| p.kind != ParamKind::Array && a.is_view())
+        {
+            return Err(self
+                .sig
+                .arg_error(&p.name, "is a `raw` array: pass its buffer with `Arg::slice`, not a view".into()));
+        }
+        let arrays: Vec<(&str, Layout, usize)> = self
+            .sig
+            .params
+            .iter()
+            .zip(args.iter())
+            .filter(|(p, _)| p.kind == ParamKind::Array)
+            .map(|(p, a)| (p.name.as_str(), a.layout.unwrap_or_else(|| Layout::flat(a.elem.len)), a.elem.size))
+            .collect();
+        let inputs = self.sig.params.iter().filter(|p| p.kind == ParamKind::Array && p.role == Role::Input).count();
+        let operands: Vec<(&str, &Layout)> = arrays.iter().map(|(n, l, _)| (*n, l)).collect();
+        let op = format!("kernel `{}` of {}", self.sig.kernel, self.sig.origin);
+        let (plan, strides) = NdLaunch::elementwise_dyn(&op, &operands, inputs)?;
+        if plan.n == 0 {
             return Ok(());
         }
+        let ctx = self.check_placement(stream, args)?;
+        let raw_lens = self.raw_lens(args);
+        let n64 = plan.n as i64;
+        let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
+        let mut go = |pointers: &[sys::CUdeviceptr]| {
+            // Each array's element `[0, ..]`: its buffer's address plus the view's offset.
+            let mut at = arrays.iter();
+            let pointers: Vec<sys::CUdeviceptr> = self
+                .sig
+                .params
+                .iter()
+                .zip(pointers)
+                .map(|(p, &ptr)| match p.kind {
+                    ParamKind::Array => at.next().map_or(ptr, |(_, l, size)| ptr + (l.offset() * size) as u64),
+                    _ => ptr,
+                })
+                .collect();
+            let mut params: Vec<*mut c_void> = args
+                .iter()
+                .zip(&pointers)
+                .map(|(a, p)| match a.kind {
+                    ArgKind::Value(v) => v as *mut c_void,
+                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
+                })
+                .collect();
+            params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
+            params.push(&n64 as *const i64 as *mut c_void);
+            if plan.flat {
+                let ptrs: Vec<(u64, usize)> = self
+                    .sig
+                    .params
+                    .iter()
+                    .zip(&pointers)
+                    .filter(|(p, _)| p.kind == ParamKind::Array)
+                    .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
+                    .collect();
+                let vector: i32 =
+                    if self.sig.width > 1 && aligned(self.sig.width, &ptrs) { self.sig.width as i32 } else { 1 };
+                let cfg = self.auto.config_raw(self.kernel.cu_function(), ctx, plan.n, vector as usize)?;
+                params.push(&vector as *const i32 as *mut c_void);
+                // SAFETY: as in `run`: one pointer per parameter of the flat kernel, each to a live
+                // value of its type; every array is one contiguous run of `n` elements from its
+                // element `[0, ..]` (the plan found every operand contiguous; the views lie in
+                // their buffers), aligned for the vector path when it is taken.
+                unsafe { launch::launch(&self.kernel.target(), stream, &cfg, LaunchKind::Plain, &mut params) }
+            } else {
+                params.push(&plan.rows as *const i64 as *mut c_void);
+                params.extend(plan.shape.iter().map(|d| d as *const i64 as *mut c_void));
+                params.extend(strides.iter().flatten().map(|d| d as *const i64 as *mut c_void));
+                let kernel = &self.nd[plan.variant];
+                // SAFETY: one pointer per parameter of the strided kernel (declared parameters,
+                // raw lengths, n, rows, the padded shape, each array's strides), each to a live
+                // value of its type; the kernel touches element `offset + sum(coord * stride)` of
+                // each array for coordinates within the planned shape, inside each view's buffer
+                // (checked when the view was made, broadcast only with stride 0).
+                unsafe { launch::launch(&kernel.target(), stream, &plan.config, LaunchKind::Plain, &mut params) }
+            }
+        };
+        // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
+        unsafe { bind_buffers(args, stream, &self.kernel.target().who, &mut pointers, &mut go) }.map(drop)
+    }
+
+    /// The stream's context, after checking that the kernel and every buffer belong to it.
+    fn check_placement<'s>(&self, stream: &'s CudaStream, args: &[Arg<'_>]) -> Result<&'s Arc<CudaContext>> {
         let ctx = stream.context();
         if ctx.cu_ctx() != self.kernel.context().cu_ctx() {
             return Err(self.sig.arg_error(
@@ -511,17 +665,38 @@ impl ElementwiseKernel {
             let param = self.sig.params.get(i).map_or_else(|| format!("#{i}"), |p| format!("`{}`", p.name));
             return Err(crate::args::wrong_device(&self.sig.kernel, &self.sig.origin, &param, buffer_device, stream));
         }
-        if let Some(c) = &config {
-            crate::elementwise::check_1d(&self.sig.kernel, &self.sig.origin, stream, c)?;
-        }
-        let raw_lens: Vec<i64> = self
-            .sig
+        Ok(ctx)
+    }
+
+    /// The lengths of the raw arrays, in order (the kernels' `_ce_len_` parameters).
+    fn raw_lens(&self, args: &[Arg<'_>]) -> Vec<i64> {
+        self.sig
             .params
             .iter()
             .zip(args.iter())
             .filter(|(p, _)| p.kind == ParamKind::Raw)
             .map(|(_, a)| a.elem.len as i64)
-            .collect();
+            .collect()
+    }
+
+    /// # Safety
+    /// With raw parameters, the operation's accesses are the caller's responsibility.
+    unsafe fn run(
+        &self,
+        stream: &CudaStream,
+        config: Option<LaunchConfig>,
+        n: Option<usize>,
+        args: &mut [Arg<'_>],
+    ) -> Result<()> {
+        let n = self.sig.check(n, args)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let ctx = self.check_placement(stream, args)?;
+        if let Some(c) = &config {
+            crate::elementwise::check_1d(&self.sig.kernel, &self.sig.origin, stream, c)?;
+        }
+        let raw_lens = self.raw_lens(args);
         let n64 = n as i64;
         let target = self.kernel.target();
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
@@ -591,6 +766,18 @@ impl Sig {
 
     /// Checks every argument against its parameter; returns the number of indices.
     fn check(&self, n: Option<usize>, args: &[Arg<'_>]) -> Result<usize> {
+        if let Some((p, _)) = self.params.iter().zip(args).find(|(_, a)| a.is_view()) {
+            return Err(self.arg_error(
+                &p.name,
+                "is an N-D view (`Arg::view`): launch with `launch_nd`, or pass a flat buffer with `Arg::slice`".into(),
+            ));
+        }
+        self.check_kinds(args)?;
+        self.check_lengths(n, args)
+    }
+
+    /// Checks the number of arguments, and each one's kind and element type.
+    fn check_kinds(&self, args: &[Arg<'_>]) -> Result<()> {
         if args.len() != self.params.len() {
             let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
             return Err(Error::Argument {
@@ -637,6 +824,11 @@ impl Sig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Checks the lengths of the array arguments; returns the number of indices.
+    fn check_lengths(&self, n: Option<usize>, args: &[Arg<'_>]) -> Result<usize> {
         let lengths: Vec<(&str, usize)> = self
             .params
             .iter()

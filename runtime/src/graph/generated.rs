@@ -81,6 +81,12 @@ impl<'a> NodeBuilder<'_, 'a> {
         Ok(p)
     }
 
+    /// Records a range the kernel reads or writes (N-D operands, `ndarray::NodeMemory`).
+    #[inline]
+    pub(crate) fn __record(&mut self, access: Access) {
+        self.accesses.push(access);
+    }
+
     /// Adds the node: `kernel` with `config` (checked against the kernel's limits as a launch
     /// is) and `params`, depending on what the recorded buffers need.
     ///

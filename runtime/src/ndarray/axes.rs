@@ -77,6 +77,11 @@ fn pad_shape(v: &[usize]) -> [i64; AXES_DIMS] {
     out
 }
 
+/// Per input of a plan: element offset, kept strides, reduced strides.
+pub type AxesInput = (i64, [i64; AXES_DIMS], [i64; AXES_DIMS]);
+/// Per output of a plan: element offset, kept strides.
+pub type AxesOutput = (i64, [i64; AXES_DIMS]);
+
 impl<const I: usize, const O: usize> AxesPlan<I, O> {
     /// Plans reduction `op` (its name, for errors) over `axes` of `inputs`, into `outputs`;
     /// `sms`: the GPU's multiprocessor count.
@@ -87,6 +92,35 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
         axes: &[usize],
         outputs: [(&str, &Layout); O],
     ) -> Result<Self> {
+        let (head, ins, outs) = AxesPlan::new_dyn(op, sms, &inputs, axes, &outputs)?;
+        let mut plan = AxesPlan {
+            route: head.route,
+            kept: head.kept,
+            reduced: head.reduced,
+            mode: head.mode,
+            kept_shape: head.kept_shape,
+            reduced_shape: head.reduced_shape,
+            inputs: [(0, [0; AXES_DIMS], [0; AXES_DIMS]); I],
+            outputs: [(0, [0; AXES_DIMS]); O],
+            config: head.config,
+        };
+        plan.inputs.copy_from_slice(&ins);
+        plan.outputs.copy_from_slice(&outs);
+        Ok(plan)
+    }
+}
+
+impl AxesPlan<0, 0> {
+    /// [`AxesPlan::new`] for numbers of operands known only at run time (the run-time twin): the
+    /// plan (its own operand lists empty) and each input's and output's offset and strides.
+    pub fn new_dyn(
+        op: &str,
+        sms: u32,
+        inputs: &[(&str, &Layout)],
+        axes: &[usize],
+        outputs: &[(&str, &Layout)],
+    ) -> Result<(Self, Vec<AxesInput>, Vec<AxesOutput>)> {
+        let (ni, no) = (inputs.len(), outputs.len());
         let Some((first, l0)) = inputs.first().copied() else {
             return Err(err(op, "a reduction over axes needs an array input".into()));
         };
@@ -106,7 +140,7 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
         let kept_shape: Vec<usize> = kept_axes.iter().map(|&a| shape[a]).collect();
         let red_shape: Vec<usize> = red_axes.iter().map(|&a| shape[a]).collect();
         let keep_dims: Vec<usize> = (0..rank).map(|a| if reduced_axis[a] { 1 } else { shape[a] }).collect();
-        let mut in_layouts = Vec::with_capacity(I);
+        let mut in_layouts = Vec::with_capacity(ni);
         for (name, l) in inputs.iter() {
             in_layouts.push(l.broadcast_to(shape).map_err(|_| {
                 err(
@@ -119,7 +153,7 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
                 )
             })?);
         }
-        let mut out_kept: Vec<Vec<isize>> = Vec::with_capacity(O);
+        let mut out_kept: Vec<Vec<isize>> = Vec::with_capacity(no);
         for (name, l) in outputs.iter() {
             let strides = if l.shape() == kept_shape.as_slice() {
                 l.strides().to_vec()
@@ -166,23 +200,24 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
             mode: 0,
             kept_shape: pad_shape(&kc.shape),
             reduced_shape: pad_shape(&rc.shape),
-            inputs: [(0, [0; AXES_DIMS], [0; AXES_DIMS]); I],
-            outputs: [(0, [0; AXES_DIMS]); O],
+            inputs: [],
+            outputs: [],
             config: LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 },
         };
-        for (k, l) in in_layouts.iter().enumerate() {
-            plan.inputs[k] = (l.offset() as i64, pad(&kc.strides[k]), pad(&rc.strides[k]));
-        }
-        for (k, (_, l)) in outputs.iter().enumerate() {
-            plan.outputs[k] = (l.offset() as i64, pad(&kc.strides[I + k]));
-        }
+        let ins: Vec<AxesInput> = in_layouts
+            .iter()
+            .enumerate()
+            .map(|(k, l)| (l.offset() as i64, pad(&kc.strides[k]), pad(&rc.strides[k])))
+            .collect();
+        let outs: Vec<AxesOutput> =
+            outputs.iter().enumerate().map(|(k, (_, l))| (l.offset() as i64, pad(&kc.strides[ni + k]))).collect();
         if kept == 0 {
             plan.route = AxesRoute::Empty;
-            return Ok(plan);
+            return Ok((plan, ins, outs));
         }
-        plan.route = route(&plan, kc.shape.len(), rc.shape.len());
+        plan.route = route(&plan, &ins, &outs, kc.shape.len(), rc.shape.len());
         let inner_red = plan.reduced_shape[AXES_DIMS - 1];
-        let (red_inner_stride, kept_inner_stride) = (plan.inputs[0].2[AXES_DIMS - 1], plan.inputs[0].1[AXES_DIMS - 1]);
+        let (red_inner_stride, kept_inner_stride) = (ins[0].2[AXES_DIMS - 1], ins[0].1[AXES_DIMS - 1]);
         let warp_per_output = (red_inner_stride.abs() == 1 && inner_red >= 32) || kept_inner_stride.abs() != 1;
         let wave = u64::from(sms.max(1)) * 8;
         if warp_per_output {
@@ -195,29 +230,35 @@ impl<const I: usize, const O: usize> AxesPlan<I, O> {
             let blocks = (kept as u64).div_ceil(32).clamp(1, wave * 64) as u32;
             plan.config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32, by, 1), shared_mem_bytes: 0 };
         }
-        Ok(plan)
+        Ok((plan, ins, outs))
     }
 }
 
 /// The contiguous kernel that can run the plan, if any: every input one row-major block in
 /// [kept, reduced] order (rows) or [reduced, kept] order (columns), every output contiguous.
-fn route<const I: usize, const O: usize>(p: &AxesPlan<I, O>, kept_rank: usize, red_rank: usize) -> AxesRoute {
+fn route(
+    p: &AxesPlan<0, 0>,
+    inputs: &[AxesInput],
+    outputs: &[AxesOutput],
+    kept_rank: usize,
+    red_rank: usize,
+) -> AxesRoute {
     let last = AXES_DIMS - 1;
     if p.reduced == 0 || kept_rank > 1 || red_rank > 1 {
         return AxesRoute::Strided;
     }
-    let outs_contiguous = p.outputs.iter().all(|o| kept_rank == 0 || o.1[last] == 1);
+    let outs_contiguous = outputs.iter().all(|o| kept_rank == 0 || o.1[last] == 1);
     if !outs_contiguous {
         return AxesRoute::Strided;
     }
-    let red_unit = p.inputs.iter().all(|i| red_rank == 0 || i.2[last] == 1);
+    let red_unit = inputs.iter().all(|i| red_rank == 0 || i.2[last] == 1);
     if kept_rank == 0 && red_unit {
         return AxesRoute::Full;
     }
-    if kept_rank == 1 && red_unit && p.inputs.iter().all(|i| i.1[last] == p.reduced) {
+    if kept_rank == 1 && red_unit && inputs.iter().all(|i| i.1[last] == p.reduced) {
         return AxesRoute::Rows { cols: p.reduced as usize };
     }
-    if kept_rank == 1 && p.inputs.iter().all(|i| i.1[last] == 1 && (red_rank == 0 || i.2[last] == p.kept)) {
+    if kept_rank == 1 && inputs.iter().all(|i| i.1[last] == 1 && (red_rank == 0 || i.2[last] == p.kept)) {
         return AxesRoute::Cols { cols: p.kept as usize };
     }
     AxesRoute::Strided

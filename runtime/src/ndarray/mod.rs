@@ -17,10 +17,12 @@
 
 mod axes;
 mod layout;
+mod node;
 mod plan;
 
-pub use axes::{AxesPlan, AxesRoute, AXES_DIMS};
+pub use axes::{AxesInput, AxesOutput, AxesPlan, AxesRoute, AXES_DIMS};
 pub use layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
+pub use node::{NdNodeInput, NdNodeOutput, NodeMemory, NodeRegion};
 pub use plan::{NdLaunch, RANKS};
 
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 //! the dimensions collapsed, then either the flat (vectorised) kernel when every operand is one
 //! contiguous run, or the strided kernel specialised for the collapsed rank.
 
-use super::layout::{collapse, show, Layout, MAX_RANK};
+use super::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
 use crate::error::{Error, Result};
 use crate::launch::kernel::KernelRef;
 use cudarc::driver::LaunchConfig;
@@ -38,57 +38,56 @@ pub struct NdLaunch<const A: usize> {
     pub config: LaunchConfig,
 }
 
-fn shape_error(kernel: KernelRef, detail: String) -> Error {
-    Error::Shape { op: format!("kernel `{}` of {}", kernel.name(), kernel.module().origin()), detail }
-}
-
 impl<const A: usize> NdLaunch<A> {
     /// Plans `kernel` over `operands` (name, layout), the first `inputs` of them inputs and the
     /// rest outputs: every output has the first output's shape, every input broadcasts to it
     /// (else an [`Error::Shape`] naming the operands and their shapes).
     pub fn elementwise(kernel: KernelRef, operands: [(&str, &Layout); A], inputs: usize) -> Result<Self> {
-        let Some((out_name, out)) = operands.get(inputs).copied() else {
-            return Err(shape_error(kernel, "an elementwise kernel needs an output array".into()));
-        };
-        let shape = out.shape();
-        let mut views = [*out; A];
-        for (k, (name, l)) in operands.iter().enumerate() {
-            views[k] = if k < inputs {
-                l.broadcast_to(shape).map_err(|_| {
-                    shape_error(
-                        kernel,
-                        format!(
-                            "input `{name}` of shape {} does not broadcast to the shape {} of output `{out_name}`",
-                            show(l.shape()),
-                            show(shape)
-                        ),
-                    )
-                })?
-            } else if l.shape() != shape {
-                return Err(shape_error(
-                    kernel,
-                    format!(
-                        "output `{name}` has shape {} but output `{out_name}` has {}: outputs must have one shape",
-                        show(l.shape()),
-                        show(shape)
-                    ),
-                ));
-            } else {
-                **l
-            };
-        }
-        let strides: Vec<&[isize]> = views.iter().map(Layout::strides).collect();
-        Ok(Self::from_collapsed(out.len(), &collapse(shape, &strides)))
+        let op = || format!("kernel `{}` of {}", kernel.name(), kernel.module().origin());
+        let (n, c) = broadcast_collapse(&op, &operands, inputs)?;
+        Ok(Self::from_collapsed(n, &c))
     }
 
-    fn from_collapsed(n: usize, c: &super::layout::Collapsed) -> Self {
+    fn from_collapsed(n: usize, c: &Collapsed) -> Self {
+        let mut strides = [[0i64; MAX_RANK]; A];
+        let g = NdLaunch::<0>::geometry(n, c, &mut strides);
+        NdLaunch {
+            n,
+            flat: g.flat,
+            rows: g.rows,
+            rank: g.rank,
+            variant: g.variant,
+            shape: g.shape,
+            strides,
+            config: g.config,
+        }
+    }
+}
+
+impl NdLaunch<0> {
+    /// [`NdLaunch::elementwise`] for a number of operands known only at run time (the run-time
+    /// twins): the plan, and each operand's strides over its `shape`. `op` names the kernel in
+    /// errors.
+    pub fn elementwise_dyn(
+        op: &str,
+        operands: &[(&str, &Layout)],
+        inputs: usize,
+    ) -> Result<(Self, Vec<[i64; MAX_RANK]>)> {
+        let (n, c) = broadcast_collapse(&|| op.to_string(), operands, inputs)?;
+        let mut strides = vec![[0i64; MAX_RANK]; operands.len()];
+        let plan = Self::geometry(n, &c, &mut strides);
+        Ok((plan, strides))
+    }
+
+    /// The plan of `n` indices over the collapsed `c`, each operand's padded strides written to
+    /// `strides` (the plan's own are empty).
+    fn geometry(n: usize, c: &Collapsed, strides: &mut [[i64; MAX_RANK]]) -> Self {
         let r = c.shape.len();
         let flat = r == 0 || (r == 1 && c.strides.iter().all(|s| s[0] == 1));
         let variant = RANKS.iter().position(|&k| k >= r.max(1)).unwrap_or(RANKS.len() - 1);
         let rank = RANKS[variant];
         let pad = rank - r.max(1).min(rank);
         let mut shape = [1i64; MAX_RANK];
-        let mut strides = [[0i64; MAX_RANK]; A];
         for d in 0..r {
             shape[pad + d] = c.shape[d] as i64;
             for (k, s) in c.strides.iter().enumerate() {
@@ -106,8 +105,44 @@ impl<const A: usize> NdLaunch<A> {
         let gx = inner.div_ceil(u64::from(bx) * UNROLL).min(i32::MAX as u64) as u32;
         let gy = outer.div_ceil(u64::from(by)).min(65535) as u32;
         let config = LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (bx, by, 1), shared_mem_bytes: 0 };
-        NdLaunch { n, flat, rows: outer as i64, rank: rank as i32, variant, shape, strides, config }
+        NdLaunch { n, flat, rows: outer as i64, rank: rank as i32, variant, shape, strides: [], config }
     }
+}
+
+/// The operands broadcast to the first output's shape (`operands[inputs]`) and their dimensions
+/// collapsed: the number of indices and the collapsed shape and strides. `op` names the kernel.
+fn broadcast_collapse(
+    op: &dyn Fn() -> String,
+    operands: &[(&str, &Layout)],
+    inputs: usize,
+) -> Result<(usize, Collapsed)> {
+    let fail = |detail: String| Error::Shape { op: op(), detail };
+    let Some(&(out_name, out)) = operands.get(inputs) else {
+        return Err(fail("an elementwise kernel needs an output array".into()));
+    };
+    let shape = out.shape();
+    let mut views = Vec::with_capacity(operands.len());
+    for (k, (name, l)) in operands.iter().enumerate() {
+        views.push(if k < inputs {
+            l.broadcast_to(shape).map_err(|_| {
+                fail(format!(
+                    "input `{name}` of shape {} does not broadcast to the shape {} of output `{out_name}`",
+                    show(l.shape()),
+                    show(shape)
+                ))
+            })?
+        } else if l.shape() != shape {
+            return Err(fail(format!(
+                "output `{name}` has shape {} but output `{out_name}` has {}: outputs must have one shape",
+                show(l.shape()),
+                show(shape)
+            )));
+        } else {
+            **l
+        });
+    }
+    let strides: Vec<&[isize]> = views.iter().map(Layout::strides).collect();
+    Ok((out.len(), collapse(shape, &strides)))
 }
 
 #[cfg(test)]

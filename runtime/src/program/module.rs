@@ -354,6 +354,16 @@ impl ProgramKernel {
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
+        if let Some(i) = args.iter().position(Arg::is_view) {
+            return Err(Error::Argument {
+                kernel: self.name.clone(),
+                origin: self.module.origin.clone(),
+                parameter: format!("#{i}"),
+                detail: "is an N-D view (`Arg::view`), which only the N-D launches of the elementwise and \
+                         reduction programs take: pass a pointer with `Arg::slice(view.buffer())`"
+                    .into(),
+            });
+        }
         if let Some(sig) = &self.signature {
             crate::program::sigcheck::check(sig, args).map_err(|detail| Error::Signature {
                 kernel: self.name.clone(),

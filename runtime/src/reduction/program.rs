@@ -31,9 +31,11 @@
 
 use crate::args::typed::{type_matches, TypedArg, TypedArgKind};
 use crate::error::{Error, Result};
+use crate::ndarray::{AxesInput, AxesOutput, AxesPlan, AxesRoute, Layout};
 use crate::program::nvrtc::Compiled;
 use crate::program::{Program, ProgramKernel};
 use crate::reduction::{self as reduce, Shape};
+use cuda_embed_source::ndarray::reduction::axes_kernel_name;
 use cuda_embed_source::params::{Instance, ParamKind, ParamLists};
 use cuda_embed_source::reduction::{kernel_names, PlanKind, RedParam, ReductionSource, Snippet};
 use cudarc::driver::{CudaContext, CudaStream};
@@ -251,6 +253,7 @@ impl ReductionProgram {
         let def = self.definition().map_err(|cause| Error::Compile { origin: self.origin(), arch: 0, cause })?;
         let module = self.program(&def).load(ctx).map_err(|e| self.own(e))?;
         let names = kernel_names(&self.name);
+        let axes_name = axes_kernel_name(&self.name);
         let mut kernels = Vec::with_capacity(def.instances.len());
         for inst in &def.instances {
             let lookup = |k: &String| {
@@ -260,7 +263,7 @@ impl ReductionProgram {
                     module.kernel(&format!("{k}<{}>", inst.types().join(", ")))
                 }
             };
-            kernels.push([lookup(&names[0])?, lookup(&names[1])?, lookup(&names[2])?]);
+            kernels.push([lookup(&names[0])?, lookup(&names[1])?, lookup(&names[2])?, lookup(&axes_name)?]);
         }
         Ok(Reduction {
             origin: self.origin(),
@@ -285,8 +288,8 @@ pub struct Reduction {
     name: String,
     lists: ParamLists,
     instances: Vec<Instance>,
-    /// Per instance: the `full`, `rows` and `cols` kernels.
-    kernels: Vec<[ProgramKernel; 3]>,
+    /// Per instance: the `full`, `rows`, `cols` and `axes` kernels.
+    kernels: Vec<[ProgramKernel; 4]>,
 }
 
 impl std::fmt::Debug for Reduction {
@@ -328,9 +331,111 @@ impl Reduction {
         self.run(stream, Shape::Cols, cols, args)
     }
 
+    /// Reduces the inputs over `axes`, as `reduction_kernel!`'s `launch_axes` does (the same
+    /// kernels and host plan): `args` are the inputs then the outputs, in declaration order; each
+    /// array input an N-D view ([`TypedArg::view`]) or a flat buffer ([`TypedArg::slice`], 1-D)
+    /// whose shape broadcasts to the first array input's, each output a [`TypedArg::view_mut`]
+    /// (or [`TypedArg::slice_mut`]) whose shape is the first input's without the reduced axes, or
+    /// with them as 1 (keepdims). Kinds and element types are checked as [`Reduction::launch`]
+    /// checks them, the shapes and axes as `launch_axes` does (an [`Error::Shape`]). Contiguous
+    /// rows, columns and full reductions run the kernels of `launch_rows`, `launch_cols` and
+    /// `launch`, everything else the strided kernel. Deterministic.
+    ///
+    /// ```no_run
+    /// use cuda_embed_runtime::{NdView, ReductionProgram, TypedArg};
+    /// let ctx = cuda_embed_runtime::context(0)?;
+    /// let stream = ctx.default_stream();
+    /// let sum = ReductionProgram::new("sum", "T x", "T y").map("x").reduce("a + b").identity("0")
+    ///     .types(["float"]).load(&ctx)?;
+    /// let x = stream.alloc_zeros::<f32>(2 * 3 * 4)?;
+    /// let xv = NdView::new(&x, &[2, 3, 4])?;
+    /// let mut y = stream.alloc_zeros::<f32>(3)?; // axes 0 and 2 reduced
+    /// sum.launch_axes(&stream, &[0, 2], &mut [TypedArg::view(&xv), TypedArg::slice_mut(&mut y)])?;
+    /// # Ok::<(), cuda_embed_runtime::Error>(())
+    /// ```
+    pub fn launch_axes(&self, stream: &Arc<CudaStream>, axes: &[usize], args: &mut [TypedArg<'_>]) -> Result<()> {
+        let infos: Vec<ArgInfo> = args.iter().map(|a| ArgInfo { names: a.names, len: a.len, kind: a.kind }).collect();
+        let fail = |cause: String| reduce::length_error(&self.name, &self.origin, stream, cause);
+        let which = select(&self.lists, &self.instances, &infos).map_err(fail)?;
+        let layout = |a: &TypedArg<'_>| a.arg.layout.unwrap_or_else(|| Layout::flat(a.len.unwrap_or(0)));
+        let (mut ins, mut outs) = (Vec::new(), Vec::new());
+        for (p, a) in self.lists.all().zip(args.iter()) {
+            match a.kind {
+                TypedArgKind::Input => ins.push((p.name.as_str(), layout(a))),
+                TypedArgKind::Output => outs.push((p.name.as_str(), layout(a))),
+                TypedArgKind::Scalar => {}
+            }
+        }
+        let in_ops: Vec<(&str, &Layout)> = ins.iter().map(|(n, l)| (*n, l)).collect();
+        let out_ops: Vec<(&str, &Layout)> = outs.iter().map(|(n, l)| (*n, l)).collect();
+        let op = format!("reduction `{}`", self.name);
+        let sms = reduce::sm_count(stream)?;
+        let (plan, pin, pout) = AxesPlan::new_dyn(&op, sms, &in_ops, axes, &out_ops)?;
+        let (k, kr) = (plan.kept as usize, (plan.kept * plan.reduced) as usize);
+        let (shape, cols) = match plan.route {
+            AxesRoute::Empty => return Ok(()),
+            AxesRoute::Full => (Shape::Full, 0),
+            AxesRoute::Rows { cols } => (Shape::Rows, cols),
+            AxesRoute::Cols { cols } => (Shape::Cols, cols),
+            AxesRoute::Strided => return self.strided(stream, which, &plan, &pin, &pout, args),
+        };
+        // A contiguous plan: each operand's region (`kr` input elements, `k` output elements from
+        // its offset) as a flat buffer of `run`.
+        let (mut ni, mut no) = (0, 0);
+        let mut regions: Vec<(usize, usize)> = Vec::with_capacity(args.len());
+        for a in args.iter() {
+            regions.push(match a.kind {
+                TypedArgKind::Input => (pin[post_inc(&mut ni)].0 as usize, kr),
+                TypedArgKind::Output => (pout[post_inc(&mut no)].0 as usize, k),
+                TypedArgKind::Scalar => (0, 0),
+            });
+        }
+        let mut flat: Vec<TypedArg<'_>> =
+            args.iter_mut().zip(&regions).map(|(a, &(off, len))| a.region(off, len)).collect::<Result<_>>()?;
+        self.run(stream, shape, cols, &mut flat)
+    }
+
+    /// The strided `NAME_axes` kernel of instance `which` under `plan`.
+    fn strided(
+        &self,
+        stream: &Arc<CudaStream>,
+        which: usize,
+        plan: &AxesPlan<0, 0>,
+        ins: &[AxesInput],
+        outs: &[AxesOutput],
+        args: &mut [TypedArg<'_>],
+    ) -> Result<()> {
+        let mut list: Vec<crate::Arg<'_>> = args.iter_mut().map(TypedArg::as_buffer_arg).collect();
+        list.push(crate::Arg::value(&plan.kept));
+        list.push(crate::Arg::value(&plan.reduced));
+        list.push(crate::Arg::value(&plan.mode));
+        list.extend(plan.kept_shape.iter().chain(&plan.reduced_shape).map(crate::Arg::value));
+        for (off, kst, rst) in ins {
+            list.push(crate::Arg::value(off));
+            list.extend(kst.iter().chain(rst).map(crate::Arg::value));
+        }
+        for (off, kst) in outs {
+            list.push(crate::Arg::value(off));
+            list.extend(kst.iter().map(crate::Arg::value));
+        }
+        // SAFETY: every argument has the kind and CUDA element type of its parameter (checked by
+        // `select`); each array is passed as its whole buffer, and the kernel touches element
+        // `offset + sum(coord * stride)` of it for coordinates within the views' own (merged)
+        // shapes, which the views' checks keep inside the buffers; outputs do not overlap
+        // themselves (`NdViewMut`). The count and sizes are checked again against the kernel.
+        unsafe { self.kernels[which][3].launch(stream, plan.config, &mut list) }
+    }
+
     fn run(&self, stream: &Arc<CudaStream>, shape: Shape, cols: usize, args: &mut [TypedArg<'_>]) -> Result<()> {
         let infos: Vec<ArgInfo> = args.iter().map(|a| ArgInfo { names: a.names, len: a.len, kind: a.kind }).collect();
         let fail = |cause: String| reduce::length_error(&self.name, &self.origin, stream, cause);
+        if let Some((p, _)) = self.lists.all().zip(args.iter()).find(|(_, a)| a.arg.is_view()) {
+            return Err(fail(format!(
+                "argument `{}` is an N-D view (`TypedArg::view`): reduce views with `launch_axes`, or pass a flat \
+                 buffer with `TypedArg::slice`",
+                p.name
+            )));
+        }
         let which = select(&self.lists, &self.instances, &infos).map_err(fail)?;
         let (rows, n, want) = shape_of(&self.lists, &infos, shape, cols).map_err(fail)?;
         if want == 0 {
@@ -347,7 +452,7 @@ impl Reduction {
         let plan = reduce::plan(stream, shape, rows as u64, n as u64, &sizes)?;
         let cfg = reduce::config(&plan);
         let (rows, n, aux) = (rows as i64, n as i64, plan.aux as i32);
-        let [full, by_rows, by_cols] = &self.kernels[which];
+        let [full, by_rows, by_cols, _] = &self.kernels[which];
         reduce::with_scratch(stream, &plan, |scratch, off| {
             let mut list: Vec<crate::Arg<'_>> = args.iter_mut().map(TypedArg::as_arg).collect();
             list.push(crate::Arg::value(&rows));
@@ -378,6 +483,11 @@ impl Reduction {
             unsafe { kernel.launch(stream, cfg, &mut list) }
         })
     }
+}
+
+fn post_inc(k: &mut usize) -> usize {
+    *k += 1;
+    *k - 1
 }
 
 /// The instance the arguments match: each argument has its parameter's kind and element type.

@@ -165,6 +165,11 @@ impl ReductionSource {
         }
         out.push_str(HELPERS);
         if let Some(p) = &self.preamble {
+            let bindings: Vec<(String, String)> = match self.instances.as_slice() {
+                [only] => self.placeholders.iter().cloned().zip(only.iter().cloned()).collect(),
+                _ => Vec::new(),
+            };
+            out.push_str(&crate::typedefs::type_preamble(&bindings, self.instances.len(), &p.text));
             p.emit(&mut out);
             out.push('\n');
         }

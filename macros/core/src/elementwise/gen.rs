@@ -210,19 +210,18 @@ pub fn module(
         index: &index,
     };
     let node_fns = super::node::node_fns(lists, &shared);
-    let nd_fns = crate::ndarray::launch_nd(
-        lists,
-        &crate::ndarray::NdShared {
-            elems: &elems,
-            gen_params: &gen_params,
-            where_clause: &where_clause,
-            turbofish: &turbofish,
-            index: &index,
-            hidden,
-            instances,
-        },
-        &mut params,
-    );
+    let nd_shared = crate::ndarray::NdShared {
+        elems: &elems,
+        gen_params: &gen_params,
+        generics: &generics,
+        where_clause: &where_clause,
+        turbofish: &turbofish,
+        index: &index,
+        hidden,
+        instances,
+    };
+    let nd_fns = crate::ndarray::launch_nd(lists, &nd_shared, &mut params);
+    let nd_node = crate::ndarray::node::node_nd(lists, &nd_shared);
     let params = params.items();
     let tokens = &generated.tokens;
     Ok(quote! {
@@ -297,6 +296,8 @@ pub fn module(
             #node_fns
 
             #nd_fns
+
+            #nd_node
         }
     })
 }

@@ -135,10 +135,16 @@ pub(crate) fn expand_input(
     let text = |l: &Option<LitStr>| l.as_ref().map(LitStr::value).unwrap_or_default();
     let (op, pre, prep, after) =
         (operation.value(), text(&input.preamble), text(&input.loop_prep), text(&input.after_loop));
+    let bindings = match instances.as_slice() {
+        [only] => only.bindings.clone(),
+        _ => Vec::new(),
+    };
+    let typedefs = cuda_embed_source::typedefs::type_preamble(&bindings, instances.len(), &pre);
     let spec = Elementwise {
         name: &name,
         operation: &op,
         preamble: &pre,
+        type_preamble: &typedefs,
         loop_prep: &prep,
         after_loop: &after,
         origins: [

@@ -500,7 +500,17 @@ fn graph_fns(gen: &KernelGen<'_>, low: &Lowered) -> TokenStream {
     let sig_ty = quote!((#(#sig,)*));
     let n = packed.len();
     if n > paths::MAX_TYPED_PARAMS {
-        quote!()
+        // No typed `node`: generated graph nodes (`node_axes`) pack the arguments themselves
+        // and add the kernel through its handle.
+        let (kernel_ref, tgenerics) = (paths::kernel_ref(), template_generics(gen));
+        quote! {
+            /// The kernel's handle, for generated graph nodes that pack their own arguments.
+            #[doc(hidden)]
+            pub fn __kernel_ref #tgenerics () -> #kernel_ref #where_clause {
+                // SAFETY: kernel `index` of __MODULE.
+                unsafe { #kernel_ref::new(&super::__MODULE, #index) }
+            }
+        }
     } else {
         let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
         let g = &gen.generics;

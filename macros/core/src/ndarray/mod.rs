@@ -4,6 +4,8 @@
 //! `NAME` when every operand is one contiguous run, else the strided kernel `NAME_nd` of the same
 //! instance (generated beside it by `cuda_embed_source::ndarray`).
 
+pub mod axes_node;
+pub mod node;
 pub mod reduction;
 
 use crate::gen::buffer_args::{BufferArgs, Family};
@@ -19,6 +21,8 @@ pub struct NdShared<'a> {
     pub elems: &'a [TokenStream],
     /// `<T>` or empty.
     pub gen_params: &'a TokenStream,
+    /// The placeholders as generic parameters (the graph node adds its lifetime before them).
+    pub generics: &'a [syn::Ident],
     /// `where T: Listed` or empty.
     pub where_clause: &'a TokenStream,
     /// `::<T>` or empty.

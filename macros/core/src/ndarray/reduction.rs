@@ -1,4 +1,4 @@
-//! `launch_axes`: the N-D launcher of a `reduction_kernel!` module (one placeholder at most).
+//! `launch_axes`: the N-D launcher of a `reduction_kernel!` module.
 //! The host plan (`cuda_embed::__private::AxesPlan`) sends contiguous rows, columns and full
 //! reductions to the module's existing kernels (through its `__run`) and everything else to the
 //! strided `NAME_axes` kernel generated beside them.

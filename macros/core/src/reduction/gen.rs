@@ -180,25 +180,39 @@ pub fn wrapper(
             where_clause: &node_where,
         },
     );
-    // `launch_axes` with at most one placeholder (the contiguous path calls `__run` directly).
-    let axes_fn = if generics.len() <= 1 {
-        crate::ndarray::reduction::launch_axes(
-            lists,
-            param_type,
-            &crate::ndarray::reduction::AxesShared {
-                name,
-                hidden,
-                kernel: &axes_kernel,
-                gen_decl: &gen_decl,
-                turbofish: &turbofish,
-                where_clause: &where_clause,
-                call: &call,
-            },
-            &mut params,
-        )
+    // `launch_axes` and `node_axes`: with several placeholders they call the hidden kernels (and
+    // `__run`) at the generic instance, so they carry the kernels' bounds as the nodes do.
+    let (axes_where, axes_call) = if generics.len() <= 1 {
+        (where_clause.clone(), call.clone())
     } else {
-        quote!()
+        (node_where.clone(), quote!(__run #turbofish))
     };
+    let axes_fn = crate::ndarray::reduction::launch_axes(
+        lists,
+        param_type,
+        &crate::ndarray::reduction::AxesShared {
+            name,
+            hidden,
+            kernel: &axes_kernel,
+            gen_decl: &gen_decl,
+            turbofish: &turbofish,
+            where_clause: &axes_where,
+            call: &axes_call,
+        },
+        &mut params,
+    );
+    let axes_node = crate::ndarray::axes_node::node_axes(
+        lists,
+        param_type,
+        &crate::ndarray::axes_node::AxesNodeShared {
+            name,
+            hidden,
+            kernels: &kernels,
+            generics: &generics,
+            turbofish: &turbofish,
+            where_clause: &node_where,
+        },
+    );
     let params = params.items();
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \
@@ -233,6 +247,8 @@ pub fn wrapper(
             #node_fns
 
             #axes_fn
+
+            #axes_node
 
             #[doc = #doc_launch]
             pub fn launch #gen_decl (stream: &::std::sync::Arc<#stream_ty>, #sig #(#outs),*) -> #result<()> #where_clause {

@@ -196,6 +196,13 @@ fn generated_source_compiles_with_nvrtc() {
                 .preamble("#include <cuda_fp16.h>"),
             "__half",
         ),
+        // CuPy's type_preamble: the placeholders are typedefs before the preamble.
+        (
+            ElementwiseProgram::new("tp", "T x, scalar U s", "T y", "y = scale(x, s)")
+                .unwrap()
+                .preamble("__device__ T scale(T v, U s) { return v * (T)s; }"),
+            "T=double, U=int",
+        ),
         (
             ElementwiseProgram::new("rv", "raw float x", "float y", "y = x[x.size() - 1 - i]")
                 .unwrap()
@@ -213,7 +220,11 @@ fn generated_source_compiles_with_nvrtc() {
     for (p, types) in &cases {
         let dir = std::env::temp_dir().join(format!("cuda-embed-ew-test-{}", std::process::id()));
         match p.program(types).unwrap().cache_dir(&dir).compile(90) {
-            Ok(c) => assert_eq!(c.symbols.len(), 2, "the kernel and its types carrier"),
+            Ok(c) => assert_eq!(
+                c.symbols.len(),
+                2 + cuda_embed_source::ndarray::RANKS.len(),
+                "the kernel, its types carrier and the strided kernels of `launch_nd`"
+            ),
             Err(e) if e.to_string().contains("the NVRTC library") => {
                 eprintln!("skipped: {e}");
                 return;

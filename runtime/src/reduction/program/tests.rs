@@ -133,6 +133,13 @@ fn nvrtc_compiles_and_caches() {
             .map("__half2float(x)")
             .reduce("a + b")
             .identity("0.0f"),
+        // CuPy's type_preamble: one instance, so the preamble may name `T`.
+        ReductionProgram::new("typed_pre", "T x", "T y")
+            .preamble("__device__ T square(T v) { return v * v; }")
+            .map("square(x)")
+            .reduce("a + b")
+            .identity("0")
+            .types(["double"]),
         ReductionProgram::new("dot", "T x, U w", "double y")
             .map("(double)x * (double)w")
             .reduce("a + b")
