@@ -538,3 +538,65 @@ fn tuples_match_cpu() {
         assert_eq!((got[i], got[i + 1]), (xs[i + 1], xs[i]), "pair {i}");
     }
 }
+
+/// CUDA vector types: by value, slices of them, fields read and written, `Float4::new`
+/// (`make_float4`), a shared array of them, and a `#[device]` function returning one.
+#[cuda_embed::kernels]
+mod vectors {
+    use cuda_embed::device::*;
+    use cuda_embed::{Double2, Float4, Int2};
+
+    #[device]
+    fn scaled(v: Float4, s: Float4) -> Float4 {
+        Float4::new(v.x * s.x, v.y * s.y, v.z * s.z, v.w * s.w)
+    }
+
+    /// `y[i]` = `x[i]` scaled by `s`, `.w` plus one, `.x` clamped at zero; `idx[i]` = `(i, -i)`;
+    /// `d[i]` = the components' sum and product in `f64`, through shared memory.
+    #[kernel]
+    pub fn vec_ops(s: Float4, x: &[Float4], y: &mut [Float4], idx: &mut [Int2], d: &mut [Double2]) {
+        let t = thread_idx().x as usize;
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        let tile = shared::<Double2, 256>();
+        if i < y.len() {
+            let v = x[i];
+            let mut w = scaled(v, s);
+            w.w += 1.0;
+            y[i] = w;
+            y[i].x = w.x.max(0.0);
+            idx[i] = Int2::new(i as i32, 0);
+            idx[i].y = -(i as i32);
+            let sum = (v.x + v.y + v.z + v.w) as f64;
+            let prod = v.x as f64 * v.y as f64;
+            tile[t] = Double2::new(sum, prod);
+            d[i] = tile[t];
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn vector_types_match_cpu() {
+    use cuda_embed::{Double2, Float4, Int2};
+    let stream = gpu();
+    let n = 5003;
+    let raw = data(4 * n, 15);
+    let xs: Vec<Float4> = raw.chunks(4).map(|c| Float4::new(c[0], c[1], c[2], c[3])).collect();
+    let s = Float4::new(2.0, -1.0, 0.5, 3.0);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![Float4::default(); n]).unwrap();
+    let mut idx = stream.clone_htod(&vec![Int2::default(); n]).unwrap();
+    let mut d = stream.clone_htod(&vec![Double2::default(); n]).unwrap();
+    let config = LaunchConfig { grid_dim: (n.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    unsafe { vectors::vec_ops::launch(&stream, config, s, &x, &mut y, &mut idx, &mut d).unwrap() };
+    vectors::vec_ops::check_errors(&stream).unwrap();
+    let (y, idx, d) = (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&idx).unwrap(), stream.clone_dtoh(&d).unwrap());
+    for i in 0..n {
+        let v = xs[i];
+        let w = Float4::new((v.x * s.x).max(0.0), v.y * s.y, v.z * s.z, v.w * s.w + 1.0);
+        assert_eq!(y[i], w, "y {i}");
+        assert_eq!(idx[i], Int2::new(i as i32, -(i as i32)), "idx {i}");
+        let want = Double2::new((v.x + v.y + v.z + v.w) as f64, v.x as f64 * v.y as f64);
+        assert_eq!(d[i], want, "d {i}");
+    }
+}

@@ -89,6 +89,10 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
                             quote!(#id: &impl #buf<#ty>)
                         }
                     }
+                    Ty::Vector(v) => {
+                        let ty = v.rust_tokens();
+                        quote!(#id: #ty)
+                    }
                     Ty::Struct(n) => {
                         let ty = format_ident!("{}", n);
                         quote!(#id: super::#ty)

@@ -10,8 +10,8 @@ use crate::gen::paths;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-/// Each `cuda_embed::device` function the tokens call by its bare name, named once in a `const`
-/// at the call site: the user's `use cuda_embed::device::*` then counts as used (the body itself
+/// Each `cuda_embed::device` function the tokens call by its bare name, and each CUDA vector type
+/// (`Float4`) they name bare, named once in a `const` at the call site: the user's `use cuda_embed::device::*` then counts as used (the body itself
 /// never reaches rustc), and a missing import is rustc's own "cannot find function" at the call,
 /// with its suggestion of the `use`.
 pub fn device_uses(tokens: &TokenStream) -> TokenStream {
@@ -21,6 +21,12 @@ pub fn device_uses(tokens: &TokenStream) -> TokenStream {
             match &t {
                 proc_macro2::TokenTree::Ident(i) => {
                     let name = i.to_string();
+                    let vector = super::types::Vector::from_name(&name).is_some();
+                    if !after_colons && vector && !seen.contains(&name) {
+                        seen.push(name.clone());
+                        let id = i.clone();
+                        out.push(quote_spanned!(i.span()=> let _: ::core::option::Option<#id> = ::core::option::Option::None;));
+                    }
                     if !after_colons && super::emit::is_device_fn(&name) && !seen.contains(&name) {
                         seen.push(name.clone());
                         let generics = match name.as_str() {
@@ -84,6 +90,14 @@ pub fn module(
                 pass.push(quote!(#id));
                 rows.push_str(&format!("| `{id}` | `{}` | `{}` |\n", s.rust(), s.rust()));
             }
+            Ty::Vector(v) => {
+                let ty = v.rust_tokens();
+                args.push(quote_spanned!(span=> #id: #ty));
+                node_args.push(quote_spanned!(span=> #id: #ty));
+                sig.push(quote!(#ty));
+                pass.push(quote!(#id));
+                rows.push_str(&format!("| `{id}` | `{0}` | `cuda_embed::{0}` |\n", v.rust));
+            }
             Ty::Slice { elem, mutable } => {
                 let ty = elem.rust_tokens();
                 let len = format_ident!("__len_{}", i);
@@ -118,7 +132,7 @@ pub fn module(
                 pass.push(quote!(#id));
                 rows.push_str(&format!("| `{id}` | `{n}` | `{n}` (by value) |\n"));
             }
-            _ => unreachable!("parameters are scalars, slices or structs"),
+            _ => unreachable!("parameters are scalars, vectors, slices or structs"),
         }
     }
     let checks = if bounds_checks { "on" } else { "off (`bounds_checks = false`)" };

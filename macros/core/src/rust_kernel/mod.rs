@@ -210,8 +210,9 @@ template <typename T> static __device__ __forceinline__ T __ce_max(T a, T b) { r
 /// The bounds check: the first out-of-range index of a launch is recorded in the kernel's slot
 /// `__ce_oob_NAME` (Rust line, index, length), the access goes to a scratch word instead, and the
 /// thread returns at the end of the statement (`__ce_bad`). No `__trap()`: the context stays
-/// usable.
-const BOUNDS_HELPERS: &str = r#"__device__ unsigned long long __ce_scratch[2];
+/// usable. The scratch word is as large and as aligned as the largest element a kernel indexes
+/// (`double3`, 24 bytes; `float4`, 16-byte aligned).
+const BOUNDS_HELPERS: &str = r#"__device__ __align__(16) unsigned long long __ce_scratch[4];
 template <typename T>
 static __device__ __forceinline__ T& __ce_at(T* p, size_t len, size_t i, bool& bad, unsigned int line, unsigned long long* slot) {
     if (__builtin_expect(i < len, 1)) return p[i];
@@ -291,6 +292,8 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
             "`#[cuda_embed::kernels]` needs the module's items inline: `mod gpu { ... }`",
         ));
     };
+    // Signatures too: a vector type named only in a parameter counts as used.
+    let uses = launcher::device_uses(&quote!(#(#items)*));
     let (mut kernels, mut devices, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     for it in items {
         match it {
@@ -325,8 +328,6 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let lit = LitStr::new(&translated.source, m.ident.span());
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
-    let fns = kernels.iter().chain(&devices).map(|k| &k.body);
-    let uses = launcher::device_uses(&quote!(#(#fns)*));
     let hidden = &generated.hidden;
     let hidden = quote!(super::#hidden);
     let wrappers = kernels

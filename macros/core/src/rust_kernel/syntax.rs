@@ -1,16 +1,17 @@
 //! The kernel as written: the attribute's options and the function's signature, read into plain
 //! data; every parameter type outside the supported subset is an error at its own span.
 
-use super::types::{Scalar, Ty};
+use super::types::{Elem, Scalar, Ty, Vector, DEPRECATED_VECTORS};
 use crate::front::input::{string_list, Options};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Token};
 
 /// What a parameter may be, for errors.
-pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, \
-    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one, or a `DeviceSafe` \
-    struct by value declared in C++ with `cpp`/`include`";
+pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `f16`, `bf16`, `i8`..`i64`, \
+    `u8`..`u64`, `isize`, `usize`, `bool`), a CUDA vector type (`Float4`, `Int2`, `Double2`, ...), a slice \
+    `&[T]` (read) or `&mut [T]` (written) of either, or a `DeviceSafe` struct by value declared in C++ with \
+    `cpp`/`include`";
 
 /// `#[cuda_embed::kernel(...)]`'s options.
 pub struct Attr {
@@ -137,9 +138,16 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
                 "a kernel returns nothing: write results into a `&mut [T]` parameter",
             ))
         }
-        (syn::ReturnType::Type(_, t), true) => Ty::Scalar(scalar_type(t).ok_or_else(|| {
-            syn::Error::new_spanned(t, "a device function returns a scalar (`f32`, `u32`, `bool`, ...) or nothing")
-        })?),
+        (syn::ReturnType::Type(_, t), true) => match (scalar_type(t), vector_type(t)?) {
+            (Some(s), _) => Ty::Scalar(s),
+            (None, Some(v)) => Ty::Vector(v),
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    t,
+                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, ...) or nothing",
+                ))
+            }
+        },
     };
     let mut params = Vec::new();
     for input in &sig.inputs {
@@ -166,15 +174,16 @@ pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
     match ty {
         syn::Type::Reference(r) => {
             if let syn::Type::Slice(s) = &*r.elem {
-                let elem = match scalar_type(&s.elem) {
-                    Some(e) => e,
-                    None if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
+                let elem = match (scalar_type(&s.elem), vector_type(&s.elem)?) {
+                    (Some(e), _) => Elem::Scalar(e),
+                    (None, Some(v)) => Elem::Vector(v),
+                    (None, None) if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
                         return Err(syn::Error::new_spanned(
                             &s.elem,
                             "a slice of slices is not supported: pass one flat `&[T]` and index it as `x[row * width + col]`",
                         ))
                     }
-                    None => return Err(unsupported_type(&s.elem)),
+                    (None, None) => return Err(unsupported_type(&s.elem)),
                 };
                 return Ok(Ty::Slice { elem, mutable: r.mutability.is_some() });
             }
@@ -191,12 +200,41 @@ pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
                 format!("a reference to one value is not supported: pass the value itself, or a slice; {PARAMS_HELP}"),
             ))
         }
-        _ => match (scalar_type(ty), struct_name(ty)) {
-            (Some(s), _) => Ok(Ty::Scalar(s)),
-            (None, Some(name)) => Ok(Ty::Struct(name)),
+        _ => match (scalar_type(ty), vector_type(ty)?, struct_name(ty)) {
+            (Some(s), ..) => Ok(Ty::Scalar(s)),
+            (None, Some(v), _) => Ok(Ty::Vector(v)),
+            (None, None, Some(name)) => Ok(Ty::Struct(name)),
             _ => Err(unsupported_type(ty)),
         },
     }
+}
+
+/// A CUDA vector type written as `Float4` or `cuda_embed::Float4`, if `ty` is one; an error for
+/// the 4-component 64-bit ones.
+pub fn vector_type(ty: &syn::Type) -> syn::Result<Option<Vector>> {
+    let syn::Type::Path(p) = ty else {
+        return Ok(None);
+    };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let name = match segs.as_slice() {
+        [n] => n,
+        [c, n] if c == "cuda_embed" => n,
+        _ => return Ok(None),
+    };
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return Ok(None);
+    }
+    if DEPRECATED_VECTORS.contains(&name.as_str()) {
+        return Err(syn::Error::new_spanned(
+            ty,
+            format!(
+                "`{name}` is not supported in a kernel: CUDA 13 deprecates its C++ type `{}`; pass two `{}2` values, or a slice of them",
+                name.to_ascii_lowercase(),
+                &name[..name.len() - 1]
+            ),
+        ));
+    }
+    Ok(Vector::from_name(name))
 }
 
 /// A struct passed by value: a plain capitalised name other than the heap and string types

@@ -388,3 +388,45 @@ fn swap(x: &mut [f32]) {
 }"#,
     );
 }
+
+#[test]
+fn vector_types() {
+    snapshot(
+        "vectors",
+        "",
+        r#"
+fn scale4(s: Float4, x: &[Float4], y: &mut [Float4], idx: &mut [Int2], d: &mut [Double2]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        let v = x[i];
+        let mut w: Float4 = Float4::new(v.x * s.x, v.y * s.y, v.z * s.z, v.w * s.w);
+        w.w = w.w + 1.0;
+        y[i] = w;
+        y[i].x = v.x.max(0.0);
+        idx[i] = cuda_embed::Int2::new(i as i32, -1);
+        idx[i].y += 2;
+        let t = shared::<Double2, 32>();
+        t[0] = Double2::new(v.x as f64, 0.5);
+        d[i] = t[0];
+    }
+}"#,
+    );
+}
+
+#[test]
+fn vector_type_errors() {
+    for (item, want) in [
+        ("fn k(a: Float4, b: Float4, y: &mut [Float4]) { y[0] = a + b; }", "`Float4` has no `+` operator"),
+        ("fn k(a: Float2, y: &mut [f32]) { y[0] = a.z; }", "no field `z` on `Float2`: its fields are `.x`, `.y`"),
+        ("fn k(y: &mut [Float2]) { y[0] = Float2::new(1.0); }", "`Float2::new` takes 2 arguments"),
+        ("fn k(y: &mut [Float2]) { y[0] = Float2::new(1.0, 2.0f64); }", "expected `f32`, found `f64`"),
+        ("fn k(y: &mut [Int2]) { y[0] = Float2::new(1.0, 2.0); }", "expected `Int2`, found `Float2`"),
+        ("fn k(a: Double4) {}", "CUDA 13 deprecates its C++ type `double4`"),
+        ("fn k(a: Float4, y: &mut [f32]) { y[0] = a.sum(); }", "no method `sum` on `Float4`"),
+        ("fn k(a: Float4, y: &mut [Float4]) { y[0] += a; }", "`Float4` has no `+` operator"),
+        ("fn k(a: Float4) { a.x = 1.0; }", "cannot assign to the parameter `a`"),
+    ] {
+        let e = error("", item);
+        assert!(e.contains(want), "{item}\n  error: {e}\n  expected to contain: {want}");
+    }
+}

@@ -39,6 +39,13 @@ impl Emitter<'_> {
                 };
                 match (&v.ty, member.as_str()) {
                     (Ty::Dim3, "x" | "y" | "z") => Ok(Val::new(format!("{}.{member}", v.code), Ty::Scalar(Scalar::U32))),
+                    (Ty::Vector(vt), m) if vt.fields().contains(&m) => {
+                        Ok(Val::new(format!("{}.{member}", v.code), Ty::Scalar(vt.elem)))
+                    }
+                    (Ty::Vector(vt), _) => err(
+                        &f.member,
+                        format!("no field `{member}` on `{}`: its fields are `.{}`", vt.rust, vt.fields().join("`, `.")),
+                    ),
                     (Ty::Struct(_) | Ty::Opaque, _) => Ok(Val::new(format!("{}.{member}", v.code), Ty::Opaque)),
                     (t, _) => err(&f.member, format!("no field `{member}` on `{t}`: only `.x`, `.y`, `.z` of `thread_idx()` and friends")),
                 }
@@ -390,6 +397,9 @@ impl Emitter<'_> {
             }
             _ => {
                 let (l, r) = self.operands(&b.left, &b.right, want, b)?;
+                if let Some(Ty::Vector(v)) = [&l.ty, &r.ty].into_iter().find(|t| matches!(t, Ty::Vector(_))) {
+                    return err(b, vector_operator(v, &op));
+                }
                 let ty = unify(&l.ty, &r.ty).ok_or_else(|| {
                     syn::Error::new(
                         b.span(),
@@ -530,6 +540,9 @@ impl Emitter<'_> {
         let ty = unify(&target.ty, &r.ty).ok_or_else(|| {
             syn::Error::new(right.span(), format!("mismatched types: expected `{}`, found `{}`", target.ty, r.ty))
         })?;
+        if let (Some(op), Ty::Vector(v)) = (op, &ty) {
+            return err(right, vector_operator(v, &op));
+        }
         let code = match (op, ty.scalar()) {
             (None, _) => format!("{} = {}", target.code, r.code),
             (Some(op), Some(s)) => {
@@ -604,7 +617,19 @@ impl Emitter<'_> {
                 self.index(i)
             }
             Expr::Paren(p) => self.place(&p.expr),
-            Expr::Field(f) => err(f, "fields of `thread_idx()` and friends are read-only"),
+            Expr::Field(f) => {
+                // A component of a vector place: `v.x = ...` (`let mut v`), `y[i].x = ...`.
+                let base = match &*f.base {
+                    Expr::Path(_) | Expr::Index(_) | Expr::Paren(_) | Expr::Field(_) => self.place(&f.base)?,
+                    _ => return err(f, "fields of `thread_idx()` and friends are read-only"),
+                };
+                match (&base.ty, &f.member) {
+                    (Ty::Vector(v), syn::Member::Named(m)) if v.fields().contains(&m.to_string().as_str()) => {
+                        Ok(Val::new(format!("{}.{m}", base.code), Ty::Scalar(v.elem)))
+                    }
+                    (t, _) => err(&f.member, format!("no assignable field `{}` on `{t}`", expr_text(&Expr::Field(f.clone())))),
+                }
+            }
             other => err(
                 other,
                 "this cannot be assigned to: assign to a `let mut` local or an element `y[i]` of a `&mut [T]`",
@@ -634,18 +659,28 @@ impl Emitter<'_> {
             return err(&i.index, format!("a slice is indexed by `usize`, found `{}`: write `(...) as usize`", idx.ty));
         }
         let (elem, len) = match &base.ty {
-            Ty::Slice { elem, .. } => (*elem, format!("{}__len", base.code)),
-            Ty::Shared { elem, len } => (*elem, format!("{len}ull")),
+            Ty::Slice { elem, .. } => (elem.ty(), format!("{}__len", base.code)),
+            Ty::Shared { elem, len } => (elem.ty(), format!("{len}ull")),
             _ => unreachable!("index_base returns slices and shared arrays"),
         };
         if !self.settings.bounds_checks {
-            return Ok(Val::new(format!("{}[{}]", base.code, idx.code), Ty::Scalar(elem)));
+            return Ok(Val::new(format!("{}[{}]", base.code, idx.code), elem));
         }
         self.indexed = true;
         let line = i.bracket_token.span.open().start().line;
         Ok(Val::new(
             format!("__ce_at({}, {len}, {}, __ce_bad, {line}u, {})", base.code, idx.code, self.settings.slot),
-            Ty::Scalar(elem),
+            elem,
         ))
     }
+}
+
+/// The error for an operator on a CUDA vector type (CUDA C++ defines none).
+fn vector_operator(v: &super::super::types::Vector, op: &BinOp) -> String {
+    format!(
+        "`{}` has no `{}` operator (CUDA C++ defines none on vector types): compute each component, e.g. `{}::new(a.x {1} b.x, ...)`",
+        v.rust,
+        binop(op),
+        v.rust
+    )
 }

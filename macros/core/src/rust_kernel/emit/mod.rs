@@ -8,8 +8,8 @@
 //! the type it meets (`x * 2.0` stays `f32`). A literal bound by `let` without a type takes the
 //! type of the first typed operand it meets (the walk runs again with what it learned).
 
-use super::syntax::{scalar_type, KernelFn};
-use super::types::{unify, Scalar, Ty};
+use super::syntax::{scalar_type, vector_type, KernelFn};
+use super::types::{unify, Elem, Scalar, Ty};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use syn::spanned::Spanned;
@@ -82,7 +82,8 @@ const DEVICE_HELP: &str = "supported from `cuda_embed::device`: `thread_idx()`, 
     `grid_dim()` (with `.x`, `.y`, `.z`), `sync_threads()`, `sync_warp()`, `thread_fence()`, `shared::<T, N>()`, \
     `atomic_add`/`atomic_sub`/`atomic_min`/`atomic_max`/`atomic_exch`/`atomic_and`/`atomic_or`/`atomic_xor`(&mut x[i], v), \
     `atomic_cas(&mut x[i], old, new)`, `shfl_sync`/`shfl_up_sync`/`shfl_down_sync`/`shfl_xor_sync(mask, v, lane)`, \
-    `ballot_sync`/`all_sync`/`any_sync(mask, predicate)`, and `printf!(\"format\", args)`";
+    `ballot_sync`/`all_sync`/`any_sync(mask, predicate)`, and `printf!(\"format\", args)`; CUDA vector types \
+    are built with `Float4::new(x, y, z, w)` (and `Int2::new`, `Double2::new`, ...)";
 
 const SYNTAX_HELP: &str = "a kernel body supports `let`/`let mut`, arithmetic, bitwise, comparison and logical \
     operators, `as` casts, `if`/`else`, `match` on integers, `while`, `loop`, `for` over integer ranges (with `.step_by(n)`, `.rev()`), \
@@ -354,13 +355,15 @@ impl<'a> Emitter<'a> {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, p.mutability.is_some(), None),
             syn::Pat::Type(t) => match &*t.pat {
                 syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                    let s = scalar_type(&t.ty).ok_or_else(|| {
-                        syn::Error::new_spanned(
+                    let ty = match (scalar_type(&t.ty), vector_type(&t.ty)?) {
+                        (Some(s), _) => Ty::Scalar(s),
+                        (None, Some(v)) => Ty::Vector(v),
+                        _ => return err(
                             &t.ty,
-                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...); shared arrays come from `shared::<T, N>()`",
-                        )
-                    })?;
-                    (&p.ident, p.mutability.is_some(), Some(s))
+                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...) or a CUDA vector type (`Float4`, ...); shared arrays come from `shared::<T, N>()`",
+                        ),
+                    };
+                    (&p.ident, p.mutability.is_some(), Some(ty))
                 }
                 other => return err(other, "a `let` binds one name, e.g. `let x: f32 = ...`"),
             },
@@ -368,11 +371,11 @@ impl<'a> Emitter<'a> {
         };
         let name = ident.to_string();
         let Some(init) = &l.init else {
-            let Some(s) = annotated else {
+            let Some(t) = annotated else {
                 return err(l, "a `let` without a value needs a type: `let x: f32;`");
             };
-            let var = self.declare(&name, Ty::Scalar(s), mutable);
-            let text = format!("{} {};", s.cpp(), var.cpp);
+            let var = self.declare(&name, t.clone(), mutable);
+            let text = format!("{} {};", t.cpp(), var.cpp);
             self.push(&text);
             return Ok(());
         };
@@ -396,14 +399,17 @@ impl<'a> Emitter<'a> {
             );
         }
         let id_next = self.next_var;
-        let want = annotated.or_else(|| self.hints.get(&id_next).copied());
+        let want = match &annotated {
+            Some(t) => t.scalar(),
+            None => self.hints.get(&id_next).copied(),
+        };
         let v = self.expr(&init.expr, want)?;
-        let ty = match (annotated, &v.ty) {
-            (Some(s), t) => {
-                if unify(&Ty::Scalar(s), t).is_none() {
-                    return err(&init.expr, format!("mismatched types: expected `{}`, found `{t}`", s.rust()));
+        let ty = match (&annotated, &v.ty) {
+            (Some(a), t) => {
+                if unify(a, t).is_none() {
+                    return err(&init.expr, format!("mismatched types: expected `{a}`, found `{t}`"));
                 }
-                Ty::Scalar(s)
+                a.clone()
             }
             (None, Ty::Slice { .. } | Ty::Shared { .. }) => {
                 return err(&init.expr, "a slice cannot be bound to a new name: index the parameter itself");
@@ -411,6 +417,7 @@ impl<'a> Emitter<'a> {
             (None, Ty::Unit | Ty::Never) => return err(&init.expr, "this expression has no value to bind"),
             (None, Ty::Dim3) => Ty::Dim3,
             (None, Ty::Struct(n)) => Ty::Struct(n.clone()),
+            (None, Ty::Vector(v)) => Ty::Vector(*v),
             (None, t) => match (t.is_literal(), want) {
                 (true, Some(s)) => Ty::Scalar(s),
                 _ => t.clone(),
