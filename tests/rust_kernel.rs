@@ -600,3 +600,79 @@ fn vector_types_match_cpu() {
         assert_eq!(d[i], want, "d {i}");
     }
 }
+
+/// A const generic: `N` sizes the shared tile and bounds the loop; one kernel per listed value.
+#[cuda_embed::kernel(instances = [64, 256])]
+pub fn tile_sum<const N: usize>(x: &[f32], out: &mut [f32]) {
+    let tile = shared::<f32, N>();
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * N + t;
+    tile[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    if t == 0 {
+        let mut acc = 0.0f32;
+        for k in 0..N {
+            acc += tile[k];
+        }
+        out[block_idx().x as usize] = acc;
+    }
+}
+
+/// A type and a const parameter: `x[i] * K + K`, in `T`.
+#[cuda_embed::kernel(instances = [("f32", 3), ("f64", -2)])]
+pub fn scale_by<T, const K: i32>(x: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        x[i] = x[i] * K as T + K as T;
+    }
+}
+
+#[test]
+fn const_generic_instances_are_named_by_value() {
+    assert!(tile_sum::CUDA_SOURCE.contains("__shared__ float tile[64];"));
+    assert!(tile_sum::CUDA_SOURCE.contains("__shared__ float tile[256];"));
+    assert_eq!(tile_sum::tile_sum__64::NAME, "tile_sum__64");
+    assert_eq!(scale_by::scale_by__f64__m2::NAME, "scale_by__f64__m2");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn const_generic_kernels_match_cpu() {
+    let stream = gpu();
+    let n = 10_000;
+    let xs = data(n, 16);
+    let x = stream.clone_htod(&xs).unwrap();
+    for block in [64usize, 256] {
+        let blocks = n.div_ceil(block);
+        let mut out = stream.clone_htod(&vec![0.0f32; blocks]).unwrap();
+        let config = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: 0 };
+        unsafe {
+            if block == 64 {
+                tile_sum::launch::<64>(&stream, config, &x, &mut out).unwrap();
+                tile_sum::check_errors::<64>(&stream).unwrap();
+            } else {
+                tile_sum::launch::<256>(&stream, config, &x, &mut out).unwrap();
+                tile_sum::check_errors::<256>(&stream).unwrap();
+            }
+        }
+        let got = stream.clone_dtoh(&out).unwrap();
+        for (b, g) in got.iter().enumerate() {
+            let want: f64 = xs[b * block..((b + 1) * block).min(n)].iter().map(|&v| v as f64).sum();
+            close(*g as f64, want, 1e-4, &format!("block {b} of {block}"));
+        }
+    }
+    let mut y = stream.clone_htod(&xs).unwrap();
+    unsafe { scale_by::launch::<f32, 3>(&stream, cfg(n), &mut y).unwrap() };
+    scale_by::check_errors::<f32, 3>(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], xs[i] * 3.0 + 3.0, "f32, K = 3: {i}");
+    }
+    let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let mut y = stream.clone_htod(&xd).unwrap();
+    unsafe { scale_by::launch::<f64, -2>(&stream, cfg(n), &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], xd[i] * -2.0 - 2.0, "f64, K = -2: {i}");
+    }
+}

@@ -21,14 +21,16 @@ pub struct Attr {
     pub cpp: Option<LitStr>,
     /// `include = "x.cuh"` or `include = ["a.cuh", "b.cuh"]`: headers included before the kernel.
     pub includes: Vec<LitStr>,
-    /// `instances = ["f32", "f64"]`: the types a generic kernel `fn k<T>(...)` is built for.
-    pub instances: Vec<LitStr>,
+    /// `instances = ["f32", "f64"]`, `[128, 256]` or `[("f32", 128), ...]`: what a generic kernel
+    /// `fn k<T>(...)`, `fn k<const N: usize>(...)` or `fn k<T, const N: usize>(...)` is built for
+    /// (checked against the generics in `generic.rs`).
+    pub instances: Vec<syn::Expr>,
     /// The compiler options every kernel macro takes.
     pub options: Options,
 }
 
 const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(float x) { ... }\"`, \
-    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]`";
+    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]` (or `[128, 256]` for `const N: usize`)";
 
 impl Parse for Attr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -58,7 +60,19 @@ impl Parse for Attr {
                         syn::Error::new(e.span(), "`cpp` takes a string literal of CUDA C++ (`__device__` functions)")
                     })?)
                 }
-                "instances" => attr.instances.extend(string_list(input, "instance (a scalar type, e.g. \"f32\")")?),
+                "instances" => {
+                    let content;
+                    syn::bracketed!(content in input);
+                    let list = syn::punctuated::Punctuated::<syn::Expr, Token![,]>::parse_terminated(&content)
+                        .map_err(|e| {
+                            syn::Error::new(
+                                e.span(),
+                                "`instances` lists types as strings (`[\"f32\", \"f64\"]`), const values as integers \
+                                 (`[128, 256]`), or both as tuples (`[(\"f32\", 128)]`)",
+                            )
+                        })?;
+                    attr.instances.extend(list);
+                }
                 "include" => {
                     if input.peek(syn::token::Bracket) {
                         attr.includes.extend(string_list(input, "header (e.g. \"math.cuh\")")?);
@@ -126,8 +140,9 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
     if let Some(g) = sig.generics.params.first() {
         return Err(syn::Error::new_spanned(
             g,
-            "a generic kernel has one type parameter and lists its instances: \
-             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`",
+            "a generic kernel has one type parameter, one const parameter or both, and lists its instances: \
+             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`, \
+             `#[cuda_embed::kernel(instances = [128, 256])] fn k<const N: usize>(x: &[f32])`",
         ));
     }
     let ret = match (&sig.output, device) {
@@ -273,43 +288,58 @@ pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
     syn::Error::new(ty.span(), format!("{what}; {PARAMS_HELP}"))
 }
 
-/// One instance of a generic kernel `fn k<T>(...)`: the function with `T` replaced by the
-/// scalar `ty` everywhere and named `k__ty`, with the type parameter's name.
-pub fn instance(item: &syn::ItemFn, ty: &LitStr) -> syn::Result<(syn::ItemFn, Ident, Scalar)> {
-    let generics = &item.sig.generics;
-    let param = match (generics.params.len(), generics.params.first()) {
-        (1, Some(syn::GenericParam::Type(t))) => t.ident.clone(),
-        _ => return Err(syn::Error::new_spanned(
-            generics,
-            "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
-        )),
-    };
-    let scalar = Scalar::from_name(&ty.value()).filter(|s| *s != Scalar::Bool).ok_or_else(|| {
-        syn::Error::new_spanned(
-            ty,
-            format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()),
-        )
-    })?;
+/// One instance of a generic kernel: the function with each generic parameter replaced by its
+/// value everywhere (a type parameter by the scalar's name, a const parameter by a typed literal
+/// such as `256usize`), without generics, named `name`.
+pub fn instance(item: &syn::ItemFn, subst: &[(Ident, proc_macro2::TokenStream)], name: Ident) -> syn::Result<syn::ItemFn> {
     let mut f = item.clone();
     f.sig.generics = syn::Generics::default();
-    let tokens = replace_ident(quote::quote!(#f), &param, scalar.rust());
+    let mut tokens = quote::quote!(#f);
+    for (from, to) in subst {
+        tokens = replace_ident(tokens, from, to);
+    }
     let mut f: syn::ItemFn = syn::parse2(tokens)?;
-    f.sig.ident = quote::format_ident!("{}__{}", item.sig.ident, scalar.rust(), span = item.sig.ident.span());
-    Ok((f, param, scalar))
+    f.sig.ident = name;
+    Ok(f)
 }
 
-fn replace_ident(tokens: proc_macro2::TokenStream, from: &Ident, to: &str) -> proc_macro2::TokenStream {
+fn replace_ident(
+    tokens: proc_macro2::TokenStream,
+    from: &Ident,
+    to: &proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .flat_map(|t| -> Vec<TokenTree> {
+            match t {
+                TokenTree::Ident(i) if i == *from => respan(to.clone(), i.span()).into_iter().collect(),
+                TokenTree::Group(g) => {
+                    let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                    n.set_span(g.span());
+                    vec![TokenTree::Group(n)]
+                }
+                other => vec![other],
+            }
+        })
+        .collect()
+}
+
+/// `tokens` with every span set to `span` (a substituted value points at the name it replaced).
+fn respan(tokens: proc_macro2::TokenStream, span: proc_macro2::Span) -> proc_macro2::TokenStream {
     use proc_macro2::{Group, TokenTree};
     tokens
         .into_iter()
         .map(|t| match t {
-            TokenTree::Ident(i) if i == *from => TokenTree::Ident(Ident::new(to, i.span())),
             TokenTree::Group(g) => {
-                let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
-                n.set_span(g.span());
+                let mut n = Group::new(g.delimiter(), respan(g.stream(), span));
+                n.set_span(span);
                 TokenTree::Group(n)
             }
-            other => other,
+            mut other => {
+                other.set_span(span);
+                other
+            }
         })
         .collect()
 }

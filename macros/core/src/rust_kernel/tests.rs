@@ -17,6 +17,10 @@ fn snapshot(name: &str, attr: &str, item: &str) {
         Ok(s) => s,
         Err(e) => panic!("{name}: {e}"),
     };
+    check_snapshot(name, item, &got);
+}
+
+fn check_snapshot(name: &str, item: &str, got: &str) {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
     let text = format!(
@@ -428,5 +432,83 @@ fn vector_type_errors() {
     ] {
         let e = error("", item);
         assert!(e.contains(want), "{item}\n  error: {e}\n  expected to contain: {want}");
+    }
+}
+
+fn generic_snapshot(name: &str, attr: &str, item: &str) {
+    let a: Attr = syn::parse_str(attr).unwrap();
+    let got = match super::generic::translate(&a, &syn::parse_str(item).unwrap(), "src/kernels.rs", 1) {
+        Ok(t) => t.source,
+        Err(e) => panic!("{name}: {e}"),
+    };
+    check_snapshot(name, item, &got);
+}
+
+fn generic_error(attr: &str, item: &str) -> String {
+    let a: Attr = match syn::parse_str(attr) {
+        Ok(a) => a,
+        Err(e) => return e.to_string(),
+    };
+    match super::generic::translate(&a, &syn::parse_str(item).unwrap(), "src/kernels.rs", 1) {
+        Ok(t) => panic!("expected an error, got:\n{}", t.source),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn const_generics() {
+    generic_snapshot(
+        "const_generic",
+        "instances = [128, 256], bounds_checks = false",
+        r#"
+fn block_sum<const N: usize>(x: &[f32], out: &mut [f32]) {
+    let tile = shared::<f32, N>();
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * N + t;
+    tile[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    for k in 1..N {
+        if t == 0 {
+            tile[0] += tile[k];
+        }
+    }
+    if t == 0 {
+        out[block_idx().x as usize] = tile[0];
+    }
+}"#,
+    );
+    generic_snapshot(
+        "type_and_const_generic",
+        r#"instances = [("f32", 4), ("f64", -2)], bounds_checks = false"#,
+        r#"
+fn unrolled<T, const K: i32>(x: &mut [T]) {
+    let i = thread_idx().x as usize;
+    let mut acc: T = 0.0;
+    for k in 0..K {
+        acc += x[i] * k as T;
+    }
+    x[i] = acc + K as T;
+}"#,
+    );
+}
+
+#[test]
+fn const_generic_instance_errors() {
+    let item = "fn k<const N: usize>(x: &mut [f32]) {}";
+    for (attr, item, want) in [
+        ("instances = [\"f32\"]", item, "`N` is a `usize`: its instance is an integer literal, e.g. `256`"),
+        ("instances = [-1]", item, "`-1` does not fit `N`'s type `usize`"),
+        ("instances = [300]", "fn k<const N: u8>(x: &mut [f32]) {}", "`300` does not fit `N`'s type `u8`"),
+        ("instances = [4u32]", item, "mismatched types: `N` is a `usize`, found `u32`"),
+        ("instances = [4, 4]", item, "this instance is listed twice"),
+        ("instances = [(\"f32\", 4)]", item, "takes 1 value(s) per instance, found 2"),
+        ("instances = [4]", "fn k<T, const N: usize>(x: &mut [T]) {}", "takes 2 value(s) per instance, found 1"),
+        ("instances = [(4, 4)]", "fn k<T, const N: usize>(x: &mut [T]) {}", "`T` is a type parameter"),
+        ("instances = [4]", "fn k<const N: f32>(x: &mut [f32]) {}", "a const parameter of a kernel is an integer"),
+        ("instances = [4]", "fn k<const N: usize, const M: usize>(x: &mut [f32]) {}", "one const parameter of an integer type"),
+        ("instances = [2]", "fn k<const N: usize>(x: &mut [f32]) { let t = shared::<f32, { N - 4 }>(); }", "a shared array length"),
+    ] {
+        let e = generic_error(attr, item);
+        assert!(e.contains(want), "{attr} {item}\n  error: {e}\n  expected to contain: {want}");
     }
 }
