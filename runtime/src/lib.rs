@@ -52,6 +52,7 @@ pub use args::typed::{CudaType, TypedArg, TypedArgKind};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
+pub use device::report::synchronize;
 pub use error::{DriverCode, Error, Result};
 pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use launch::kernel::{Kernel, KernelRef};

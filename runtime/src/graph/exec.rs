@@ -142,14 +142,17 @@ impl<'a> GraphExec<'a> {
         driver(&self.ctx, "cuGraphLaunch", r)
     }
 
-    /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]).
+    /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]), then,
+    /// as [`crate::synchronize`] does, the first out-of-range index recorded by a bounds-checked
+    /// Rust-syntax kernel launched in the context (as [`Error::IndexOutOfBounds`]).
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
         stream.synchronize().map_err(|e| Error::Driver {
             call: "cuStreamSynchronize",
             device: self.ctx.ordinal(),
             cause: DriverCode(e.0),
         })?;
-        self.panics()
+        self.panics()?;
+        crate::device::report::check_launched(stream)
     }
 
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {

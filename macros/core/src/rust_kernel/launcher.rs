@@ -173,11 +173,27 @@ pub fn module(
             quote!(cluster,),
         ),
     ];
+    let file = &site.file;
+    let kname = name.to_string();
+    let slot = format_ident!("__ce_oob_{}", inner);
+    // A checked kernel registers its report slot for `cuda_embed::synchronize` on its first launch.
+    let (watched_flag, watch) = if bounds_checks {
+        (
+            quote! {
+                #[doc(hidden)]
+                static __CE_WATCHED: ::core::sync::atomic::AtomicBool = ::core::sync::atomic::AtomicBool::new(false);
+            },
+            quote!(#private::rust_kernel::watch_once(&__CE_WATCHED, &#hidden::#slot, #kname, #file);),
+        )
+    } else {
+        (quote!(), quote!())
+    };
     let launchers = variants.into_iter().map(|(f, fdoc, extra, ret, extra_pass)| {
         quote! {
             #[doc = #fdoc]
             #[inline]
             pub unsafe fn #f(stream: &#stream_ty, config: #config_ty, #extra #(#args),*) -> #result<#ret> {
+                #watch
                 #(#lens)*
                 // SAFETY: forwarded from the caller; the lengths are the buffers' own.
                 unsafe { #hidden::#inner::#f(stream, config, #extra_pass #(#pass),*) }
@@ -191,6 +207,7 @@ pub fn module(
         /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
         /// kernel writes. The dependencies are inferred from what it reads and writes.
         pub fn node<'__g>(graph: &mut #graph<'__g>, config: #config_ty, #(#node_args),*) -> #result<#knode<#sig_ty>> {
+            #watch
             #(#lens)*
             #hidden::#inner::node(graph, config, #(#pass),*)
         }
@@ -202,9 +219,6 @@ pub fn module(
             #hidden::#inner::update(exec, node, config, #(#pass),*)
         }
     };
-    let file = &site.file;
-    let kname = name.to_string();
-    let slot = format_ident!("__ce_oob_{}", inner);
     let check = if bounds_checks {
         quote! {
             #private::rust_kernel::check_bounds(&#hidden::#slot, stream, #kname, #file)
@@ -225,6 +239,8 @@ pub fn module(
             /// The CUDA C++ this kernel was translated to (what nvcc or NVRTC compiled).
             pub const CUDA_SOURCE: &str = #source;
 
+            #watched_flag
+
             #(#launchers)*
 
             #graph_fns
@@ -233,6 +249,7 @@ pub fn module(
             /// launches since the last check, as `Error::IndexOutOfBounds` (kernel, Rust
             /// file:line, index, length), and clears it. The context stays usable: the kernel
             /// does not trap, the offending thread returns. `Ok(())` with `bounds_checks = false`.
+            /// `cuda_embed::synchronize(&stream)` checks every launched kernel at once.
             pub fn check_errors(stream: &#stream_ty) -> #result<()> {
                 #check
             }

@@ -173,9 +173,26 @@ pub fn translate_module(
             let _ = writeln!(src, "__device__ unsigned long long __ce_oob_{}[3];", k.name);
         }
     }
+    // The bodies first: the tuple structs they use are declared before all of them.
+    let mut device_bodies = Vec::new();
     for d in devices {
         let s = emit::Settings { returns: Some(d.ret.clone()), slot: "__ce_slot".into(), ..settings.clone() };
-        let body = emit::body(d, file, &s)?;
+        device_bodies.push(emit::body(d, file, &s)?);
+    }
+    let mut kernel_bodies = Vec::new();
+    for k in kernels {
+        let s = emit::Settings { slot: format!("__ce_oob_{}", k.name), ..settings.clone() };
+        kernel_bodies.push(emit::body(k, file, &s)?);
+    }
+    let mut tuples: Vec<Vec<types::Scalar>> = Vec::new();
+    let returned = devices.iter().filter_map(|d| if let Ty::Tuple(ts) = &d.ret { Some(ts.clone()) } else { None });
+    for ts in returned.chain(device_bodies.iter().chain(&kernel_bodies).flat_map(|b| b.tuples.clone())) {
+        if !tuples.contains(&ts) {
+            let _ = writeln!(src, "{}", types::tuple_decl(&ts));
+            tuples.push(ts);
+        }
+    }
+    for (d, body) in devices.iter().zip(device_bodies) {
         let l = d.name.span().start().line;
         if l != 0 {
             let _ = writeln!(src, "#line {l} \"{file_fwd}\"");
@@ -190,9 +207,7 @@ pub fn translate_module(
         src.push_str(&body.code);
         src.push_str("}\n");
     }
-    for k in kernels {
-        let s = emit::Settings { slot: format!("__ce_oob_{}", k.name), ..settings.clone() };
-        let body = emit::body(k, file, &s)?;
+    for (k, body) in kernels.iter().zip(kernel_bodies) {
         let l = k.name.span().start().line;
         let _ = writeln!(src, "#line {} \"{file_fwd}\"", if l != 0 { l } else { line });
         let _ = writeln!(src, "extern \"C\" __global__ void {}({}) {{", k.name, cpp_params(k, false));

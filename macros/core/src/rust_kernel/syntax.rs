@@ -153,13 +153,14 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
                 "a kernel returns nothing: write results into a `&mut [T]` parameter",
             ))
         }
-        (syn::ReturnType::Type(_, t), true) => match (scalar_type(t), vector_type(t)?) {
-            (Some(s), _) => Ty::Scalar(s),
-            (None, Some(v)) => Ty::Vector(v),
+        (syn::ReturnType::Type(_, t), true) => match (scalar_type(t), vector_type(t)?, tuple_type(t)) {
+            (Some(s), ..) => Ty::Scalar(s),
+            (None, Some(v), _) => Ty::Vector(v),
+            (None, None, Some(ts)) => Ty::Tuple(ts),
             _ => {
                 return Err(syn::Error::new_spanned(
                     t,
-                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, ...) or nothing",
+                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, ...), a tuple of scalars (`(f32, u32)`) or nothing",
                 ))
             }
         },
@@ -259,6 +260,14 @@ fn struct_name(ty: &syn::Type) -> Option<String> {
     let id = p.path.get_ident()?.to_string();
     let capital = id.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     (capital && !["Vec", "String", "Box", "Rc", "Arc", "Option", "Self"].contains(&id.as_str())).then_some(id)
+}
+
+/// A tuple of two or more scalars (`(f32, u32)`), if `ty` is one.
+pub fn tuple_type(ty: &syn::Type) -> Option<Vec<Scalar>> {
+    match ty {
+        syn::Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().map(scalar_type).collect(),
+        _ => None,
+    }
 }
 
 /// A scalar type written in Rust, if `ty` is one.

@@ -512,3 +512,85 @@ fn const_generic_instance_errors() {
         assert!(e.contains(want), "{attr} {item}\n  error: {e}\n  expected to contain: {want}");
     }
 }
+
+/// A module's device functions and kernels, translated (`#[device]` or `#[kernel]` first).
+fn module_source(attr: &str, module: &str) -> syn::Result<String> {
+    let m: syn::ItemMod = syn::parse_str(module)?;
+    let (mut kernels, mut devices) = (Vec::new(), Vec::new());
+    for item in m.content.map(|c| c.1).unwrap_or_default() {
+        if let syn::Item::Fn(mut f) = item {
+            let device = f.attrs[0].path().is_ident("device");
+            f.attrs.clear();
+            let func = super::syntax::function(f, device)?;
+            if device {
+                devices.push(func)
+            } else {
+                kernels.push(func)
+            }
+        }
+    }
+    let attr: Attr = syn::parse_str(attr)?;
+    super::translate_module(&attr, &kernels, &devices, "src/gpu.rs", 1).map(|t| t.source)
+}
+
+#[test]
+fn tuple_values() {
+    let module = r#"
+mod gpu {
+    #[device]
+    fn min_max(a: f32, b: f32) -> (f32, f32) {
+        if a < b {
+            return (a, b);
+        }
+        (b, a)
+    }
+    #[device]
+    fn split(v: u32) -> (u32, u32) {
+        (v / 16, v % 16)
+    }
+    #[kernel]
+    fn k(x: &mut [f32], q: &mut [u32]) {
+        let i = thread_idx().x as usize;
+        let (lo, hi) = min_max(x[2 * i], x[2 * i + 1]);
+        let qr = split(q[i]);
+        let (a, b): (u32, f64) = if qr.0 > 2 { (qr.1, 0.5) } else { (qr.0, 1.5) };
+        x[2 * i] = lo + b as f32;
+        x[2 * i + 1] = hi;
+        q[i] = a;
+    }
+}"#;
+    let got = module_source("bounds_checks = false", module).unwrap();
+    check_snapshot("tuple_values", module, &got);
+}
+
+#[test]
+fn tuple_value_errors() {
+    for (module, want) in [
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, u32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "expected `u32`, found `f32`",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let (p, q, r) = f(x[0]); } }",
+            "the pattern has 3 names, the value is `(f32, f32)`",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let p = f(x[0]); x[0] = p.2; } }",
+            "no field `2` on `(f32, f32)`",
+        ),
+        (
+            "mod m { #[kernel] fn k(x: &mut [f32]) { let (a, b) = x[0]; } }",
+            "a tuple pattern is bound to a tuple",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, Float4) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "a tuple of scalars",
+        ),
+    ] {
+        let e = match module_source("", module) {
+            Ok(s) => panic!("expected an error for {module}, got:\n{s}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(want), "{module}\n  error: {e}\n  expected to contain: {want}");
+    }
+}

@@ -296,6 +296,10 @@ pub enum Ty {
     },
     /// `thread_idx()` and friends: `.x`, `.y`, `.z` (each `u32`).
     Dim3,
+    /// A tuple of scalars (`(f32, u32)`), the result of a device function or an `if`: a C++ struct
+    /// `__ce_tuple_f32_u32` with fields `_0`, `_1`, ... (read as `t.0`, or bound by
+    /// `let (a, b) = ...`).
+    Tuple(Vec<Scalar>),
     /// A `DeviceSafe` struct passed by value, declared in C++ by the same name (`cpp`/`include`):
     /// its fields read as C++ values.
     Struct(String),
@@ -329,6 +333,7 @@ impl Ty {
             Ty::IntLit => "int".into(),
             Ty::FloatLit => "double".into(),
             Ty::Vector(v) => v.cpp(),
+            Ty::Tuple(ts) => tuple_struct(ts),
             Ty::Struct(n) => n.clone(),
             _ => "auto".into(),
         }
@@ -349,6 +354,7 @@ impl fmt::Display for Ty {
             Ty::Slice { elem, mutable: true } => write!(f, "&mut [{}]", elem.rust()),
             Ty::Shared { elem, len } => write!(f, "shared [{}; {len}]", elem.rust()),
             Ty::Dim3 => write!(f, "Dim3"),
+            Ty::Tuple(ts) => write!(f, "({})", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join(", ")),
             Ty::Struct(n) => write!(f, "{n}"),
             Ty::IntLit => write!(f, "{{integer}}"),
             Ty::FloatLit => write!(f, "{{float}}"),
@@ -359,6 +365,17 @@ impl fmt::Display for Ty {
     }
 }
 
+/// The C++ struct holding a tuple of `ts` (`__ce_tuple_f32_u32`).
+pub fn tuple_struct(ts: &[Scalar]) -> String {
+    format!("__ce_tuple_{}", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join("_"))
+}
+
+/// The C++ declaration of the tuple struct of `ts`.
+pub fn tuple_decl(ts: &[Scalar]) -> String {
+    let fields: Vec<String> = ts.iter().enumerate().map(|(k, t)| format!("{} _{k};", t.cpp())).collect();
+    format!("struct {} {{ {} }};", tuple_struct(ts), fields.join(" "))
+}
+
 /// The common type of two operands of an arithmetic or comparison operator, as Rust has it:
 /// the same type on both sides, a literal taking the other side's type. `None`: a mismatch.
 pub fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
@@ -367,6 +384,7 @@ pub fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
         (Ty::Never, t) | (t, Ty::Never) => Some(t.clone()),
         (Ty::Scalar(x), Ty::Scalar(y)) if x == y => Some(a.clone()),
         (Ty::Vector(x), Ty::Vector(y)) if x == y => Some(a.clone()),
+        (Ty::Tuple(x), Ty::Tuple(y)) if x == y => Some(a.clone()),
         (Ty::Struct(x), Ty::Struct(y)) if x == y => Some(a.clone()),
         (Ty::Scalar(s), Ty::IntLit) | (Ty::IntLit, Ty::Scalar(s)) if s.is_int() => Some(Ty::Scalar(*s)),
         (Ty::Scalar(s), Ty::FloatLit) | (Ty::FloatLit, Ty::Scalar(s)) if s.is_float() => Some(Ty::Scalar(*s)),

@@ -46,6 +46,10 @@ impl Emitter<'_> {
                         &f.member,
                         format!("no field `{member}` on `{}`: its fields are `.{}`", vt.rust, vt.fields().join("`, `.")),
                     ),
+                    (Ty::Tuple(ts), m) if m.parse::<usize>().is_ok_and(|k| k < ts.len()) => {
+                        let k: usize = m.parse().unwrap_or(0);
+                        Ok(Val::new(format!("{}._{k}", v.code), Ty::Scalar(ts[k])))
+                    }
                     (Ty::Struct(_) | Ty::Opaque, _) => Ok(Val::new(format!("{}.{member}", v.code), Ty::Opaque)),
                     (t, _) => err(&f.member, format!("no field `{member}` on `{t}`: only `.x`, `.y`, `.z` of `thread_idx()` and friends")),
                 }
@@ -89,7 +93,10 @@ impl Emitter<'_> {
             Expr::Return(r) => match (&r.expr, self.settings.returns.clone()) {
                 (Some(v), None) => err(v, "a kernel returns nothing: write results into a `&mut [T]` parameter"),
                 (Some(v), Some(t)) => {
-                    let val = self.expr(v, t.scalar())?;
+                    let val = match &t {
+                        Ty::Tuple(ts) => self.expr_with_tuple(v, Some(&ts.clone()))?,
+                        _ => self.expr(v, t.scalar())?,
+                    };
                     if unify(&val.ty, &t).is_none() {
                         return err(v, format!("mismatched types: the function returns `{t}`, found `{}`", val.ty));
                     }
@@ -110,7 +117,7 @@ impl Emitter<'_> {
                 r,
                 "a reference to a local is not supported: use the value itself; `&mut x[i]` is only an argument of the atomics",
             ),
-            Expr::Tuple(t) => err(t, "a tuple is only supported in `let (a, b) = (x, y);` and `(a, b) = (x, y);`"),
+            Expr::Tuple(t) => self.tuple_value(t),
             Expr::Array(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Repeat(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Struct(s) => err(s, "struct literals are not supported in a kernel"),
@@ -122,6 +129,40 @@ impl Emitter<'_> {
             }
             _ => err(e, format!("this expression is not supported in a kernel; {SYNTAX_HELP}")),
         }
+    }
+
+    /// A tuple of scalars as a value: the C++ struct of its types, built in place
+    /// (`__ce_tuple_f32_u32{a, b}`).
+    pub(super) fn tuple_value(&mut self, t: &syn::ExprTuple) -> Result<Val> {
+        if t.elems.len() < 2 {
+            return err(t, "a tuple value has two or more scalars: `(a, b)`");
+        }
+        let outer = self.tuple_want.take();
+        let want = outer.clone().filter(|w| w.len() == t.elems.len());
+        let mut tys = Vec::new();
+        let mut codes = Vec::new();
+        for (k, e) in t.elems.iter().enumerate() {
+            let w = want.as_ref().map(|w| w[k]);
+            let mut v = self.expr(e, w)?;
+            let s = match (w, &v.ty) {
+                (Some(s), ty) if unify(&Ty::Scalar(s), ty).is_some() => s,
+                (Some(s), ty) => return err(e, format!("mismatched types: expected `{}`, found `{ty}`", s.rust())),
+                (None, Ty::Scalar(s)) => *s,
+                (None, Ty::IntLit) => Scalar::I32,
+                (None, Ty::FloatLit) => Scalar::F64,
+                (None, ty) => return err(e, format!("a tuple holds scalars, found `{ty}`")),
+            };
+            if v.ty.is_literal() {
+                v = self.expr(e, Some(s))?;
+            }
+            tys.push(s);
+            codes.push(v.code);
+        }
+        self.tuple_want = outer;
+        if !self.tuples.contains(&tys) {
+            self.tuples.push(tys.clone());
+        }
+        Ok(Val::new(format!("{}{{{}}}", super::super::types::tuple_struct(&tys), codes.join(", ")), Ty::Tuple(tys)))
     }
 
     /// An expression that needs statements of its own (a block, an `if` with statements): they

@@ -55,6 +55,8 @@ pub struct DeviceSig {
 pub struct Body {
     /// The C++ statements (inside the kernel's braces).
     pub code: String,
+    /// The tuple types the body builds or binds (their structs are declared before it).
+    pub tuples: Vec<Vec<Scalar>>,
 }
 
 /// A value: its C++ text, its type, and the local it reads (for literal-typed locals).
@@ -101,12 +103,12 @@ pub fn body(f: &KernelFn, file: &str, settings: &Settings) -> Result<Body> {
             hints.entry(k).or_insert(v);
         }
         if hints.len() == before {
-            return Ok(Body { code: e.out });
+            return Ok(Body { code: e.out, tuples: e.tuples });
         }
     }
     let mut e = Emitter::new(f, file, settings.clone(), hints);
     e.function_body(&f.body)?;
-    Ok(Body { code: e.out })
+    Ok(Body { code: e.out, tuples: e.tuples })
 }
 
 struct Emitter<'a> {
@@ -123,6 +125,11 @@ struct Emitter<'a> {
     line: usize,
     /// A bounds-checked index was written since the last statement boundary.
     indexed: bool,
+    /// The tuple types used (see [`Body::tuples`]).
+    tuples: Vec<Vec<Scalar>>,
+    /// The element types a tuple value here should have (a typed `let (a, b): (f32, u32)`, a
+    /// device function's result), for its literals.
+    tuple_want: Option<Vec<Scalar>>,
     loops: usize,
 }
 
@@ -144,6 +151,8 @@ impl<'a> Emitter<'a> {
             indent: 1,
             line: 0,
             indexed: false,
+            tuples: Vec::new(),
+            tuple_want: None,
             loops: 0,
         };
         for p in &f.params {
@@ -253,7 +262,10 @@ impl<'a> Emitter<'a> {
                 Stmt::Expr(e, semi) => {
                     if let (true, None, Some((t, want))) = (last, semi, target) {
                         self.line_of(e.span());
-                        let v = self.expr(e, want)?;
+                        let v = match (&self.settings.returns, t) {
+                            (Some(Ty::Tuple(ts)), "return") => self.expr_with_tuple(e, Some(&ts.clone()))?,
+                            _ => self.expr(e, want)?,
+                        };
                         if v.ty != Ty::Never {
                             let text = if t == "return" {
                                 format!("return {};", v.code)
@@ -286,6 +298,14 @@ impl<'a> Emitter<'a> {
         Ok(tail_ty)
     }
 
+    /// `e`, where a tuple value takes the element types `want` (for its literals).
+    fn expr_with_tuple(&mut self, e: &Expr, want: Option<&[Scalar]>) -> Result<Val> {
+        let saved = std::mem::replace(&mut self.tuple_want, want.map(<[Scalar]>::to_vec));
+        let r = self.expr(e, None);
+        self.tuple_want = saved;
+        r
+    }
+
     fn block(&mut self, b: &syn::Block, target: Option<(&str, Option<Scalar>)>) -> Result<Option<Ty>> {
         self.scopes.push(Vec::new());
         let r = self.stmts(&b.stmts, target);
@@ -307,7 +327,31 @@ impl<'a> Emitter<'a> {
             return err(l, "a tuple `let` needs a value: `let (a, b) = (x, y);`");
         };
         let Expr::Tuple(values) = &*init.expr else {
-            return err(&init.expr, "a tuple pattern is bound to a tuple of values: `let (a, b) = (x, y);`");
+            // A tuple value: a device function's result, an `if` of tuples, a tuple local.
+            let want: Option<Vec<Scalar>> =
+                types.and_then(|t| t.elems.iter().map(scalar_type).collect::<Option<Vec<Scalar>>>());
+            let v = self.expr_with_tuple(&init.expr, want.as_deref())?;
+            let Ty::Tuple(ts) = &v.ty else {
+                return err(
+                    &init.expr,
+                    format!("a tuple pattern is bound to a tuple (`let (a, b) = (x, y);` or a device function returning one), found `{}`", v.ty),
+                );
+            };
+            if ts.len() != pat.elems.len() || want.as_ref().is_some_and(|w| w != ts) {
+                return err(&init.expr, format!("mismatched types: the pattern has {} names, the value is `{}`", pat.elems.len(), v.ty));
+            }
+            let holder = self.tmp();
+            let text = format!("{} {holder} = {};", v.ty.cpp(), v.code);
+            self.push(&text);
+            let mut temps = Vec::new();
+            for (k, t) in ts.iter().enumerate() {
+                let name = self.tmp().replace("__ce_t", "__ce_tuple");
+                let var = self.declare(&name, Ty::Scalar(*t), false);
+                let text = format!("{} {} = {holder}._{k};", t.cpp(), var.cpp);
+                self.push(&text);
+                temps.push((name, init.expr.span()));
+            }
+            return self.bind_tuple(pat, types, temps);
         };
         if values.elems.len() != pat.elems.len() || types.is_some_and(|t| t.elems.len() != pat.elems.len()) {
             return err(pat, "the tuple pattern, its type and its value have different lengths");
@@ -327,6 +371,16 @@ impl<'a> Emitter<'a> {
             self.push(&text);
             temps.push((name, e.span()));
         }
+        self.bind_tuple(pat, types, temps)
+    }
+
+    /// Binds each name of `pat` to its temporary, as by its own `let`.
+    fn bind_tuple(
+        &mut self,
+        pat: &syn::PatTuple,
+        types: Option<&syn::TypeTuple>,
+        temps: Vec<(String, proc_macro2::Span)>,
+    ) -> Result<()> {
         for (k, (p, (name, span))) in pat.elems.iter().zip(temps).enumerate() {
             let id = syn::Ident::new(&name, span);
             let stmt: Stmt = match types.and_then(|t| t.elems.iter().nth(k)) {
@@ -418,6 +472,7 @@ impl<'a> Emitter<'a> {
             (None, Ty::Dim3) => Ty::Dim3,
             (None, Ty::Struct(n)) => Ty::Struct(n.clone()),
             (None, Ty::Vector(v)) => Ty::Vector(*v),
+            (None, Ty::Tuple(ts)) => Ty::Tuple(ts.clone()),
             (None, t) => match (t.is_literal(), want) {
                 (true, Some(s)) => Ty::Scalar(s),
                 _ => t.clone(),
