@@ -590,7 +590,8 @@ fn vector_types_match_cpu() {
     let config = LaunchConfig { grid_dim: (n.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     unsafe { vectors::vec_ops::launch(&stream, config, s, &x, &mut y, &mut idx, &mut d).unwrap() };
     vectors::vec_ops::check_errors(&stream).unwrap();
-    let (y, idx, d) = (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&idx).unwrap(), stream.clone_dtoh(&d).unwrap());
+    let (y, idx, d) =
+        (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&idx).unwrap(), stream.clone_dtoh(&d).unwrap());
     for i in 0..n {
         let v = xs[i];
         let w = Float4::new((v.x * s.x).max(0.0), v.y * s.y, v.z * s.z, v.w * s.w + 1.0);
@@ -645,7 +646,8 @@ fn const_generic_kernels_match_cpu() {
     for block in [64usize, 256] {
         let blocks = n.div_ceil(block);
         let mut out = stream.clone_htod(&vec![0.0f32; blocks]).unwrap();
-        let config = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: 0 };
+        let config =
+            LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: 0 };
         unsafe {
             if block == 64 {
                 tile_sum::launch::<64>(&stream, config, &x, &mut out).unwrap();
@@ -709,7 +711,9 @@ fn synchronize_reports_an_out_of_bounds_index() {
     // SAFETY: the out-of-range index is caught by the bounds check, not performed.
     unsafe { exec.launch(&stream).unwrap() };
     match exec.synchronize(&stream) {
-        Err(Error::IndexOutOfBounds { kernel, index, .. }) => assert_eq!((kernel.as_str(), index), ("off_by_one", 1000)),
+        Err(Error::IndexOutOfBounds { kernel, index, .. }) => {
+            assert_eq!((kernel.as_str(), index), ("off_by_one", 1000))
+        }
         other => panic!("expected IndexOutOfBounds from the graph, got {other:?}"),
     }
     exec.synchronize(&stream).unwrap();

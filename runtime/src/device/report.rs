@@ -61,15 +61,9 @@ fn watch(flag: &'static AtomicBool, slot: &'static Global<u64>, kernel: &'static
 /// kernels recorded one, each call reports the next.
 ///
 /// ```no_run
-/// # use cuda_embed::device::*;
-/// # #[cuda_embed::kernel]
-/// # fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-/// #     let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
-/// #     y[i] = a * x[i] + y[i];
-/// # }
-/// # fn f(stream: &std::sync::Arc<cuda_embed::CudaStream>, x: &cuda_embed::CudaSlice<f32>, y: &mut cuda_embed::CudaSlice<f32>) -> cuda_embed::Result<()> {
-/// unsafe { saxpy::launch(stream, cuda_embed::LaunchConfig::for_num_elems(1 << 20), 2.0, x, y)? };
-/// cuda_embed::synchronize(stream)?; // Err(IndexOutOfBounds { kernel: "saxpy", .. }) if y is short
+/// # fn f(stream: &cuda_embed_runtime::CudaStream) -> cuda_embed_runtime::Result<()> {
+/// // unsafe { saxpy::launch(&stream, cfg, 2.0, &x, &mut y)? };  a #[cuda_embed::kernel]
+/// cuda_embed_runtime::synchronize(stream)?; // Err(IndexOutOfBounds { kernel: "saxpy", .. }) if y is short
 /// # Ok(()) }
 /// ```
 pub fn synchronize(stream: &CudaStream) -> Result<()> {

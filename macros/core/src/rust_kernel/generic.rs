@@ -45,10 +45,16 @@ fn generics(func: &syn::ItemFn) -> syn::Result<Vec<Generic>> {
             }
             syn::GenericParam::Const(c) if !out.iter().any(|g| matches!(g, Generic::Const(..))) => {
                 let s = syntax::scalar_type(&c.ty).filter(|s| s.is_int()).ok_or_else(|| {
-                    syn::Error::new_spanned(&c.ty, "a const parameter of a kernel is an integer (`usize`, `u32`, `i32`, ...)")
+                    syn::Error::new_spanned(
+                        &c.ty,
+                        "a const parameter of a kernel is an integer (`usize`, `u32`, `i32`, ...)",
+                    )
                 })?;
                 if let Some(d) = &c.default {
-                    return Err(syn::Error::new_spanned(d, "a kernel's const parameter has no default: list its values in `instances`"));
+                    return Err(syn::Error::new_spanned(
+                        d,
+                        "a kernel's const parameter has no default: list its values in `instances`",
+                    ));
                 }
                 out.push(Generic::Const(c.ident.clone(), s))
             }
@@ -84,11 +90,8 @@ fn const_value(e: &Expr, name: &Ident, s: Scalar) -> syn::Result<i128> {
     let v: i128 = lit.base10_parse::<u128>().ok().and_then(|v| i128::try_from(v).ok()).ok_or_else(wrong)?;
     let v = if neg { -v } else { v };
     let bits = if matches!(s, Scalar::Usize | Scalar::Isize) { 64 } else { s.bits() };
-    let (lo, hi) = if s.is_signed_int() {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    };
+    let (lo, hi) =
+        if s.is_signed_int() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
     if v < lo || v > hi {
         return Err(syn::Error::new_spanned(e, format!("`{v}` does not fit `{name}`'s type `{}`", s.rust())));
     }
@@ -392,7 +395,8 @@ pub fn expand(attr: &Attr, func: &syn::ItemFn, site: &CallSite) -> syn::Result<T
     let source = &translated.source;
     let tokens = &generated.tokens;
     let sig = &func.sig.generics;
-    let sig_text = quote!(#sig).to_string().replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" :", ":");
+    let sig_text =
+        quote!(#sig).to_string().replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" :", ":");
     let turbofish: Vec<String> = gens
         .iter()
         .map(|g| match g {

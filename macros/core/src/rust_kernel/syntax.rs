@@ -300,7 +300,11 @@ pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
 /// One instance of a generic kernel: the function with each generic parameter replaced by its
 /// value everywhere (a type parameter by the scalar's name, a const parameter by a typed literal
 /// such as `256usize`), without generics, named `name`.
-pub fn instance(item: &syn::ItemFn, subst: &[(Ident, proc_macro2::TokenStream)], name: Ident) -> syn::Result<syn::ItemFn> {
+pub fn instance(
+    item: &syn::ItemFn,
+    subst: &[(Ident, proc_macro2::TokenStream)],
+    name: Ident,
+) -> syn::Result<syn::ItemFn> {
     let mut f = item.clone();
     f.sig.generics = syn::Generics::default();
     let mut tokens = quote::quote!(#f);

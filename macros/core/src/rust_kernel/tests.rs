@@ -505,8 +505,16 @@ fn const_generic_instance_errors() {
         ("instances = [4]", "fn k<T, const N: usize>(x: &mut [T]) {}", "takes 2 value(s) per instance, found 1"),
         ("instances = [(4, 4)]", "fn k<T, const N: usize>(x: &mut [T]) {}", "`T` is a type parameter"),
         ("instances = [4]", "fn k<const N: f32>(x: &mut [f32]) {}", "a const parameter of a kernel is an integer"),
-        ("instances = [4]", "fn k<const N: usize, const M: usize>(x: &mut [f32]) {}", "one const parameter of an integer type"),
-        ("instances = [2]", "fn k<const N: usize>(x: &mut [f32]) { let t = shared::<f32, { N - 4 }>(); }", "a shared array length"),
+        (
+            "instances = [4]",
+            "fn k<const N: usize, const M: usize>(x: &mut [f32]) {}",
+            "one const parameter of an integer type",
+        ),
+        (
+            "instances = [2]",
+            "fn k<const N: usize>(x: &mut [f32]) { let t = shared::<f32, { N - 4 }>(); }",
+            "a shared array length",
+        ),
     ] {
         let e = generic_error(attr, item);
         assert!(e.contains(want), "{attr} {item}\n  error: {e}\n  expected to contain: {want}");

@@ -194,10 +194,48 @@ const VECTOR_FAMILIES: &[(&str, Scalar)] = &[
 
 /// Every supported vector name, for lookups that need a `&'static str`.
 const VECTOR_NAMES: &[&str] = &[
-    "Char1", "Char2", "Char3", "Char4", "UChar1", "UChar2", "UChar3", "UChar4", "Short1", "Short2", "Short3",
-    "Short4", "UShort1", "UShort2", "UShort3", "UShort4", "Int1", "Int2", "Int3", "Int4", "UInt1", "UInt2", "UInt3",
-    "UInt4", "Long1", "Long2", "Long3", "ULong1", "ULong2", "ULong3", "LongLong1", "LongLong2", "LongLong3",
-    "ULongLong1", "ULongLong2", "ULongLong3", "Float1", "Float2", "Float3", "Float4", "Double1", "Double2",
+    "Char1",
+    "Char2",
+    "Char3",
+    "Char4",
+    "UChar1",
+    "UChar2",
+    "UChar3",
+    "UChar4",
+    "Short1",
+    "Short2",
+    "Short3",
+    "Short4",
+    "UShort1",
+    "UShort2",
+    "UShort3",
+    "UShort4",
+    "Int1",
+    "Int2",
+    "Int3",
+    "Int4",
+    "UInt1",
+    "UInt2",
+    "UInt3",
+    "UInt4",
+    "Long1",
+    "Long2",
+    "Long3",
+    "ULong1",
+    "ULong2",
+    "ULong3",
+    "LongLong1",
+    "LongLong2",
+    "LongLong3",
+    "ULongLong1",
+    "ULongLong2",
+    "ULongLong3",
+    "Float1",
+    "Float2",
+    "Float3",
+    "Float4",
+    "Double1",
+    "Double2",
     "Double3",
 ];
 
@@ -410,7 +448,10 @@ mod tests {
     fn vector_names() {
         let v = Vector::from_name("Float4").unwrap();
         assert_eq!((v.elem, v.len, v.cpp()), (Scalar::F32, 4, "float4".to_string()));
-        assert_eq!(Vector::from_name("ULongLong2").map(|v| (v.elem, v.cpp())), Some((Scalar::U64, "ulonglong2".into())));
+        assert_eq!(
+            Vector::from_name("ULongLong2").map(|v| (v.elem, v.cpp())),
+            Some((Scalar::U64, "ulonglong2".into()))
+        );
         assert_eq!(Vector::from_name("UChar3").unwrap().fields(), &["x", "y", "z"]);
         assert!(Vector::from_name("Double4").is_none());
         assert!(Vector::from_name("Float5").is_none());

@@ -13,7 +13,12 @@ impl Emitter<'_> {
         if let Ty::Vector(v) = &recv.ty {
             return err(
                 &m.method,
-                format!("no method `{name}` on `{}`: read its fields (`.{}`) and build a new one with `{}::new(...)`", v.rust, v.fields().join("`, `."), v.rust),
+                format!(
+                    "no method `{name}` on `{}`: read its fields (`.{}`) and build a new one with `{}::new(...)`",
+                    v.rust,
+                    v.fields().join("`, `."),
+                    v.rust
+                ),
             );
         }
         match (&recv.ty, name.as_str(), m.args.len()) {
@@ -238,12 +243,21 @@ impl Emitter<'_> {
             });
             if let (true, Some(v)) = (prefix_ok, vector_type(&vty)?) {
                 if new != "new" {
-                    return err(&c.func, format!("a `{}` is built with `{}::new({})`", v.rust, v.rust, v.fields().join(", ")));
+                    return err(
+                        &c.func,
+                        format!("a `{}` is built with `{}::new({})`", v.rust, v.rust, v.fields().join(", ")),
+                    );
                 }
                 if c.args.len() != v.fields().len() {
                     return err(
                         c,
-                        format!("`{}::new` takes {} arguments ({}), found {}", v.rust, v.len, v.fields().join(", "), c.args.len()),
+                        format!(
+                            "`{}::new` takes {} arguments ({}), found {}",
+                            v.rust,
+                            v.len,
+                            v.fields().join(", "),
+                            c.args.len()
+                        ),
                     );
                 }
                 let mut parts = Vec::new();

@@ -668,7 +668,9 @@ impl Emitter<'_> {
                     (Ty::Vector(v), syn::Member::Named(m)) if v.fields().contains(&m.to_string().as_str()) => {
                         Ok(Val::new(format!("{}.{m}", base.code), Ty::Scalar(v.elem)))
                     }
-                    (t, _) => err(&f.member, format!("no assignable field `{}` on `{t}`", expr_text(&Expr::Field(f.clone())))),
+                    (t, _) => {
+                        err(&f.member, format!("no assignable field `{}` on `{t}`", expr_text(&Expr::Field(f.clone()))))
+                    }
                 }
             }
             other => err(

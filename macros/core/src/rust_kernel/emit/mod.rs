@@ -338,7 +338,10 @@ impl<'a> Emitter<'a> {
                 );
             };
             if ts.len() != pat.elems.len() || want.as_ref().is_some_and(|w| w != ts) {
-                return err(&init.expr, format!("mismatched types: the pattern has {} names, the value is `{}`", pat.elems.len(), v.ty));
+                return err(
+                    &init.expr,
+                    format!("mismatched types: the pattern has {} names, the value is `{}`", pat.elems.len(), v.ty),
+                );
             }
             let holder = self.tmp();
             let text = format!("{} {holder} = {};", v.ty.cpp(), v.code);
