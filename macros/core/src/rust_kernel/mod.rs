@@ -295,6 +295,13 @@ fn marker(f: &syn::ItemFn) -> Option<(&'static str, &syn::Attribute)> {
 
 fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) -> syn::Result<TokenStream> {
     let attr: Attr = syn::parse2(attr)?;
+    if let Some(first) = attr.instances.first() {
+        return Err(syn::Error::new_spanned(
+            first,
+            "`instances` goes on a generic kernel of its own: `#[cuda_embed::kernel(instances = [...])] fn k<T>(...)`; \
+             kernels of a `#[cuda_embed::kernels]` module are not generic",
+        ));
+    }
     let mut m: syn::ItemMod = syn::parse2(item).map_err(|e| {
         syn::Error::new(
             e.span(),

@@ -602,3 +602,20 @@ fn tuple_value_errors() {
         assert!(e.contains(want), "{module}\n  error: {e}\n  expected to contain: {want}");
     }
 }
+
+#[test]
+fn instances_on_a_kernels_module_are_an_error() {
+    let site = crate::expand::CallSite { file: "src/gpu.rs".into(), line: 1, dir: None };
+    let out = super::expand_module(
+        quote::quote!(instances = ["f32"]),
+        quote::quote!(
+            mod gpu {
+                #[kernel]
+                fn k(x: &mut [f32]) {}
+            }
+        ),
+        site,
+    )
+    .to_string();
+    assert!(out.contains("`instances` goes on a generic kernel of its own"), "{out}");
+}
