@@ -110,7 +110,8 @@ fn run() -> cuda_embed::Result<()> {
     let short = drgb.slice(0..3 * pixels - 2);
     // SAFETY: bounds-checked.
     unsafe { shading::shade::launch(&stream, LaunchConfig::for_num_elems(pixels as u32), &short, &mut shaded)? };
-    match shading::shade::check_errors(&stream) {
+    // `cuda_embed::synchronize` waits for the stream and reports any checked kernel's index.
+    match cuda_embed::synchronize(&stream) {
         Err(e @ Error::IndexOutOfBounds { .. }) => println!("as expected: {e}"),
         other => {
             println!("expected an out-of-bounds report, got {other:?}");

@@ -538,3 +538,350 @@ fn tuples_match_cpu() {
         assert_eq!((got[i], got[i + 1]), (xs[i + 1], xs[i]), "pair {i}");
     }
 }
+
+/// CUDA vector types: by value, slices of them, fields read and written, `Float4::new`
+/// (`make_float4`), a shared array of them, and a `#[device]` function returning one.
+#[cuda_embed::kernels]
+mod vectors {
+    use cuda_embed::device::*;
+    use cuda_embed::{Double2, Float4, Int2};
+
+    #[device]
+    fn scaled(v: Float4, s: Float4) -> Float4 {
+        Float4::new(v.x * s.x, v.y * s.y, v.z * s.z, v.w * s.w)
+    }
+
+    /// `y[i]` = `x[i]` scaled by `s`, `.w` plus one, `.x` clamped at zero; `idx[i]` = `(i, -i)`;
+    /// `d[i]` = the components' sum and product in `f64`, through shared memory.
+    #[kernel]
+    pub fn vec_ops(s: Float4, x: &[Float4], y: &mut [Float4], idx: &mut [Int2], d: &mut [Double2]) {
+        let t = thread_idx().x as usize;
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        let tile = shared::<Double2, 256>();
+        if i < y.len() {
+            let v = x[i];
+            let mut w = scaled(v, s);
+            w.w += 1.0;
+            y[i] = w;
+            y[i].x = w.x.max(0.0);
+            idx[i] = Int2::new(i as i32, 0);
+            idx[i].y = -(i as i32);
+            let sum = (v.x + v.y + v.z + v.w) as f64;
+            let prod = v.x as f64 * v.y as f64;
+            tile[t] = Double2::new(sum, prod);
+            d[i] = tile[t];
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn vector_types_match_cpu() {
+    use cuda_embed::{Double2, Float4, Int2};
+    let stream = gpu();
+    let n = 5003;
+    let raw = data(4 * n, 15);
+    let xs: Vec<Float4> = raw.chunks(4).map(|c| Float4::new(c[0], c[1], c[2], c[3])).collect();
+    let s = Float4::new(2.0, -1.0, 0.5, 3.0);
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![Float4::default(); n]).unwrap();
+    let mut idx = stream.clone_htod(&vec![Int2::default(); n]).unwrap();
+    let mut d = stream.clone_htod(&vec![Double2::default(); n]).unwrap();
+    let config = LaunchConfig { grid_dim: (n.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    unsafe { vectors::vec_ops::launch(&stream, config, s, &x, &mut y, &mut idx, &mut d).unwrap() };
+    vectors::vec_ops::check_errors(&stream).unwrap();
+    let (y, idx, d) =
+        (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&idx).unwrap(), stream.clone_dtoh(&d).unwrap());
+    for i in 0..n {
+        let v = xs[i];
+        let w = Float4::new((v.x * s.x).max(0.0), v.y * s.y, v.z * s.z, v.w * s.w + 1.0);
+        assert_eq!(y[i], w, "y {i}");
+        assert_eq!(idx[i], Int2::new(i as i32, -(i as i32)), "idx {i}");
+        let want = Double2::new((v.x + v.y + v.z + v.w) as f64, v.x as f64 * v.y as f64);
+        assert_eq!(d[i], want, "d {i}");
+    }
+}
+
+/// A const generic: `N` sizes the shared tile and bounds the loop; one kernel per listed value.
+#[cuda_embed::kernel(instances = [64, 256])]
+pub fn tile_sum<const N: usize>(x: &[f32], out: &mut [f32]) {
+    let tile = shared::<f32, N>();
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * N + t;
+    tile[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    if t == 0 {
+        let mut acc = 0.0f32;
+        for k in 0..N {
+            acc += tile[k];
+        }
+        out[block_idx().x as usize] = acc;
+    }
+}
+
+/// A type and a const parameter: `x[i] * K + K`, in `T`.
+#[cuda_embed::kernel(instances = [("f32", 3), ("f64", -2)])]
+pub fn scale_by<T, const K: i32>(x: &mut [T]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        x[i] = x[i] * K as T + K as T;
+    }
+}
+
+#[test]
+fn const_generic_instances_are_named_by_value() {
+    assert!(tile_sum::CUDA_SOURCE.contains("__shared__ float tile[64];"));
+    assert!(tile_sum::CUDA_SOURCE.contains("__shared__ float tile[256];"));
+    assert_eq!(tile_sum::tile_sum__64::NAME, "tile_sum__64");
+    assert_eq!(scale_by::scale_by__f64__m2::NAME, "scale_by__f64__m2");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn const_generic_kernels_match_cpu() {
+    let stream = gpu();
+    let n = 10_000;
+    let xs = data(n, 16);
+    let x = stream.clone_htod(&xs).unwrap();
+    for block in [64usize, 256] {
+        let blocks = n.div_ceil(block);
+        let mut out = stream.clone_htod(&vec![0.0f32; blocks]).unwrap();
+        let config =
+            LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: 0 };
+        unsafe {
+            if block == 64 {
+                tile_sum::launch::<64>(&stream, config, &x, &mut out).unwrap();
+                tile_sum::check_errors::<64>(&stream).unwrap();
+            } else {
+                tile_sum::launch::<256>(&stream, config, &x, &mut out).unwrap();
+                tile_sum::check_errors::<256>(&stream).unwrap();
+            }
+        }
+        let got = stream.clone_dtoh(&out).unwrap();
+        for (b, g) in got.iter().enumerate() {
+            let want: f64 = xs[b * block..((b + 1) * block).min(n)].iter().map(|&v| v as f64).sum();
+            close(*g as f64, want, 1e-4, &format!("block {b} of {block}"));
+        }
+    }
+    let mut y = stream.clone_htod(&xs).unwrap();
+    unsafe { scale_by::launch::<f32, 3>(&stream, cfg(n), &mut y).unwrap() };
+    scale_by::check_errors::<f32, 3>(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], xs[i] * 3.0 + 3.0, "f32, K = 3: {i}");
+    }
+    let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let mut y = stream.clone_htod(&xd).unwrap();
+    unsafe { scale_by::launch::<f64, -2>(&stream, cfg(n), &mut y).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], xd[i] * -2.0 - 2.0, "f64, K = -2: {i}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn synchronize_reports_an_out_of_bounds_index() {
+    let stream = gpu();
+    let n = 1000;
+    let x = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    // Nothing recorded yet: a plain wait.
+    unsafe { saxpy_checked::launch(&stream, cfg(n), 1.0, &x, &mut y).unwrap() };
+    cuda_embed::synchronize(&stream).unwrap();
+    // The next synchronisation reports the kernel's out-of-range index, then it is cleared.
+    unsafe { off_by_one::launch(&stream, cfg(n + 1), &x, &mut y).unwrap() };
+    let e = cuda_embed::synchronize(&stream).expect_err("thread 1000 indexes one past the end");
+    println!("reported: {e}");
+    match &e {
+        Error::IndexOutOfBounds { kernel, location, index, len } => {
+            assert_eq!(kernel, "off_by_one");
+            assert!(location.starts_with("tests/rust_kernel.rs:"), "{location}");
+            assert_eq!((*index, *len), (1000, 1000));
+        }
+        other => panic!("expected IndexOutOfBounds, got {other}"),
+    }
+    cuda_embed::synchronize(&stream).unwrap();
+    off_by_one::check_errors(&stream).unwrap();
+    // The same through a graph's synchronize.
+    let ctx = stream.context().clone();
+    let mut g = cuda_embed::Graph::new(&ctx).unwrap();
+    off_by_one::node(&mut g, cfg(n + 1), &x, &y).unwrap();
+    let exec = g.instantiate().unwrap();
+    // SAFETY: the out-of-range index is caught by the bounds check, not performed.
+    unsafe { exec.launch(&stream).unwrap() };
+    match exec.synchronize(&stream) {
+        Err(Error::IndexOutOfBounds { kernel, index, .. }) => {
+            assert_eq!((kernel.as_str(), index), ("off_by_one", 1000))
+        }
+        other => panic!("expected IndexOutOfBounds from the graph, got {other:?}"),
+    }
+    exec.synchronize(&stream).unwrap();
+}
+
+/// `f16`/`bf16` parameters (not through a generic), their operators, comparisons, casts and
+/// methods (computed in `f32`).
+#[cuda_embed::kernel]
+pub fn half_mix(a: f16, x: &[f16], y: &mut [bf16], z: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = a * x[i] + 1.0;
+        let big = v > a;
+        y[i] = (v.abs().sqrt().max(0.5) as f32 * 2.0) as bf16;
+        z[i] = y[i].mul_add(y[i], 0.25) as f32 + v as f32 + if big { 1.0 } else { 0.0 };
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_parameters_and_arithmetic_match_cpu() {
+    use cuda_embed::{bf16, f16};
+    let stream = gpu();
+    let n = 2048;
+    let xs: Vec<f16> = data(n, 17).iter().map(|&v| f16::from_f32(4.0 * v)).collect();
+    let a = f16::from_f32(1.5);
+    let dx = stream.clone_htod(&xs).unwrap();
+    let mut dy = stream.clone_htod(&vec![bf16::ZERO; n]).unwrap();
+    let mut dz = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    unsafe { half_mix::launch(&stream, cfg(n), a, &dx, &mut dy, &mut dz).unwrap() };
+    half_mix::check_errors(&stream).unwrap();
+    let (y, z) = (stream.clone_dtoh(&dy).unwrap(), stream.clone_dtoh(&dz).unwrap());
+    for i in 0..n {
+        // Each `f16` operation rounds to `f16`, as CUDA's `__hmul`/`__hadd` do.
+        let v = a * xs[i] + f16::ONE;
+        let big = v > a;
+        let yw = bf16::from_f32(f16::from_f32(f16::from_f32(v.to_f32().abs().sqrt()).to_f32().max(0.5)).to_f32() * 2.0);
+        assert_eq!(y[i], yw, "y {i}: v = {v}");
+        let m = bf16::from_f32(yw.to_f32().mul_add(yw.to_f32(), 0.25)).to_f32();
+        let zw = m + v.to_f32() + if big { 1.0 } else { 0.0 };
+        assert!((z[i] - zw).abs() <= 1e-6 * zw.abs().max(1.0), "z {i}: {} vs {zw}", z[i]);
+    }
+}
+
+/// `match` on `u32` with `|`, inclusive and exclusive ranges, and on `bool`, as values.
+#[cuda_embed::kernel]
+pub fn bucket(x: &[u32], y: &mut [u8]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < x.len() {
+        let v = x[i];
+        let b: u8 = match v % 16 {
+            0 => 0,
+            1 | 2 | 3 => 1,
+            4..=7 => 2,
+            8..15 => 3,
+            _ => 4,
+        };
+        y[i] = match v > 100 {
+            true => b + 10,
+            false => b,
+        };
+    }
+}
+
+/// Tuples of scalars of different types, a tuple assignment into slice elements.
+#[cuda_embed::kernel]
+pub fn tuple_mix(x: &mut [f32], k: &mut [u32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < k.len() {
+        let (mut s, c): (f32, u32) = (x[2 * i] + x[2 * i + 1], k[i] * 3);
+        s *= 0.5;
+        (x[2 * i], x[2 * i + 1]) = (x[2 * i + 1], s);
+        let (lo, hi) = (c.min(c ^ 1), c.max(c ^ 1));
+        k[i] = lo * 1000 + hi;
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn match_and_tuples_of_several_types_match_cpu() {
+    let stream = gpu();
+    let xs: Vec<u32> = (0..3000u32).map(|i| i.wrapping_mul(2_654_435_761) % 300).collect();
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.clone_htod(&vec![0u8; xs.len()]).unwrap();
+    unsafe { bucket::launch(&stream, cfg(xs.len()), &x, &mut y).unwrap() };
+    bucket::check_errors(&stream).unwrap();
+    let got = stream.clone_dtoh(&y).unwrap();
+    for (i, &v) in xs.iter().enumerate() {
+        let b: u8 = match v % 16 {
+            0 => 0,
+            1..=3 => 1,
+            4..=7 => 2,
+            8..15 => 3,
+            _ => 4,
+        };
+        assert_eq!(got[i], if v > 100 { b + 10 } else { b }, "bucket {i} ({v})");
+    }
+
+    let n = 1500;
+    let fs = data(2 * n, 18);
+    let ks: Vec<u32> = (0..n as u32).collect();
+    let mut dx = stream.clone_htod(&fs).unwrap();
+    let mut dk = stream.clone_htod(&ks).unwrap();
+    unsafe { tuple_mix::launch(&stream, cfg(n), &mut dx, &mut dk).unwrap() };
+    tuple_mix::check_errors(&stream).unwrap();
+    let (gx, gk) = (stream.clone_dtoh(&dx).unwrap(), stream.clone_dtoh(&dk).unwrap());
+    for i in 0..n {
+        let s = (fs[2 * i] + fs[2 * i + 1]) * 0.5;
+        assert_eq!((gx[2 * i], gx[2 * i + 1]), (fs[2 * i + 1], s), "pair {i}");
+        let c = ks[i] * 3;
+        let (lo, hi) = (c.min(c ^ 1), c.max(c ^ 1));
+        assert_eq!(gk[i], lo * 1000 + hi, "k {i}");
+    }
+}
+
+/// Device functions returning tuples, bound by `let (a, b) = ...`, read by `.0`, and an `if`
+/// choosing between tuples.
+#[cuda_embed::kernels]
+mod tuple_fns {
+    use cuda_embed::device::*;
+
+    #[device]
+    fn min_max(a: f32, b: f32) -> (f32, f32) {
+        if a < b {
+            return (a, b);
+        }
+        (b, a)
+    }
+
+    #[device]
+    fn div_rem(v: u32, d: u32) -> (u32, u32) {
+        (v / d, v % d)
+    }
+
+    /// Sorts each pair of `x`; `q[i]` becomes `q[i] / 7 + 100 * (q[i] % 7)` or, for quotients
+    /// above 50, the remainder.
+    #[kernel]
+    pub fn sort_pairs(x: &mut [f32], q: &mut [u32]) {
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        if i < q.len() {
+            let (lo, hi) = min_max(x[2 * i], x[2 * i + 1]);
+            x[2 * i] = lo;
+            x[2 * i + 1] = hi;
+            let qr = div_rem(q[i], 7);
+            let (a, b): (u32, u32) = if qr.0 > 50 { (0, qr.1) } else { (qr.0, 100 * qr.1) };
+            q[i] = a + b;
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tuple_results_of_device_functions_match_cpu() {
+    let stream = gpu();
+    let n = 2500;
+    let fs = data(2 * n, 19);
+    let qs: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(40_503) % 1000).collect();
+    let mut dx = stream.clone_htod(&fs).unwrap();
+    let mut dq = stream.clone_htod(&qs).unwrap();
+    unsafe { tuple_fns::sort_pairs::launch(&stream, cfg(n), &mut dx, &mut dq).unwrap() };
+    tuple_fns::sort_pairs::check_errors(&stream).unwrap();
+    let (gx, gq) = (stream.clone_dtoh(&dx).unwrap(), stream.clone_dtoh(&dq).unwrap());
+    for i in 0..n {
+        let (a, b) = (fs[2 * i], fs[2 * i + 1]);
+        let want = if a < b { (a, b) } else { (b, a) };
+        assert_eq!((gx[2 * i], gx[2 * i + 1]), want, "pair {i}");
+        let (d, r) = (qs[i] / 7, qs[i] % 7);
+        let (a, b) = if d > 50 { (0, r) } else { (d, 100 * r) };
+        assert_eq!(gq[i], a + b, "q {i} ({})", qs[i]);
+    }
+}

@@ -51,6 +51,7 @@ pub use args::dynamic::Arg;
 pub use args::typed::{CudaType, TypedArg, TypedArgKind};
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
+pub use device::report::synchronize;
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};

@@ -18,7 +18,11 @@
 //! ```
 //!
 //! In a kernel body, besides these functions: `printf!("format %d\n", args...)` (CUDA's
-//! `printf`, C format), and the scalar methods listed in the README.
+//! `printf`, C format), the scalar methods listed in the guide, and the CUDA vector types of the
+//! crate root (`cuda_embed::Float4`, ...: fields `.x .y .z .w`, `Float4::new(x, y, z, w)`).
+//!
+//! With bounds checks on (the default), an out-of-range index is reported by the next
+//! `cuda_embed::synchronize(&stream)` or by the kernel's own `NAME::check_errors(&stream)`.
 
 pub mod report;
 

@@ -149,10 +149,13 @@ impl<'a> GraphExec<'a> {
         driver(&self.ctx, "cuGraphLaunch", r)
     }
 
-    /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]).
+    /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]), then,
+    /// as [`crate::synchronize`] does, the first out-of-range index recorded by a bounds-checked
+    /// Rust-syntax kernel launched in the context (as [`Error::IndexOutOfBounds`]).
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
         crate::launch::sync::stream(stream)?;
-        self.panics()
+        self.panics()?;
+        crate::device::report::check_launched(stream)
     }
 
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {

@@ -65,6 +65,11 @@ impl<T> Global<T> {
         Global { module, index, _elem: PhantomData }
     }
 
+    /// Whether the variable's module is loaded in `ctx` (without loading it).
+    pub(crate) fn is_loaded(&self, ctx: &CudaContext) -> bool {
+        self.module.is_loaded(ctx)
+    }
+
     fn spec(&self) -> &'static GlobalSpec {
         // A handle is only made for an existing index (the constructor's contract).
         &self.module.spec().globals[self.index]

@@ -93,6 +93,14 @@ impl Module {
         self.loaded(ctx).map(|_| ())
     }
 
+    /// Whether the module is loaded in `ctx` (without loading it).
+    pub(crate) fn is_loaded(&'static self, ctx: &CudaContext) -> bool {
+        self.find(ctx).is_some() || {
+            let cu_ctx = ctx.cu_ctx();
+            self.other.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|l| l.cu_ctx == cu_ctx)
+        }
+    }
+
     /// The module as loaded in `ctx`, if it is.
     #[inline(always)]
     pub(crate) fn find(&'static self, ctx: &CudaContext) -> Option<&'static Loaded> {

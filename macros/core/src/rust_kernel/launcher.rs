@@ -10,8 +10,8 @@ use crate::gen::paths;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-/// Each `cuda_embed::device` function the tokens call by its bare name, named once in a `const`
-/// at the call site: the user's `use cuda_embed::device::*` then counts as used (the body itself
+/// Each `cuda_embed::device` function the tokens call by its bare name, and each CUDA vector type
+/// (`Float4`) they name bare, named once in a `const` at the call site: the user's `use cuda_embed::device::*` then counts as used (the body itself
 /// never reaches rustc), and a missing import is rustc's own "cannot find function" at the call,
 /// with its suggestion of the `use`.
 pub fn device_uses(tokens: &TokenStream) -> TokenStream {
@@ -21,6 +21,12 @@ pub fn device_uses(tokens: &TokenStream) -> TokenStream {
             match &t {
                 proc_macro2::TokenTree::Ident(i) => {
                     let name = i.to_string();
+                    let vector = super::types::Vector::from_name(&name).is_some();
+                    if !after_colons && vector && !seen.contains(&name) {
+                        seen.push(name.clone());
+                        let id = i.clone();
+                        out.push(quote_spanned!(i.span()=> let _: ::core::option::Option<#id> = ::core::option::Option::None;));
+                    }
                     if !after_colons && super::emit::is_device_fn(&name) && !seen.contains(&name) {
                         seen.push(name.clone());
                         let generics = match name.as_str() {
@@ -84,6 +90,14 @@ pub fn module(
                 pass.push(quote!(#id));
                 rows.push_str(&format!("| `{id}` | `{}` | `{}` |\n", s.rust(), s.rust()));
             }
+            Ty::Vector(v) => {
+                let ty = v.rust_tokens();
+                args.push(quote_spanned!(span=> #id: #ty));
+                node_args.push(quote_spanned!(span=> #id: #ty));
+                sig.push(quote!(#ty));
+                pass.push(quote!(#id));
+                rows.push_str(&format!("| `{id}` | `{0}` | `cuda_embed::{0}` |\n", v.rust));
+            }
             Ty::Slice { elem, mutable } => {
                 let ty = elem.rust_tokens();
                 let len = format_ident!("__len_{}", i);
@@ -118,7 +132,7 @@ pub fn module(
                 pass.push(quote!(#id));
                 rows.push_str(&format!("| `{id}` | `{n}` | `{n}` (by value) |\n"));
             }
-            _ => unreachable!("parameters are scalars, slices or structs"),
+            _ => unreachable!("parameters are scalars, vectors, slices or structs"),
         }
     }
     let checks = if bounds_checks { "on" } else { "off (`bounds_checks = false`)" };
@@ -159,11 +173,27 @@ pub fn module(
             quote!(cluster,),
         ),
     ];
+    let file = &site.file;
+    let kname = name.to_string();
+    let slot = format_ident!("__ce_oob_{}", inner);
+    // A checked kernel registers its report slot for `cuda_embed::synchronize` on its first launch.
+    let (watched_flag, watch) = if bounds_checks {
+        (
+            quote! {
+                #[doc(hidden)]
+                static __CE_WATCHED: ::core::sync::atomic::AtomicBool = ::core::sync::atomic::AtomicBool::new(false);
+            },
+            quote!(#private::rust_kernel::watch_once(&__CE_WATCHED, &#hidden::#slot, #kname, #file);),
+        )
+    } else {
+        (quote!(), quote!())
+    };
     let launchers = variants.into_iter().map(|(f, fdoc, extra, ret, extra_pass)| {
         quote! {
             #[doc = #fdoc]
             #[inline]
             pub unsafe fn #f(stream: &#stream_ty, config: #config_ty, #extra #(#args),*) -> #result<#ret> {
+                #watch
                 #(#lens)*
                 // SAFETY: forwarded from the caller; the lengths are the buffers' own.
                 unsafe { #hidden::#inner::#f(stream, config, #extra_pass #(#pass),*) }
@@ -177,6 +207,7 @@ pub fn module(
         /// except that buffers are borrowed (shared) for the graph's lifetime, also those the
         /// kernel writes. The dependencies are inferred from what it reads and writes.
         pub fn node<'__g>(graph: &mut #graph<'__g>, config: #config_ty, #(#node_args),*) -> #result<#knode<#sig_ty>> {
+            #watch
             #(#lens)*
             #hidden::#inner::node(graph, config, #(#pass),*)
         }
@@ -188,9 +219,6 @@ pub fn module(
             #hidden::#inner::update(exec, node, config, #(#pass),*)
         }
     };
-    let file = &site.file;
-    let kname = name.to_string();
-    let slot = format_ident!("__ce_oob_{}", inner);
     let check = if bounds_checks {
         quote! {
             #private::rust_kernel::check_bounds(&#hidden::#slot, stream, #kname, #file)
@@ -211,6 +239,8 @@ pub fn module(
             /// The CUDA C++ this kernel was translated to (what nvcc or NVRTC compiled).
             pub const CUDA_SOURCE: &str = #source;
 
+            #watched_flag
+
             #(#launchers)*
 
             #graph_fns
@@ -219,6 +249,7 @@ pub fn module(
             /// launches since the last check, as `Error::IndexOutOfBounds` (kernel, Rust
             /// file:line, index, length), and clears it. The context stays usable: the kernel
             /// does not trap, the offending thread returns. `Ok(())` with `bounds_checks = false`.
+            /// `cuda_embed::synchronize(&stream)` checks every launched kernel at once.
             pub fn check_errors(stream: &#stream_ty) -> #result<()> {
                 #check
             }

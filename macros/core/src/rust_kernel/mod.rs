@@ -173,9 +173,26 @@ pub fn translate_module(
             let _ = writeln!(src, "__device__ unsigned long long __ce_oob_{}[3];", k.name);
         }
     }
+    // The bodies first: the tuple structs they use are declared before all of them.
+    let mut device_bodies = Vec::new();
     for d in devices {
         let s = emit::Settings { returns: Some(d.ret.clone()), slot: "__ce_slot".into(), ..settings.clone() };
-        let body = emit::body(d, file, &s)?;
+        device_bodies.push(emit::body(d, file, &s)?);
+    }
+    let mut kernel_bodies = Vec::new();
+    for k in kernels {
+        let s = emit::Settings { slot: format!("__ce_oob_{}", k.name), ..settings.clone() };
+        kernel_bodies.push(emit::body(k, file, &s)?);
+    }
+    let mut tuples: Vec<Vec<types::Scalar>> = Vec::new();
+    let returned = devices.iter().filter_map(|d| if let Ty::Tuple(ts) = &d.ret { Some(ts.clone()) } else { None });
+    for ts in returned.chain(device_bodies.iter().chain(&kernel_bodies).flat_map(|b| b.tuples.clone())) {
+        if !tuples.contains(&ts) {
+            let _ = writeln!(src, "{}", types::tuple_decl(&ts));
+            tuples.push(ts);
+        }
+    }
+    for (d, body) in devices.iter().zip(device_bodies) {
         let l = d.name.span().start().line;
         if l != 0 {
             let _ = writeln!(src, "#line {l} \"{file_fwd}\"");
@@ -190,9 +207,7 @@ pub fn translate_module(
         src.push_str(&body.code);
         src.push_str("}\n");
     }
-    for k in kernels {
-        let s = emit::Settings { slot: format!("__ce_oob_{}", k.name), ..settings.clone() };
-        let body = emit::body(k, file, &s)?;
+    for (k, body) in kernels.iter().zip(kernel_bodies) {
         let l = k.name.span().start().line;
         let _ = writeln!(src, "#line {} \"{file_fwd}\"", if l != 0 { l } else { line });
         let _ = writeln!(src, "extern \"C\" __global__ void {}({}) {{", k.name, cpp_params(k, false));
@@ -210,8 +225,9 @@ template <typename T> static __device__ __forceinline__ T __ce_max(T a, T b) { r
 /// The bounds check: the first out-of-range index of a launch is recorded in the kernel's slot
 /// `__ce_oob_NAME` (Rust line, index, length), the access goes to a scratch word instead, and the
 /// thread returns at the end of the statement (`__ce_bad`). No `__trap()`: the context stays
-/// usable.
-const BOUNDS_HELPERS: &str = r#"__device__ unsigned long long __ce_scratch[2];
+/// usable. The scratch word is as large and as aligned as the largest element a kernel indexes
+/// (`double3`, 24 bytes; `float4`, 16-byte aligned).
+const BOUNDS_HELPERS: &str = r#"__device__ __align__(16) unsigned long long __ce_scratch[4];
 template <typename T>
 static __device__ __forceinline__ T& __ce_at(T* p, size_t len, size_t i, bool& bad, unsigned int line, unsigned long long* slot) {
     if (__builtin_expect(i < len, 1)) return p[i];
@@ -279,6 +295,13 @@ fn marker(f: &syn::ItemFn) -> Option<(&'static str, &syn::Attribute)> {
 
 fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) -> syn::Result<TokenStream> {
     let attr: Attr = syn::parse2(attr)?;
+    if let Some(first) = attr.instances.first() {
+        return Err(syn::Error::new_spanned(
+            first,
+            "`instances` goes on a generic kernel of its own: `#[cuda_embed::kernel(instances = [...])] fn k<T>(...)`; \
+             kernels of a `#[cuda_embed::kernels]` module are not generic",
+        ));
+    }
     let mut m: syn::ItemMod = syn::parse2(item).map_err(|e| {
         syn::Error::new(
             e.span(),
@@ -291,6 +314,8 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
             "`#[cuda_embed::kernels]` needs the module's items inline: `mod gpu { ... }`",
         ));
     };
+    // Signatures too: a vector type named only in a parameter counts as used.
+    let uses = launcher::device_uses(&quote!(#(#items)*));
     let (mut kernels, mut devices, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     for it in items {
         match it {
@@ -325,8 +350,6 @@ fn expand_module_inner(attr: TokenStream, item: TokenStream, site: &CallSite) ->
     let lit = LitStr::new(&translated.source, m.ident.span());
     let generated = expand_generated(lit, site, &attr.options, Vec::new()).map_err(|Failure { error, .. }| error)?;
     let tokens = &generated.tokens;
-    let fns = kernels.iter().chain(&devices).map(|k| &k.body);
-    let uses = launcher::device_uses(&quote!(#(#fns)*));
     let hidden = &generated.hidden;
     let hidden = quote!(super::#hidden);
     let wrappers = kernels

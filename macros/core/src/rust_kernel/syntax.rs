@@ -1,16 +1,17 @@
 //! The kernel as written: the attribute's options and the function's signature, read into plain
 //! data; every parameter type outside the supported subset is an error at its own span.
 
-use super::types::{Scalar, Ty};
+use super::types::{Elem, Scalar, Ty, Vector, DEPRECATED_VECTORS};
 use crate::front::input::{string_list, Options};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Token};
 
 /// What a parameter may be, for errors.
-pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `i8`..`i64`, `u8`..`u64`, \
-    `isize`, `usize`, `bool`), a slice `&[T]` (read) or `&mut [T]` (written) of one, or a `DeviceSafe` \
-    struct by value declared in C++ with `cpp`/`include`";
+pub const PARAMS_HELP: &str = "a kernel parameter is a scalar (`f32`, `f64`, `f16`, `bf16`, `i8`..`i64`, \
+    `u8`..`u64`, `isize`, `usize`, `bool`), a CUDA vector type (`Float4`, `Int2`, `Double2`, ...), a slice \
+    `&[T]` (read) or `&mut [T]` (written) of either, or a `DeviceSafe` struct by value declared in C++ with \
+    `cpp`/`include`";
 
 /// `#[cuda_embed::kernel(...)]`'s options.
 pub struct Attr {
@@ -20,14 +21,16 @@ pub struct Attr {
     pub cpp: Option<LitStr>,
     /// `include = "x.cuh"` or `include = ["a.cuh", "b.cuh"]`: headers included before the kernel.
     pub includes: Vec<LitStr>,
-    /// `instances = ["f32", "f64"]`: the types a generic kernel `fn k<T>(...)` is built for.
-    pub instances: Vec<LitStr>,
+    /// `instances = ["f32", "f64"]`, `[128, 256]` or `[("f32", 128), ...]`: what a generic kernel
+    /// `fn k<T>(...)`, `fn k<const N: usize>(...)` or `fn k<T, const N: usize>(...)` is built for
+    /// (checked against the generics in `generic.rs`).
+    pub instances: Vec<syn::Expr>,
     /// The compiler options every kernel macro takes.
     pub options: Options,
 }
 
 const KEYS_HELP: &str = "`bounds_checks = false`, `cpp = \"__device__ float f(float x) { ... }\"`, \
-    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]`";
+    `include = \"header.cuh\"`, `instances = [\"f32\", \"f64\"]` (or `[128, 256]` for `const N: usize`)";
 
 impl Parse for Attr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -57,7 +60,19 @@ impl Parse for Attr {
                         syn::Error::new(e.span(), "`cpp` takes a string literal of CUDA C++ (`__device__` functions)")
                     })?)
                 }
-                "instances" => attr.instances.extend(string_list(input, "instance (a scalar type, e.g. \"f32\")")?),
+                "instances" => {
+                    let content;
+                    syn::bracketed!(content in input);
+                    let list = syn::punctuated::Punctuated::<syn::Expr, Token![,]>::parse_terminated(&content)
+                        .map_err(|e| {
+                            syn::Error::new(
+                                e.span(),
+                                "`instances` lists types as strings (`[\"f32\", \"f64\"]`), const values as integers \
+                                 (`[128, 256]`), or both as tuples (`[(\"f32\", 128)]`)",
+                            )
+                        })?;
+                    attr.instances.extend(list);
+                }
                 "include" => {
                     if input.peek(syn::token::Bracket) {
                         attr.includes.extend(string_list(input, "header (e.g. \"math.cuh\")")?);
@@ -125,8 +140,9 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
     if let Some(g) = sig.generics.params.first() {
         return Err(syn::Error::new_spanned(
             g,
-            "a generic kernel has one type parameter and lists its instances: \
-             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`",
+            "a generic kernel has one type parameter, one const parameter or both, and lists its instances: \
+             `#[cuda_embed::kernel(instances = [\"f32\", \"f64\"])] fn k<T>(a: T, x: &[T])`, \
+             `#[cuda_embed::kernel(instances = [128, 256])] fn k<const N: usize>(x: &[f32])`",
         ));
     }
     let ret = match (&sig.output, device) {
@@ -137,9 +153,17 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
                 "a kernel returns nothing: write results into a `&mut [T]` parameter",
             ))
         }
-        (syn::ReturnType::Type(_, t), true) => Ty::Scalar(scalar_type(t).ok_or_else(|| {
-            syn::Error::new_spanned(t, "a device function returns a scalar (`f32`, `u32`, `bool`, ...) or nothing")
-        })?),
+        (syn::ReturnType::Type(_, t), true) => match (scalar_type(t), vector_type(t)?, tuple_type(t)) {
+            (Some(s), ..) => Ty::Scalar(s),
+            (None, Some(v), _) => Ty::Vector(v),
+            (None, None, Some(ts)) => Ty::Tuple(ts),
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    t,
+                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, ...), a tuple of scalars (`(f32, u32)`) or nothing",
+                ))
+            }
+        },
     };
     let mut params = Vec::new();
     for input in &sig.inputs {
@@ -166,15 +190,16 @@ pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
     match ty {
         syn::Type::Reference(r) => {
             if let syn::Type::Slice(s) = &*r.elem {
-                let elem = match scalar_type(&s.elem) {
-                    Some(e) => e,
-                    None if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
+                let elem = match (scalar_type(&s.elem), vector_type(&s.elem)?) {
+                    (Some(e), _) => Elem::Scalar(e),
+                    (None, Some(v)) => Elem::Vector(v),
+                    (None, None) if matches!(&*s.elem, syn::Type::Reference(_) | syn::Type::Slice(_)) => {
                         return Err(syn::Error::new_spanned(
                             &s.elem,
                             "a slice of slices is not supported: pass one flat `&[T]` and index it as `x[row * width + col]`",
                         ))
                     }
-                    None => return Err(unsupported_type(&s.elem)),
+                    (None, None) => return Err(unsupported_type(&s.elem)),
                 };
                 return Ok(Ty::Slice { elem, mutable: r.mutability.is_some() });
             }
@@ -191,12 +216,41 @@ pub fn param_type(ty: &syn::Type) -> syn::Result<Ty> {
                 format!("a reference to one value is not supported: pass the value itself, or a slice; {PARAMS_HELP}"),
             ))
         }
-        _ => match (scalar_type(ty), struct_name(ty)) {
-            (Some(s), _) => Ok(Ty::Scalar(s)),
-            (None, Some(name)) => Ok(Ty::Struct(name)),
+        _ => match (scalar_type(ty), vector_type(ty)?, struct_name(ty)) {
+            (Some(s), ..) => Ok(Ty::Scalar(s)),
+            (None, Some(v), _) => Ok(Ty::Vector(v)),
+            (None, None, Some(name)) => Ok(Ty::Struct(name)),
             _ => Err(unsupported_type(ty)),
         },
     }
+}
+
+/// A CUDA vector type written as `Float4` or `cuda_embed::Float4`, if `ty` is one; an error for
+/// the 4-component 64-bit ones.
+pub fn vector_type(ty: &syn::Type) -> syn::Result<Option<Vector>> {
+    let syn::Type::Path(p) = ty else {
+        return Ok(None);
+    };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let name = match segs.as_slice() {
+        [n] => n,
+        [c, n] if c == "cuda_embed" => n,
+        _ => return Ok(None),
+    };
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return Ok(None);
+    }
+    if DEPRECATED_VECTORS.contains(&name.as_str()) {
+        return Err(syn::Error::new_spanned(
+            ty,
+            format!(
+                "`{name}` is not supported in a kernel: CUDA 13 deprecates its C++ type `{}`; pass two `{}2` values, or a slice of them",
+                name.to_ascii_lowercase(),
+                &name[..name.len() - 1]
+            ),
+        ));
+    }
+    Ok(Vector::from_name(name))
 }
 
 /// A struct passed by value: a plain capitalised name other than the heap and string types
@@ -206,6 +260,14 @@ fn struct_name(ty: &syn::Type) -> Option<String> {
     let id = p.path.get_ident()?.to_string();
     let capital = id.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     (capital && !["Vec", "String", "Box", "Rc", "Arc", "Option", "Self"].contains(&id.as_str())).then_some(id)
+}
+
+/// A tuple of two or more scalars (`(f32, u32)`), if `ty` is one.
+pub fn tuple_type(ty: &syn::Type) -> Option<Vec<Scalar>> {
+    match ty {
+        syn::Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().map(scalar_type).collect(),
+        _ => None,
+    }
 }
 
 /// A scalar type written in Rust, if `ty` is one.
@@ -235,43 +297,62 @@ pub fn unsupported_type(ty: &syn::Type) -> syn::Error {
     syn::Error::new(ty.span(), format!("{what}; {PARAMS_HELP}"))
 }
 
-/// One instance of a generic kernel `fn k<T>(...)`: the function with `T` replaced by the
-/// scalar `ty` everywhere and named `k__ty`, with the type parameter's name.
-pub fn instance(item: &syn::ItemFn, ty: &LitStr) -> syn::Result<(syn::ItemFn, Ident, Scalar)> {
-    let generics = &item.sig.generics;
-    let param = match (generics.params.len(), generics.params.first()) {
-        (1, Some(syn::GenericParam::Type(t))) => t.ident.clone(),
-        _ => return Err(syn::Error::new_spanned(
-            generics,
-            "a generic kernel has exactly one type parameter (`fn k<T>(...)`), built for each of `instances = [...]`",
-        )),
-    };
-    let scalar = Scalar::from_name(&ty.value()).filter(|s| *s != Scalar::Bool).ok_or_else(|| {
-        syn::Error::new_spanned(
-            ty,
-            format!("`{}` is not a number type: an instance is `f32`, `f64`, `i32`, `u32`, ...", ty.value()),
-        )
-    })?;
+/// One instance of a generic kernel: the function with each generic parameter replaced by its
+/// value everywhere (a type parameter by the scalar's name, a const parameter by a typed literal
+/// such as `256usize`), without generics, named `name`.
+pub fn instance(
+    item: &syn::ItemFn,
+    subst: &[(Ident, proc_macro2::TokenStream)],
+    name: Ident,
+) -> syn::Result<syn::ItemFn> {
     let mut f = item.clone();
     f.sig.generics = syn::Generics::default();
-    let tokens = replace_ident(quote::quote!(#f), &param, scalar.rust());
+    let mut tokens = quote::quote!(#f);
+    for (from, to) in subst {
+        tokens = replace_ident(tokens, from, to);
+    }
     let mut f: syn::ItemFn = syn::parse2(tokens)?;
-    f.sig.ident = quote::format_ident!("{}__{}", item.sig.ident, scalar.rust(), span = item.sig.ident.span());
-    Ok((f, param, scalar))
+    f.sig.ident = name;
+    Ok(f)
 }
 
-fn replace_ident(tokens: proc_macro2::TokenStream, from: &Ident, to: &str) -> proc_macro2::TokenStream {
+fn replace_ident(
+    tokens: proc_macro2::TokenStream,
+    from: &Ident,
+    to: &proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .flat_map(|t| -> Vec<TokenTree> {
+            match t {
+                TokenTree::Ident(i) if i == *from => respan(to.clone(), i.span()).into_iter().collect(),
+                TokenTree::Group(g) => {
+                    let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                    n.set_span(g.span());
+                    vec![TokenTree::Group(n)]
+                }
+                other => vec![other],
+            }
+        })
+        .collect()
+}
+
+/// `tokens` with every span set to `span` (a substituted value points at the name it replaced).
+fn respan(tokens: proc_macro2::TokenStream, span: proc_macro2::Span) -> proc_macro2::TokenStream {
     use proc_macro2::{Group, TokenTree};
     tokens
         .into_iter()
         .map(|t| match t {
-            TokenTree::Ident(i) if i == *from => TokenTree::Ident(Ident::new(to, i.span())),
             TokenTree::Group(g) => {
-                let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
-                n.set_span(g.span());
+                let mut n = Group::new(g.delimiter(), respan(g.stream(), span));
+                n.set_span(span);
                 TokenTree::Group(n)
             }
-            other => other,
+            mut other => {
+                other.set_span(span);
+                other
+            }
         })
         .collect()
 }

@@ -17,6 +17,10 @@ fn snapshot(name: &str, attr: &str, item: &str) {
         Ok(s) => s,
         Err(e) => panic!("{name}: {e}"),
     };
+    check_snapshot(name, item, &got);
+}
+
+fn check_snapshot(name: &str, item: &str, got: &str) {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
     let text = format!(
@@ -387,4 +391,231 @@ fn swap(x: &mut [f32]) {
     x[1] = b + n as f32;
 }"#,
     );
+}
+
+#[test]
+fn vector_types() {
+    snapshot(
+        "vectors",
+        "",
+        r#"
+fn scale4(s: Float4, x: &[Float4], y: &mut [Float4], idx: &mut [Int2], d: &mut [Double2]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        let v = x[i];
+        let mut w: Float4 = Float4::new(v.x * s.x, v.y * s.y, v.z * s.z, v.w * s.w);
+        w.w = w.w + 1.0;
+        y[i] = w;
+        y[i].x = v.x.max(0.0);
+        idx[i] = cuda_embed::Int2::new(i as i32, -1);
+        idx[i].y += 2;
+        let t = shared::<Double2, 32>();
+        t[0] = Double2::new(v.x as f64, 0.5);
+        d[i] = t[0];
+    }
+}"#,
+    );
+}
+
+#[test]
+fn vector_type_errors() {
+    for (item, want) in [
+        ("fn k(a: Float4, b: Float4, y: &mut [Float4]) { y[0] = a + b; }", "`Float4` has no `+` operator"),
+        ("fn k(a: Float2, y: &mut [f32]) { y[0] = a.z; }", "no field `z` on `Float2`: its fields are `.x`, `.y`"),
+        ("fn k(y: &mut [Float2]) { y[0] = Float2::new(1.0); }", "`Float2::new` takes 2 arguments"),
+        ("fn k(y: &mut [Float2]) { y[0] = Float2::new(1.0, 2.0f64); }", "expected `f32`, found `f64`"),
+        ("fn k(y: &mut [Int2]) { y[0] = Float2::new(1.0, 2.0); }", "expected `Int2`, found `Float2`"),
+        ("fn k(a: Double4) {}", "CUDA 13 deprecates its C++ type `double4`"),
+        ("fn k(a: Float4, y: &mut [f32]) { y[0] = a.sum(); }", "no method `sum` on `Float4`"),
+        ("fn k(a: Float4, y: &mut [Float4]) { y[0] += a; }", "`Float4` has no `+` operator"),
+        ("fn k(a: Float4) { a.x = 1.0; }", "cannot assign to the parameter `a`"),
+    ] {
+        let e = error("", item);
+        assert!(e.contains(want), "{item}\n  error: {e}\n  expected to contain: {want}");
+    }
+}
+
+fn generic_snapshot(name: &str, attr: &str, item: &str) {
+    let a: Attr = syn::parse_str(attr).unwrap();
+    let got = match super::generic::translate(&a, &syn::parse_str(item).unwrap(), "src/kernels.rs", 1) {
+        Ok(t) => t.source,
+        Err(e) => panic!("{name}: {e}"),
+    };
+    check_snapshot(name, item, &got);
+}
+
+fn generic_error(attr: &str, item: &str) -> String {
+    let a: Attr = match syn::parse_str(attr) {
+        Ok(a) => a,
+        Err(e) => return e.to_string(),
+    };
+    match super::generic::translate(&a, &syn::parse_str(item).unwrap(), "src/kernels.rs", 1) {
+        Ok(t) => panic!("expected an error, got:\n{}", t.source),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn const_generics() {
+    generic_snapshot(
+        "const_generic",
+        "instances = [128, 256], bounds_checks = false",
+        r#"
+fn block_sum<const N: usize>(x: &[f32], out: &mut [f32]) {
+    let tile = shared::<f32, N>();
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * N + t;
+    tile[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    for k in 1..N {
+        if t == 0 {
+            tile[0] += tile[k];
+        }
+    }
+    if t == 0 {
+        out[block_idx().x as usize] = tile[0];
+    }
+}"#,
+    );
+    generic_snapshot(
+        "type_and_const_generic",
+        r#"instances = [("f32", 4), ("f64", -2)], bounds_checks = false"#,
+        r#"
+fn unrolled<T, const K: i32>(x: &mut [T]) {
+    let i = thread_idx().x as usize;
+    let mut acc: T = 0.0;
+    for k in 0..K {
+        acc += x[i] * k as T;
+    }
+    x[i] = acc + K as T;
+}"#,
+    );
+}
+
+#[test]
+fn const_generic_instance_errors() {
+    let item = "fn k<const N: usize>(x: &mut [f32]) {}";
+    for (attr, item, want) in [
+        ("instances = [\"f32\"]", item, "`N` is a `usize`: its instance is an integer literal, e.g. `256`"),
+        ("instances = [-1]", item, "`-1` does not fit `N`'s type `usize`"),
+        ("instances = [300]", "fn k<const N: u8>(x: &mut [f32]) {}", "`300` does not fit `N`'s type `u8`"),
+        ("instances = [4u32]", item, "mismatched types: `N` is a `usize`, found `u32`"),
+        ("instances = [4, 4]", item, "this instance is listed twice"),
+        ("instances = [(\"f32\", 4)]", item, "takes 1 value(s) per instance, found 2"),
+        ("instances = [4]", "fn k<T, const N: usize>(x: &mut [T]) {}", "takes 2 value(s) per instance, found 1"),
+        ("instances = [(4, 4)]", "fn k<T, const N: usize>(x: &mut [T]) {}", "`T` is a type parameter"),
+        ("instances = [4]", "fn k<const N: f32>(x: &mut [f32]) {}", "a const parameter of a kernel is an integer"),
+        (
+            "instances = [4]",
+            "fn k<const N: usize, const M: usize>(x: &mut [f32]) {}",
+            "one const parameter of an integer type",
+        ),
+        (
+            "instances = [2]",
+            "fn k<const N: usize>(x: &mut [f32]) { let t = shared::<f32, { N - 4 }>(); }",
+            "a shared array length",
+        ),
+    ] {
+        let e = generic_error(attr, item);
+        assert!(e.contains(want), "{attr} {item}\n  error: {e}\n  expected to contain: {want}");
+    }
+}
+
+/// A module's device functions and kernels, translated (`#[device]` or `#[kernel]` first).
+fn module_source(attr: &str, module: &str) -> syn::Result<String> {
+    let m: syn::ItemMod = syn::parse_str(module)?;
+    let (mut kernels, mut devices) = (Vec::new(), Vec::new());
+    for item in m.content.map(|c| c.1).unwrap_or_default() {
+        if let syn::Item::Fn(mut f) = item {
+            let device = f.attrs[0].path().is_ident("device");
+            f.attrs.clear();
+            let func = super::syntax::function(f, device)?;
+            if device {
+                devices.push(func)
+            } else {
+                kernels.push(func)
+            }
+        }
+    }
+    let attr: Attr = syn::parse_str(attr)?;
+    super::translate_module(&attr, &kernels, &devices, "src/gpu.rs", 1).map(|t| t.source)
+}
+
+#[test]
+fn tuple_values() {
+    let module = r#"
+mod gpu {
+    #[device]
+    fn min_max(a: f32, b: f32) -> (f32, f32) {
+        if a < b {
+            return (a, b);
+        }
+        (b, a)
+    }
+    #[device]
+    fn split(v: u32) -> (u32, u32) {
+        (v / 16, v % 16)
+    }
+    #[kernel]
+    fn k(x: &mut [f32], q: &mut [u32]) {
+        let i = thread_idx().x as usize;
+        let (lo, hi) = min_max(x[2 * i], x[2 * i + 1]);
+        let qr = split(q[i]);
+        let (a, b): (u32, f64) = if qr.0 > 2 { (qr.1, 0.5) } else { (qr.0, 1.5) };
+        x[2 * i] = lo + b as f32;
+        x[2 * i + 1] = hi;
+        q[i] = a;
+    }
+}"#;
+    let got = module_source("bounds_checks = false", module).unwrap();
+    check_snapshot("tuple_values", module, &got);
+}
+
+#[test]
+fn tuple_value_errors() {
+    for (module, want) in [
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, u32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "expected `u32`, found `f32`",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let (p, q, r) = f(x[0]); } }",
+            "the pattern has 3 names, the value is `(f32, f32)`",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let p = f(x[0]); x[0] = p.2; } }",
+            "no field `2` on `(f32, f32)`",
+        ),
+        (
+            "mod m { #[kernel] fn k(x: &mut [f32]) { let (a, b) = x[0]; } }",
+            "a tuple pattern is bound to a tuple",
+        ),
+        (
+            "mod m { #[device] fn f(a: f32) -> (f32, Float4) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "a tuple of scalars",
+        ),
+    ] {
+        let e = match module_source("", module) {
+            Ok(s) => panic!("expected an error for {module}, got:\n{s}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(want), "{module}\n  error: {e}\n  expected to contain: {want}");
+    }
+}
+
+#[test]
+fn instances_on_a_kernels_module_are_an_error() {
+    let site = crate::expand::CallSite { file: "src/gpu.rs".into(), line: 1, dir: None };
+    let out = super::expand_module(
+        quote::quote!(instances = ["f32"]),
+        quote::quote!(
+            mod gpu {
+                #[kernel]
+                fn k(x: &mut [f32]) {}
+            }
+        ),
+        site,
+    )
+    .to_string();
+    assert!(out.contains("`instances` goes on a generic kernel of its own"), "{out}");
 }

@@ -163,27 +163,181 @@ impl Scalar {
     }
 }
 
+/// A CUDA vector type (`float4`, `int2`, ...): the runtime's `Float4`, `Int2`, ... on the host,
+/// fields `.x .y .z .w`, built with `Float4::new(a, b, c, d)` (C++ `make_float4`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vector {
+    /// The component type.
+    pub elem: Scalar,
+    /// The number of components, 1 to 4.
+    pub len: u8,
+    /// The Rust name (`Float4`), as `cuda_embed` exports it.
+    pub rust: &'static str,
+}
+
+/// The vector families: Rust name prefix and component type. `Long`/`ULong` are 64-bit (LP64,
+/// as the type table has them).
+const VECTOR_FAMILIES: &[(&str, Scalar)] = &[
+    ("Char", Scalar::I8),
+    ("UChar", Scalar::U8),
+    ("Short", Scalar::I16),
+    ("UShort", Scalar::U16),
+    ("Int", Scalar::I32),
+    ("UInt", Scalar::U32),
+    ("Long", Scalar::I64),
+    ("ULong", Scalar::U64),
+    ("LongLong", Scalar::I64),
+    ("ULongLong", Scalar::U64),
+    ("Float", Scalar::F32),
+    ("Double", Scalar::F64),
+];
+
+/// Every supported vector name, for lookups that need a `&'static str`.
+const VECTOR_NAMES: &[&str] = &[
+    "Char1",
+    "Char2",
+    "Char3",
+    "Char4",
+    "UChar1",
+    "UChar2",
+    "UChar3",
+    "UChar4",
+    "Short1",
+    "Short2",
+    "Short3",
+    "Short4",
+    "UShort1",
+    "UShort2",
+    "UShort3",
+    "UShort4",
+    "Int1",
+    "Int2",
+    "Int3",
+    "Int4",
+    "UInt1",
+    "UInt2",
+    "UInt3",
+    "UInt4",
+    "Long1",
+    "Long2",
+    "Long3",
+    "ULong1",
+    "ULong2",
+    "ULong3",
+    "LongLong1",
+    "LongLong2",
+    "LongLong3",
+    "ULongLong1",
+    "ULongLong2",
+    "ULongLong3",
+    "Float1",
+    "Float2",
+    "Float3",
+    "Float4",
+    "Double1",
+    "Double2",
+    "Double3",
+];
+
+/// The 4-component 64-bit vectors: CUDA 13 deprecates their plain spelling (`double4`) in favour
+/// of `double4_16a`/`double4_32a`, which older toolkits lack, so kernels do not take them.
+pub const DEPRECATED_VECTORS: &[&str] = &["Long4", "ULong4", "LongLong4", "ULongLong4", "Double4"];
+
+impl Vector {
+    /// The vector type named `name` (`Float4`), if it is one kernels support.
+    pub fn from_name(name: &str) -> Option<Vector> {
+        let rust = *VECTOR_NAMES.iter().find(|n| **n == name)?;
+        let (family, digit) = rust.split_at(rust.len() - 1);
+        let elem = VECTOR_FAMILIES.iter().find(|(f, _)| *f == family)?.1;
+        Some(Vector { elem, len: digit.parse().ok()?, rust })
+    }
+
+    /// The CUDA C++ spelling (`float4`).
+    pub fn cpp(self) -> String {
+        self.rust.to_ascii_lowercase()
+    }
+
+    /// Its fields, `x` to `w`.
+    pub fn fields(self) -> &'static [&'static str] {
+        &["x", "y", "z", "w"][..usize::from(self.len)]
+    }
+
+    /// The Rust type as launchers name it (`::cuda_embed::Float4`).
+    pub fn rust_tokens(self) -> proc_macro2::TokenStream {
+        crate::gen::paths::crate_type(self.rust)
+    }
+}
+
+/// The element type of a slice or a shared array: a scalar or a vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elem {
+    /// A scalar (`f32`).
+    Scalar(Scalar),
+    /// A CUDA vector type (`Float4`).
+    Vector(Vector),
+}
+
+impl Elem {
+    /// The Rust name.
+    pub fn rust(self) -> &'static str {
+        match self {
+            Elem::Scalar(s) => s.rust(),
+            Elem::Vector(v) => v.rust,
+        }
+    }
+
+    /// The CUDA C++ spelling.
+    pub fn cpp(self) -> String {
+        match self {
+            Elem::Scalar(s) => s.cpp().to_string(),
+            Elem::Vector(v) => v.cpp(),
+        }
+    }
+
+    /// The Rust type as launchers name it.
+    pub fn rust_tokens(self) -> proc_macro2::TokenStream {
+        match self {
+            Elem::Scalar(s) => s.rust_tokens(),
+            Elem::Vector(v) => v.rust_tokens(),
+        }
+    }
+
+    /// The type of one element.
+    pub fn ty(self) -> Ty {
+        match self {
+            Elem::Scalar(s) => Ty::Scalar(s),
+            Elem::Vector(v) => Ty::Vector(v),
+        }
+    }
+}
+
 /// The type of an expression or binding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ty {
     /// A scalar.
     Scalar(Scalar),
+    /// A CUDA vector type by value (`Float4`).
+    Vector(Vector),
     /// `&[T]` (`mutable == false`) or `&mut [T]`: a pointer and a length in C++.
     Slice {
         /// Element type.
-        elem: Scalar,
+        elem: Elem,
         /// Written through (`&mut [T]`).
         mutable: bool,
     },
     /// A statically sized shared-memory array (`shared::<T, N>()`).
     Shared {
         /// Element type.
-        elem: Scalar,
+        elem: Elem,
         /// Length.
         len: u64,
     },
     /// `thread_idx()` and friends: `.x`, `.y`, `.z` (each `u32`).
     Dim3,
+    /// A tuple of scalars (`(f32, u32)`), the result of a device function or an `if`: a C++ struct
+    /// `__ce_tuple_f32_u32` with fields `_0`, `_1`, ... (read as `t.0`, or bound by
+    /// `let (a, b) = ...`).
+    Tuple(Vec<Scalar>),
     /// A `DeviceSafe` struct passed by value, declared in C++ by the same name (`cpp`/`include`):
     /// its fields read as C++ values.
     Struct(String),
@@ -216,6 +370,8 @@ impl Ty {
             Ty::Scalar(s) => s.cpp().to_string(),
             Ty::IntLit => "int".into(),
             Ty::FloatLit => "double".into(),
+            Ty::Vector(v) => v.cpp(),
+            Ty::Tuple(ts) => tuple_struct(ts),
             Ty::Struct(n) => n.clone(),
             _ => "auto".into(),
         }
@@ -231,10 +387,12 @@ impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ty::Scalar(s) => write!(f, "{}", s.rust()),
+            Ty::Vector(v) => write!(f, "{}", v.rust),
             Ty::Slice { elem, mutable: false } => write!(f, "&[{}]", elem.rust()),
             Ty::Slice { elem, mutable: true } => write!(f, "&mut [{}]", elem.rust()),
             Ty::Shared { elem, len } => write!(f, "shared [{}; {len}]", elem.rust()),
             Ty::Dim3 => write!(f, "Dim3"),
+            Ty::Tuple(ts) => write!(f, "({})", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join(", ")),
             Ty::Struct(n) => write!(f, "{n}"),
             Ty::IntLit => write!(f, "{{integer}}"),
             Ty::FloatLit => write!(f, "{{float}}"),
@@ -245,6 +403,17 @@ impl fmt::Display for Ty {
     }
 }
 
+/// The C++ struct holding a tuple of `ts` (`__ce_tuple_f32_u32`).
+pub fn tuple_struct(ts: &[Scalar]) -> String {
+    format!("__ce_tuple_{}", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join("_"))
+}
+
+/// The C++ declaration of the tuple struct of `ts`.
+pub fn tuple_decl(ts: &[Scalar]) -> String {
+    let fields: Vec<String> = ts.iter().enumerate().map(|(k, t)| format!("{} _{k};", t.cpp())).collect();
+    format!("struct {} {{ {} }};", tuple_struct(ts), fields.join(" "))
+}
+
 /// The common type of two operands of an arithmetic or comparison operator, as Rust has it:
 /// the same type on both sides, a literal taking the other side's type. `None`: a mismatch.
 pub fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
@@ -252,6 +421,9 @@ pub fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
         (Ty::Opaque, _) | (_, Ty::Opaque) => Some(Ty::Opaque),
         (Ty::Never, t) | (t, Ty::Never) => Some(t.clone()),
         (Ty::Scalar(x), Ty::Scalar(y)) if x == y => Some(a.clone()),
+        (Ty::Vector(x), Ty::Vector(y)) if x == y => Some(a.clone()),
+        (Ty::Tuple(x), Ty::Tuple(y)) if x == y => Some(a.clone()),
+        (Ty::Struct(x), Ty::Struct(y)) if x == y => Some(a.clone()),
         (Ty::Scalar(s), Ty::IntLit) | (Ty::IntLit, Ty::Scalar(s)) if s.is_int() => Some(Ty::Scalar(*s)),
         (Ty::Scalar(s), Ty::FloatLit) | (Ty::FloatLit, Ty::Scalar(s)) if s.is_float() => Some(Ty::Scalar(*s)),
         (Ty::IntLit, Ty::IntLit) => Some(Ty::IntLit),
@@ -270,5 +442,18 @@ mod tests {
         assert_eq!(unify(&Ty::IntLit, &Ty::Scalar(Scalar::Usize)), Some(Ty::Scalar(Scalar::Usize)));
         assert_eq!(unify(&Ty::Scalar(Scalar::F32), &Ty::IntLit), None);
         assert_eq!(unify(&Ty::Scalar(Scalar::F32), &Ty::Scalar(Scalar::F64)), None);
+    }
+
+    #[test]
+    fn vector_names() {
+        let v = Vector::from_name("Float4").unwrap();
+        assert_eq!((v.elem, v.len, v.cpp()), (Scalar::F32, 4, "float4".to_string()));
+        assert_eq!(
+            Vector::from_name("ULongLong2").map(|v| (v.elem, v.cpp())),
+            Some((Scalar::U64, "ulonglong2".into()))
+        );
+        assert_eq!(Vector::from_name("UChar3").unwrap().fields(), &["x", "y", "z"]);
+        assert!(Vector::from_name("Double4").is_none());
+        assert!(Vector::from_name("Float5").is_none());
     }
 }

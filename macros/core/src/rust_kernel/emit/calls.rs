@@ -10,6 +10,17 @@ impl Emitter<'_> {
             return err(&m.method, "method calls with generic arguments are not supported");
         }
         let recv = self.expr(&m.receiver, want.filter(|s| s.is_float() || s.is_int()))?;
+        if let Ty::Vector(v) = &recv.ty {
+            return err(
+                &m.method,
+                format!(
+                    "no method `{name}` on `{}`: read its fields (`.{}`) and build a new one with `{}::new(...)`",
+                    v.rust,
+                    v.fields().join("`, `."),
+                    v.rust
+                ),
+            );
+        }
         match (&recv.ty, name.as_str(), m.args.len()) {
             (Ty::Slice { .. }, "len", 0) => {
                 return Ok(Val::new(format!("{}__len", recv.code), Ty::Scalar(Scalar::Usize)));
@@ -223,6 +234,39 @@ impl Emitter<'_> {
         };
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let last = segs.last().cloned().unwrap_or_default();
+        // `Float4::new(x, y, z, w)` (also `cuda_embed::Float4::new`): C++ `make_float4`.
+        if let [.., ty, new] = segs.as_slice() {
+            let prefix_ok = segs.len() == 2 || (segs.len() == 3 && segs[0] == "cuda_embed");
+            let vty = syn::Type::Path(syn::TypePath {
+                qself: None,
+                path: syn::Path::from(syn::Ident::new(ty, p.path.segments[segs.len() - 2].ident.span())),
+            });
+            if let (true, Some(v)) = (prefix_ok, vector_type(&vty)?) {
+                if new != "new" {
+                    return err(
+                        &c.func,
+                        format!("a `{}` is built with `{}::new({})`", v.rust, v.rust, v.fields().join(", ")),
+                    );
+                }
+                if c.args.len() != v.fields().len() {
+                    return err(
+                        c,
+                        format!(
+                            "`{}::new` takes {} arguments ({}), found {}",
+                            v.rust,
+                            v.len,
+                            v.fields().join(", "),
+                            c.args.len()
+                        ),
+                    );
+                }
+                let mut parts = Vec::new();
+                for a in &c.args {
+                    parts.push(self.typed_arg(a, v.elem)?);
+                }
+                return Ok(Val::new(format!("make_{}({})", v.cpp(), parts.join(", ")), Ty::Vector(v)));
+            }
+        }
         let prefix_ok = match segs.len() {
             1 => true,
             2 => segs[0] == "device",
@@ -316,6 +360,13 @@ impl Emitter<'_> {
                         }
                         t => return err(a, format!("mismatched types: expected `{p}`, found `{t}`")),
                     }
+                }
+                Ty::Vector(_) | Ty::Struct(_) => {
+                    let v = self.expr(a, None)?;
+                    if unify(&v.ty, p).is_none() {
+                        return err(a, format!("mismatched types: expected `{p}`, found `{}`", v.ty));
+                    }
+                    args.push(v.code);
                 }
                 _ => {
                     let s = p.scalar().unwrap_or(Scalar::I32);

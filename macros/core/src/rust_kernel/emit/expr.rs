@@ -39,6 +39,17 @@ impl Emitter<'_> {
                 };
                 match (&v.ty, member.as_str()) {
                     (Ty::Dim3, "x" | "y" | "z") => Ok(Val::new(format!("{}.{member}", v.code), Ty::Scalar(Scalar::U32))),
+                    (Ty::Vector(vt), m) if vt.fields().contains(&m) => {
+                        Ok(Val::new(format!("{}.{member}", v.code), Ty::Scalar(vt.elem)))
+                    }
+                    (Ty::Vector(vt), _) => err(
+                        &f.member,
+                        format!("no field `{member}` on `{}`: its fields are `.{}`", vt.rust, vt.fields().join("`, `.")),
+                    ),
+                    (Ty::Tuple(ts), m) if m.parse::<usize>().is_ok_and(|k| k < ts.len()) => {
+                        let k: usize = m.parse().unwrap_or(0);
+                        Ok(Val::new(format!("{}._{k}", v.code), Ty::Scalar(ts[k])))
+                    }
                     (Ty::Struct(_) | Ty::Opaque, _) => Ok(Val::new(format!("{}.{member}", v.code), Ty::Opaque)),
                     (t, _) => err(&f.member, format!("no field `{member}` on `{t}`: only `.x`, `.y`, `.z` of `thread_idx()` and friends")),
                 }
@@ -82,7 +93,10 @@ impl Emitter<'_> {
             Expr::Return(r) => match (&r.expr, self.settings.returns.clone()) {
                 (Some(v), None) => err(v, "a kernel returns nothing: write results into a `&mut [T]` parameter"),
                 (Some(v), Some(t)) => {
-                    let val = self.expr(v, t.scalar())?;
+                    let val = match &t {
+                        Ty::Tuple(ts) => self.expr_with_tuple(v, Some(&ts.clone()))?,
+                        _ => self.expr(v, t.scalar())?,
+                    };
                     if unify(&val.ty, &t).is_none() {
                         return err(v, format!("mismatched types: the function returns `{t}`, found `{}`", val.ty));
                     }
@@ -103,7 +117,7 @@ impl Emitter<'_> {
                 r,
                 "a reference to a local is not supported: use the value itself; `&mut x[i]` is only an argument of the atomics",
             ),
-            Expr::Tuple(t) => err(t, "a tuple is only supported in `let (a, b) = (x, y);` and `(a, b) = (x, y);`"),
+            Expr::Tuple(t) => self.tuple_value(t),
             Expr::Array(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Repeat(a) => err(a, "array literals are not supported: use `shared::<T, N>()` for an array in shared memory"),
             Expr::Struct(s) => err(s, "struct literals are not supported in a kernel"),
@@ -115,6 +129,40 @@ impl Emitter<'_> {
             }
             _ => err(e, format!("this expression is not supported in a kernel; {SYNTAX_HELP}")),
         }
+    }
+
+    /// A tuple of scalars as a value: the C++ struct of its types, built in place
+    /// (`__ce_tuple_f32_u32{a, b}`).
+    pub(super) fn tuple_value(&mut self, t: &syn::ExprTuple) -> Result<Val> {
+        if t.elems.len() < 2 {
+            return err(t, "a tuple value has two or more scalars: `(a, b)`");
+        }
+        let outer = self.tuple_want.take();
+        let want = outer.clone().filter(|w| w.len() == t.elems.len());
+        let mut tys = Vec::new();
+        let mut codes = Vec::new();
+        for (k, e) in t.elems.iter().enumerate() {
+            let w = want.as_ref().map(|w| w[k]);
+            let mut v = self.expr(e, w)?;
+            let s = match (w, &v.ty) {
+                (Some(s), ty) if unify(&Ty::Scalar(s), ty).is_some() => s,
+                (Some(s), ty) => return err(e, format!("mismatched types: expected `{}`, found `{ty}`", s.rust())),
+                (None, Ty::Scalar(s)) => *s,
+                (None, Ty::IntLit) => Scalar::I32,
+                (None, Ty::FloatLit) => Scalar::F64,
+                (None, ty) => return err(e, format!("a tuple holds scalars, found `{ty}`")),
+            };
+            if v.ty.is_literal() {
+                v = self.expr(e, Some(s))?;
+            }
+            tys.push(s);
+            codes.push(v.code);
+        }
+        self.tuple_want = outer;
+        if !self.tuples.contains(&tys) {
+            self.tuples.push(tys.clone());
+        }
+        Ok(Val::new(format!("{}{{{}}}", super::super::types::tuple_struct(&tys), codes.join(", ")), Ty::Tuple(tys)))
     }
 
     /// An expression that needs statements of its own (a block, an `if` with statements): they
@@ -390,6 +438,9 @@ impl Emitter<'_> {
             }
             _ => {
                 let (l, r) = self.operands(&b.left, &b.right, want, b)?;
+                if let Some(Ty::Vector(v)) = [&l.ty, &r.ty].into_iter().find(|t| matches!(t, Ty::Vector(_))) {
+                    return err(b, vector_operator(v, &op));
+                }
                 let ty = unify(&l.ty, &r.ty).ok_or_else(|| {
                     syn::Error::new(
                         b.span(),
@@ -530,6 +581,9 @@ impl Emitter<'_> {
         let ty = unify(&target.ty, &r.ty).ok_or_else(|| {
             syn::Error::new(right.span(), format!("mismatched types: expected `{}`, found `{}`", target.ty, r.ty))
         })?;
+        if let (Some(op), Ty::Vector(v)) = (op, &ty) {
+            return err(right, vector_operator(v, &op));
+        }
         let code = match (op, ty.scalar()) {
             (None, _) => format!("{} = {}", target.code, r.code),
             (Some(op), Some(s)) => {
@@ -604,7 +658,21 @@ impl Emitter<'_> {
                 self.index(i)
             }
             Expr::Paren(p) => self.place(&p.expr),
-            Expr::Field(f) => err(f, "fields of `thread_idx()` and friends are read-only"),
+            Expr::Field(f) => {
+                // A component of a vector place: `v.x = ...` (`let mut v`), `y[i].x = ...`.
+                let base = match &*f.base {
+                    Expr::Path(_) | Expr::Index(_) | Expr::Paren(_) | Expr::Field(_) => self.place(&f.base)?,
+                    _ => return err(f, "fields of `thread_idx()` and friends are read-only"),
+                };
+                match (&base.ty, &f.member) {
+                    (Ty::Vector(v), syn::Member::Named(m)) if v.fields().contains(&m.to_string().as_str()) => {
+                        Ok(Val::new(format!("{}.{m}", base.code), Ty::Scalar(v.elem)))
+                    }
+                    (t, _) => {
+                        err(&f.member, format!("no assignable field `{}` on `{t}`", expr_text(&Expr::Field(f.clone()))))
+                    }
+                }
+            }
             other => err(
                 other,
                 "this cannot be assigned to: assign to a `let mut` local or an element `y[i]` of a `&mut [T]`",
@@ -634,18 +702,28 @@ impl Emitter<'_> {
             return err(&i.index, format!("a slice is indexed by `usize`, found `{}`: write `(...) as usize`", idx.ty));
         }
         let (elem, len) = match &base.ty {
-            Ty::Slice { elem, .. } => (*elem, format!("{}__len", base.code)),
-            Ty::Shared { elem, len } => (*elem, format!("{len}ull")),
+            Ty::Slice { elem, .. } => (elem.ty(), format!("{}__len", base.code)),
+            Ty::Shared { elem, len } => (elem.ty(), format!("{len}ull")),
             _ => unreachable!("index_base returns slices and shared arrays"),
         };
         if !self.settings.bounds_checks {
-            return Ok(Val::new(format!("{}[{}]", base.code, idx.code), Ty::Scalar(elem)));
+            return Ok(Val::new(format!("{}[{}]", base.code, idx.code), elem));
         }
         self.indexed = true;
         let line = i.bracket_token.span.open().start().line;
         Ok(Val::new(
             format!("__ce_at({}, {len}, {}, __ce_bad, {line}u, {})", base.code, idx.code, self.settings.slot),
-            Ty::Scalar(elem),
+            elem,
         ))
     }
+}
+
+/// The error for an operator on a CUDA vector type (CUDA C++ defines none).
+fn vector_operator(v: &super::super::types::Vector, op: &BinOp) -> String {
+    format!(
+        "`{}` has no `{}` operator (CUDA C++ defines none on vector types): compute each component, e.g. `{}::new(a.x {1} b.x, ...)`",
+        v.rust,
+        binop(op),
+        v.rust
+    )
 }

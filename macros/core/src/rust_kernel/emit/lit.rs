@@ -25,7 +25,7 @@ pub fn is_device_fn(name: &str) -> bool {
 }
 
 /// `shared::<T, N>()`: its element type and length.
-pub(super) fn shared_decl(e: &Expr) -> Result<Option<(Scalar, u64)>> {
+pub(super) fn shared_decl(e: &Expr) -> Result<Option<(Elem, u64)>> {
     let Expr::Call(c) = e else { return Ok(None) };
     let Expr::Path(p) = &*c.func else { return Ok(None) };
     let Some(last) = p.path.segments.last() else { return Ok(None) };
@@ -33,7 +33,7 @@ pub(super) fn shared_decl(e: &Expr) -> Result<Option<(Scalar, u64)>> {
         return Ok(None);
     }
     let usage =
-        "a shared array is `shared::<T, N>()`, T a scalar type and N a literal length, e.g. `shared::<f32, 256>()`";
+        "a shared array is `shared::<T, N>()`, T a scalar or CUDA vector type and N a literal length, e.g. `shared::<f32, 256>()`";
     let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
         return err(last, usage);
     };
@@ -43,7 +43,11 @@ pub(super) fn shared_decl(e: &Expr) -> Result<Option<(Scalar, u64)>> {
     else {
         return err(a, usage);
     };
-    let elem = scalar_type(t).ok_or_else(|| syn::Error::new_spanned(t, usage))?;
+    let elem = match (scalar_type(t), vector_type(t)?) {
+        (Some(s), _) => Elem::Scalar(s),
+        (None, Some(v)) => Elem::Vector(v),
+        _ => return err(t, usage),
+    };
     let len = match n {
         syn::GenericArgument::Const(Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. })) => i.base10_parse::<u64>()?,
         syn::GenericArgument::Const(Expr::Block(b)) => const_eval(&b.block)?,

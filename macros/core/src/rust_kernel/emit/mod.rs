@@ -8,8 +8,8 @@
 //! the type it meets (`x * 2.0` stays `f32`). A literal bound by `let` without a type takes the
 //! type of the first typed operand it meets (the walk runs again with what it learned).
 
-use super::syntax::{scalar_type, KernelFn};
-use super::types::{unify, Scalar, Ty};
+use super::syntax::{scalar_type, vector_type, KernelFn};
+use super::types::{unify, Elem, Scalar, Ty};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use syn::spanned::Spanned;
@@ -55,6 +55,8 @@ pub struct DeviceSig {
 pub struct Body {
     /// The C++ statements (inside the kernel's braces).
     pub code: String,
+    /// The tuple types the body builds or binds (their structs are declared before it).
+    pub tuples: Vec<Vec<Scalar>>,
 }
 
 /// A value: its C++ text, its type, and the local it reads (for literal-typed locals).
@@ -82,7 +84,8 @@ const DEVICE_HELP: &str = "supported from `cuda_embed::device`: `thread_idx()`, 
     `grid_dim()` (with `.x`, `.y`, `.z`), `sync_threads()`, `sync_warp()`, `thread_fence()`, `shared::<T, N>()`, \
     `atomic_add`/`atomic_sub`/`atomic_min`/`atomic_max`/`atomic_exch`/`atomic_and`/`atomic_or`/`atomic_xor`(&mut x[i], v), \
     `atomic_cas(&mut x[i], old, new)`, `shfl_sync`/`shfl_up_sync`/`shfl_down_sync`/`shfl_xor_sync(mask, v, lane)`, \
-    `ballot_sync`/`all_sync`/`any_sync(mask, predicate)`, and `printf!(\"format\", args)`";
+    `ballot_sync`/`all_sync`/`any_sync(mask, predicate)`, and `printf!(\"format\", args)`; CUDA vector types \
+    are built with `Float4::new(x, y, z, w)` (and `Int2::new`, `Double2::new`, ...)";
 
 const SYNTAX_HELP: &str = "a kernel body supports `let`/`let mut`, arithmetic, bitwise, comparison and logical \
     operators, `as` casts, `if`/`else`, `match` on integers, `while`, `loop`, `for` over integer ranges (with `.step_by(n)`, `.rev()`), \
@@ -100,12 +103,12 @@ pub fn body(f: &KernelFn, file: &str, settings: &Settings) -> Result<Body> {
             hints.entry(k).or_insert(v);
         }
         if hints.len() == before {
-            return Ok(Body { code: e.out });
+            return Ok(Body { code: e.out, tuples: e.tuples });
         }
     }
     let mut e = Emitter::new(f, file, settings.clone(), hints);
     e.function_body(&f.body)?;
-    Ok(Body { code: e.out })
+    Ok(Body { code: e.out, tuples: e.tuples })
 }
 
 struct Emitter<'a> {
@@ -122,6 +125,11 @@ struct Emitter<'a> {
     line: usize,
     /// A bounds-checked index was written since the last statement boundary.
     indexed: bool,
+    /// The tuple types used (see [`Body::tuples`]).
+    tuples: Vec<Vec<Scalar>>,
+    /// The element types a tuple value here should have (a typed `let (a, b): (f32, u32)`, a
+    /// device function's result), for its literals.
+    tuple_want: Option<Vec<Scalar>>,
     loops: usize,
 }
 
@@ -143,6 +151,8 @@ impl<'a> Emitter<'a> {
             indent: 1,
             line: 0,
             indexed: false,
+            tuples: Vec::new(),
+            tuple_want: None,
             loops: 0,
         };
         for p in &f.params {
@@ -252,7 +262,10 @@ impl<'a> Emitter<'a> {
                 Stmt::Expr(e, semi) => {
                     if let (true, None, Some((t, want))) = (last, semi, target) {
                         self.line_of(e.span());
-                        let v = self.expr(e, want)?;
+                        let v = match (&self.settings.returns, t) {
+                            (Some(Ty::Tuple(ts)), "return") => self.expr_with_tuple(e, Some(&ts.clone()))?,
+                            _ => self.expr(e, want)?,
+                        };
                         if v.ty != Ty::Never {
                             let text = if t == "return" {
                                 format!("return {};", v.code)
@@ -285,6 +298,14 @@ impl<'a> Emitter<'a> {
         Ok(tail_ty)
     }
 
+    /// `e`, where a tuple value takes the element types `want` (for its literals).
+    fn expr_with_tuple(&mut self, e: &Expr, want: Option<&[Scalar]>) -> Result<Val> {
+        let saved = std::mem::replace(&mut self.tuple_want, want.map(<[Scalar]>::to_vec));
+        let r = self.expr(e, None);
+        self.tuple_want = saved;
+        r
+    }
+
     fn block(&mut self, b: &syn::Block, target: Option<(&str, Option<Scalar>)>) -> Result<Option<Ty>> {
         self.scopes.push(Vec::new());
         let r = self.stmts(&b.stmts, target);
@@ -306,7 +327,34 @@ impl<'a> Emitter<'a> {
             return err(l, "a tuple `let` needs a value: `let (a, b) = (x, y);`");
         };
         let Expr::Tuple(values) = &*init.expr else {
-            return err(&init.expr, "a tuple pattern is bound to a tuple of values: `let (a, b) = (x, y);`");
+            // A tuple value: a device function's result, an `if` of tuples, a tuple local.
+            let want: Option<Vec<Scalar>> =
+                types.and_then(|t| t.elems.iter().map(scalar_type).collect::<Option<Vec<Scalar>>>());
+            let v = self.expr_with_tuple(&init.expr, want.as_deref())?;
+            let Ty::Tuple(ts) = &v.ty else {
+                return err(
+                    &init.expr,
+                    format!("a tuple pattern is bound to a tuple (`let (a, b) = (x, y);` or a device function returning one), found `{}`", v.ty),
+                );
+            };
+            if ts.len() != pat.elems.len() || want.as_ref().is_some_and(|w| w != ts) {
+                return err(
+                    &init.expr,
+                    format!("mismatched types: the pattern has {} names, the value is `{}`", pat.elems.len(), v.ty),
+                );
+            }
+            let holder = self.tmp();
+            let text = format!("{} {holder} = {};", v.ty.cpp(), v.code);
+            self.push(&text);
+            let mut temps = Vec::new();
+            for (k, t) in ts.iter().enumerate() {
+                let name = self.tmp().replace("__ce_t", "__ce_tuple");
+                let var = self.declare(&name, Ty::Scalar(*t), false);
+                let text = format!("{} {} = {holder}._{k};", t.cpp(), var.cpp);
+                self.push(&text);
+                temps.push((name, init.expr.span()));
+            }
+            return self.bind_tuple(pat, types, temps);
         };
         if values.elems.len() != pat.elems.len() || types.is_some_and(|t| t.elems.len() != pat.elems.len()) {
             return err(pat, "the tuple pattern, its type and its value have different lengths");
@@ -326,6 +374,16 @@ impl<'a> Emitter<'a> {
             self.push(&text);
             temps.push((name, e.span()));
         }
+        self.bind_tuple(pat, types, temps)
+    }
+
+    /// Binds each name of `pat` to its temporary, as by its own `let`.
+    fn bind_tuple(
+        &mut self,
+        pat: &syn::PatTuple,
+        types: Option<&syn::TypeTuple>,
+        temps: Vec<(String, proc_macro2::Span)>,
+    ) -> Result<()> {
         for (k, (p, (name, span))) in pat.elems.iter().zip(temps).enumerate() {
             let id = syn::Ident::new(&name, span);
             let stmt: Stmt = match types.and_then(|t| t.elems.iter().nth(k)) {
@@ -354,13 +412,15 @@ impl<'a> Emitter<'a> {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, p.mutability.is_some(), None),
             syn::Pat::Type(t) => match &*t.pat {
                 syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                    let s = scalar_type(&t.ty).ok_or_else(|| {
-                        syn::Error::new_spanned(
+                    let ty = match (scalar_type(&t.ty), vector_type(&t.ty)?) {
+                        (Some(s), _) => Ty::Scalar(s),
+                        (None, Some(v)) => Ty::Vector(v),
+                        _ => return err(
                             &t.ty,
-                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...); shared arrays come from `shared::<T, N>()`",
-                        )
-                    })?;
-                    (&p.ident, p.mutability.is_some(), Some(s))
+                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...) or a CUDA vector type (`Float4`, ...); shared arrays come from `shared::<T, N>()`",
+                        ),
+                    };
+                    (&p.ident, p.mutability.is_some(), Some(ty))
                 }
                 other => return err(other, "a `let` binds one name, e.g. `let x: f32 = ...`"),
             },
@@ -368,11 +428,11 @@ impl<'a> Emitter<'a> {
         };
         let name = ident.to_string();
         let Some(init) = &l.init else {
-            let Some(s) = annotated else {
+            let Some(t) = annotated else {
                 return err(l, "a `let` without a value needs a type: `let x: f32;`");
             };
-            let var = self.declare(&name, Ty::Scalar(s), mutable);
-            let text = format!("{} {};", s.cpp(), var.cpp);
+            let var = self.declare(&name, t.clone(), mutable);
+            let text = format!("{} {};", t.cpp(), var.cpp);
             self.push(&text);
             return Ok(());
         };
@@ -396,14 +456,17 @@ impl<'a> Emitter<'a> {
             );
         }
         let id_next = self.next_var;
-        let want = annotated.or_else(|| self.hints.get(&id_next).copied());
+        let want = match &annotated {
+            Some(t) => t.scalar(),
+            None => self.hints.get(&id_next).copied(),
+        };
         let v = self.expr(&init.expr, want)?;
-        let ty = match (annotated, &v.ty) {
-            (Some(s), t) => {
-                if unify(&Ty::Scalar(s), t).is_none() {
-                    return err(&init.expr, format!("mismatched types: expected `{}`, found `{t}`", s.rust()));
+        let ty = match (&annotated, &v.ty) {
+            (Some(a), t) => {
+                if unify(a, t).is_none() {
+                    return err(&init.expr, format!("mismatched types: expected `{a}`, found `{t}`"));
                 }
-                Ty::Scalar(s)
+                a.clone()
             }
             (None, Ty::Slice { .. } | Ty::Shared { .. }) => {
                 return err(&init.expr, "a slice cannot be bound to a new name: index the parameter itself");
@@ -411,6 +474,8 @@ impl<'a> Emitter<'a> {
             (None, Ty::Unit | Ty::Never) => return err(&init.expr, "this expression has no value to bind"),
             (None, Ty::Dim3) => Ty::Dim3,
             (None, Ty::Struct(n)) => Ty::Struct(n.clone()),
+            (None, Ty::Vector(v)) => Ty::Vector(*v),
+            (None, Ty::Tuple(ts)) => Ty::Tuple(ts.clone()),
             (None, t) => match (t.is_literal(), want) {
                 (true, Some(s)) => Ty::Scalar(s),
                 _ => t.clone(),
