@@ -72,7 +72,7 @@ pub const RESERVED_PREFIX: &str = "_ce_";
 ///
 /// ```
 /// use cuda_embed_source::elementwise::{reserved_use, Elementwise};
-/// let e = |op| Elementwise { name: "k", operation: op, preamble: "", loop_prep: "", after_loop: "", origins: Default::default() };
+/// let e = |op| Elementwise { name: "k", operation: op, preamble: "", type_preamble: "", loop_prep: "", after_loop: "", origins: Default::default() };
 /// assert_eq!(reserved_use(&e("y = x")), None);
 /// assert_eq!(reserved_use(&e("_ce_p_y[i + 1] = x")), Some(("operation", "_ce_p_y".to_string())));
 /// ```
