@@ -9,6 +9,8 @@
 //!
 //! Run: `cargo bench --bench elementwise` (or `bash .gpu/run bench elementwise`).
 
+mod common;
+
 use cuda_embed::cudarc::driver::{CudaSlice, CudaStream};
 use cuda_embed::{bf16, cuda_kernel, elementwise_kernel, f16, LaunchConfig};
 use std::sync::Arc;
@@ -45,30 +47,9 @@ cuda_kernel!(
 const REPS: usize = 15;
 const INNER: usize = 20;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 /// Median milliseconds per call of `f` (events around INNER calls).
-fn time_gpu(stream: &Arc<CudaStream>, mut f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    let ctx = stream.context();
-    let mut v = Vec::new();
-    for _ in 0..REPS {
-        let flags = Some(cuda_embed::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
-        a.record(stream)?;
-        for _ in 0..INNER {
-            f()?;
-        }
-        b.record(stream)?;
-        b.synchronize()?;
-        v.push(a.elapsed_ms(&b)? as f64 / INNER as f64);
-    }
-    Ok(median(v))
+fn time_gpu(stream: &Arc<CudaStream>, f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+    common::gpu_ms(stream, (3, REPS, INNER), f)
 }
 
 fn gbs(bytes: f64, ms: f64) -> f64 {
@@ -197,7 +178,7 @@ fn run() -> cuda_embed::Result<()> {
         }
     }
     stream.synchronize()?;
-    let (h_ew, h_cxx) = (median(host_ew), median(host_cxx));
+    let (h_ew, h_cxx) = (common::median(host_ew), common::median(host_cxx));
 
     println!("elementwise bench on {name} (device 0), 2^28 elements");
     println!("{:<52} {:>9} {:>9}", "case", "ms", "GB/s");

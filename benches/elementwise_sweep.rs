@@ -8,6 +8,8 @@
 //!
 //! Run: `cargo bench --bench elementwise_sweep` (or `bash .gpu/run bench elementwise_sweep`).
 
+mod common;
+
 use cuda_embed::cudarc::driver::{sys, CudaStream};
 use cuda_embed::{elementwise_kernel, LaunchConfig};
 use std::sync::Arc;
@@ -23,30 +25,9 @@ elementwise_kernel!(
 const REPS: usize = 11;
 const INNER: usize = 50;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 /// Median microseconds per call of `f` (events around INNER calls).
-fn time_gpu(stream: &Arc<CudaStream>, mut f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    let ctx = stream.context();
-    let mut v = Vec::new();
-    for _ in 0..REPS {
-        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
-        a.record(stream)?;
-        for _ in 0..INNER {
-            f()?;
-        }
-        b.record(stream)?;
-        b.synchronize()?;
-        v.push(a.elapsed_ms(&b)? as f64 * 1e3 / INNER as f64);
-    }
-    Ok(median(v))
+fn time_gpu(stream: &Arc<CudaStream>, f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+    Ok(common::gpu_ms(stream, (3, REPS, INNER), f)? * 1e3)
 }
 
 fn main() {

@@ -9,6 +9,8 @@
 //!
 //! Run: `cargo bench --bench ndarray | tee rust.log; python3 benches/ndarray_cupy.py --rust rust.log`.
 
+mod common;
+
 use cuda_embed::cudarc::driver::CudaStream;
 use cuda_embed::{elementwise_kernel, fuse, reduction_kernel, NdView, NdViewMut};
 use std::sync::Arc;
@@ -41,30 +43,9 @@ elementwise_kernel!(u_sqw, inputs = "float d, float w", outputs = "float e", ope
 const REPS: usize = 11;
 const INNER: usize = 10;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Median milliseconds per call of `f`.
-fn time_gpu(stream: &Arc<CudaStream>, mut f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
-    for _ in 0..2 {
-        f()?;
-    }
-    let ctx = stream.context();
-    let mut v = Vec::new();
-    for _ in 0..REPS {
-        let flags = Some(cuda_embed::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
-        a.record(stream)?;
-        for _ in 0..INNER {
-            f()?;
-        }
-        b.record(stream)?;
-        b.synchronize()?;
-        v.push(a.elapsed_ms(&b)? as f64 / INNER as f64);
-    }
-    Ok(median(v))
+fn time_gpu(stream: &Arc<CudaStream>, f: impl FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+    common::gpu_ms(stream, (2, REPS, INNER), f)
 }
 
 fn row(key: &str, label: &str, bytes: f64, ms: f64) -> f64 {
