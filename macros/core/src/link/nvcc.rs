@@ -72,16 +72,11 @@ pub fn unit_args(mode: Mode, archs: &[Arch], include_dirs: &[PathBuf], options: 
 /// The cache key of one unit: nvcc's version, the mode, the arguments, nvcc's environment
 /// settings and host compiler (as for a plain module) and the full text.
 pub fn unit_key(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str) -> String {
-    let env: Vec<String> = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"]
-        .iter()
-        .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_default()))
-        .collect();
     Key::new(KEY_SCHEME)
         .field("nvcc", &nvcc.version)
         .field("mode", format!("{mode:?}"))
         .list("args", args)
-        .list("env", &env)
-        .field("host compiler", cuda_embed_source::host::host_compiler_identity(args))
+        .list("env", crate::oracle::nvcc::environment(args))
         .field("source", text)
         .finish()
 }

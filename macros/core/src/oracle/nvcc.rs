@@ -151,15 +151,20 @@ fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
 /// The cache key of a request: nvcc's version, its arguments and the source, in one
 /// [`Key`] scheme.
 pub fn key(nvcc: &Nvcc, req: &Request<'_>) -> String {
-    // nvcc reads these from the environment: they change the output as much as the arguments.
+    key_with_env(nvcc, req, &environment(&args(req).args))
+}
+
+/// What besides its arguments changes nvcc's output, as `NAME=value` entries for cache keys: the
+/// variables nvcc reads (`NVCC_PREPEND_FLAGS`, `NVCC_APPEND_FLAGS`, `NVCC_CCBIN`) and the host
+/// compiler it runs for `args` (its headers and predefined macros: another compiler or version
+/// under the same path is another build).
+pub fn environment(args: &[String]) -> Vec<String> {
     let mut env: Vec<String> = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"]
         .iter()
         .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_default()))
         .collect();
-    // The host compiler preprocesses the source (its headers, its predefined macros): another
-    // compiler or version under the same path is another build.
-    env.push(format!("host compiler={}", cuda_embed_source::host::host_compiler_identity(&args(req).args)));
-    key_with_env(nvcc, req, &env)
+    env.push(format!("host compiler={}", cuda_embed_source::host::host_compiler_identity(args)));
+    env
 }
 
 /// [`key`] with nvcc's environment settings given (`NAME=value` each).
