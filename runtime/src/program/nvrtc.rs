@@ -146,7 +146,7 @@ fn library_identity() -> Option<String> {
 pub(crate) fn compiler_identity() -> Result<String, String> {
     static LAST: std::sync::Mutex<Option<(Vec<Option<std::ffi::OsString>>, String)>> = std::sync::Mutex::new(None);
     let env: Vec<Option<std::ffi::OsString>> =
-        ["LD_LIBRARY_PATH", "CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"].iter().map(std::env::var_os).collect();
+        std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).map(std::env::var_os).collect();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((seen, id)) = last.as_ref() {
         if *seen == env {
