@@ -30,6 +30,7 @@ pub mod host;
 pub mod includes;
 pub mod key;
 pub mod lex;
+pub mod library_headers;
 pub mod ndarray;
 pub mod options;
 pub mod params;

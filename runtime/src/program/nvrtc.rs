@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use cuda_embed_source::cache::{Entry, Store};
 use cuda_embed_source::includes::{Scan, Scanner};
 use cuda_embed_source::key::Key;
+use cuda_embed_source::library_headers::missing_library_header;
 use cuda_embed_source::options;
 use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, CStr, CString};
@@ -361,7 +362,8 @@ pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
     // SAFETY: live program; `opt_ptrs` holds `len` valid C strings that outlive the call.
     let r = unsafe { nv::nvrtcCompileProgram(prog.0, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
     if r != nv::nvrtcResult::NVRTC_SUCCESS {
-        return Err(program_log(&prog).unwrap_or_else(|| format!("nvrtcCompileProgram failed: {r:?}")));
+        let log = program_log(&prog).unwrap_or_else(|| format!("nvrtcCompileProgram failed: {r:?}"));
+        return Err(with_library_hint(log));
     }
     let cubin = crate::link::nvrtc_output(prog.0, kind)?;
     let mut symbols = Vec::with_capacity(exprs.len());
@@ -399,6 +401,20 @@ pub(crate) fn check(r: nv::nvrtcResult, call: &str) -> Result<(), String> {
     } else {
         Err(format!("{call} failed: {r:?}"))
     }
+}
+
+/// NVRTC's `log` with a `help:` line appended when it reports a CUDA library's header (cuBLAS,
+/// cuRAND, NVTX, ...) as missing. At run time NVRTC looks only in the toolkit include folder that
+/// [`options::toolkit_include_dirs`] finds and in the program's own include options, and a machine
+/// with just the driver and NVRTC has no library headers.
+fn with_library_hint(log: String) -> String {
+    let Some((header, library)) = missing_library_header(&log) else { return log };
+    format!(
+        "{log}\nhelp: `{header}` is a header of {library}, which NVRTC did not find on this machine: set \
+         `CUDA_EMBED_TOOLKIT` (or `CUDA_PATH`) to a CUDA toolkit that has {library}'s headers, or pass the folder \
+         holding them as an `--include-path=DIR` option; a `cuda_kernel!` module can instead be compiled when the \
+         crate builds (`CUDA_EMBED_LIBRARY_HEADERS=1 scripts/with-cuda cargo build`), so nothing compiles at run time"
+    )
 }
 
 #[cfg(test)]
@@ -477,6 +493,33 @@ mod tests {
             Ok(c) => assert!(!c.from_cache, "an entry with the wrong symbol count is not a hit"),
             // Only the compile after the lookup can fail, and only for want of NVRTC.
             Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_library_header_gets_run_time_advice() {
+        let log = "k.cu(1): catastrophic error: cannot open source file \"cublas_v2.h\"".to_string();
+        let out = with_library_hint(log.clone());
+        assert!(out.starts_with(&log), "{out}");
+        assert!(out.contains("help: `cublas_v2.h` is a header of cuBLAS"), "{out}");
+        assert!(out.contains("CUDA_EMBED_TOOLKIT") && out.contains("--include-path="), "{out}");
+        let own = "k.cu(1): catastrophic error: cannot open source file \"mine.cuh\"".to_string();
+        assert_eq!(with_library_hint(own.clone()), own, "a user's own header gets no library advice");
+    }
+
+    /// NVRTC's own log for a library header it cannot open carries the advice. The name is one
+    /// no library ships (with cuRAND's prefix), so the test holds on a machine that has the
+    /// library headers installed as well.
+    #[test]
+    fn nvrtc_reports_a_missing_library_header_with_advice() {
+        let source = "#include <curand_no_such_header_for_this_test.h>\nextern \"C\" __global__ void k() {}";
+        match run_nvrtc::<&str>("hint.cu", source, &[], &[], &[], 80) {
+            Ok(_) => panic!("a missing header compiled"),
+            Err(log) if is_available() => {
+                assert!(log.contains("curand_no_such_header_for_this_test.h"), "{log}");
+                assert!(log.contains("is a header of cuRAND, which NVRTC did not find"), "{log}");
+            }
+            Err(log) => assert!(log.contains("NVRTC"), "without NVRTC the error says so: {log}"),
         }
     }
 }

@@ -3,40 +3,13 @@
 //! The pinned compiler wheels that `scripts/with-cuda` installs have the CUDA runtime's headers
 //! but not those of the libraries (cuBLAS, cuRAND, cuFFT, cuSOLVER, cuSPARSE, NVTX, the profiler
 //! API); `CUDA_EMBED_LIBRARY_HEADERS=1` makes the script install them. A compile log that says
-//! such a header is missing gets a line saying so.
+//! such a header is missing ([`missing_library_header`]) gets a line saying so.
 
-/// The libraries' header names (a prefix of the file name, or of the path for NVTX's folder)
-/// and the library each belongs to.
-const LIBRARIES: &[(&str, &str)] = &[
-    ("cublas", "cuBLAS"),
-    ("curand", "cuRAND"),
-    ("cufft", "cuFFT"),
-    ("cusolver", "cuSOLVER"),
-    ("cusparse", "cuSPARSE"),
-    ("nvtx3/", "NVTX"),
-    ("nvToolsExt", "NVTX"),
-    ("cuda_profiler_api", "the CUDA profiler API"),
-    ("cudaProfiler.h", "the CUDA profiler API"),
-];
-
-/// The header a compile log says it could not find: nvcc's `fatal error: NAME: No such file or
-/// directory`, NVRTC's `cannot open source file "NAME"`.
-fn missing_headers(log: &str) -> impl Iterator<Item = &str> {
-    log.lines().filter_map(|l| {
-        if let Some(rest) = l.split("fatal error: ").nth(1) {
-            return rest.strip_suffix(": No such file or directory");
-        }
-        let rest = l.split("cannot open source file \"").nth(1)?;
-        rest.split('"').next()
-    })
-}
+use cuda_embed_source::library_headers::missing_library_header;
 
 /// The advice for `log` when it reports a CUDA library's header as missing; `None` otherwise.
 pub fn hint(log: &str) -> Option<String> {
-    let (header, library) = missing_headers(log).find_map(|h| {
-        let name = h.trim_start_matches('<').trim_end_matches('>');
-        LIBRARIES.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|(_, lib)| (name, *lib))
-    })?;
+    let (header, library) = missing_library_header(log)?;
     Some(format!(
         "`{header}` is a header of {library}, which the pinned CUDA compiler wheels do not include: run the build \
          through `CUDA_EMBED_LIBRARY_HEADERS=1 scripts/with-cuda cargo build` (or `scripts/with-cuda \
