@@ -74,7 +74,7 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
         axes_kernel_name(name),
         params.join(", ")
     );
-    let _ = writeln!(out, "    typedef {name}_ops{targs} O;\n    typedef typename O::R R;");
+    let _ = writeln!(out, "    typedef {name}_ops{targs} _ce_O;\n    typedef typename _ce_O::R _ce_R;");
     let _ = writeln!(out, "    const long long __ks[{AXES_DIMS}] = {{{}}};", list("__ks"));
     let _ = writeln!(out, "    const long long __rs[{AXES_DIMS}] = {{{}}};", list("__rs"));
     for p in &arrays {
@@ -131,7 +131,7 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
         margs.push("__R".into());
         let _ = writeln!(
             s,
-            "                for (long long __f = {first}; __f < __rs[3]; __f += {step}) __acc = O::reduce(__acc, O::map({}));",
+            "                for (long long __f = {first}; __f < __rs[3]; __f += {step}) __acc = _ce_O::reduce(__acc, _ce_O::map({}));",
             margs.join(", ")
         );
         let _ = writeln!(s, "                {guard_next}\n            }}");
@@ -140,7 +140,7 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
     let post = |at_acc: &str| {
         let outs: String = src.outputs.iter().map(|p| format!(", {0}[__p_{0}]", p.name)).collect();
         let sc: String = scalars.iter().map(|p| format!(", {}", p.name)).collect();
-        format!("O::post({at_acc}{outs}{sc}, __R)")
+        format!("_ce_O::post({at_acc}{outs}{sc}, __R)")
     };
     let _ = write!(
         out,
@@ -151,20 +151,20 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
         for (long long __k = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; __k < __K; __k += __warps) {{
         {decl_p}
         {kept}
-            R __acc = O::identity();
+            _ce_R __acc = _ce_O::identity();
             {walk0}
 #pragma unroll
-            for (int __d = 16; __d > 0; __d >>= 1) __acc = O::reduce(__acc, cuda_embed_reduce::shfl_down(__acc, __d, 32));
+            for (int __d = 16; __d > 0; __d >>= 1) __acc = _ce_O::reduce(__acc, cuda_embed_reduce::shfl_down(__acc, __d, 32));
             if (__lane == 0) {post0};
         }}
     }} else {{
-        __shared__ __align__(16) unsigned char __tile_mem[512 * sizeof(R)];
-        R* __tile = reinterpret_cast<R*>(__tile_mem);
+        __shared__ __align__(16) unsigned char __tile_mem[512 * sizeof(_ce_R)];
+        _ce_R* __tile = reinterpret_cast<_ce_R*>(__tile_mem);
         const int __tx = threadIdx.x, __ty = threadIdx.y;
         const int __slot = __ty * blockDim.x + __tx;
         for (long long __kb = (long long)blockIdx.x * blockDim.x; __kb < __K; __kb += (long long)gridDim.x * blockDim.x) {{
             const long long __k = __kb + __tx;
-            R __acc = O::identity();
+            _ce_R __acc = _ce_O::identity();
         {decl_p}
             if (__k < __K) {{
         {kept}
@@ -172,7 +172,7 @@ pub fn axes_kernel(src: &ReductionSource, out: &mut String) {
                 {walk1}
             }}
             __tile[__slot] = __acc;
-            cuda_embed_reduce::column_tree<O, 1>(__tile, __slot);
+            cuda_embed_reduce::column_tree<_ce_O, 1>(__tile, __slot);
             if (__ty == 0 && __k < __K) {post1};
             __syncthreads();
         }}
@@ -212,8 +212,8 @@ mod tests {
         assert!(out.contains("template <typename T> __global__ void __launch_bounds__(512) sumsq_axes(const T* __restrict__ x, const T s, T* __restrict__ y, const long long __K, const long long __R, const int __mode, const long long __ks0,"), "{out}");
         assert!(out.contains("const long long __o_y, const long long __k_y_0, const long long __k_y_1, const long long __k_y_2, const long long __k_y_3) {"));
         assert!(out.contains(
-            "O::map(x[__q_x + __f * __r_x[3]], s, ((__a * __rs[1] + __b) * __rs[2] + __e) * __rs[3] + __f, __R)"
+            "_ce_O::map(x[__q_x + __f * __r_x[3]], s, ((__a * __rs[1] + __b) * __rs[2] + __e) * __rs[3] + __f, __R)"
         ));
-        assert!(out.contains("O::post(__tile[__tx], y[__p_y], s, __R)"));
+        assert!(out.contains("_ce_O::post(__tile[__tx], y[__p_y], s, __R)"));
     }
 }

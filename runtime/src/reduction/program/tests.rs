@@ -107,7 +107,7 @@ fn cache(tag: &str) -> PathBuf {
 }
 
 /// The generated source compiles with NVRTC (placeholders, scalars, several outputs, a struct
-/// `reduce_type`, half input), and the second compile is a disk-cache hit.
+/// `reduce_type`, half input, parameters named `O`/`R`/`V`), and the second compile is a disk-cache hit.
 #[test]
 fn nvrtc_compiles_and_caches() {
     if !crate::program::nvrtc::is_available() {
@@ -145,6 +145,11 @@ fn nvrtc_compiles_and_caches() {
             .reduce("a + b")
             .identity("0")
             .types(["T=float, U=int", "T=double, U=double"]),
+        // Parameters named like the generated kernels' own names once were (`O`, `R`, `V`).
+        ReductionProgram::new("named_like_locals", "float O, float R, scalar float V", "float y")
+            .map("O * R + V")
+            .reduce("a + b")
+            .identity("0"),
     ];
     for p in &programs {
         let p = p.clone().cache_dir(&dir);
