@@ -3,6 +3,134 @@
 
 use crate::lex::{Kind, Token};
 
+/// The C++ keywords and alternative operator spellings (C++20): names a generated kernel (or
+/// anything else the generators declare) cannot take.
+const KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+];
+
+/// Whether `name` is a C++ keyword (or an alternative operator spelling such as `and`).
+pub fn is_keyword(name: &str) -> bool {
+    KEYWORDS.contains(&name)
+}
+
+/// Why `name` cannot name a generated CUDA kernel, or `None` when it can: it must be a C
+/// identifier and not a C++ keyword (a Rust name such as `new`, `delete` or `float` is one).
+///
+/// ```
+/// use cuda_embed_source::cxx::kernel_name_problem;
+/// assert_eq!(kernel_name_problem("saxpy"), None);
+/// assert!(kernel_name_problem("delete").unwrap().contains("C++ keyword"));
+/// assert!(kernel_name_problem("my-sum").unwrap().contains("not a C identifier"));
+/// ```
+pub fn kernel_name_problem(name: &str) -> Option<String> {
+    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Some(format!(
+            "the name `{name}` is not a C identifier (letters, digits and `_`, not starting with a digit)"
+        ));
+    }
+    if is_keyword(name) {
+        return Some(format!(
+            "the name `{name}` is a C++ keyword, and the generated CUDA kernel is named after it: choose another \
+             name, e.g. `{name}_kernel`"
+        ));
+    }
+    None
+}
+
 /// Parses a C integer literal (decimal, hex, octal, binary; `u`/`l` suffixes; `'` separators).
 pub fn parse_int(s: &str) -> Option<u64> {
     let t = s.trim().replace('\'', "");

@@ -92,10 +92,8 @@ impl ElementwiseProgram {
     pub fn new(name: &str, inputs: &str, outputs: &str, operation: &str) -> Result<Self> {
         let origin = origin_of(name);
         let err = |detail: String| Error::Definition { origin: origin.clone(), detail };
-        let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ident {
-            return Err(err(format!("the kernel's name `{name}` is not a C identifier")));
+        if let Some(problem) = cuda_embed_source::cxx::kernel_name_problem(name) {
+            return Err(err(problem));
         }
         let lists = ParamLists::parse(inputs, outputs).map_err(|e| {
             let text = match e.source {

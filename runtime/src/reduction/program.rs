@@ -164,10 +164,8 @@ impl ReductionProgram {
     /// The parsed definition, or what is wrong with it.
     fn definition(&self) -> std::result::Result<Definition, String> {
         let name = &self.name;
-        let ok_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ok_name {
-            return Err(format!("the name `{name}` is not a C identifier"));
+        if let Some(problem) = cuda_embed_source::cxx::kernel_name_problem(name) {
+            return Err(problem);
         }
         let need = |v: &Option<String>, key: &str| {
             v.clone().ok_or_else(|| {

@@ -106,6 +106,9 @@ pub(crate) fn expand_input(
 ) -> Result<TokenStream, Failure> {
     let early = |span: Span, msg: &str| Failure::early(syn::Error::new(span, msg));
     let name = input.name.to_string();
+    if let Some(problem) = cuda_embed_source::cxx::kernel_name_problem(&name) {
+        return Err(early(input.name.span(), &problem));
+    }
     let operation = input.operation.as_ref().ok_or_else(|| {
         early(
             input.name.span(),

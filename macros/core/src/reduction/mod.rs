@@ -171,6 +171,9 @@ pub(crate) fn expand_input(
     lines: &[(String, usize)],
 ) -> syn::Result<TokenStream> {
     let name = &input.name;
+    if let Some(problem) = cuda_embed_source::cxx::kernel_name_problem(&name.to_string()) {
+        return Err(syn::Error::new(name.span(), problem));
+    }
     let inputs = required(&input.inputs, "inputs", name)?;
     let outputs = required(&input.outputs, "outputs", name)?;
     let map = required(&input.map, "map", name)?;

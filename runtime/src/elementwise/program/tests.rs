@@ -75,6 +75,8 @@ fn definitions() {
     assert!(message(e).contains("operation is empty"));
     let e = ElementwiseProgram::new("1k", "float x", "float y", "y = x").unwrap_err();
     assert!(message(e).contains("not a C identifier"));
+    let e = ElementwiseProgram::new("delete", "float x", "float y", "y = x").unwrap_err();
+    assert!(message(e).contains("is a C++ keyword"));
     let e = ElementwiseProgram::new("k", "float x", "", "y = x").unwrap_err();
     assert!(message(e).contains("at least one output"));
     let p = ElementwiseProgram::new("k", "T x, scalar U a", "T y", "y = x * a").unwrap();

@@ -96,6 +96,8 @@ fn definition_errors() {
     assert!(e.contains("both an input and an output"), "{e}");
     let e = err(ReductionProgram::new("my-sum", "float x", "float y").map("x").reduce("a + b").identity("0"));
     assert!(e.contains("not a C identifier"), "{e}");
+    let e = err(ReductionProgram::new("union", "float x", "float y").map("x").reduce("a + b").identity("0"));
+    assert!(e.contains("`union` is a C++ keyword"), "{e}");
     let src = sum_of_squares().source().unwrap();
     assert!(src.contains("sum_sq_full") && src.contains("sum_sq_cols") && src.contains("x * x"));
 }
