@@ -6,9 +6,10 @@ use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::bind;
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -228,7 +229,7 @@ impl<'a> GraphExec<'a> {
     }
 
     /// Points a host-to-device memcpy node at other memory.
-    pub fn set_memcpy_htod<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
+    pub fn set_memcpy_htod<T: DeviceRepr, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
         &mut self,
         node: &MemcpyNode,
         src: &'a [T],
@@ -239,7 +240,7 @@ impl<'a> GraphExec<'a> {
     }
 
     /// Points a device-to-host memcpy node at other memory.
-    pub fn set_memcpy_dtoh<T: DeviceRepr, S: DevicePtr<T>>(
+    pub fn set_memcpy_dtoh<T: DeviceRepr, S: DeviceBuffer<T>>(
         &mut self,
         node: &MemcpyNode,
         src: &'a S,
@@ -250,7 +251,7 @@ impl<'a> GraphExec<'a> {
     }
 
     /// Points a device-to-device memcpy node at other memory.
-    pub fn set_memcpy_dtod<T: DeviceRepr, S: DevicePtr<T>, D: DevicePtr<T> + DevicePtrMut<T>>(
+    pub fn set_memcpy_dtod<T: DeviceRepr, S: DeviceBuffer<T>, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
         &mut self,
         node: &MemcpyNode,
         src: &'a S,

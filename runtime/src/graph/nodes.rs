@@ -4,8 +4,9 @@
 use super::args::{address, other_device, Access, Space};
 use super::host::{trampoline, HostCell};
 use super::{Graph, Node, NodeKind};
+use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaEvent, DevicePtr, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{sys, CudaEvent, DeviceRepr};
 use std::marker::PhantomData;
 
 /// Where a memcpy node copies.
@@ -109,7 +110,7 @@ fn host_access<T>(s: &[T], write: bool) -> Access {
 }
 
 /// The checked ends and byte count of a copy; shared by node creation and update.
-pub(crate) fn htod<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
+pub(crate) fn htod<T: DeviceRepr, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
     g_ctx: &cudarc::driver::CudaContext,
     src: &[T],
     dst: &D,
@@ -124,7 +125,7 @@ pub(crate) fn htod<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
     Ok((End::Host(src.as_ptr() as *const u8), End::Device(d), std::mem::size_of_val(src)))
 }
 
-pub(crate) fn dtoh<T: DeviceRepr, S: DevicePtr<T>>(
+pub(crate) fn dtoh<T: DeviceRepr, S: DeviceBuffer<T>>(
     g_ctx: &cudarc::driver::CudaContext,
     src: &S,
     dst: &mut [T],
@@ -139,7 +140,7 @@ pub(crate) fn dtoh<T: DeviceRepr, S: DevicePtr<T>>(
     Ok((End::Device(s), End::Host(dst.as_mut_ptr() as *const u8), std::mem::size_of_val(dst)))
 }
 
-pub(crate) fn dtod<T: DeviceRepr, S: DevicePtr<T>, D: DevicePtr<T> + DevicePtrMut<T>>(
+pub(crate) fn dtod<T: DeviceRepr, S: DeviceBuffer<T>, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
     g_ctx: &cudarc::driver::CudaContext,
     src: &S,
     dst: &D,
@@ -234,8 +235,10 @@ impl<'a> Graph<'a> {
     }
 
     /// Copies `src` (host memory, borrowed and pinned in place for `'a`) to the start of `dst`.
-    /// `src` may be shorter than `dst`, not longer.
-    pub fn memcpy_htod<T: DeviceRepr, D: DevicePtr<T> + DevicePtrMut<T>>(
+    /// `src` may be shorter than `dst`, not longer. Device buffers of the copy and memset nodes
+    /// are [`DeviceBuffer`]s: their `len()` bounds the copy, so a buffer type of your own needs
+    /// the `unsafe impl` that promises it, as for a launch.
+    pub fn memcpy_htod<T: DeviceRepr, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
         &mut self,
         src: &'a [T],
         dst: &'a D,
@@ -246,14 +249,18 @@ impl<'a> Graph<'a> {
     }
 
     /// Copies the start of `src` into `dst` (host memory, exclusively borrowed for `'a`).
-    pub fn memcpy_dtoh<T: DeviceRepr, S: DevicePtr<T>>(&mut self, src: &'a S, dst: &'a mut [T]) -> Result<MemcpyNode> {
+    pub fn memcpy_dtoh<T: DeviceRepr, S: DeviceBuffer<T>>(
+        &mut self,
+        src: &'a S,
+        dst: &'a mut [T],
+    ) -> Result<MemcpyNode> {
         let mut acc = self.take_scratch();
         let ends = dtoh(&self.ctx, src, dst, &mut acc)?;
         self.copy(format!("memcpy DtoH {} B", ends.2), ends, acc, Direction::DtoH)
     }
 
     /// Copies all of `src` to the start of `dst` (device to device).
-    pub fn memcpy_dtod<T: DeviceRepr, S: DevicePtr<T>, D: DevicePtr<T> + DevicePtrMut<T>>(
+    pub fn memcpy_dtod<T: DeviceRepr, S: DeviceBuffer<T>, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
         &mut self,
         src: &'a S,
         dst: &'a D,
@@ -265,7 +272,7 @@ impl<'a> Graph<'a> {
 
     /// Sets every element of `dst` to `value`: a [`MemsetValue`] (integers, `bool`, `f16`,
     /// `bf16`, `f32`: elements of 1, 2 or 4 bytes; wider elements need a kernel node).
-    pub fn memset<T: MemsetValue, D: DevicePtr<T> + DevicePtrMut<T>>(
+    pub fn memset<T: MemsetValue, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
         &mut self,
         dst: &'a D,
         value: T,
