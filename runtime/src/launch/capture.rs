@@ -52,7 +52,7 @@ pub fn binding(stream: &CudaStream) -> Result<Binding<'_>> {
     binding_tracked(stream)
 }
 
-/// [`binding`] for a launch of `kernel`: a failure (creating the side stream) is an
+/// `binding` for a launch of `kernel`: a failure (creating the side stream) is an
 /// [`Error::Launch`] naming the kernel and where it comes from. Support for generated code.
 #[inline(always)]
 pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<Binding<'_>> {
