@@ -97,11 +97,20 @@ impl BufferArgs {
             ),
             None => format!("the CUDA type `{}` is `{{E}}` in Rust: pass device memory of `{{E}}`", esc(p.ty.as_str())),
         };
+        // A buffer type of the user's own is taken through cuda-embed's unsafe buffer traits.
+        let own = match p.role {
+            Role::Input => "DeviceBuffer",
+            Role::Output => "DeviceBufferMut",
+        };
+        let own = format!(
+            "a buffer type of your own is taken once it has `unsafe impl cuda_embed::{own}<{{E}}>` (the launch \
+             trusts its `len()`)"
+        );
         let doc =
             format!("What {role} `{name}` (`{decl}`) of the {} accepts: {}.", self.what, takes.replace("{E}", "E"));
         quote! {
             #[doc = #doc]
-            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note, note = #own)]
             pub trait #id<E>: #base<E> {}
             impl<E, B: ?Sized + #base<E>> #id<E> for B {}
         }
