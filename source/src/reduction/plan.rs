@@ -122,6 +122,16 @@ pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
     }
 }
 
+/// A full reduction (one segment) over exactly `blocks` blocks of `threads` threads, instead of
+/// the plan [`plan_segments`] would choose: the configurations a tuner would try (each block
+/// reads every `blocks`-th tile of `threads` vector groups; with more than one block the last to
+/// finish combines the partials in block order). `threads` must be a multiple of 32 no larger
+/// than [`BLOCK`] (the kernels' launch bound) and `blocks` at least 1: callers check.
+pub fn plan_full_fixed(blocks: u32, threads: u32) -> Plan {
+    let (partials, counters) = if blocks > 1 { (u64::from(blocks), 1) } else { (0, 0) };
+    Plan { kind: PlanKind::Segments, grid: (blocks, 1), block: (threads, 1), aux: blocks, partials, counters }
+}
+
 /// The plan that reduces each of the `n` columns of a row-major `rows` x `n` matrix.
 pub fn plan_cols(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
     let wave = u64::from(sms.max(1) * BLOCKS_PER_SM);
