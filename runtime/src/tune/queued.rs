@@ -27,11 +27,15 @@
 //! ticket and the host raises the counter with `fetch_max`, so concurrent timings never hold
 //! one another back for longer than their own batch. If the host has not released it after
 //! [`TIMEOUT_MS`] milliseconds (a batch larger than the stream's queue, a launch that blocks),
-//! the kernel gives up and says so in a second word, and [`Queued::timed_out`] reports that the
-//! time includes launch gaps.
+//! the kernel gives up and says so in a second word, and [`Queued::with_gaps`] reports that the
+//! time includes launch gaps. Where the blocking kernel cannot be had at all (a driver without
+//! mapped pinned memory, a failed JIT), the batch is timed by events alone, as before this
+//! existed, `with_gaps` is set and a note is printed once.
 //!
 //! The batch must only enqueue asynchronous work (kernel launches, event records, async copies):
-//! a synchronous call in it waits for the blocking kernel, i.e. for the timeout.
+//! a synchronous call in it waits for the blocking kernel, i.e. for the timeout. Launch each
+//! kernel once before timing it, so that its module is not loaded (lazily, by the driver or by
+//! this crate) while the blocking kernel holds the stream; the tuner does (its warm-up launch).
 
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaStream};
@@ -84,9 +88,9 @@ DONE:
 pub struct Queued {
     /// Milliseconds between the start and end events (the whole batch).
     pub ms: f64,
-    /// Whether the blocking kernel gave up waiting before the batch was queued: then `ms`
-    /// includes launch gaps, as a plain event timing would.
-    pub timed_out: bool,
+    /// Whether `ms` may include launch gaps, as a plain event timing would: the blocking kernel
+    /// gave up waiting before the batch was queued, or could not be loaded on this device.
+    pub with_gaps: bool,
 }
 
 /// One context's blocking kernel and release counter (raw handles, kept for the process).
@@ -99,7 +103,8 @@ struct Blocker {
     next_ticket: u64,
 }
 
-static BLOCKERS: Mutex<Option<HashMap<usize, Blocker>>> = Mutex::new(None);
+/// Each context's blocking kernel, or `Err(())` where it could not be loaded (not tried again).
+static BLOCKERS: Mutex<Option<HashMap<usize, std::result::Result<Blocker, ()>>>> = Mutex::new(None);
 
 fn driver_error(ordinal: usize, call: &'static str, r: sys::CUresult) -> Error {
     Error::Driver { call, device: ordinal, cause: DriverCode(r) }
@@ -176,7 +181,7 @@ impl Drop for Release {
 ///     }
 ///     Ok(())
 /// })?;
-/// println!("{:.2} us each{}", t.ms * 1e3 / 20.0, if t.timed_out { " (timed out: with launch gaps)" } else { "" });
+/// println!("{:.2} us each{}", t.ms * 1e3 / 20.0, if t.with_gaps { " (with launch gaps)" } else { "" });
 /// # Ok(())
 /// # }
 /// ```
@@ -184,46 +189,54 @@ pub fn time_queued(stream: &CudaStream, batch: impl FnOnce() -> Result<()>) -> R
     let ctx = stream.context();
     let ordinal = ctx.ordinal();
     crate::launch::limits::bind(ctx)?;
-    let (function, device, counter, timeouts, ticket) = {
+    let blocker = {
         let mut guard = BLOCKERS.lock().unwrap_or_else(|p| p.into_inner());
         let map = guard.get_or_insert_with(HashMap::new);
         let key = ctx.cu_ctx() as usize;
         let b = match map.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(Blocker::load(ordinal)?),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Blocker::load(ordinal).map_err(|e| {
+                eprintln!("cuda-embed tune: no blocking kernel on device {ordinal} ({e}); timings include launch gaps");
+            })),
         };
-        let ticket = b.next_ticket;
-        b.next_ticket += 1;
-        (b.function, b.device, b.counter(0), b.counter(1), ticket)
+        b.as_mut().ok().map(|b| {
+            let ticket = b.next_ticket;
+            b.next_ticket += 1;
+            (b.function, b.device, b.counter(0), b.counter(1), ticket)
+        })
     };
     let event = |e: cudarc::driver::DriverError| driver_error(ordinal, "cuEventRecord", e.0);
     let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
     let (start, end) = (ctx.new_event(timing).map_err(event)?, ctx.new_event(timing).map_err(event)?);
-    let release = Release { counter, ticket };
-    let timeout_ns: u64 = TIMEOUT_MS * 1_000_000;
-    let mut params: [*mut c_void; 3] = [
-        &device as *const u64 as *mut c_void,
-        &ticket as *const u64 as *mut c_void,
-        &timeout_ns as *const u64 as *mut c_void,
-    ];
-    // SAFETY: the blocking kernel of this context (loaded above), one thread; its three `u64`
-    // parameters point at locals that outlive the call (the driver copies them at launch).
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            function as sys::CUfunction,
-            1,
-            1,
-            1,
-            1,
-            1,
-            1,
-            0,
-            stream.cu_stream(),
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    check(ordinal, "cuLaunchKernel (tune blocking kernel)", r)?;
+    let mut release = None;
+    if let Some((function, device, counter, _, ticket)) = blocker {
+        release = Some(Release { counter, ticket });
+        let timeout_ns: u64 = TIMEOUT_MS * 1_000_000;
+        let mut params: [*mut c_void; 3] = [
+            &device as *const u64 as *mut c_void,
+            &ticket as *const u64 as *mut c_void,
+            &timeout_ns as *const u64 as *mut c_void,
+        ];
+        // SAFETY: the blocking kernel of this context (loaded above), one thread; its three
+        // `u64` parameters point at locals that outlive the call (the driver copies them at
+        // launch).
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                function as sys::CUfunction,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                stream.cu_stream(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check(ordinal, "cuLaunchKernel (tune blocking kernel)", r)?;
+    }
     start.record(stream).map_err(event)?;
     let queued = batch();
     let recorded = end.record(stream).map_err(event);
@@ -232,5 +245,6 @@ pub fn time_queued(stream: &CudaStream, batch: impl FnOnce() -> Result<()>) -> R
     recorded?;
     end.synchronize().map_err(event)?;
     let ms = start.elapsed_ms(&end).map_err(event)? as f64;
-    Ok(Queued { ms, timed_out: timeouts.load(Ordering::SeqCst) == ticket })
+    let with_gaps = blocker.is_none_or(|(_, _, _, timeouts, ticket)| timeouts.load(Ordering::SeqCst) == ticket);
+    Ok(Queued { ms, with_gaps })
 }

@@ -156,7 +156,7 @@ fn write_atomic_replaces_a_file_whole() {
 /// names and a current one (the driver JIT-compiles the same text at the first timing).
 #[test]
 fn the_blocking_kernel_assembles() {
-    let roots = ["CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"].iter().filter_map(|v| std::env::var_os(v));
+    let roots = ["CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"].iter().filter_map(std::env::var_os);
     let ptxas = roots
         .map(|r| std::path::PathBuf::from(r).join("bin").join("ptxas"))
         .find(|p| p.exists())
