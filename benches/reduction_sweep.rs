@@ -1,6 +1,7 @@
 //! Would autotuning help `reduction_kernel!`? Its automatic plan for a full reduction (blocks of
-//! 256 threads, one per 1024 vector groups up to a wave of 4 resident blocks per
-//! multiprocessor, see `cuda_embed_source::reduction::plan_segments`) against every
+//! 256 threads: one block up to four blocks' worth of loads, then one block per 1024 vector
+//! groups up to a wave of 4 resident blocks per multiprocessor, see
+//! `cuda_embed_source::reduction::plan_segments`) against every
 //! configuration a tuner would try: 64, 128 or 256 threads per block (the kernels' launch bound
 //! is 256) times 1, 2, 4, ... blocks (down to 64 vector groups per thread) and a quarter, half,
 //! one, two and four waves, each as long as every thread has at least one vector group to read. f32 sum at sizes 2^12 to 2^28.
@@ -11,7 +12,8 @@
 //! configurations whose result differs in its bits from the automatic plan's (another plan adds
 //! the partial values in another order).
 //!
-//! Run: `cargo bench --bench reduction_sweep` (or `bash .gpu/run bench reduction_sweep`).
+//! Run: `cargo bench --bench reduction_sweep` (or `bash .gpu/run bench reduction_sweep`);
+//! `SWEEP_ALL=1` also prints every configuration's time on stderr.
 
 use cuda_embed::__private::reduce::with_full_plan;
 use cuda_embed::cudarc::driver::sys;
@@ -88,6 +90,7 @@ fn run() -> cuda_embed::Result<()> {
     let host: Vec<f32> = (0..1usize << 28).map(|i| ((i % 7) as f32) * 0.1).collect();
     let mut largest: (f64, usize) = (1.0, 0);
     let mut timeouts = 0;
+    let all = std::env::var_os("SWEEP_ALL").is_some();
     for log2 in (12..=28).step_by(2) {
         let n = 1usize << log2;
         let x = stream.clone_htod(&host[..n])?;
@@ -119,6 +122,10 @@ fn run() -> cuda_embed::Result<()> {
             }
         }
         let times: Vec<f64> = samples.into_iter().map(median).collect();
+        if all {
+            let each: Vec<String> = configs.iter().zip(&times).map(|(&c, t)| format!("{} {t:.2}", label(c))).collect();
+            eprintln!("2^{log2}, us: {}", each.join(", "));
+        }
         let auto = times[0];
         let (mut best, mut worst) = (0, 0);
         for k in 1..times.len() {

@@ -72,6 +72,12 @@ fn plans_full() {
     assert_eq!((big.partials, big.counters), (u64::from(big.aux), 1));
     let empty = plan_segments(132, 1, 0, 4);
     assert_eq!((empty.grid, empty.aux), ((1, 1), 1));
+    // Up to four blocks' worth of loads (4 x 256 threads x 4 groups of 4 floats): still one
+    // block; one group more: a block per block's worth.
+    assert_eq!(plan_segments(132, 1, 1 << 14, 4), plan_full_fixed(1, 256));
+    assert_eq!(plan_segments(132, 1, 2 << 14, 8), plan_full_fixed(1, 256));
+    assert_eq!(plan_segments(132, 1, (1 << 14) + 4, 4), plan_full_fixed(5, 256));
+    assert_eq!(plan_segments(132, 1, 1 << 16, 4), plan_full_fixed(16, 256));
 }
 
 #[test]
