@@ -337,8 +337,9 @@ fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() 
     // should not be where a module is loaded.
     spin(&stream, 0)?;
     stream.synchronize()?;
-    // 20 kernels of 5 us each, queued behind the blocking kernel: 5 us each plus the GPU's gap
-    // between kernels (well under 2 us), whatever the host's launch path costs.
+    // 20 kernels of 5 us each, queued behind the blocking kernel: at least 5 us each, plus the
+    // GPU's gap between kernels and the global timer's steps (6.7 us measured on an H100); the
+    // batch's time is the kernels', not the 200 ms the blocking kernel could have waited.
     for _ in 0..2 {
         let t = tune::time_queued(&stream, || {
             for _ in 0..20 {
@@ -349,7 +350,7 @@ fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() 
         let each = t.ms * 1e3 / 20.0;
         println!("queued spin_ns(5000): {each:.2} us per launch");
         assert!(!t.with_gaps);
-        assert!((5.0..7.0).contains(&each), "{each} us per 5 us kernel");
+        assert!((5.0..8.5).contains(&each), "{each} us per 5 us kernel");
     }
     // An error in the batch is returned, and the blocking kernel was released at once: the next
     // timing does not wait for the timeout.
