@@ -25,7 +25,10 @@
 //! release counter in host memory mapped into the device (`cuMemHostAlloc` with
 //! `CU_MEMHOSTALLOC_DEVICEMAP`) until the counter reaches its ticket; each timing takes a fresh
 //! ticket and the host raises the counter with `fetch_max`, so concurrent timings never hold
-//! one another back for longer than their own batch. If the host has not released it after
+//! one another back for longer than their own batch (a timing on another stream of the same
+//! context may release this one's blocking kernel early, before its batch is all queued: its
+//! time then includes some launch gaps, unflagged; the tuner times one kernel at a time). The
+//! kernel and the counter are kept for the process, keyed by the context handle. If the host has not released it after
 //! [`TIMEOUT_MS`] milliseconds (a batch larger than the stream's queue, a launch that blocks),
 //! the kernel gives up and says so in a second word, and [`Queued::with_gaps`] reports that the
 //! time includes launch gaps. Where the blocking kernel cannot be had at all (a driver without
