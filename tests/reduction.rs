@@ -372,3 +372,30 @@ fn a_reduction_over_int_unsigned() {
     count_set::launch(&stream, &dx, &mut y).unwrap();
     assert_eq!(stream.clone_dtoh(&y).unwrap(), [50_000]);
 }
+
+/// `with_full_plan`: the configurations a tuner would try (benches/reduction_sweep.rs) all give
+/// the sum, including one block, more blocks than a wave, and blocks of 32 threads; the
+/// automatic plan comes back after the closure.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_full_plan_a_tuner_would_try_gives_the_sum() -> cuda_embed::Result<()> {
+    use cuda_embed::__private::reduce::with_full_plan;
+    let stream = gpu();
+    for n in [1000usize, 4096, 1 << 20, (1 << 20) + 3] {
+        let host = data(n, 11);
+        let want: f64 = host.iter().map(|v| f64::from(*v)).sum();
+        let x = stream.clone_htod(&host)?;
+        let mut y = stream.alloc_zeros::<f64>(1)?;
+        sum_f64::launch(&stream, &x, &mut y)?;
+        let auto = stream.clone_dtoh(&y)?[0];
+        close(auto, want, 1e-9, "automatic plan");
+        for (blocks, threads) in [(1, 256), (1, 32), (7, 64), (64, 128), (528, 256), (4096, 64)] {
+            with_full_plan(blocks, threads, || sum_f64::launch(&stream, &x, &mut y))??;
+            close(stream.clone_dtoh(&y)?[0], want, 1e-9, &format!("n = {n}, {blocks} x {threads}"));
+        }
+        // The automatic plan again, bit for bit.
+        sum_f64::launch(&stream, &x, &mut y)?;
+        assert_eq!(stream.clone_dtoh(&y)?[0].to_bits(), auto.to_bits(), "n = {n}");
+    }
+    Ok(())
+}

@@ -309,3 +309,65 @@ fn the_compiled_formulas_agree_with_the_reference() {
         }
     }
 }
+
+cuda_kernel!(
+    r#"
+    // Spins for `ns` nanoseconds of the GPU's global timer.
+    extern "C" __global__ void spin_ns(unsigned long long ns) {
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+    }
+"#
+);
+
+/// One thread spinning for `ns` nanoseconds.
+fn spin(stream: &std::sync::Arc<cuda_embed::CudaStream>, ns: u64) -> cuda_embed::Result<()> {
+    let cfg = cuda_embed::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the kernel touches no memory.
+    unsafe { spin_ns::launch(stream, cfg, ns) }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() -> cuda_embed::Result<()> {
+    let _g = lock();
+    let stream = gpu();
+    // Loaded and launched once outside any timing: a batch queued behind the blocking kernel
+    // should not be where a module is loaded.
+    spin(&stream, 0)?;
+    stream.synchronize()?;
+    // 20 kernels of 5 us each, queued behind the blocking kernel: at least 5 us each, plus the
+    // GPU's gap between kernels and the global timer's steps (6.7 us measured on an H100); the
+    // batch's time is the kernels', not the 200 ms the blocking kernel could have waited.
+    for _ in 0..2 {
+        let t = tune::time_queued(&stream, || {
+            for _ in 0..20 {
+                spin(&stream, 5000)?;
+            }
+            Ok(())
+        })?;
+        let each = t.ms * 1e3 / 20.0;
+        println!("queued spin_ns(5000): {each:.2} us per launch");
+        assert!(!t.with_gaps);
+        assert!((5.0..8.5).contains(&each), "{each} us per 5 us kernel");
+    }
+    // An error in the batch is returned, and the blocking kernel was released at once: the next
+    // timing does not wait for the timeout.
+    let e = tune::time_queued(&stream, || {
+        spin(&stream, 1000)?;
+        Err(cuda_embed::Error::Tune { what: "the test".into(), cause: "a failing batch".into(), fix: None })
+    });
+    assert!(e.unwrap_err().to_string().contains("a failing batch"));
+    stream.synchronize()?;
+    let started = std::time::Instant::now();
+    let t = tune::time_queued(&stream, || spin(&stream, 1000))?;
+    assert!(!t.with_gaps && started.elapsed().as_millis() < 100, "{:?} after a failed batch", started.elapsed());
+    // A batch that keeps the host longer than the timeout: the kernel gives up and says so.
+    let t = tune::time_queued(&stream, || {
+        std::thread::sleep(std::time::Duration::from_millis(tune::queued::TIMEOUT_MS + 100));
+        spin(&stream, 1000)
+    })?;
+    assert!(t.with_gaps, "{t:?}");
+    Ok(())
+}

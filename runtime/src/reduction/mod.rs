@@ -45,6 +45,57 @@ pub fn sm_count(stream: &CudaStream) -> Result<u32> {
     Ok(v)
 }
 
+thread_local! {
+    /// The full-reduction plan [`with_full_plan`] imposes on this thread: (blocks, threads).
+    static FULL_PLAN: std::cell::Cell<Option<(u32, u32)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every full reduction (`NAME::launch`, one segment) that this thread plans
+/// launched as `blocks` blocks of `threads` threads instead of the automatic plan, then restores
+/// the previous plan (also when `f` panics). For measuring the configurations a tuner would try
+/// (`benches/reduction_sweep.rs`): the result is computed correctly under any of them, but the
+/// partial values meet in another order, so a floating-point result may differ in its last bits
+/// from the automatic plan's (which is the same on every run of a given GPU model).
+///
+/// `threads` must be a multiple of 32 from 32 to 256 (the kernels are built for at most 256
+/// threads per block) and `blocks` from 1 to 2^31 - 1; anything else is an error and `f` does
+/// not run.
+///
+/// ```
+/// use cuda_embed_runtime::reduction::with_full_plan;
+/// assert!(with_full_plan(64, 128, || ()).is_ok());
+/// let e = with_full_plan(64, 512, || ()).unwrap_err().to_string();
+/// assert!(e.contains("512 threads"), "{e}");
+/// ```
+pub fn with_full_plan<R>(blocks: u32, threads: u32, f: impl FnOnce() -> R) -> Result<R> {
+    let bad = |cause: String| Error::Tune {
+        what: "`reduction::with_full_plan`".into(),
+        cause,
+        fix: Some(format!(
+            "give a block of 32, 64, ... up to {} threads and 1 to {} blocks",
+            reduction::BLOCK,
+            i32::MAX
+        )),
+    };
+    if threads == 0 || !threads.is_multiple_of(32) || threads > reduction::BLOCK {
+        return Err(bad(format!(
+            "{threads} threads per block is not a multiple of 32 from 32 to {}",
+            reduction::BLOCK
+        )));
+    }
+    if blocks == 0 || blocks > i32::MAX as u32 {
+        return Err(bad(format!("{blocks} blocks is outside 1..={}", i32::MAX)));
+    }
+    struct Restore(Option<(u32, u32)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FULL_PLAN.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(FULL_PLAN.with(|p| p.replace(Some((blocks, threads)))));
+    Ok(f())
+}
+
 /// The shapes a reduction launcher is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -63,7 +114,11 @@ pub fn plan(stream: &CudaStream, shape: Shape, rows: u64, n: u64, input_sizes: &
     let sms = sm_count(stream)?;
     let v = reduction::vec_width(input_sizes);
     Ok(match shape {
-        Shape::Full | Shape::Rows => reduction::plan_segments(sms, rows, n, v),
+        Shape::Full => match FULL_PLAN.with(std::cell::Cell::get) {
+            Some((blocks, threads)) => reduction::plan_full_fixed(blocks, threads),
+            None => reduction::plan_segments(sms, rows, n, v),
+        },
+        Shape::Rows => reduction::plan_segments(sms, rows, n, v),
         Shape::Cols => reduction::plan_cols(sms, rows, n, v),
     })
 }
@@ -247,7 +302,31 @@ pub fn length_error(reduction: &str, origin: &str, stream: &CudaStream, cause: S
 
 #[cfg(test)]
 mod tests {
-    use super::scratch_regions;
+    use super::{scratch_regions, with_full_plan, FULL_PLAN};
+
+    #[test]
+    fn a_full_plan_is_imposed_for_its_closure_only() {
+        let now = || FULL_PLAN.with(std::cell::Cell::get);
+        assert_eq!(now(), None);
+        let inner = with_full_plan(8, 64, || {
+            let outer = now();
+            let inner = with_full_plan(1, 256, now).unwrap();
+            (outer, inner, now())
+        })
+        .unwrap();
+        assert_eq!(inner, (Some((8, 64)), Some((1, 256)), Some((8, 64))));
+        assert_eq!(now(), None);
+        // Restored after a panic too.
+        let _ = std::panic::catch_unwind(|| with_full_plan(4, 32, || panic!("in the closure")));
+        assert_eq!(now(), None);
+        // Bad shapes are errors naming the value; the closure does not run.
+        for (blocks, threads, what) in
+            [(1, 48, "48 threads"), (1, 0, "0 threads"), (1, 512, "512 threads"), (0, 256, "0 blocks")]
+        {
+            let e = with_full_plan(blocks, threads, || panic!("ran")).unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("give a block of 32, 64"), "{e}");
+        }
+    }
 
     #[test]
     fn scratch_regions_grow_and_keep_counters_apart() {

@@ -15,6 +15,8 @@
 //!    variant, nothing recorded;
 //! 4. else every variant is timed on the real arguments (one launch each to warm up, then seven
 //!    rounds over all variants, each sample enough launches for about 100 us, the median kept),
+//!    each sample's launches queued behind a blocking kernel so that the GPU runs them back to
+//!    back and the time is the kernels' own, not the launch path's ([`time_queued`]),
 //!    on scratch copies of the output buffers (see [`Tuner`] for how the user's buffers are
 //!    protected); the fastest wins, is written to disk and a line is logged to stderr (unless
 //!    [`set_logging`]`(false)`).
@@ -34,6 +36,7 @@
 //! ```
 
 pub mod expr;
+pub mod queued;
 pub mod record;
 mod tuner;
 
@@ -41,6 +44,7 @@ mod tuner;
 mod tests;
 
 pub use expr::{Op, Scalar};
+pub use queued::{time_queued, Queued};
 pub use record::{Device, Record};
 pub use tuner::{bucket, TuneSpec, Tuner, Variant, MAX_KEY};
 

@@ -151,3 +151,33 @@ fn write_atomic_replaces_a_file_whole() {
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "two\n");
     assert_eq!(std::fs::read_dir(f.parent().unwrap()).unwrap().count(), 1);
 }
+
+/// The blocking kernel's PTX is checked by the real assembler for the oldest architecture it
+/// names and a current one (the driver JIT-compiles the same text at the first timing).
+#[test]
+fn the_blocking_kernel_assembles() {
+    let roots = ["CUDA_EMBED_TOOLKIT", "CUDA_PATH", "CUDA_HOME"].iter().filter_map(std::env::var_os);
+    let ptxas = roots
+        .map(|r| std::path::PathBuf::from(r).join("bin").join("ptxas"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| std::path::PathBuf::from("ptxas"));
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("blocker.ptx");
+    std::fs::write(&src, queued::BLOCKER_PTX.trim_end_matches('\0')).unwrap();
+    for arch in ["sm_75", "sm_90"] {
+        let out = std::process::Command::new(&ptxas)
+            .arg(format!("-arch={arch}"))
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.path().join(format!("{arch}.cubin")))
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {} ({e}): run the tests through scripts/with-cuda", ptxas.display())
+            });
+        assert!(out.status.success(), "ptxas {arch}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(dir.path().join(format!("{arch}.cubin")).metadata().unwrap().len() > 0);
+    }
+    // One entry point, NUL-terminated for cuModuleLoadData.
+    assert!(queued::BLOCKER_PTX.ends_with("}\n\0"));
+    assert_eq!(queued::BLOCKER_PTX.matches(".entry").count(), 1);
+}

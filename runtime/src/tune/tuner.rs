@@ -12,6 +12,14 @@
 //! cannot be allocated, the first variant is used without tuning (and nothing is recorded).
 //! Pointer-to-pointer parameters (raw device addresses) cannot be followed and are not
 //! protected.
+//!
+//! # What is timed
+//!
+//! Each sample is a batch of back-to-back launches of one variant queued behind a blocking
+//! kernel ([`time_queued`](super::queued::time_queued)), so it measures the variant's GPU
+//! execution; plain events around launches would measure the host's launch path instead
+//! whenever a kernel takes less time than its launch (a few microseconds), and rank variants
+//! by noise there.
 
 use super::expr::{eval, Op};
 use super::record::{Device, Record};
@@ -441,51 +449,40 @@ impl Tuner {
         if cfgs.iter().all(Option::is_none) {
             return Err(first_error.unwrap_or_else(|| self.no_variant(module)));
         }
-        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let event_err = |e: cudarc::driver::DriverError| Error::Driver {
-            call: "cuEventRecord",
-            device: ctx.ordinal(),
-            cause: crate::error::DriverCode(e.0),
+        // Every timing below is of launches queued behind a blocking kernel (see
+        // `super::queued`): the GPU runs each batch back to back, so the events measure the
+        // variants' own execution, not the host's launch path, which at small sizes costs more
+        // than the kernels and would decide the ranking.
+        let mut batch = |v: usize, c: &LaunchConfig, reps: u32| -> Result<Option<f64>> {
+            let mut ok = true;
+            let t = super::queued::time_queued(stream, || {
+                for _ in 0..reps {
+                    ok &= launch(kref(v), c, &scratch.ptrs).is_ok();
+                }
+                Ok(())
+            })?;
+            Ok(ok.then_some(t.ms))
         };
-        // Repetitions per sample: enough launches for about 100 us, from one timed launch.
+        // Repetitions per sample: enough launches for about 100 us of GPU time, from one timed
+        // launch.
         let mut reps = vec![1u32; n];
         for v in 0..n {
             if let Some(c) = cfgs[v] {
-                let start = stream.record_event(timing).map_err(event_err)?;
-                let ok = launch(kref(v), &c, &scratch.ptrs).is_ok();
-                let end = stream.record_event(timing).map_err(event_err)?;
-                end.synchronize().map_err(event_err)?;
-                let ms = start.elapsed_ms(&end).map_err(event_err)? as f64;
-                if !ok {
-                    cfgs[v] = None;
+                match batch(v, &c, 1)? {
+                    Some(ms) => reps[v] = ((0.1 / ms.max(1e-4)).ceil() as u32).clamp(1, 64),
+                    None => cfgs[v] = None,
                 }
-                reps[v] = ((0.1 / ms.max(1e-4)).ceil() as u32).clamp(1, 64);
             }
         }
         // Samples round-robin over the variants, so clock changes hit all of them alike.
         const SAMPLES: usize = 7;
         let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(SAMPLES); n];
         for _ in 0..SAMPLES {
-            let mut events = Vec::with_capacity(n);
             for v in 0..n {
                 let Some(c) = cfgs[v] else { continue };
-                let start = stream.record_event(timing).map_err(event_err)?;
-                let mut ok = true;
-                for _ in 0..reps[v] {
-                    ok &= launch(kref(v), &c, &scratch.ptrs).is_ok();
-                }
-                let end = stream.record_event(timing).map_err(event_err)?;
-                events.push((v, start, end, ok));
-            }
-            if let Some((_, _, end, _)) = events.last() {
-                end.synchronize().map_err(event_err)?;
-            }
-            for (v, start, end, ok) in events {
-                if ok {
-                    let ms = start.elapsed_ms(&end).map_err(event_err)? as f64;
-                    samples[v].push(ms * 1000.0 / f64::from(reps[v]));
-                } else {
-                    cfgs[v] = None;
+                match batch(v, &c, reps[v])? {
+                    Some(ms) => samples[v].push(ms * 1000.0 / f64::from(reps[v])),
+                    None => cfgs[v] = None,
                 }
             }
         }

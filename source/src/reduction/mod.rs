@@ -27,7 +27,7 @@ use std::fmt::Write;
 mod kernels;
 mod plan;
 
-pub use plan::{plan_cols, plan_segments, Plan, PlanKind};
+pub use plan::{plan_cols, plan_full_fixed, plan_segments, Plan, PlanKind};
 
 /// The device helpers every reduction source starts with (vector loads, shuffles, block-wide
 /// and column combinations, the last-block election).

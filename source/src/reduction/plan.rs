@@ -61,6 +61,7 @@ fn div_ceil(a: u64, b: u64) -> u64 {
 ///   with a block per row (the hardware hands rows to multiprocessors as they free up).
 /// - At least a wave of longer rows: each row over up to four blocks, one launch, the last block
 ///   of a row combining the row's partials in a fixed order.
+/// - The full reduction of at most four blocks' worth of loads: one block.
 /// - Otherwise (the full reduction, fewer rows than a wave) a persistent grid, each row's share
 ///   interleaved over several blocks.
 pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
@@ -109,6 +110,14 @@ pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
             counters,
         };
     }
+    if rows == 1 && groups <= 4 * per_block {
+        // One block, each thread up to four unrolled passes, rather than up to four blocks of
+        // one pass: the last-block election and second combination of several blocks cost
+        // more than their parallel loads save. Measured on an H100 (benches/reduction_sweep.rs,
+        // f32, 2^14 elements = four blocks' worth): 3.68 us for one block against 4.71 us for
+        // four; at 2^12, 3.00 us for one block against 4.83 us for two.
+        return Plan { kind: PlanKind::Segments, grid: (1, 1), block: (BLOCK, 1), aux: 1, partials: 0, counters: 0 };
+    }
     let bpr = (wave / rows.max(1)).clamp(1, div_ceil(groups, per_block).max(1));
     let in_flight = rows.clamp(1, (2 * wave / bpr).max(1));
     let (partials, counters) = if bpr > 1 { (rows * bpr, rows) } else { (0, 0) };
@@ -120,6 +129,16 @@ pub fn plan_segments(sms: u32, rows: u64, n: u64, v: u32) -> Plan {
         partials,
         counters,
     }
+}
+
+/// A full reduction (one segment) over exactly `blocks` blocks of `threads` threads, instead of
+/// the plan [`plan_segments`] would choose: the configurations a tuner would try (each block
+/// reads every `blocks`-th tile of `threads` vector groups; with more than one block the last to
+/// finish combines the partials in block order). `threads` must be a multiple of 32 no larger
+/// than [`BLOCK`] (the kernels' launch bound) and `blocks` at least 1: callers check.
+pub fn plan_full_fixed(blocks: u32, threads: u32) -> Plan {
+    let (partials, counters) = if blocks > 1 { (u64::from(blocks), 1) } else { (0, 0) };
+    Plan { kind: PlanKind::Segments, grid: (blocks, 1), block: (threads, 1), aux: blocks, partials, counters }
 }
 
 /// The plan that reduces each of the `n` columns of a row-major `rows` x `n` matrix.

@@ -72,6 +72,12 @@ fn plans_full() {
     assert_eq!((big.partials, big.counters), (u64::from(big.aux), 1));
     let empty = plan_segments(132, 1, 0, 4);
     assert_eq!((empty.grid, empty.aux), ((1, 1), 1));
+    // Up to four blocks' worth of loads (4 x 256 threads x 4 groups of 4 floats): still one
+    // block; one group more: a block per block's worth.
+    assert_eq!(plan_segments(132, 1, 1 << 14, 4), plan_full_fixed(1, 256));
+    assert_eq!(plan_segments(132, 1, 2 << 14, 8), plan_full_fixed(1, 256));
+    assert_eq!(plan_segments(132, 1, (1 << 14) + 4, 4), plan_full_fixed(5, 256));
+    assert_eq!(plan_segments(132, 1, 1 << 16, 4), plan_full_fixed(16, 256));
 }
 
 #[test]
@@ -150,4 +156,19 @@ fn dump_source_for_nvcc() {
         r.post_map = Some(Snippet::new("y = a.i"));
         std::fs::write(format!("{dir}/argmax.cu"), r.source()).unwrap();
     }
+}
+
+#[test]
+fn a_fixed_full_plan_matches_the_automatic_one_where_they_agree() {
+    // 2^26 f32 on 132 SMs: the automatic plan is a wave of 528 blocks of 256 threads.
+    assert_eq!(plan_full_fixed(528, 256), plan_segments(132, 1, 1 << 26, 4));
+    // 1000 elements: one block, no scratch.
+    assert_eq!(plan_full_fixed(1, 256), plan_segments(132, 1, 1000, 4));
+    // Other shapes: the grid and block asked for, one counter and a partial per block.
+    let p = plan_full_fixed(64, 128);
+    assert_eq!(
+        (p.kind, p.grid, p.block, p.aux, p.partials, p.counters),
+        (PlanKind::Segments, (64, 1), (128, 1), 64, 64, 1)
+    );
+    assert_eq!(p.scratch_bytes(), 256 + 64 * MAX_REDUCE_BYTES as u64);
 }
