@@ -152,8 +152,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
             #(#prelude)*
             let __n64 = __plan.n as i64;
             if __plan.flat {
-                let __width = #private::vector_width(&[#(#sizes),*]);
-                let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
+                let (__vector, __per_thread) = #private::flat_mode(#private::vector_width(&[#(#sizes),*]), &[#(#ptrs),*]);
                 let mut __args: [*mut #c_void; #flat_count] = [
                     #(#packed,)* #(#extra,)*
                     &__n64 as *const i64 as *mut #c_void,
@@ -162,7 +161,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
                 // SAFETY: one pointer per parameter of the flat kernel, each to a live local of its
                 // type; every operand is one contiguous run of `n` elements inside its buffer (the
                 // views were checked when made and the plan found them contiguous).
-                unsafe { self::__AUTO[#index].launch(__kernel, stream, __plan.n, __vector as usize, &mut __args) }
+                unsafe { self::__AUTO[#index].launch(__kernel, stream, __plan.n, __per_thread, &mut __args) }
             } else {
                 // SAFETY: the instances are compiled in the order NAME<..>, NAME_types<..>,
                 // NAME_nd1<..>, NAME_nd2<..>, ... (one kernel each without placeholders), so the

@@ -115,14 +115,13 @@ pub fn node_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
             #(#prelude)*
             let __n64 = __plan.n as i64;
             if __plan.flat {
-                let __width = #private::vector_width(&[#(#sizes),*]);
-                let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
+                let (__vector, __per_thread) = #private::flat_mode(#private::vector_width(&[#(#sizes),*]), &[#(#ptrs),*]);
                 let mut __args: [*mut #c_void; #flat_count] = [
                     #(#packed,)* #(#extra,)*
                     &__n64 as *const i64 as *mut #c_void,
                     &__vector as *const i32 as *mut #c_void,
                 ];
-                let __config = self::__AUTO[#index].config(__kernel, &__ctx.default_stream(), __plan.n, __vector as usize)?;
+                let __config = self::__AUTO[#index].config(__kernel, &__ctx.default_stream(), __plan.n, __per_thread)?;
                 // SAFETY: one pointer per parameter of the flat kernel, each to a live local of its
                 // type; every operand is one contiguous run of `n` elements inside its buffer (the
                 // views were checked when made, the plan found them contiguous), and each buffer
