@@ -100,7 +100,8 @@ fn misaligned(stream: &Arc<CudaStream>, name: &str) -> cuda_embed::Result<()> {
     println!("misaligned views on {name}: f32 saxpy, 2^26 elements, x and y views at element offsets");
     println!("{:<44} {:>9} {:>9} {:>11}", "offsets (x, y)", "ms", "GB/s", "vs aligned");
     for (&(ox, oy), t) in cases.iter().zip(&ms) {
-        let label = if ox == 0 && oy == 0 { "(0, 0) aligned: vector path".to_string() } else { format!("({ox}, {oy})") };
+        let label =
+            if ox == 0 && oy == 0 { "(0, 0) aligned: vector path".to_string() } else { format!("({ox}, {oy})") };
         println!("{label:<44} {t:>9.4} {:>9.0} {:>10.3}x", gbs(12.0 * n as f64, *t), ms[0] / t);
     }
     println!();

@@ -2,8 +2,8 @@
 //! types, lengths, n = 0, tails and misaligned views, against CPU results.
 
 use cuda_embed::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
-use std::fmt::Debug;
 use cuda_embed::{bf16, elementwise_kernel, f16, DeviceSafe, Error, Float4, LaunchConfig};
+use std::fmt::Debug;
 use std::sync::Arc;
 
 mod common;

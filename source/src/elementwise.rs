@@ -323,7 +323,10 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     if !e.loop_prep.trim().is_empty() {
         line(&mut s, &e.origins[2], e.loop_prep, &fallback);
     }
-    let _ = writeln!(s, "    constexpr int _ce_K = {width};\n    constexpr int _ce_U = _ce_K > {UNROLL} ? _ce_K : {UNROLL};");
+    let _ = writeln!(
+        s,
+        "    constexpr int _ce_K = {width};\n    constexpr int _ce_U = _ce_K > {UNROLL} ? _ce_K : {UNROLL};"
+    );
     // The vector loop.
     s.push_str("    if (_ce_K > 1 && _ce_vector == _ce_K) {\n        const long long _ce_groups = n / _ce_K;\n");
     s.push_str("        for (long long _ce_g = _ce_tid; _ce_g < _ce_groups; _ce_g += _ce_stride) {\n");
@@ -460,7 +463,10 @@ fn unrolled(s: &mut String, e: &Elementwise<'_>, arrays: &[&crate::params::Param
     for p in arrays {
         let (ty, name) = (p.ty.as_str(), &p.name);
         if p.role == Role::Input {
-            let _ = writeln!(s, "                    const {ty} {name} = _ce_u_{name}.v[_ce_k];\n                    (void){name};");
+            let _ = writeln!(
+                s,
+                "                    const {ty} {name} = _ce_u_{name}.v[_ce_k];\n                    (void){name};"
+            );
         } else {
             let _ = writeln!(s, "                    {ty}& {name} = _ce_u_{name}.v[_ce_k];");
         }

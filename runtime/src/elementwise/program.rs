@@ -712,10 +712,9 @@ impl ElementwiseKernel {
             let (vector, per_thread) = flat_mode(self.sig.width, &arrays);
             let cfg = match config {
                 Some(c) => c,
-                None => self
-                    .auto
-                    .config_raw(self.kernel.cu_function(), ctx, n, per_thread)
-                    .map_err(|e| who.named(e))?,
+                None => {
+                    self.auto.config_raw(self.kernel.cu_function(), ctx, n, per_thread).map_err(|e| who.named(e))?
+                }
             };
             let mut params: Vec<*mut c_void> = args
                 .iter()
