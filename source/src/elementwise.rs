@@ -566,11 +566,20 @@ mod tests {
         assert!(src.contains("#line 7 \"src/x.rs\"\ny = a * x + y\n#line 1"));
         assert!(src.contains("_ce_v_y.w = reinterpret_cast"), "y is read: loaded");
         assert!(src.contains("(_ce_p2(sizeof(T)) && _ce_p2(sizeof(T)))"));
+        // The unrolled loop of misaligned launches: U elements per thread, blockDim apart, every
+        // load of a chunk before its first operation, the full chunk unguarded.
+        assert!(src.contains("constexpr int _ce_U = _ce_K > 4 ? _ce_K : 4;"), "{src}");
+        let unrolled = &src[src.find("const long long _ce_chunk").expect("unrolled loop")..];
+        let (loads, first_op) = (unrolled.find("_ce_u_y.v[_ce_k] = _ce_p_y[_ce_i]"), unrolled.find("y = a * x + y"));
+        assert!(loads.is_some() && loads < first_op, "loads first: {unrolled}");
+        assert!(unrolled.contains("if (_ce_b - threadIdx.x + _ce_chunk <= n) {"));
+        assert!(unrolled.contains("if (_ce_i < n) { _ce_u_x.v[_ce_k] = _ce_p_x[_ce_i];"));
         let w = ParamLists::parse("float x", "double z").unwrap();
         let e = Elementwise { name: "k", operation: "z = x", ..Default::default() };
         let src = source(&e, &w);
         assert!(!src.contains("_ce_v_z.w = reinterpret_cast"), "z is write-only: not loaded");
-        assert!(src.contains("        double z;\n"));
+        assert!(src.contains("            double z;\n"), "{src}");
+        assert!(!src.contains("_ce_u_z.v[_ce_k] = _ce_p_z"), "z is write-only: not loaded on the unrolled path");
         assert!(src.starts_with(SUPPORT) && src.contains("__global__ void k(const float*"));
         assert_eq!(instance_expr("k", &Instance::default()), "k");
     }
