@@ -1,8 +1,9 @@
 //! `elementwise_kernel!`: every parameter kind, placeholders and instances, f16/bf16, vector
 //! types, lengths, n = 0, tails and misaligned views, against CPU results.
 
-use cuda_embed::cudarc::driver::{CudaSlice, CudaStream};
+use cuda_embed::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use cuda_embed::{bf16, elementwise_kernel, f16, DeviceSafe, Error, Float4, LaunchConfig};
+use std::fmt::Debug;
 use std::sync::Arc;
 
 mod common;
@@ -63,6 +64,13 @@ elementwise_kernel!(
     inputs = "float4 v",
     outputs = "float len",
     operation = "len = sqrtf(v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w)",
+);
+
+elementwise_kernel!(
+    mix_bytes,
+    inputs = "unsigned char a, unsigned char b",
+    outputs = "unsigned char c",
+    operation = "c = (unsigned char)(a * 3 + b + c)",
 );
 
 #[repr(C)]
@@ -271,4 +279,82 @@ fn launch_with_refuses_configurations_that_are_not_1d() {
     let cfg = LaunchConfig { grid_dim: (3, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
     squared_diff::launch_with(&stream, cfg, &x, &y, &mut z).unwrap();
     assert_eq!(stream.clone_dtoh(&z).unwrap(), [1.0f32; 64]);
+}
+
+/// The lengths the offset tests run: every tiny length, lengths that are not multiples of any
+/// vector width, and lengths over several chunks of the unrolled loop.
+const OFFSET_LENGTHS: [usize; 15] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 1023, 4097, 70_001];
+
+/// Launches `launch` on views of `x`, `y` and `z` starting at every offset 0..3 of each (so every
+/// operand is aligned or not for the vector path, alone or together) over `n` elements, and
+/// compares each element of `z` with `want(x, y, old z)` bit for bit, and the elements around the
+/// output view with their old values.
+fn every_offset<T: DeviceRepr + Copy + PartialEq + Debug>(
+    stream: &Arc<CudaStream>,
+    what: &str,
+    [xh, yh, zh]: [&[T]; 3],
+    n: usize,
+    launch: impl Fn(&CudaView<T>, &CudaView<T>, &mut CudaViewMut<T>),
+    want: impl Fn(T, T, T) -> T,
+) {
+    let (x, y) = (stream.clone_htod(xh).unwrap(), stream.clone_htod(yh).unwrap());
+    for (ox, oy, oz) in (0..64).map(|c| (c & 3, (c >> 2) & 3, c >> 4)) {
+        let mut z = stream.clone_htod(zh).unwrap();
+        launch(&x.slice(ox..ox + n), &y.slice(oy..oy + n), &mut z.slice_mut(oz..oz + n));
+        let got = stream.clone_dtoh(&z).unwrap();
+        for (k, g) in got.iter().enumerate() {
+            let w = if (oz..oz + n).contains(&k) { want(xh[ox + k - oz], yh[oy + k - oz], zh[k]) } else { zh[k] };
+            assert_eq!(*g, w, "{what}: n={n}, offsets x={ox} y={oy} z={oz}, element {k}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn misaligned_operands_every_offset_and_length() {
+    let stream = common::gpu();
+    for n in OFFSET_LENGTHS {
+        let cap = n + 4;
+        let (xh, yh, zh) = (data(cap, n as u64 + 1), data(cap, n as u64 + 2), data(cap, n as u64 + 3));
+        let sq = |a: f32, b: f32, _: f32| (a - b) * (a - b);
+        every_offset(&stream, "f32", [&xh, &yh, &zh], n, |x, y, z| squared_diff::launch(&stream, x, y, z).unwrap(), sq);
+        // The caller's configuration: fewer threads than elements, so the grid-stride loop repeats.
+        let cfg = LaunchConfig { grid_dim: (3, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+        every_offset(
+            &stream,
+            "f32 launch_with",
+            [&xh, &yh, &zh],
+            n,
+            |x, y, z| squared_diff::launch_with(&stream, cfg, x, y, z).unwrap(),
+            sq,
+        );
+        // A conditionally assigned output: loaded first, kept where the condition fails.
+        every_offset(
+            &stream,
+            "f32 read output",
+            [&xh, &yh, &zh],
+            n,
+            |x, _, z| keep_positive::launch(&stream, x, z).unwrap(),
+            |x, _, z| if x > 0.0 { x } else { z },
+        );
+        let wide = |v: &[f32]| v.iter().map(|&a| a as f64 * 1.5).collect::<Vec<f64>>();
+        every_offset(
+            &stream,
+            "f64",
+            [&wide(&xh), &wide(&yh), &wide(&zh)],
+            n,
+            |x, y, z| squared_diff::launch(&stream, x, y, z).unwrap(),
+            |a, b, _| (a - b) * (a - b),
+        );
+        // One-byte elements: 16 per vector, 16 per thread on the unrolled path.
+        let bytes = |v: &[f32]| v.iter().map(|&a| (a * 60.0) as i32 as u8).collect::<Vec<u8>>();
+        every_offset(
+            &stream,
+            "u8",
+            [&bytes(&xh), &bytes(&yh), &bytes(&zh)],
+            n,
+            |a, b, c| mix_bytes::launch(&stream, a, b, c).unwrap(),
+            |a, b, c| a.wrapping_mul(3).wrapping_add(b).wrapping_add(c),
+        );
+    }
 }

@@ -16,23 +16,23 @@ fn twin_matches_cpu() {
     let axpy = ElementwiseProgram::new("axpy", "T x, scalar T a", "T y", "y = a * x + y").unwrap().cache_dir(&cache);
     let k32 = axpy.build(&ctx, "float").unwrap();
     assert!(!k32.program_kernel().name().is_empty());
-    for n in [1usize, 3, 4, 5, 1023, 4097, (1 << 20) + 3] {
-        let (xh, yh) = (data(n + 1, n as u64), data(n + 1, 3 + n as u64));
+    for n in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1023, 4097, (1 << 20) + 3] {
+        let (xh, yh) = (data(n + 3, n as u64), data(n + 3, 3 + n as u64));
         let x = stream.clone_htod(&xh).unwrap();
-        // Aligned (vector path) and from element 1 (scalar path).
-        for off in [0usize, 1] {
+        // Every pair of offsets 0..3: both aligned (vector path), or not (unrolled scalar path).
+        for (ox, oy) in (0..16).map(|c| (c & 3, c >> 2)) {
             let mut y = stream.clone_htod(&yh).unwrap();
             let a = 1.5f32;
             {
-                let xs = x.slice(off..off + n);
-                let mut ys = y.slice_mut(off..off + n);
+                let xs = x.slice(ox..ox + n);
+                let mut ys = y.slice_mut(oy..oy + n);
                 k32.launch(&stream, &mut [Arg::slice(&xs), Arg::value(&a), Arg::slice_mut(&mut ys)]).unwrap();
             }
             let got = stream.clone_dtoh(&y).unwrap();
-            for k in 0..n + 1 {
+            for k in 0..n + 3 {
                 // The GPU fuses a * x + y into one FMA (one rounding): mul_add on the CPU.
-                let want = if k >= off && k < off + n { a.mul_add(xh[k], yh[k]) } else { yh[k] };
-                assert_eq!(got[k], want, "n={n} off={off} k={k}");
+                let want = if k >= oy && k < oy + n { a.mul_add(xh[k - oy + ox], yh[k]) } else { yh[k] };
+                assert_eq!(got[k], want, "n={n} offsets x={ox} y={oy} k={k}");
             }
         }
     }

@@ -2,11 +2,11 @@
 //! transposed, stepped and reversed views, strided outputs, ranks 1 to 5, against a CPU
 //! reference that walks each view's shape and strides.
 
-use cuda_embed::ndarray::Layout;
 use cuda_embed::{elementwise_kernel, CudaSlice, CudaStream, Error, NdView, NdViewMut};
 use std::sync::Arc;
 
 mod common;
+use common::nd::gather;
 use common::{data_pm2 as data, gpu};
 
 elementwise_kernel!(add, inputs = "T x, T y", outputs = "T z", operation = "z = x + y", types = ["float", "double"]);
@@ -19,20 +19,6 @@ elementwise_kernel!(
 );
 
 elementwise_kernel!(accumulate, inputs = "float x", outputs = "float y", operation = "y += x");
-
-/// The elements of `buf` a layout addresses, in row-major index order.
-fn gather(buf: &[f32], l: &Layout) -> Vec<f32> {
-    (0..l.len())
-        .map(|flat| {
-            let (mut rem, mut at) = (flat, l.offset() as isize);
-            for d in (0..l.rank()).rev() {
-                at += (rem % l.shape()[d]) as isize * l.strides()[d];
-                rem /= l.shape()[d];
-            }
-            buf[at as usize]
-        })
-        .collect()
-}
 
 fn up(stream: &Arc<CudaStream>, v: &[f32]) -> CudaSlice<f32> {
     stream.clone_htod(v).unwrap()

@@ -3,12 +3,12 @@
 //! against a CPU reference and bit for bit against the macros' `launch_nd` / `launch_axes` of the
 //! same definitions; shape and argument errors.
 
-use cuda_embed::ndarray::Layout;
 use cuda_embed::{
     elementwise_kernel, reduction_kernel, Arg, ElementwiseProgram, Error, NdView, NdViewMut, ReductionProgram, TypedArg,
 };
 
 mod common;
+use common::nd::{all_close as close, gather, reduce_flat as reduce_ref};
 use common::{data_pm2 as data, gpu};
 
 elementwise_kernel!(add, inputs = "T x, T y", outputs = "T z", operation = "z = x + y", types = ["float"]);
@@ -22,53 +22,6 @@ reduction_kernel!(
     identity = "0.0",
     reduce_type = "double",
 );
-
-/// The elements of `buf` a layout addresses, in row-major index order.
-fn gather<T: Copy>(buf: &[T], l: &Layout) -> Vec<T> {
-    (0..l.len())
-        .map(|flat| {
-            let (mut rem, mut at) = (flat, l.offset() as isize);
-            for d in (0..l.rank()).rev() {
-                at += (rem % l.shape()[d]) as isize * l.strides()[d];
-                rem /= l.shape()[d];
-            }
-            buf[at as usize]
-        })
-        .collect()
-}
-
-/// CPU: for each kept index, the sum over the reduced axes of `f(flat index)` (row-major over
-/// `shape`).
-fn reduce_ref(shape: &[usize], axes: &[usize], f: impl Fn(usize) -> f64) -> Vec<f64> {
-    let kept: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
-    let red: Vec<usize> = (0..shape.len()).filter(|a| axes.contains(a)).collect();
-    let count = |ax: &[usize]| ax.iter().map(|&a| shape[a]).product::<usize>();
-    let mut out = vec![0.0; count(&kept)];
-    for (k, o) in out.iter_mut().enumerate() {
-        let mut coord = vec![0usize; shape.len()];
-        let mut rem = k;
-        for &a in kept.iter().rev() {
-            coord[a] = rem % shape[a];
-            rem /= shape[a];
-        }
-        for r in 0..count(&red) {
-            let mut rem = r;
-            for &a in red.iter().rev() {
-                coord[a] = rem % shape[a];
-                rem /= shape[a];
-            }
-            *o += f(coord.iter().zip(shape).fold(0usize, |acc, (&c, &n)| acc * n + c));
-        }
-    }
-    out
-}
-
-fn close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}");
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{what}: element {k}: got {g}, want {w}");
-    }
-}
 
 /// What `x + y` is checked on: a name, the two inputs and the output's shape.
 type Case<'a> = (&'a str, NdView<'a, f32>, NdView<'a, f32>, Vec<usize>);

@@ -5,6 +5,7 @@ use cuda_embed::ndarray::Layout;
 use cuda_embed::{reduction_kernel, Error, NdView, NdViewMut};
 
 mod common;
+use common::nd::{all_close as close, element_at, reduce_axes};
 use common::{data, gpu};
 
 reduction_kernel!(
@@ -30,37 +31,7 @@ reduction_kernel!(
 /// CPU: for each kept index (row-major over the kept axes), the sum over the reduced axes
 /// (row-major) of `f(element, reduced index)`.
 fn reference(buf: &[f32], l: &Layout, axes: &[usize], f: impl Fn(f64, usize) -> f64) -> Vec<f64> {
-    let shape = l.shape();
-    let kept: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
-    let red: Vec<usize> = (0..shape.len()).filter(|a| axes.contains(a)).collect();
-    let count = |ax: &[usize]| ax.iter().map(|&a| shape[a]).product::<usize>();
-    let mut out = vec![0.0; count(&kept)];
-    for (k, o) in out.iter_mut().enumerate() {
-        let mut coord = vec![0usize; shape.len()];
-        let mut rem = k;
-        for &a in kept.iter().rev() {
-            coord[a] = rem % shape[a];
-            rem /= shape[a];
-        }
-        for r in 0..count(&red) {
-            let mut rem = r;
-            for &a in red.iter().rev() {
-                coord[a] = rem % shape[a];
-                rem /= shape[a];
-            }
-            let at: isize =
-                l.offset() as isize + coord.iter().zip(l.strides()).map(|(&c, &s)| c as isize * s).sum::<isize>();
-            *o += f(buf[at as usize] as f64, r);
-        }
-    }
-    out
-}
-
-fn close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}");
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{what}: element {k}: got {g}, want {w}");
-    }
+    reduce_axes(l.shape(), axes, |coord, r| f(buf[element_at(l, coord)] as f64, r))
 }
 
 #[test]

@@ -133,7 +133,7 @@ pub mod __private {
     pub use crate::reduction as reduce;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
-    pub use cuda_embed_source::elementwise::{aligned, vector_width};
+    pub use cuda_embed_source::elementwise::{aligned, flat_mode, vector_width};
     pub use cuda_embed_source::reduction::PlanKind;
     pub use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice};
     pub use std::ffi::c_void;

@@ -10,12 +10,16 @@
 //! - `NAME_types`: a kernel never launched, taking every parameter's element type by value, so the
 //!   compiler's answers about those types (sizes, struct layouts) reach the Rust side.
 //!
-//! The kernel is a grid-stride loop over 64-bit indices. When `vector` equals the kernel's vector
-//! width `K` (16 bytes over the largest array element, all array element sizes powers of two),
-//! each thread moves `K` consecutive elements of every array with one 16-byte (or narrower) load or
-//! store; a loop over the remaining `n % K` elements follows. The host passes `vector = K` only
-//! when every array pointer is aligned to `K` elements ([`vector_width`], [`aligned`]); any other
-//! value runs the scalar loop, which is correct for any alignment.
+//! The kernel is a grid-stride loop over 64-bit indices with two paths. When `vector` equals the
+//! kernel's vector width `K` (16 bytes over the largest array element, all array element sizes
+//! powers of two), each thread moves `K` consecutive elements of every array with one 16-byte (or
+//! narrower) load or store. Any other `vector` runs the unrolled loop, correct for any alignment:
+//! each block takes whole chunks of `blockDim * U` elements ([`UNROLL`]), each thread `U` of them
+//! `blockDim` apart, so every load and store of a warp is one contiguous run, and a thread issues
+//! all its loads before its first operation. A scalar loop over the rest (fewer than `K`, or than
+//! one chunk, elements) follows either. The host passes `vector = K` only when every array
+//! pointer is aligned to `K` elements ([`flat_mode`]), and sizes the grid by the elements per
+//! thread it returns.
 //!
 //! In the operation, an array parameter names its element (inputs `const`, outputs writable, both
 //! register copies: the operation holds no pointer into an array), a scalar its value, a raw array
@@ -319,7 +323,10 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     if !e.loop_prep.trim().is_empty() {
         line(&mut s, &e.origins[2], e.loop_prep, &fallback);
     }
-    let _ = writeln!(s, "    constexpr int _ce_K = {width};\n    long long _ce_start = 0;");
+    let _ = writeln!(
+        s,
+        "    constexpr int _ce_K = {width};\n    constexpr int _ce_U = {UNROLL};\n    long long _ce_start = 0;"
+    );
     // The vector loop.
     s.push_str("    if (_ce_K > 1 && _ce_vector == _ce_K) {\n        const long long _ce_groups = n / _ce_K;\n");
     s.push_str("        for (long long _ce_g = _ce_tid; _ce_g < _ce_groups; _ce_g += _ce_stride) {\n");
@@ -357,8 +364,60 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
             "            reinterpret_cast<typename _ce_word<sizeof({ty}) * _ce_K>::type*>(_ce_p_{name})[_ce_g] = _ce_v_{name}.w;"
         );
     }
-    s.push_str("        }\n        _ce_start = _ce_groups * _ce_K;\n    }\n");
-    // The scalar loop: the tail of the vector loop, or everything.
+    s.push_str("        }\n        _ce_start = _ce_groups * _ce_K;\n    } else {\n");
+    // The unrolled loop, for any alignment: each block takes whole chunks of `blockDim * U`
+    // elements, each thread `U` of them `blockDim` apart (every load and store of a warp is one
+    // contiguous run), all loads before the first operation. Each array is addressed from one
+    // pointer per chunk and 32-bit offsets, so the kernel needs no more registers than the
+    // vector loop alone (which would lower the occupancy of both paths).
+    s.push_str(
+        "        const unsigned _ce_bd = blockDim.x;\n        \
+         const long long _ce_chunk = (long long)_ce_bd * _ce_U;\n        \
+         const long long _ce_full = n / _ce_chunk;\n        \
+         for (long long _ce_c = blockIdx.x; _ce_c < _ce_full; _ce_c += gridDim.x) {\n            \
+         const long long _ce_b = _ce_c * _ce_chunk + threadIdx.x;\n",
+    );
+    for p in &arrays {
+        let c = if p.role == Role::Input { "const " } else { "" };
+        let (ty, name) = (p.ty.as_str(), &p.name);
+        let _ = writeln!(
+            s,
+            "            {c}{ty}* __restrict__ _ce_q_{name} = _ce_p_{name} + _ce_b;\n            _ce_pack<{ty}, _ce_U> _ce_u_{name};"
+        );
+    }
+    let loads: Vec<_> = arrays
+        .iter()
+        .filter(|p| p.role == Role::Input || output_is_read(e.operation, &p.name))
+        .map(|p| format!("_ce_u_{0}.v[_ce_k] = _ce_q_{0}[_ce_k * _ce_bd];", p.name))
+        .collect();
+    if !loads.is_empty() {
+        let _ = writeln!(
+            s,
+            "            #pragma unroll\n            for (int _ce_k = 0; _ce_k < _ce_U; ++_ce_k) {{\n                {}\n            }}",
+            loads.join("\n                ")
+        );
+    }
+    s.push_str("            #pragma unroll\n            for (int _ce_k = 0; _ce_k < _ce_U; ++_ce_k) {\n");
+    s.push_str("                const long long i = _ce_b + _ce_k * _ce_bd;\n                (void)i;\n");
+    for p in &arrays {
+        let (ty, name) = (p.ty.as_str(), &p.name);
+        if p.role == Role::Input {
+            let _ = writeln!(
+                s,
+                "                const {ty} {name} = _ce_u_{name}.v[_ce_k];\n                (void){name};"
+            );
+        } else {
+            let _ = writeln!(s, "                {ty}& {name} = _ce_u_{name}.v[_ce_k];");
+        }
+    }
+    s.push_str("                {\n");
+    line(&mut s, &e.origins[0], e.operation, &fallback);
+    s.push_str(";\n                }\n");
+    for p in arrays.iter().filter(|p| p.role == Role::Output) {
+        let _ = writeln!(s, "                _ce_q_{0}[_ce_k * _ce_bd] = {0};", p.name);
+    }
+    s.push_str("            }\n        }\n        _ce_start = _ce_full * _ce_chunk;\n    }\n");
+    // The scalar loop: the tail of either loop (fewer than K, or than one chunk, elements).
     s.push_str("    for (long long _ce_i = _ce_start + _ce_tid; _ce_i < n; _ce_i += _ce_stride) {\n");
     s.push_str("        const long long i = _ce_i;\n        (void)i;\n");
     for p in &arrays {
@@ -388,6 +447,33 @@ pub fn source(e: &Elementwise<'_>, lists: &ParamLists) -> String {
     // The strided kernel for N-D operands (after the carrier: its index follows both).
     s.push_str(&crate::ndarray::nd_kernel(e, lists, &template, &fallback));
     s
+}
+
+/// The elements each thread of the unrolled loop takes per chunk. Four keep every kernel tried
+/// (f32, f64, f16, one-byte and struct elements, two and three arrays) at the registers of its
+/// vector loop alone on sm_90, so neither path loses occupancy; 8 or 16 for small elements
+/// did not (one-byte elements: 40 and 64 registers against 32).
+pub const UNROLL: usize = 4;
+
+/// How a flat launch runs, from the kernel's vector width ([`vector_width`]) and every array's
+/// `(address, element size)`: the kernel's `vector` argument and the elements each thread takes per
+/// step of its loop (for the grid). Every array aligned to `width` elements: the vector path
+/// (`width`, `width`); else the unrolled loop, correct for any alignment (`1`, [`UNROLL`]).
+///
+/// ```
+/// use cuda_embed_source::elementwise::flat_mode;
+/// assert_eq!(flat_mode(4, &[(256, 4), (512, 4)]), (4, 4));
+/// assert_eq!(flat_mode(4, &[(260, 4), (512, 4)]), (1, 4));
+/// assert_eq!(flat_mode(16, &[(257, 1)]), (1, 4));
+/// assert_eq!(flat_mode(1, &[(256, 12)]), (1, 4));
+/// ```
+#[inline]
+pub fn flat_mode(width: usize, arrays: &[(u64, usize)]) -> (i32, usize) {
+    if width > 1 && aligned(width, arrays) {
+        (width as i32, width)
+    } else {
+        (1, UNROLL)
+    }
 }
 
 /// The C++ parameters every generated elementwise kernel (flat and N-D) starts with: the declared
@@ -476,11 +562,22 @@ mod tests {
         assert!(src.contains("#line 7 \"src/x.rs\"\ny = a * x + y\n#line 1"));
         assert!(src.contains("_ce_v_y.w = reinterpret_cast"), "y is read: loaded");
         assert!(src.contains("(_ce_p2(sizeof(T)) && _ce_p2(sizeof(T)))"));
+        // The unrolled loop of misaligned launches: U elements per thread, blockDim apart, every
+        // load of a chunk before its first operation, the rest by the scalar loop.
+        assert!(src.contains("constexpr int _ce_U = 4;"), "{src}");
+        let unrolled = &src[src.find("const long long _ce_chunk").expect("unrolled loop")..];
+        let (loads, first_op) =
+            (unrolled.find("_ce_u_y.v[_ce_k] = _ce_q_y[_ce_k * _ce_bd];"), unrolled.find("y = a * x + y"));
+        assert!(loads.is_some() && loads < first_op, "loads first: {unrolled}");
+        assert!(unrolled.contains("_ce_u_x.v[_ce_k] = _ce_q_x[_ce_k * _ce_bd];"));
+        assert!(unrolled.contains("_ce_start = _ce_full * _ce_chunk;"), "the rest by the scalar loop");
         let w = ParamLists::parse("float x", "double z").unwrap();
         let e = Elementwise { name: "k", operation: "z = x", ..Default::default() };
         let src = source(&e, &w);
         assert!(!src.contains("_ce_v_z.w = reinterpret_cast"), "z is write-only: not loaded");
-        assert!(src.contains("        double z;\n"));
+        assert!(src.contains("        double z;\n"), "{src}");
+        assert!(!src.contains("_ce_u_z.v[_ce_k] = _ce_q_z"), "z is write-only: not loaded on the unrolled path");
+        assert!(src.contains("_ce_q_z[_ce_k * _ce_bd] = z;"));
         assert!(src.starts_with(SUPPORT) && src.contains("__global__ void k(const float*"));
         assert_eq!(instance_expr("k", &Instance::default()), "k");
     }

@@ -2,6 +2,8 @@
 //! uses only some of them).
 #![allow(dead_code)]
 
+pub mod nd;
+
 use cuda_embed::CudaStream;
 use std::sync::Arc;
 

@@ -2,7 +2,8 @@
 //! the launch configuration chosen once per kernel and device, and the length check.
 //!
 //! The configuration gives each thread one step of the kernel's loop (one 16-byte vector of every
-//! array, or one element): the block size that maximises occupancy
+//! array, or the unrolled loop's 4 elements when an array is not aligned for the
+//! vector; `cuda_embed_source::elementwise::flat_mode` says which): the block size that maximises occupancy
 //! (`cuOccupancyMaxPotentialBlockSize`) and a grid that covers the whole array, capped at
 //! [`MAX_WAVES`] times the blocks that are resident at once on the device; beyond that cap the
 //! kernel's grid-stride loop covers the rest. Both numbers are asked of the driver on the first

@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::launch::{self, LaunchKind};
 use crate::ndarray::{Layout, NdLaunch};
 use crate::program::{Program, ProgramKernel};
-use cuda_embed_source::elementwise::{aligned, instance_expr, source, types_kernel, vector_width, Elementwise};
+use cuda_embed_source::elementwise::{flat_mode, instance_expr, source, types_kernel, vector_width, Elementwise};
 use cuda_embed_source::ndarray::nd_kernel_names;
 use cuda_embed_source::params::{parse_instance, Instance, ParamKind, ParamLists, Role};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
@@ -619,9 +619,8 @@ impl ElementwiseKernel {
                     .filter(|(p, _)| p.kind == ParamKind::Array)
                     .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
                     .collect();
-                let vector: i32 =
-                    if self.sig.width > 1 && aligned(self.sig.width, &ptrs) { self.sig.width as i32 } else { 1 };
-                let cfg = self.auto.config_raw(self.kernel.cu_function(), ctx, plan.n, vector as usize)?;
+                let (vector, per_thread) = flat_mode(self.sig.width, &ptrs);
+                let cfg = self.auto.config_raw(self.kernel.cu_function(), ctx, plan.n, per_thread)?;
                 params.push(&vector as *const i32 as *mut c_void);
                 // SAFETY: as in `run`: one pointer per parameter of the flat kernel, each to a live
                 // value of its type; every array is one contiguous run of `n` elements from its
@@ -708,14 +707,12 @@ impl ElementwiseKernel {
                 .filter(|(p, _)| p.kind == ParamKind::Array)
                 .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
                 .collect();
-            let vector: i32 =
-                if self.sig.width > 1 && aligned(self.sig.width, &arrays) { self.sig.width as i32 } else { 1 };
+            let (vector, per_thread) = flat_mode(self.sig.width, &arrays);
             let cfg = match config {
                 Some(c) => c,
-                None => self
-                    .auto
-                    .config_raw(self.kernel.cu_function(), ctx, n, vector as usize)
-                    .map_err(|e| who.named(e))?,
+                None => {
+                    self.auto.config_raw(self.kernel.cu_function(), ctx, n, per_thread).map_err(|e| who.named(e))?
+                }
             };
             let mut params: Vec<*mut c_void> = args
                 .iter()

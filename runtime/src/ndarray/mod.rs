@@ -47,6 +47,36 @@ fn range(r: impl RangeBounds<usize>, n: usize) -> (usize, usize) {
     (start, end)
 }
 
+/// The accessors both views have, read from their `layout` field.
+macro_rules! layout_accessors {
+    () => {
+        /// The extents.
+        pub fn shape(&self) -> &[usize] {
+            self.layout.shape()
+        }
+        /// The strides in elements.
+        pub fn strides(&self) -> &[isize] {
+            self.layout.strides()
+        }
+        /// The number of dimensions.
+        pub fn rank(&self) -> usize {
+            self.layout.rank()
+        }
+        /// The number of elements.
+        pub fn len(&self) -> usize {
+            self.layout.len()
+        }
+        /// Whether the view has no elements.
+        pub fn is_empty(&self) -> bool {
+            self.layout.is_empty()
+        }
+        /// The layout (shape, strides, offset).
+        pub fn layout(&self) -> &Layout {
+            &self.layout
+        }
+    };
+}
+
 /// A shared N-D view of device memory: a shape and strides (in elements) over a borrowed buffer.
 /// Made from a `CudaSlice` or `CudaView`; every operation that makes a new view checks it.
 #[derive(Debug)]
@@ -99,30 +129,7 @@ impl<'a, T> NdView<'a, T> {
         Ok(NdView { buf, layout })
     }
 
-    /// The extents.
-    pub fn shape(&self) -> &[usize] {
-        self.layout.shape()
-    }
-    /// The strides in elements.
-    pub fn strides(&self) -> &[isize] {
-        self.layout.strides()
-    }
-    /// The number of dimensions.
-    pub fn rank(&self) -> usize {
-        self.layout.rank()
-    }
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.layout.len()
-    }
-    /// Whether the view has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.layout.is_empty()
-    }
-    /// The layout (shape, strides, offset).
-    pub fn layout(&self) -> &Layout {
-        &self.layout
-    }
+    layout_accessors!();
 
     fn with(&self, op: &str, l: std::result::Result<Layout, String>) -> Result<Self> {
         Ok(NdView { buf: self.buf.slice(..), layout: l.map_err(|e| shape_error(op, e))? })
@@ -201,30 +208,7 @@ impl<'a, T> NdViewMut<'a, T> {
         Ok(NdViewMut { buf, layout })
     }
 
-    /// The extents.
-    pub fn shape(&self) -> &[usize] {
-        self.layout.shape()
-    }
-    /// The strides in elements.
-    pub fn strides(&self) -> &[isize] {
-        self.layout.strides()
-    }
-    /// The number of dimensions.
-    pub fn rank(&self) -> usize {
-        self.layout.rank()
-    }
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.layout.len()
-    }
-    /// Whether the view has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.layout.is_empty()
-    }
-    /// The layout (shape, strides, offset).
-    pub fn layout(&self) -> &Layout {
-        &self.layout
-    }
+    layout_accessors!();
 
     /// A shared view of the same elements.
     pub fn as_view(&self) -> NdView<'_, T> {

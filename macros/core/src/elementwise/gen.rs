@@ -273,8 +273,7 @@ pub fn module(
                 }
                 let __binding = #private::kernel_binding(stream, __kernel)?;
                 #(#prelude)*
-                let __width = #private::vector_width(&[#(#sizes),*]);
-                let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
+                let (__vector, __per_thread) = #private::flat_mode(#private::vector_width(&[#(#sizes),*]), &[#(#ptrs),*]);
                 let __n64 = __n as i64;
                 let mut __args: [*mut #c_void; #count] = [
                     #(#packed,)* #(#extra,)*
@@ -285,7 +284,7 @@ pub fn module(
                 // (the parameter order of the generated source); the caller vouches for the rest.
                 match config {
                     ::core::option::Option::None => unsafe {
-                        self::__AUTO[#index].launch(__kernel, stream, __n, __vector as usize, &mut __args)
+                        self::__AUTO[#index].launch(__kernel, stream, __n, __per_thread, &mut __args)
                     },
                     ::core::option::Option::Some(c) => unsafe {
                         __kernel.launch_raw(stream, &c, #kind::Plain, &mut __args).map(drop)

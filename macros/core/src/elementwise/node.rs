@@ -102,8 +102,7 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             }
             let mut __b = graph.__node_builder();
             #(#prelude)*
-            let __width = #private::vector_width(&[#(#sizes),*]);
-            let __vector: i32 = if __width > 1 && #private::aligned(__width, &[#(#ptrs),*]) { __width as i32 } else { 1 };
+            let (__vector, __per_thread) = #private::flat_mode(#private::vector_width(&[#(#sizes),*]), &[#(#ptrs),*]);
             let __n64 = __n as i64;
             let mut __args: [*mut #c_void; #count] = [
                 #(#packed,)* #(#extra,)*
@@ -113,7 +112,7 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
             let __config = match config {
                 ::core::option::Option::Some(c) => c,
                 ::core::option::Option::None => {
-                    self::__AUTO[#index].config(__kernel, &__b.context().default_stream(), __n, __vector as usize)?
+                    self::__AUTO[#index].config(__kernel, &__b.context().default_stream(), __n, __per_thread)?
                 }
             };
             // SAFETY: one pointer per kernel parameter, each to a live local of its exact type (the
