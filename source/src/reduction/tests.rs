@@ -66,8 +66,15 @@ fn plans_full() {
     // One block for a small array, a wave of blocks for a large one, one launch either way.
     let small = plan_segments(132, 1, 1000, 4);
     assert_eq!((small.kind, small.grid, small.aux, small.partials), (PlanKind::Segments, (1, 1), 1, 0));
+    // 2^28 floats are 65536 tiles of 1024 groups: 125 tiles for each of 525 blocks (not 528, of
+    // which some would take one tile fewer than the rest).
     let big = plan_segments(132, 1, 1 << 28, 4);
-    assert_eq!(big.aux, 132 * BLOCKS_PER_SM);
+    assert_eq!(big.aux, 525);
+    assert!(big.aux <= 132 * BLOCKS_PER_SM);
+    // 2^22 floats, 1024 tiles: 512 blocks of two tiles each rather than 528 of one or two.
+    assert_eq!(plan_segments(132, 1, 1 << 22, 4), plan_full_fixed(512, 256));
+    // Fewer tiles than a wave: a block per tile, as before.
+    assert_eq!(plan_segments(132, 1, 1 << 20, 4), plan_full_fixed(256, 256));
     assert_eq!(big.grid.0, big.aux);
     assert_eq!((big.partials, big.counters), (u64::from(big.aux), 1));
     let empty = plan_segments(132, 1, 0, 4);
@@ -160,8 +167,8 @@ fn dump_source_for_nvcc() {
 
 #[test]
 fn a_fixed_full_plan_matches_the_automatic_one_where_they_agree() {
-    // 2^26 f32 on 132 SMs: the automatic plan is a wave of 528 blocks of 256 threads.
-    assert_eq!(plan_full_fixed(528, 256), plan_segments(132, 1, 1 << 26, 4));
+    // 2^26 f32 on 132 SMs: 16384 tiles, 32 for each of 512 blocks of 256 threads.
+    assert_eq!(plan_full_fixed(512, 256), plan_segments(132, 1, 1 << 26, 4));
     // 1000 elements: one block, no scratch.
     assert_eq!(plan_full_fixed(1, 256), plan_segments(132, 1, 1000, 4));
     // Other shapes: the grid and block asked for, one counter and a partial per block.
