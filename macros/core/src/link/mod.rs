@@ -3,7 +3,7 @@
 //! The module's source and every `link` file are each their own translation unit ([`Unit`]),
 //! compiled to relocatable device code by nvcc ([`nvcc::compile_unit`]), then device-linked with
 //! `libcudadevrt` for every architecture into the one fatbin the module embeds
-//! ([`nvcc::device_link`]), so kernels can launch kernels and call `__device__` functions and use
+//! ([`nvcc::device_link`]; without nvcc, NVRTC and nvJitLink do the same: see below), so kernels can launch kernels and call `__device__` functions and use
 //! `__device__` variables of other files.
 //!
 //! The type probes work as for one unit: each probe is appended to the unit that declares what it
@@ -18,10 +18,14 @@
 //! whose parameter types differ from a definition of the same name, that file too: a compile error
 //! at the macro, never a load failure at run time.
 //!
-//! Separate compilation needs nvcc at build time (nvlink and fatbinary come with it): with
-//! build-time or run-time NVRTC the macro says so.
+//! Without nvcc, build-time NVRTC compiles the units and nvJitLink links them ([`nvrtc`],
+//! [`nvjitlink`]): the same probes, symbol checks and launchers, with a cubin per architecture
+//! embedded. With run-time NVRTC (`compiler = "nvrtc"`, or no compiler at build time) the macro
+//! says that separate compilation needs one of the two at build time.
 
 pub mod nvcc;
+pub mod nvjitlink;
+pub mod nvrtc;
 pub mod symbols;
 #[cfg(test)]
 mod tests;
@@ -37,7 +41,9 @@ use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
 use crate::signature;
+use crate::oracle::nvrtc::Nvrtc;
 use nvcc::{Mode, Object};
+use nvjitlink::NvJitLink;
 use proc_macro2::Span;
 use std::path::PathBuf;
 use syn::parse::ParseStream;
@@ -168,9 +174,9 @@ pub fn expand_with<R>(
         merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
         units.push(unit);
     }
-    let nvcc = find_nvcc(input.compiler).map_err(|m| at(&module, module.span(), m))?;
+    let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
-    let compiled = consult(&nvcc, mode, &module, &units, &owners).map_err(|(u, m)| {
+    let compiled = consult(&backend, mode, &module, &units, &owners).map_err(|(u, m)| {
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
         at(&module, span, m)
     })?;
@@ -179,31 +185,69 @@ pub fn expand_with<R>(
     let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
     deps.extend(module.headers.iter().map(|h| h.path.clone()));
     deps.extend(compiled.deps.iter().cloned());
+    // One entry per file, however it was reached (`a/../b.cuh` from the scan, `b.cuh` from nvcc).
+    let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
     deps.sort();
     deps.dedup();
     Ok(generate(&module, &checked, &compiled.image, &deps))
 }
 
-/// nvcc, or why separate compilation cannot happen here.
-fn find_nvcc(compiler: Compiler) -> Result<compile::Nvcc, String> {
-    const NEEDS: &str =
-        "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
-    match compiler {
-        Compiler::Nvrtc | Compiler::NvrtcBuild => {
-            let which = if compiler == Compiler::Nvrtc { "nvrtc" } else { "nvrtc-build" };
-            return Err(format!(
-                "{NEEDS}, and `compiler = \"{which}\"` compiles one translation unit with NVRTC and cannot link: \
-                 remove `compiler = \"{which}\"`, or `rdc`, `link` and `lto`"
-            ));
+/// What compiles and links the units: nvcc (with its nvlink and fatbinary), or build-time
+/// NVRTC with nvJitLink.
+pub enum Backend {
+    /// nvcc.
+    Nvcc(compile::Nvcc),
+    /// libnvrtc and libnvJitLink.
+    Nvrtc(Nvrtc, NvJitLink),
+}
+
+impl Backend {
+    /// `nvcc 13.0`, `NVRTC 13.0`: the compiler's name for messages.
+    pub fn name(&self) -> String {
+        match self {
+            Backend::Nvcc(n) => format!("nvcc {}", n.version),
+            Backend::Nvrtc(n, _) => n.name(),
         }
-        Compiler::Auto | Compiler::Nvcc => {}
     }
-    match compile::find_nvcc()? {
-        Ok(n) => Ok(n),
-        Err(NoNvcc::Forced) => Err(format!("{NEEDS}, but {}", NoNvcc::Forced)),
-        Err(why) => Err(format!(
-            "{NEEDS}, but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH, or run under scripts/with-cuda"
+}
+
+/// The compiler and linker for `compiler` (nvcc when found, else build-time NVRTC with
+/// nvJitLink), or why separate compilation cannot happen here.
+pub fn find_backend(compiler: Compiler) -> Result<Backend, String> {
+    const NEEDS: &str = "`rdc`, `link` and `lto` need a compiler and a device linker at build time: nvcc, or \
+                         libnvrtc with libnvJitLink";
+    let nvrtc = |why: String| -> Result<Backend, String> {
+        let n = match crate::oracle::nvrtc::find_nvrtc()? {
+            Ok(n) => n,
+            Err(none) => {
+                return Err(format!(
+                    "{NEEDS}, but {why} and {none}: install the CUDA toolkit (or the nvidia-cuda-nvcc, or the \
+                     nvidia-cuda-nvrtc and nvidia-nvjitlink, wheels), set NVCC or CUDA_PATH, or run under \
+                     scripts/with-cuda"
+                ))
+            }
+        };
+        let jl = nvjitlink::find(&n).map_err(|e| format!("{NEEDS}; {} was found but {e}", n.name()))?;
+        Ok(Backend::Nvrtc(n, jl))
+    };
+    match compiler {
+        Compiler::Nvrtc => Err(format!(
+            "{NEEDS}, and `compiler = \"nvrtc\"` compiles one translation unit at run time and cannot link: remove \
+             `compiler = \"nvrtc\"` (build-time NVRTC and nvJitLink link without nvcc), or `rdc`, `link` and `lto`"
         )),
+        Compiler::NvrtcBuild => nvrtc("`compiler = \"nvrtc-build\"` was asked for".into()),
+        Compiler::Auto | Compiler::Nvcc => match compile::find_nvcc()? {
+            Ok(n) => Ok(Backend::Nvcc(n)),
+            Err(NoNvcc::Forced) => Err(format!(
+                "{NEEDS}, but {}: separate compilation cannot wait for run time; unset CUDA_EMBED_FORCE_NVRTC",
+                NoNvcc::Forced
+            )),
+            Err(why) if compiler == Compiler::Nvcc => Err(format!(
+                "{NEEDS}; `compiler = \"nvcc\"` was asked for, but {why}: install the CUDA toolkit, set NVCC or \
+                 CUDA_PATH, or run under scripts/with-cuda"
+            )),
+            Err(why) => nvrtc(why.to_string()),
+        },
     }
 }
 
@@ -329,7 +373,7 @@ fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Re
 /// Compiles every unit with its probes and links them: the oracle's answers for the whole
 /// module. `Err((unit, message))`: the unit to report at.
 fn consult(
-    nvcc: &compile::Nvcc,
+    backend: &Backend,
     mode: Mode,
     module: &Module,
     units: &[Unit],
@@ -338,23 +382,50 @@ fn consult(
     let cuda = crate::oracle::cuda_structs(module);
     let (essential, extra, layout) = crate::oracle::questions(module, &cuda);
     let compile_all = |probes: &[Probe<ProbeKey>]| -> Result<Vec<Object>, (usize, String)> {
-        let jobs: Vec<(Vec<String>, String, String)> = units
+        let texts: Vec<String> = units
             .iter()
             .enumerate()
             .map(|(ui, unit)| {
                 let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
-                let text =
-                    format!("{}\n{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.prologue, unit.text, probe::code(&mine));
-                (nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options), text, unit.name.clone())
+                format!("{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.text, probe::code(&mine))
             })
             .collect();
-        nvcc::compile_units(nvcc, mode, &jobs)
+        let results: Vec<Result<Object, String>> = match backend {
+            Backend::Nvcc(nvcc) => {
+                let jobs: Vec<(Vec<String>, String, String)> = units
+                    .iter()
+                    .zip(&texts)
+                    .map(|(unit, text)| {
+                        let args = nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options);
+                        (args, format!("{}\n{text}", unit.prologue), unit.name.clone())
+                    })
+                    .collect();
+                nvcc::compile_units(nvcc, mode, &jobs)
+            }
+            // One unit after another: NVRTC in one process is not documented as safe to run
+            // from several threads at once.
+            Backend::Nvrtc(n, _) => units
+                .iter()
+                .zip(&texts)
+                .map(|(unit, text)| {
+                    let req = compile::Request {
+                        source: text,
+                        line_directive: &unit.prologue,
+                        options: &module.options,
+                        archs: &module.archs,
+                        include_dirs: &unit.include_dirs,
+                    };
+                    nvrtc::compile_unit(n, mode, &req, &unit.name)
+                })
+                .collect(),
+        };
+        results
             .into_iter()
             .enumerate()
             .map(|(ui, r)| {
                 r.map_err(|log| {
                     let name = &units[ui].name;
-                    (ui, format!("nvcc {} failed to compile `{name}` (relocatable device code):\n{log}", nvcc.version))
+                    (ui, format!("{} failed to compile `{name}` (relocatable device code):\n{log}", backend.name()))
                 })
             })
             .collect()
@@ -365,10 +436,11 @@ fn consult(
         objects = compile_all(&[essential.clone(), extra].concat());
     }
     let objects = objects.or_else(|_| compile_all(&essential))?;
-    let image = link(nvcc, mode, module, units, &objects)?;
+    let image = link(backend, mode, module, units, &objects)?;
     let ptx: String = objects.iter().map(|o| o.ptx.as_str()).collect::<Vec<_>>().join("\n");
+    let symbols: Vec<(String, String)> = objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect();
     Ok(Compiled {
-        answers: Answers::from_ptx(&ptx),
+        answers: Answers::from_ptx(&ptx).with_symbols(&symbols),
         entries: ptx::entries(&ptx),
         image,
         deps: objects.iter().flat_map(|o| o.deps.iter().cloned()).collect(),
@@ -383,32 +455,37 @@ fn key(p: &Probe<ProbeKey>) -> &ProbeKey {
 }
 
 /// Checks the symbols across units and device-links them into the module's image.
-fn link(
-    nvcc: &compile::Nvcc,
-    mode: Mode,
-    module: &Module,
-    units: &[Unit],
-    objects: &[Object],
-) -> Result<Image, (usize, String)> {
+fn link(backend: &Backend, mode: Mode, module: &Module, units: &[Unit], objects: &[Object]) -> Result<Image, (usize, String)> {
     let syms: Vec<symbols::Symbols> = objects.iter().map(|o| symbols::read(&o.ptx)).collect();
     let table: Vec<(&str, &symbols::Symbols)> = units.iter().map(|u| u.name.as_str()).zip(&syms).collect();
     if let Some(p) = symbols::var_mismatches(&table).into_iter().next() {
         return Err((p.unit, p.message));
     }
-    let inputs: Vec<(&str, &[u8])> =
-        units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
-    let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(|log| {
+    let explain = |log: String| {
         let undefined = symbols::undefined_in_log(&log);
         let problems = symbols::explain_undefined(&undefined, &table);
         match problems.into_iter().next() {
             Some(p) => (p.unit, p.message),
             None => (0, format!("the device link of {} failed:\n{log}", names(units))),
         }
-    })?;
+    };
     let mut targets: Vec<String> = module.archs.iter().map(|a| a.sm()).collect();
     targets.sort();
     targets.dedup();
-    Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release() })
+    match backend {
+        Backend::Nvcc(nvcc) => {
+            let inputs: Vec<(&str, &[u8])> =
+                units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
+            let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(explain)?;
+            Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release() })
+        }
+        Backend::Nvrtc(n, jl) => {
+            let inputs: Vec<(&str, &Object)> = units.iter().map(|u| u.name.as_str()).zip(objects).collect();
+            let cubins = nvrtc::device_link(n, jl, mode, &module.archs, &inputs).map_err(explain)?;
+            // No PTX: see the `nvrtc` module's docs.
+            Ok(Image::Cubins { cubins, ptx: String::new(), ptx_target: String::new(), release: n.release() })
+        }
+    }
 }
 
 fn names(units: &[Unit]) -> String {
