@@ -460,3 +460,27 @@ fn no_nvcc_links_rdc_modules_with_build_time_nvrtc() {
     assert!(!out.contains("compile_error"), "{out}");
     assert!(out.contains(":: cubins ("), "{out}");
 }
+
+/// With no compiler at build time, an rdc module embeds each unit's source and which name
+/// expressions each resolves; the runtime compiles and links them at first use.
+#[test]
+fn with_no_compiler_the_units_are_linked_at_first_use() {
+    let _lock = lock();
+    setup();
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let out = expand(quote!(file = #main, link = [#math], lto = true, compiler = "nvrtc"), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains(":: linked ("), "{out}");
+    // main.cu resolves its two kernels; math.cu its kernel (index 2) and `calls` (kernels + 0 = 3).
+    assert!(out.contains("name : \"../../tests/kernels/link/main.cu\""), "{out}");
+    assert!(out.contains("exprs : & [0usize , 1usize]") && out.contains("exprs : & [2usize , 3usize]"), "{out}");
+    assert!(out.contains("true , \"NVRTC was requested"), "lto and the reason: {out}");
+    assert!(out.contains("pub mod square_all") && out.contains("pub static calls"), "{out}");
+    // CUDA_EMBED_REQUIRE_COMPILER makes it an error, as for a plain module.
+    std::env::set_var("CUDA_EMBED_REQUIRE_COMPILER", "1");
+    let out = expand(quote!("__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }", rdc = true, compiler = "nvrtc"), site())
+        .to_string();
+    std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    assert!(out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled and linked at run time"), "{out}");
+}

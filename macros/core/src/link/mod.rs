@@ -20,8 +20,10 @@
 //!
 //! Without nvcc, build-time NVRTC compiles the units and nvJitLink links them ([`nvrtc`],
 //! [`nvjitlink`]): the same probes, symbol checks and launchers, with a cubin per architecture
-//! embedded. With run-time NVRTC (`compiler = "nvrtc"`, or no compiler at build time) the macro
-//! says that separate compilation needs one of the two at build time.
+//! embedded. With no compiler at build time (`compiler = "nvrtc"`, `CUDA_EMBED_FORCE_NVRTC`, or
+//! neither nvcc nor libnvrtc found) the module embeds every unit's source ([`Image::Linked`]) and
+//! the runtime compiles each with NVRTC and links them with `libcudadevrt` at first use; the
+//! symbol checks are then the linker's, at run time.
 
 pub mod nvcc;
 pub mod nvjitlink;
@@ -35,7 +37,7 @@ use crate::check::report::Failure;
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
-use crate::front::ir::{Checked, Image, Module, Unit as IrUnit};
+use crate::front::ir::{Checked, Image, LinkedUnit, Module, Unit as IrUnit};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
@@ -175,6 +177,20 @@ pub fn expand_with<R>(
         units.push(unit);
     }
     let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
+    let backend = match backend {
+        Ok(b) => b,
+        Err(reason) => {
+            // No compiler at build time: every unit is compiled and linked at first use.
+            let checked = check::check(&module, None).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
+            let image = at_first_use(&module, &units, &owners, input.link.lto(), reason);
+            let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
+            deps.extend(module.headers.iter().map(|h| h.path.clone()));
+            let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
+            deps.sort();
+            deps.dedup();
+            return Ok(generate(&module, &checked, &image, &deps));
+        }
+    };
     let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
     let compiled = consult(&backend, mode, &module, &units, &owners).map_err(|(u, m)| {
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
@@ -212,43 +228,79 @@ impl Backend {
 }
 
 /// The compiler and linker for `compiler` (nvcc when found, else build-time NVRTC with
-/// nvJitLink), or why separate compilation cannot happen here.
-pub fn find_backend(compiler: Compiler) -> Result<Backend, String> {
-    const NEEDS: &str = "`rdc`, `link` and `lto` need a compiler and a device linker at build time: nvcc, or \
-                         libnvrtc with libnvJitLink";
-    let nvrtc = |why: String| -> Result<Backend, String> {
+/// nvJitLink); `Ok(Err(reason))` when there is no compiler at build time (the units are then
+/// compiled and linked at first use); `Err` when separate compilation cannot happen as asked.
+pub fn find_backend(compiler: Compiler) -> Result<Result<Backend, String>, String> {
+    let nvrtc = |why: Option<String>| -> Result<Result<Backend, String>, String> {
         let n = match crate::oracle::nvrtc::find_nvrtc()? {
             Ok(n) => n,
             Err(none) => {
-                return Err(format!(
-                    "{NEEDS}, but {why} and {none}: install the CUDA toolkit (or the nvidia-cuda-nvcc, or the \
-                     nvidia-cuda-nvrtc and nvidia-nvjitlink, wheels), set NVCC or CUDA_PATH, or run under \
-                     scripts/with-cuda"
-                ))
+                return match why {
+                    Some(why) => at_run_time(format!("{why} and {none}")),
+                    None => Err(format!(
+                        "`compiler = \"nvrtc-build\"` but {none}: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, \
+                         or set {} to the library",
+                        crate::oracle::nvrtc::NVRTC_VAR
+                    )),
+                };
             }
         };
-        let jl = nvjitlink::find(&n).map_err(|e| format!("{NEEDS}; {} was found but {e}", n.name()))?;
-        Ok(Backend::Nvrtc(n, jl))
+        let jl = nvjitlink::find(&n).map_err(|e| {
+            format!("`rdc`, `link` and `lto` without nvcc are linked by nvJitLink at build time; {} was found but {e}", n.name())
+        })?;
+        Ok(Ok(Backend::Nvrtc(n, jl)))
     };
     match compiler {
-        Compiler::Nvrtc => Err(format!(
-            "{NEEDS}, and `compiler = \"nvrtc\"` compiles one translation unit at run time and cannot link: remove \
-             `compiler = \"nvrtc\"` (build-time NVRTC and nvJitLink link without nvcc), or `rdc`, `link` and `lto`"
-        )),
-        Compiler::NvrtcBuild => nvrtc("`compiler = \"nvrtc-build\"` was asked for".into()),
+        Compiler::Nvrtc => at_run_time(NoNvcc::Forced.to_string()),
+        Compiler::NvrtcBuild => nvrtc(None),
         Compiler::Auto | Compiler::Nvcc => match compile::find_nvcc()? {
-            Ok(n) => Ok(Backend::Nvcc(n)),
-            Err(NoNvcc::Forced) => Err(format!(
-                "{NEEDS}, but {}: separate compilation cannot wait for run time; unset CUDA_EMBED_FORCE_NVRTC",
-                NoNvcc::Forced
-            )),
+            Ok(n) => Ok(Ok(Backend::Nvcc(n))),
+            Err(NoNvcc::Forced) => at_run_time(NoNvcc::Forced.to_string()),
             Err(why) if compiler == Compiler::Nvcc => Err(format!(
-                "{NEEDS}; `compiler = \"nvcc\"` was asked for, but {why}: install the CUDA toolkit, set NVCC or \
-                 CUDA_PATH, or run under scripts/with-cuda"
+                "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH (or run under \
+                 scripts/with-cuda), or use `compiler = \"auto\"`"
             )),
-            Err(why) => nvrtc(why.to_string()),
+            Err(why) => nvrtc(Some(why.to_string())),
         },
     }
+}
+
+/// No compiler at build time: the run-time path, unless `CUDA_EMBED_REQUIRE_COMPILER` forbids it.
+fn at_run_time(reason: String) -> Result<Result<Backend, String>, String> {
+    let var = crate::expand::REQUIRE_COMPILER_VAR;
+    if compile::flag(var) {
+        return Err(format!(
+            "{var} is set but this module would be compiled and linked at run time, without the build-time checks: \
+             {reason}; install the CUDA toolkit (nvcc, or libnvrtc with libnvJitLink), or unset {var}"
+        ));
+    }
+    Ok(Err(reason))
+}
+
+/// The image of a module compiled and linked at first use: each unit's text and options, and
+/// which kernels' and globals' name expressions it resolves (the unit that declares each).
+fn at_first_use(module: &Module, units: &[Unit], owners: &Owners, lto: bool, reason: String) -> Image {
+    let kernels = module.units.len();
+    let units = units
+        .iter()
+        .enumerate()
+        .map(|(ui, u)| LinkedUnit {
+            name: u.name.clone(),
+            text: format!("{}\n{}", u.prologue, u.text),
+            options: module
+                .options
+                .iter()
+                .cloned()
+                .chain(u.include_dirs.iter().map(|d| format!("-I{}", d.display())))
+                .collect(),
+            exprs: (0..kernels)
+                .filter(|&k| owners.units.get(k) == Some(&ui))
+                .chain((0..owners.globals.len()).filter(|&g| owners.globals[g] == ui).map(|g| kernels + g))
+                .collect(),
+        })
+        .collect();
+    let headers = module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect();
+    Image::Linked { units, headers, lto, reason }
 }
 
 /// Which unit declares each kernel (by index into `Module::units`) and each global.

@@ -58,10 +58,11 @@ impl std::fmt::Debug for NvJitLink {
 /// process.
 pub fn find(nvrtc: &Nvrtc) -> Result<NvJitLink, String> {
     static FOUND: OnceLock<Result<NvJitLink, String>> = OnceLock::new();
-    FOUND.get_or_init(|| search(nvrtc)).clone()
+    FOUND.get_or_init(|| search(&nvrtc.path)).clone()
 }
 
-fn search(nvrtc: &Nvrtc) -> Result<NvJitLink, String> {
+/// [`find`] without the per-process memo; `nvrtc` is where libnvrtc was loaded from.
+pub(crate) fn search(nvrtc: &Path) -> Result<NvJitLink, String> {
     if let Some(explicit) = std::env::var_os(NVJITLINK_VAR).filter(|s| !s.is_empty()) {
         let p = PathBuf::from(explicit);
         let file = if p.is_dir() { NAMES.iter().map(|n| p.join(n)).find(|f| f.is_file()) } else { Some(p.clone()) };
@@ -70,7 +71,8 @@ fn search(nvrtc: &Nvrtc) -> Result<NvJitLink, String> {
         };
         return open(&file).map_err(|e| format!("{NVJITLINK_VAR}={}: {e}", p.display()));
     }
-    let mut dirs: Vec<PathBuf> = nvrtc.path.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).into_iter().collect();
+    let mut dirs: Vec<PathBuf> =
+        nvrtc.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).into_iter().collect();
     for root in cuda_embed_source::options::toolkit_roots() {
         dirs.push(root.join("lib64"));
         dirs.push(root.join("lib"));
@@ -95,7 +97,7 @@ fn search(nvrtc: &Nvrtc) -> Result<NvJitLink, String> {
          $CUDA_PATH and $CUDA_HOME, and the system loader): install the CUDA toolkit's nvJitLink or the \
          nvidia-nvjitlink wheel of the same release as NVRTC (scripts/with-cuda installs it), or set {NVJITLINK_VAR} \
          to libnvJitLink.so",
-        nvrtc.path.display()
+        nvrtc.display()
     ))
 }
 
