@@ -454,8 +454,11 @@ fn no_nvcc_links_rdc_modules_with_build_time_nvrtc() {
         return;
     }
     std::env::set_var("CUDA_EMBED_NO_NVCC", "1");
-    let out = expand(quote!("__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }", rdc = true), site())
-        .to_string();
+    let out = expand(
+        quote!("__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }", rdc = true),
+        site(),
+    )
+    .to_string();
     std::env::remove_var("CUDA_EMBED_NO_NVCC");
     assert!(!out.contains("compile_error"), "{out}");
     assert!(out.contains(":: cubins ("), "{out}");
@@ -479,8 +482,18 @@ fn with_no_compiler_the_units_are_linked_at_first_use() {
     assert!(out.contains("pub mod square_all") && out.contains("pub static calls"), "{out}");
     // CUDA_EMBED_REQUIRE_COMPILER makes it an error, as for a plain module.
     std::env::set_var("CUDA_EMBED_REQUIRE_COMPILER", "1");
-    let out = expand(quote!("__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }", rdc = true, compiler = "nvrtc"), site())
-        .to_string();
+    let out = expand(
+        quote!(
+            "__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }",
+            rdc = true,
+            compiler = "nvrtc"
+        ),
+        site(),
+    )
+    .to_string();
     std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
-    assert!(out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled and linked at run time"), "{out}");
+    assert!(
+        out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled and linked at run time"),
+        "{out}"
+    );
 }

@@ -622,12 +622,8 @@ pub(crate) fn link_units(
     ctx: &Arc<CudaContext>,
 ) -> Result<(Vec<u8>, Vec<String>)> {
     let (_, arch) = device_arch(ctx)?;
-    let exprs: Vec<&str> = spec
-        .kernels
-        .iter()
-        .map(|k| k.name_expression)
-        .chain(spec.globals.iter().map(|g| g.name_expression))
-        .collect();
+    let exprs: Vec<&str> =
+        spec.kernels.iter().map(|k| k.name_expression).chain(spec.globals.iter().map(|g| g.name_expression)).collect();
     let kind = if lto { CodeKind::LtoIr } else { CodeKind::Cubin };
     let mut linker = Linker::new(spec.origin).lto(lto);
     for u in units {

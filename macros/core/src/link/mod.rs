@@ -39,11 +39,11 @@ use crate::front::includes;
 use crate::front::input::{Compiler, Input};
 use crate::front::ir::{Checked, Image, LinkedUnit, Module, Unit as IrUnit};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
+use crate::oracle::nvrtc::Nvrtc;
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
 use crate::signature;
-use crate::oracle::nvrtc::Nvrtc;
 use nvcc::{Mode, Object};
 use nvjitlink::NvJitLink;
 use proc_macro2::Span;
@@ -181,7 +181,8 @@ pub fn expand_with<R>(
         Ok(b) => b,
         Err(reason) => {
             // No compiler at build time: every unit is compiled and linked at first use.
-            let checked = check::check(&module, None).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
+            let checked =
+                check::check(&module, None).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
             let image = at_first_use(&module, &units, &owners, input.link.lto(), reason);
             let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
             deps.extend(module.headers.iter().map(|h| h.path.clone()));
@@ -246,7 +247,10 @@ pub fn find_backend(compiler: Compiler) -> Result<Result<Backend, String>, Strin
             }
         };
         let jl = nvjitlink::find(&n).map_err(|e| {
-            format!("`rdc`, `link` and `lto` without nvcc are linked by nvJitLink at build time; {} was found but {e}", n.name())
+            format!(
+                "`rdc`, `link` and `lto` without nvcc are linked by nvJitLink at build time; {} was found but {e}",
+                n.name()
+            )
         })?;
         Ok(Ok(Backend::Nvrtc(n, jl)))
     };
@@ -507,7 +511,13 @@ fn key(p: &Probe<ProbeKey>) -> &ProbeKey {
 }
 
 /// Checks the symbols across units and device-links them into the module's image.
-fn link(backend: &Backend, mode: Mode, module: &Module, units: &[Unit], objects: &[Object]) -> Result<Image, (usize, String)> {
+fn link(
+    backend: &Backend,
+    mode: Mode,
+    module: &Module,
+    units: &[Unit],
+    objects: &[Object],
+) -> Result<Image, (usize, String)> {
     let syms: Vec<symbols::Symbols> = objects.iter().map(|o| symbols::read(&o.ptx)).collect();
     let table: Vec<(&str, &symbols::Symbols)> = units.iter().map(|u| u.name.as_str()).zip(&syms).collect();
     if let Some(p) = symbols::var_mismatches(&table).into_iter().next() {

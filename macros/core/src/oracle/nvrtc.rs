@@ -253,11 +253,12 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
     let mut lowered = Vec::new();
     for a in &archs {
         let first = *a == lowest;
-        let (cubin, p, l) = run(n, &text, &args(n, req, a), if first { exprs } else { &[] }, Emit::Cubin).map_err(|log| {
-            // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
-            let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
-            super::echo::restore(&log, req.source).replace("\"kernel.cu\"", &format!("\"{file}\""))
-        })?;
+        let (cubin, p, l) =
+            run(n, &text, &args(n, req, a), if first { exprs } else { &[] }, Emit::Cubin).map_err(|log| {
+                // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
+                let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
+                super::echo::restore(&log, req.source).replace("\"kernel.cu\"", &format!("\"{file}\""))
+            })?;
         cubins.push((a.sm(), cubin));
         if first {
             ptx = p.unwrap_or_default();
