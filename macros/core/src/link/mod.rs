@@ -3,8 +3,9 @@
 //! The module's source and every `link` file are each their own translation unit ([`Unit`]),
 //! compiled to relocatable device code by nvcc ([`nvcc::compile_unit`]), then device-linked with
 //! `libcudadevrt` for every architecture into the one fatbin the module embeds
-//! ([`nvcc::device_link`]; without nvcc, NVRTC and nvJitLink do the same: see below), so kernels can launch kernels and call `__device__` functions and use
-//! `__device__` variables of other files.
+//! ([`nvcc::device_link`]; without nvcc, NVRTC and nvJitLink do the same: see below), so
+//! kernels can launch kernels and call `__device__` functions and use `__device__` variables of
+//! other files.
 //!
 //! The type probes work as for one unit: each probe is appended to the unit that declares what it
 //! asks about (a kernel of `math.cu` is asked about inside `math.cu`, where its name is declared),
