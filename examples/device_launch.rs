@@ -5,7 +5,8 @@
 //! (`libcudadevrt`), so `parent` can launch `child` with `<<<...>>>` from the GPU. `link = [...]`
 //! adds `.cu` files, each its own translation unit; `lto = true` optimises across them.
 //!
-//! Run: `scripts/with-cuda cargo run --example device_launch` (needs nvcc at build time and a GPU).
+//! Run: `scripts/with-cuda cargo run --example device_launch` (needs a GPU; nvcc, or libnvrtc and
+//! nvJitLink, link it at build time, else NVRTC and the driver link it at first use).
 
 use cuda_embed::{cuda_kernel, LaunchConfig};
 

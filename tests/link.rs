@@ -49,6 +49,69 @@ mod declared_here {
     );
 }
 
+/// The same modules linked without nvcc: build-time NVRTC compiles the units and nvJitLink links
+/// them with libcudadevrt (a cubin per architecture is embedded).
+mod by_nvrtc {
+    cuda_embed::cuda_kernel!(
+        r#"
+        __global__ void child(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] += 1.f;
+        }
+        extern "C" __global__ void parent(float* y, int n) {
+            if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n);
+        }
+    "#,
+        rdc = true,
+        compiler = "nvrtc-build",
+    );
+
+    pub mod linked {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu"],
+            compiler = "nvrtc-build"
+        );
+    }
+
+    pub mod linked_lto {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu"],
+            lto = true,
+            compiler = "nvrtc-build"
+        );
+    }
+}
+
+/// The same modules with no compiler at build time: each unit's source is embedded, compiled by
+/// NVRTC for the device and linked with libcudadevrt at first use (the driver's linker; nvJitLink
+/// with LTO).
+mod at_first_use {
+    cuda_embed::cuda_kernel!(
+        r#"
+        __global__ void child(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] += 1.f;
+        }
+        extern "C" __global__ void parent(float* y, int n) {
+            if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n);
+        }
+    "#,
+        rdc = true,
+        compiler = "nvrtc",
+    );
+
+    pub mod linked_lto {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu"],
+            lto = true,
+            compiler = "nvrtc"
+        );
+    }
+}
+
 #[test]
 fn linked_files_give_typed_launchers_and_globals() {
     assert_eq!(declared_here::add_calls::NAME, "add_calls");
@@ -60,6 +123,13 @@ fn linked_files_give_typed_launchers_and_globals() {
     let _: &cuda_embed::Global<u32> = &linked::calls;
     assert_eq!(linked_lto::poly_loop::NAME, "poly_loop");
     assert_eq!(child::NAME, "child");
+    // Linked by build-time NVRTC and nvJitLink: the same launchers and globals.
+    assert_eq!(by_nvrtc::parent::NAME, "parent");
+    assert_eq!(by_nvrtc::linked::add_calls::NAME, "add_calls");
+    let _: &cuda_embed::Global<u32> = &by_nvrtc::linked_lto::calls;
+    // Linked at first use (no compiler at build time): the same launchers.
+    assert_eq!(at_first_use::parent::NAME, "parent");
+    let _: &cuda_embed::Global<u32> = &at_first_use::linked_lto::calls;
 }
 
 /// `linked::square_all` counts its calls in a `__device__` variable one test reads: the tests that
@@ -183,6 +253,67 @@ fn a_linked_kernel_as_a_graph_node_and_timed_and_cooperative() {
     // SAFETY: the child covers n elements.
     unsafe { parent::launch_timed(&stream, LaunchConfig::for_num_elems(32), &mut z, n as i32).unwrap() };
     assert!(stream.clone_dtoh(&z).unwrap().iter().all(|v| *v == 1.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn modules_linked_by_build_time_nvrtc_run() {
+    let _serial = square_all_lock();
+    let stream = stream();
+    // A kernel launching a kernel.
+    let n = 5_000usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut y = stream.clone_htod(&xs).unwrap();
+    let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the child grid covers exactly n elements.
+    unsafe { by_nvrtc::parent::launch(&stream, one_block, &mut y, n as i32).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    assert!(xs.iter().zip(&got).all(|(x, g)| *g == x + 1.0), "{:?}", &got[..8]);
+    // A `__device__` function and variable of another file, with and without LTO.
+    let cfg = LaunchConfig::for_num_elems(1000);
+    // SAFETY: n is the buffer's length.
+    cross_file(|s, y, n| unsafe { by_nvrtc::linked::square_all::launch(s, cfg, y, n).unwrap() }, false);
+    // SAFETY: as above.
+    cross_file(|s, y, n| unsafe { by_nvrtc::linked_lto::square_all::launch(s, cfg, y, n).unwrap() }, true);
+    by_nvrtc::linked::calls.set(&stream, 0).unwrap();
+    let mut y = stream.clone_htod(&vec![1.0f32; 300]).unwrap();
+    // SAFETY: 300 elements.
+    unsafe { by_nvrtc::linked::square_all::launch(&stream, LaunchConfig::for_num_elems(300), &mut y, 300).unwrap() };
+    assert_eq!(by_nvrtc::linked::calls.get(&stream).unwrap(), 300);
+    let x = stream.clone_htod(&[2.0f32; 64]).unwrap();
+    let mut y = stream.alloc_zeros::<f32>(64).unwrap();
+    // SAFETY: 64 elements.
+    unsafe {
+        by_nvrtc::linked_lto::poly_loop::launch(&stream, LaunchConfig::for_num_elems(64), &x, &mut y, 64, 3).unwrap()
+    };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![3.5f32; 64]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn modules_linked_at_first_use_run() {
+    let stream = stream();
+    let n = 5_000usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut y = stream.clone_htod(&xs).unwrap();
+    let one_block = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the child grid covers exactly n elements.
+    unsafe { at_first_use::parent::launch(&stream, one_block, &mut y, n as i32).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    assert!(xs.iter().zip(&got).all(|(x, g)| *g == x + 1.0), "{:?}", &got[..8]);
+    let build = at_first_use::parent::module().build_info().to_string();
+    assert!(build.contains("NVRTC at first use"), "{build}");
+    // LTO across files, and a `__device__` variable of the linked file.
+    let cfg = LaunchConfig::for_num_elems(1000);
+    // SAFETY: n is the buffer's length.
+    cross_file(|s, y, n| unsafe { at_first_use::linked_lto::square_all::launch(s, cfg, y, n).unwrap() }, true);
+    at_first_use::linked_lto::calls.set(&stream, 0).unwrap();
+    let mut y = stream.clone_htod(&vec![1.0f32; 300]).unwrap();
+    // SAFETY: 300 elements.
+    unsafe {
+        at_first_use::linked_lto::square_all::launch(&stream, LaunchConfig::for_num_elems(300), &mut y, 300).unwrap()
+    };
+    assert_eq!(at_first_use::linked_lto::calls.get(&stream).unwrap(), 300);
 }
 
 /// The linked module loads on every device (lazily, one module per device); with one GPU only

@@ -2,12 +2,16 @@
 //! GPU): `tests/kernels/link/main.cu` + `math.cu` compiled as relocatable units and device-linked
 //! (what `link = ["math.cu"]` does, with and without `lto`, the units compiled in parallel), against the two files pasted into one
 //! source compiled to a fatbin (what `cuda_kernel!` does without `rdc`). Every run uses an empty
-//! build cache, so nvcc always runs. Prints the medians and the ratio.
+//! build cache, so nvcc always runs. Prints the medians and the ratio. Where libnvrtc and
+//! nvJitLink are found too, the same for build-time NVRTC: the units compiled by NVRTC and linked
+//! by nvJitLink against the one source compiled by NVRTC.
 //!
 //! Run: `scripts/with-cuda cargo run --release -p cuda-embed-macros-core --example link_build_time [KERNELS_DIR]`
 
 use cuda_embed_macros_core::link::nvcc::{compile_units, device_link, unit_args, Mode};
+use cuda_embed_macros_core::link::{nvjitlink, nvrtc as link_nvrtc};
 use cuda_embed_macros_core::oracle::nvcc::{self as compile, Arch, Request};
+use cuda_embed_macros_core::oracle::nvrtc;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -76,4 +80,47 @@ fn main() {
     println!("| one source, no rdc (reference) | {p:.3} | 1.00x |");
     println!("| link = [\"math.cu\"] (2 relocatable units + nvlink + fatbinary) | {r:.3} | {:.2}x |", r / p);
     println!("| link + lto (2 LTO-IR units + nvlink -dlto + fatbinary) | {l:.3} | {:.2}x |", l / p);
+    let n = match nvrtc::find_nvrtc() {
+        Ok(Ok(n)) => n,
+        other => {
+            eprintln!("no build-time NVRTC rows: {other:?}");
+            return;
+        }
+    };
+    let jl = match nvjitlink::find(&n) {
+        Ok(jl) => jl,
+        Err(e) => {
+            eprintln!("no build-time NVRTC rows: {e}");
+            return;
+        }
+    };
+    let req = |source| Request { source, line_directive: "", options: &[], archs: &archs, include_dirs: &include };
+    let plain = || {
+        let _c = fresh_cache();
+        let t0 = Instant::now();
+        nvrtc::compile(&n, &[], &req(&one)).expect("plain NVRTC compile");
+        t0.elapsed().as_secs_f64()
+    };
+    let linked = |mode: Mode| {
+        let _c = fresh_cache();
+        let t0 = Instant::now();
+        let a = link_nvrtc::compile_unit(&n, mode, &req(&main), "main.cu").expect("main.cu compiles");
+        let b = link_nvrtc::compile_unit(&n, mode, &req(&math), "math.cu").expect("math.cu compiles");
+        link_nvrtc::device_link(&n, &jl, mode, &archs, &[("main.cu", &a), ("math.cu", &b)]).expect("link");
+        t0.elapsed().as_secs_f64()
+    };
+    let (mut p, mut r, mut l) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        p.push(plain());
+        r.push(linked(Mode::Rdc));
+        l.push(linked(Mode::Lto));
+    }
+    let (p, r, l) = (med(p), med(r), med(l));
+    println!();
+    println!("{} and {}, the same runs", n.name(), jl.name());
+    println!("| build of main.cu + math.cu (build-time NVRTC) | median s | vs one plain compile |");
+    println!("|---|---|---|");
+    println!("| one source, no rdc (reference) | {p:.3} | 1.00x |");
+    println!("| link = [\"math.cu\"] (2 units x 2 archs, -rdc=true, + nvJitLink) | {r:.3} | {:.2}x |", r / p);
+    println!("| link + lto (2 units, -dlto, + nvJitLink -lto) | {l:.3} | {:.2}x |", l / p);
 }

@@ -83,6 +83,15 @@ fn without_image(tokens: TokenStream) -> String {
     walk(tokens).join(" ")
 }
 
+/// Fails with the text around the first difference of `a` (nvcc) and `b` (build-time NVRTC).
+fn assert_same(name: &str, a: &str, b: &str) {
+    if a != b {
+        let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+        let around = |s: &str| s[at.saturating_sub(300).min(s.len())..(at + 300).min(s.len())].to_string();
+        panic!("{name}: nvcc and build-time NVRTC differ:\nnvcc:  ...{}...\nNVRTC: ...{}...", around(a), around(b));
+    }
+}
+
 fn expand_with(compiler: &str, source: &str, extra: TokenStream) -> TokenStream {
     expand(quote!(#source, compiler = #compiler, archs = [80, 90], #extra), site())
 }
@@ -138,15 +147,7 @@ fn nvcc_and_build_time_nvrtc_generate_the_same_code() {
         let (a, b) = (without_image(by_nvcc.clone()), without_image(by_nvrtc.clone()));
         assert!(!a.contains("compile_error"), "{name}: nvcc failed: {a}");
         assert!(!b.contains("compile_error"), "{name}: NVRTC failed: {b}");
-        if a != b {
-            let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-            let around = |s: &str| s[at.saturating_sub(300).min(s.len())..(at + 300).min(s.len())].to_string();
-            panic!(
-                "{name}: nvcc and build-time NVRTC differ:\nnvcc:  ...{}...\nNVRTC: ...{}...",
-                around(&a),
-                around(&b)
-            );
-        }
+        assert_same(name, &a, &b);
         let (full_a, full_b) = (by_nvcc.to_string(), by_nvrtc.to_string());
         assert!(full_a.contains(":: fatbin ("), "{name}: nvcc embeds a fatbin");
         assert!(
@@ -321,4 +322,178 @@ fn kernels_made_by_function_like_macros_and_if_get_launchers() {
             "{compiler}: the #if follows the defines"
         );
     }
+}
+
+/// Whether build-time NVRTC can link (nvJitLink next to libnvrtc); missing fails when the
+/// toolkit is required.
+fn have_linker() -> bool {
+    if !have_both() {
+        return false;
+    }
+    let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
+    match cuda_embed_macros_core::link::nvjitlink::find(&n) {
+        Ok(_) => true,
+        Err(why) => {
+            assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
+            eprintln!("skipping: {why}");
+            false
+        }
+    }
+}
+
+/// The rdc modules of the parity test: a kernel launching a kernel, a kernel of a linked file
+/// calling a `__device__` function and using a `__device__` variable of another, and the same
+/// with LTO (paths relative to this crate's root, as `link` files are).
+fn linked_sources() -> Vec<(&'static str, TokenStream)> {
+    let parent = r#"__global__ void child(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += 1.f; }
+        extern "C" __global__ void parent(float* y, int n) { if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n); }
+        template <typename T> __global__ void fill(T* y, T v) { y[threadIdx.x] = v; }"#;
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    vec![
+        ("rdc", quote!(#parent, rdc = true, instances = ["fill<float>", "fill<int>"])),
+        ("link", quote!(file = #main, link = [#math])),
+        ("lto", quote!(file = #main, link = [#math], lto = true)),
+    ]
+}
+
+#[test]
+fn nvcc_and_build_time_nvrtc_link_to_the_same_launchers() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    for (name, args) in linked_sources() {
+        let by_nvcc = expand(quote!(#args, compiler = "nvcc", archs = [80, 90]), site());
+        let by_nvrtc = expand(quote!(#args, compiler = "nvrtc-build", archs = [80, 90]), site());
+        let (a, b) = (without_image(by_nvcc.clone()), without_image(by_nvrtc.clone()));
+        assert!(!a.contains("compile_error"), "{name}: nvcc failed: {a}");
+        assert!(!b.contains("compile_error"), "{name}: NVRTC failed: {b}");
+        assert_same(name, &a, &b);
+        assert!(by_nvcc.to_string().contains(":: fatbin ("), "{name}");
+        let full = by_nvrtc.to_string();
+        assert!(full.contains(":: cubins (") && full.contains("\"sm_80\"") && full.contains("\"sm_90\""), "{name}");
+        for k in ["pub mod parent", "pub mod child", "pub mod square_all", "pub mod add_calls", "pub mod poly_loop"] {
+            let expected = match name {
+                "rdc" => k.ends_with("parent") || k.ends_with("child"),
+                _ => !k.ends_with("parent") && !k.ends_with("child"),
+            };
+            assert_eq!(b.contains(k), expected, "{name}: {k}");
+        }
+    }
+}
+
+#[test]
+fn build_time_nvrtc_links_linked_images_that_hold_the_kernels() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    let (_, args) = linked_sources().remove(0);
+    let out = expand(quote!(#args, compiler = "nvrtc-build", archs = [80]), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    // The linked cubin is an ELF holding the kernels and the device runtime's launch entry points.
+    let bytes = byte_strings(&out);
+    let cubin = bytes.iter().find(|b| b.starts_with(b"\x7fELF")).expect("an ELF cubin is embedded");
+    let text = String::from_utf8_lossy(cubin);
+    assert!(text.contains("parent") && text.contains("_Z5childPfi"), "the kernels are in the linked cubin");
+    assert!(text.contains("_Z4fillIfEvPT_S0_") && text.contains("_Z4fillIiEvPT_S0_"), "the template instances");
+}
+
+/// The byte-string literals (`b"..."`) of an expansion, unescaped.
+fn byte_strings(tokens: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for lit in tokens.split(" b\"").skip(1) {
+        let mut bytes = Vec::new();
+        let mut chars = lit.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('x') => {
+                        let hex: String = chars.by_ref().take(2).collect();
+                        bytes.push(u8::from_str_radix(&hex, 16).unwrap_or(0));
+                    }
+                    Some('n') => bytes.push(b'\n'),
+                    Some('r') => bytes.push(b'\r'),
+                    Some('t') => bytes.push(b'\t'),
+                    Some('0') => bytes.push(0),
+                    Some(o) => bytes.push(o as u8),
+                    None => break,
+                },
+                c => bytes.push(c as u8),
+            }
+        }
+        out.push(bytes);
+    }
+    out
+}
+
+#[test]
+fn build_time_nvrtc_names_a_mismatched_symbol_and_both_files() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    let math = "../../tests/kernels/link/math.cu";
+    let src = r#"__device__ float square(double x);
+        extern "C" __global__ void k(float* y) { y[0] = square(y[0]); }"#;
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand(quote!(#src, link = [#math], compiler = #compiler, archs = [80]), site()).to_string();
+        assert!(out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("mismatched `__device__` function `square`"), "{compiler}: {out}");
+        assert!(out.contains("square(double)") && out.contains("square(float)"), "{compiler}: {out}");
+        assert!(out.contains("../../tests/kernels/link/math.cu"), "{compiler}: names the defining file: {out}");
+    }
+}
+
+#[test]
+fn no_nvcc_links_rdc_modules_with_build_time_nvrtc() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    std::env::set_var("CUDA_EMBED_NO_NVCC", "1");
+    let out = expand(
+        quote!("__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }", rdc = true),
+        site(),
+    )
+    .to_string();
+    std::env::remove_var("CUDA_EMBED_NO_NVCC");
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains(":: cubins ("), "{out}");
+}
+
+/// With no compiler at build time, an rdc module embeds each unit's source and which name
+/// expressions each resolves; the runtime compiles and links them at first use.
+#[test]
+fn with_no_compiler_the_units_are_linked_at_first_use() {
+    let _lock = lock();
+    setup();
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let out = expand(quote!(file = #main, link = [#math], lto = true, compiler = "nvrtc"), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains(":: linked ("), "{out}");
+    // main.cu resolves its two kernels; math.cu its kernel (index 2) and `calls` (kernels + 0 = 3).
+    assert!(out.contains("name : \"../../tests/kernels/link/main.cu\""), "{out}");
+    assert!(out.contains("exprs : & [0usize , 1usize]") && out.contains("exprs : & [2usize , 3usize]"), "{out}");
+    assert!(out.contains("true , \"NVRTC was requested"), "lto and the reason: {out}");
+    assert!(out.contains("pub mod square_all") && out.contains("pub static calls"), "{out}");
+    // CUDA_EMBED_REQUIRE_COMPILER makes it an error, as for a plain module.
+    std::env::set_var("CUDA_EMBED_REQUIRE_COMPILER", "1");
+    let out = expand(
+        quote!(
+            "__global__ void c() {} extern \"C\" __global__ void p() { c<<<1, 1>>>(); }",
+            rdc = true,
+            compiler = "nvrtc"
+        ),
+        site(),
+    )
+    .to_string();
+    std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
+    assert!(
+        out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled and linked at run time"),
+        "{out}"
+    );
 }

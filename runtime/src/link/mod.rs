@@ -607,3 +607,55 @@ fn driver_version() -> i32 {
         v
     })
 }
+
+/// The first load of a separately compiled module built with no compiler at build time
+/// ([`ImageKind::Linked`](crate::module::spec::Image)): each unit compiled by NVRTC for `ctx`'s
+/// device (relocatable cubin, or LTO-IR with `lto`; both cached on disk as
+/// [`Program::compile_to`] caches them), then linked with `libcudadevrt` (the driver's linker, or
+/// nvJitLink with `lto`; cached as [`Linker`] caches). Returns the cubin and the symbol of every
+/// kernel, then every global, in the spec's order.
+pub(crate) fn link_units(
+    spec: &crate::module::spec::ModuleSpec,
+    units: &[crate::module::spec::LinkedUnit],
+    headers: &[(&str, &str)],
+    lto: bool,
+    ctx: &Arc<CudaContext>,
+) -> Result<(Vec<u8>, Vec<String>)> {
+    let (_, arch) = device_arch(ctx)?;
+    let exprs: Vec<&str> =
+        spec.kernels.iter().map(|k| k.name_expression).chain(spec.globals.iter().map(|g| g.name_expression)).collect();
+    let kind = if lto { CodeKind::LtoIr } else { CodeKind::Cubin };
+    let mut linker = Linker::new(spec.origin).lto(lto);
+    for u in units {
+        let mut program = Program::new(u.source).name(u.name).options(u.options.iter().copied());
+        for (name, text) in headers {
+            program = program.header(*name, *text);
+        }
+        for &i in u.exprs {
+            if let Some(e) = exprs.get(i) {
+                program = program.name_expression(*e);
+            }
+        }
+        linker = linker.object(program.compile_to(kind, arch)?);
+    }
+    let devrt = ObjectCode::device_runtime().map_err(|e| Error::Compile {
+        origin: spec.origin.to_string(),
+        arch,
+        cause: format!(
+            "this module (`rdc`, `link` or `lto`, built with no compiler) is linked at first use with the CUDA \
+             device runtime library: {e}"
+        ),
+    })?;
+    let linked = linker.object(devrt).link(ctx)?;
+    let symbols = exprs
+        .iter()
+        .map(|e| {
+            linked.symbols.iter().find(|(x, _)| x == e).map(|(_, s)| s.clone()).ok_or_else(|| Error::Compile {
+                origin: spec.origin.to_string(),
+                arch,
+                cause: format!("no unit of the module resolved `{e}`"),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((linked.bytes, symbols))
+}

@@ -163,10 +163,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                     text
                 }
                 None => {
+                    // A module linked by nvJitLink (`rdc`, `link`, `lto`) embeds cubins only.
+                    let ptx = if ptx_target.is_empty() {
+                        "no PTX (a linked module)".to_string()
+                    } else {
+                        format!("{ptx_target} PTX")
+                    };
                     let fix = format!(
-                        "this binary holds {} and {ptx_target} PTX (built by NVRTC {compiler}) and nothing this sm_{arch} \
-                         GPU can run: add {arch} to the kernel's archs (`archs = [..., {arch}]`) or to CUDA_EMBED_ARCHS \
-                         and rebuild",
+                        "this binary holds {} and {ptx} (built by NVRTC {compiler}) and nothing this sm_{arch} GPU can \
+                         run: add {arch} to the kernel's archs (`archs = [..., {arch}]`) or to CUDA_EMBED_ARCHS and \
+                         rebuild",
                         names.join(", ")
                     );
                     let code = sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU;
@@ -176,6 +182,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             let module =
                 load_module(ctx, &image).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(arch, e, None))?;
+            (module, symbols, globals, false, arch)
+        }
+        ImageKind::Linked { units, headers, lto, .. } => {
+            let arch = read_arch()?;
+            let (cubin, mut symbols) = crate::link::link_units(spec, units, headers, *lto, ctx)?;
+            trace.lap("NVRTC + link of the units (cache lookups or compiles)");
+            let module =
+                load_module(ctx, &cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
+            counts = crate::module::cubin::param_counts(&cubin);
+            let globals = symbols.split_off(spec.kernels.len());
             (module, symbols, globals, false, arch)
         }
         ImageKind::Source { source, options, headers, probe, .. } => {
@@ -228,7 +244,8 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
         let f = module
             .load_function(symbol)
             .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
-        if matches!(spec.image.0, ImageKind::Source { .. }) && !checks_passed && size_error.is_none() {
+        let compiled_now = matches!(spec.image.0, ImageKind::Source { .. } | ImageKind::Linked { .. });
+        if compiled_now && !checks_passed && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             let count = counts.as_deref().and_then(|c| crate::module::cubin::lookup(c, symbol));
             // Reported after the type check, which names the parameter and both types.

@@ -44,6 +44,27 @@ pub(crate) enum ImageKind {
         /// What each probed parameter must be, checked at first load.
         checks: &'static [ParamCheck],
     },
+    Linked {
+        units: &'static [LinkedUnit],
+        headers: &'static [(&'static str, &'static str)],
+        lto: bool,
+        reason: &'static str,
+    },
+}
+
+/// One translation unit of a separately compiled module (`rdc`, `link`, `lto`) built with no
+/// compiler at build time: compiled by NVRTC and linked with the others at first use.
+#[derive(Debug)]
+pub struct LinkedUnit {
+    /// How messages name it: the `link` path, or the module's own origin.
+    pub name: &'static str,
+    /// `#line` directive and source.
+    pub source: &'static str,
+    /// NVRTC options, including `-I` for its include directories.
+    pub options: &'static [&'static str],
+    /// The kernels and globals whose symbols this unit resolves, as indices into the module's
+    /// kernels followed by its globals (a global's index is the kernel count plus its own).
+    pub exprs: &'static [usize],
 }
 
 /// What the launcher of a module compiled at run time was generated for, for one kernel
@@ -125,11 +146,23 @@ impl Image {
         Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[] })
     }
 
+    /// Translation units compiled by NVRTC for the device and linked (with `libcudadevrt`, by the
+    /// driver's linker, or by nvJitLink when `lto`) at first use; `reason` says why no compiler
+    /// linked them at build time.
+    pub const fn linked(
+        units: &'static [LinkedUnit],
+        headers: &'static [(&'static str, &'static str)],
+        lto: bool,
+        reason: &'static str,
+    ) -> Image {
+        Image(ImageKind::Linked { units, headers, lto, reason })
+    }
+
     /// The fatbin bytes, when the image is one.
     pub fn fatbin_bytes(&self) -> Option<&'static [u8]> {
         match self.0 {
             ImageKind::Fatbin { bytes, .. } => Some(bytes),
-            ImageKind::Cubins { .. } | ImageKind::Source { .. } => None,
+            ImageKind::Cubins { .. } | ImageKind::Source { .. } | ImageKind::Linked { .. } => None,
         }
     }
 }
@@ -213,10 +246,18 @@ impl ModuleSpec {
                 compiler: compiler.to_string(),
             },
             ImageKind::Cubins { cubins, ptx_target, compiler, .. } => BuildPath::NvrtcBuild {
-                targets: cubins.iter().map(|c| c.0).chain([*ptx_target]).map(str::to_string).collect(),
+                // A linked module has no PTX (`ptx_target` is empty).
+                targets: cubins
+                    .iter()
+                    .map(|c| c.0)
+                    .chain([*ptx_target].into_iter().filter(|t| !t.is_empty()))
+                    .map(str::to_string)
+                    .collect(),
                 compiler: compiler.to_string(),
             },
-            ImageKind::Source { reason, .. } => BuildPath::Nvrtc { reason: reason.to_string() },
+            ImageKind::Source { reason, .. } | ImageKind::Linked { reason, .. } => {
+                BuildPath::Nvrtc { reason: reason.to_string() }
+            }
         }
     }
 }

@@ -236,6 +236,31 @@ pub enum Image {
         /// Why no compiler ran at build time.
         reason: String,
     },
+    /// Separately compiled units (`rdc`, `link`, `lto`) to be compiled by NVRTC and linked at
+    /// first use (no compiler at build time).
+    Linked {
+        /// Each unit, the module's own source first.
+        units: Vec<LinkedUnit>,
+        /// Included headers of every unit by their include name, with their text.
+        headers: Vec<(String, String)>,
+        /// Link-time optimisation (LTO-IR, linked by nvJitLink).
+        lto: bool,
+        /// Why no compiler ran at build time.
+        reason: String,
+    },
+}
+
+/// One unit of [`Image::Linked`].
+#[derive(Debug, Clone)]
+pub struct LinkedUnit {
+    /// How messages name it.
+    pub name: String,
+    /// `#line` directive (and automatic includes) and source.
+    pub text: String,
+    /// NVRTC options, including `-I` for its include directories.
+    pub options: Vec<String>,
+    /// The kernels, then globals (index: kernel count + global index), whose symbols it resolves.
+    pub exprs: Vec<usize>,
 }
 
 impl Image {

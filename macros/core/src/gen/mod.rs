@@ -116,6 +116,24 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                 unsafe { #image_ty::cubins(&__CUBINS, #ptx, #ptx_target, #release) }
             }}
         }
+        Image::Linked { units, headers, lto, reason } => {
+            let unit_ty = paths::linked_unit();
+            let units = units.iter().map(|u| {
+                let crate::front::ir::LinkedUnit { name, text, options, exprs } = u;
+                quote! { #unit_ty { name: #name, source: #text, options: &[#(#options),*], exprs: &[#(#exprs),*] } }
+            });
+            let header_names = headers.iter().map(|h| &h.0);
+            let header_texts = headers.iter().map(|h| &h.1);
+            let image = quote! {
+                #image_ty::linked(&[#(#units),*], &[#((#header_names, #header_texts)),*], #lto, #reason)
+            };
+            let warning = crate::expand::silent_fallback_warning(reason);
+            if warning.is_empty() {
+                image
+            } else {
+                quote! {{ #warning #image }}
+            }
+        }
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);

@@ -53,6 +53,11 @@ pub fn image() -> TokenStream {
     private("Image", Span::call_site())
 }
 
+/// One translation unit of a separately compiled module linked at first use.
+pub fn linked_unit() -> TokenStream {
+    private("LinkedUnit", Span::call_site())
+}
+
 /// One parameter's first-load type check (modules built with no compiler).
 pub fn param_check() -> TokenStream {
     private("ParamCheck", Span::call_site())

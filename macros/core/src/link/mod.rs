@@ -3,8 +3,9 @@
 //! The module's source and every `link` file are each their own translation unit ([`Unit`]),
 //! compiled to relocatable device code by nvcc ([`nvcc::compile_unit`]), then device-linked with
 //! `libcudadevrt` for every architecture into the one fatbin the module embeds
-//! ([`nvcc::device_link`]), so kernels can launch kernels and call `__device__` functions and use
-//! `__device__` variables of other files.
+//! ([`nvcc::device_link`]; without nvcc, NVRTC and nvJitLink do the same: see below), so
+//! kernels can launch kernels and call `__device__` functions and use `__device__` variables of
+//! other files.
 //!
 //! The type probes work as for one unit: each probe is appended to the unit that declares what it
 //! asks about (a kernel of `math.cu` is asked about inside `math.cu`, where its name is declared),
@@ -18,10 +19,16 @@
 //! whose parameter types differ from a definition of the same name, that file too: a compile error
 //! at the macro, never a load failure at run time.
 //!
-//! Separate compilation needs nvcc at build time (nvlink and fatbinary come with it): with
-//! build-time or run-time NVRTC the macro says so.
+//! Without nvcc, build-time NVRTC compiles the units and nvJitLink links them ([`nvrtc`],
+//! [`nvjitlink`]): the same probes, symbol checks and launchers, with a cubin per architecture
+//! embedded. With no compiler at build time (`compiler = "nvrtc"`, `CUDA_EMBED_FORCE_NVRTC`, or
+//! neither nvcc nor libnvrtc found) the module embeds every unit's source ([`Image::Linked`]) and
+//! the runtime compiles each with NVRTC and links them with `libcudadevrt` at first use; the
+//! symbol checks are then the linker's, at run time.
 
 pub mod nvcc;
+pub mod nvjitlink;
+pub mod nvrtc;
 pub mod symbols;
 #[cfg(test)]
 mod tests;
@@ -31,13 +38,15 @@ use crate::check::report::Failure;
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
-use crate::front::ir::{Checked, Image, Module, Unit as IrUnit};
+use crate::front::ir::{Checked, Image, LinkedUnit, Module, Unit as IrUnit};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
+use crate::oracle::nvrtc::Nvrtc;
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
 use crate::signature;
 use nvcc::{Mode, Object};
+use nvjitlink::NvJitLink;
 use proc_macro2::Span;
 use std::path::PathBuf;
 use syn::parse::ParseStream;
@@ -168,9 +177,24 @@ pub fn expand_with<R>(
         merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
         units.push(unit);
     }
-    let nvcc = find_nvcc(input.compiler).map_err(|m| at(&module, module.span(), m))?;
+    let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
+    let backend = match backend {
+        Ok(b) => b,
+        Err(reason) => {
+            // No compiler at build time: every unit is compiled and linked at first use.
+            let checked =
+                check::check(&module, None).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
+            let image = at_first_use(&module, &units, &owners, input.link.lto(), reason);
+            let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
+            deps.extend(module.headers.iter().map(|h| h.path.clone()));
+            let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
+            deps.sort();
+            deps.dedup();
+            return Ok(generate(&module, &checked, &image, &deps));
+        }
+    };
     let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
-    let compiled = consult(&nvcc, mode, &module, &units, &owners).map_err(|(u, m)| {
+    let compiled = consult(&backend, mode, &module, &units, &owners).map_err(|(u, m)| {
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
         at(&module, span, m)
     })?;
@@ -179,32 +203,109 @@ pub fn expand_with<R>(
     let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
     deps.extend(module.headers.iter().map(|h| h.path.clone()));
     deps.extend(compiled.deps.iter().cloned());
+    // One entry per file, however it was reached (`a/../b.cuh` from the scan, `b.cuh` from nvcc).
+    let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
     deps.sort();
     deps.dedup();
     Ok(generate(&module, &checked, &compiled.image, &deps))
 }
 
-/// nvcc, or why separate compilation cannot happen here.
-fn find_nvcc(compiler: Compiler) -> Result<compile::Nvcc, String> {
-    const NEEDS: &str =
-        "`rdc`, `link` and `lto` need nvcc at build time (its nvlink and fatbinary device-link the units)";
-    match compiler {
-        Compiler::Nvrtc | Compiler::NvrtcBuild => {
-            let which = if compiler == Compiler::Nvrtc { "nvrtc" } else { "nvrtc-build" };
-            return Err(format!(
-                "{NEEDS}, and `compiler = \"{which}\"` compiles one translation unit with NVRTC and cannot link: \
-                 remove `compiler = \"{which}\"`, or `rdc`, `link` and `lto`"
-            ));
+/// What compiles and links the units: nvcc (with its nvlink and fatbinary), or build-time
+/// NVRTC with nvJitLink.
+pub enum Backend {
+    /// nvcc.
+    Nvcc(compile::Nvcc),
+    /// libnvrtc and libnvJitLink.
+    Nvrtc(Nvrtc, NvJitLink),
+}
+
+impl Backend {
+    /// `nvcc 13.0`, `NVRTC 13.0`: the compiler's name for messages.
+    pub fn name(&self) -> String {
+        match self {
+            Backend::Nvcc(n) => format!("nvcc {}", n.version),
+            Backend::Nvrtc(n, _) => n.name(),
         }
-        Compiler::Auto | Compiler::Nvcc => {}
     }
-    match compile::find_nvcc()? {
-        Ok(n) => Ok(n),
-        Err(NoNvcc::Forced) => Err(format!("{NEEDS}, but {}", NoNvcc::Forced)),
-        Err(why) => Err(format!(
-            "{NEEDS}, but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH, or run under scripts/with-cuda"
-        )),
+}
+
+/// The compiler and linker for `compiler` (nvcc when found, else build-time NVRTC with
+/// nvJitLink); `Ok(Err(reason))` when there is no compiler at build time (the units are then
+/// compiled and linked at first use); `Err` when separate compilation cannot happen as asked.
+pub fn find_backend(compiler: Compiler) -> Result<Result<Backend, String>, String> {
+    let nvrtc = |why: Option<String>| -> Result<Result<Backend, String>, String> {
+        let n = match crate::oracle::nvrtc::find_nvrtc()? {
+            Ok(n) => n,
+            Err(none) => {
+                return match why {
+                    Some(why) => at_run_time(format!("{why} and {none}")),
+                    None => Err(format!(
+                        "`compiler = \"nvrtc-build\"` but {none}: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, \
+                         or set {} to the library",
+                        crate::oracle::nvrtc::NVRTC_VAR
+                    )),
+                };
+            }
+        };
+        let jl = nvjitlink::find(&n).map_err(|e| {
+            format!(
+                "`rdc`, `link` and `lto` without nvcc are linked by nvJitLink at build time; {} was found but {e}",
+                n.name()
+            )
+        })?;
+        Ok(Ok(Backend::Nvrtc(n, jl)))
+    };
+    match compiler {
+        Compiler::Nvrtc => at_run_time(NoNvcc::Forced.to_string()),
+        Compiler::NvrtcBuild => nvrtc(None),
+        Compiler::Auto | Compiler::Nvcc => match compile::find_nvcc()? {
+            Ok(n) => Ok(Ok(Backend::Nvcc(n))),
+            Err(NoNvcc::Forced) => at_run_time(NoNvcc::Forced.to_string()),
+            Err(why) if compiler == Compiler::Nvcc => Err(format!(
+                "`compiler = \"nvcc\"` but {why}: install the CUDA toolkit, set NVCC or CUDA_PATH (or run under \
+                 scripts/with-cuda), or use `compiler = \"auto\"`"
+            )),
+            Err(why) => nvrtc(Some(why.to_string())),
+        },
     }
+}
+
+/// No compiler at build time: the run-time path, unless `CUDA_EMBED_REQUIRE_COMPILER` forbids it.
+fn at_run_time(reason: String) -> Result<Result<Backend, String>, String> {
+    let var = crate::expand::REQUIRE_COMPILER_VAR;
+    if compile::flag(var) {
+        return Err(format!(
+            "{var} is set but this module would be compiled and linked at run time, without the build-time checks: \
+             {reason}; install the CUDA toolkit (nvcc, or libnvrtc with libnvJitLink), or unset {var}"
+        ));
+    }
+    Ok(Err(reason))
+}
+
+/// The image of a module compiled and linked at first use: each unit's text and options, and
+/// which kernels' and globals' name expressions it resolves (the unit that declares each).
+fn at_first_use(module: &Module, units: &[Unit], owners: &Owners, lto: bool, reason: String) -> Image {
+    let kernels = module.units.len();
+    let units = units
+        .iter()
+        .enumerate()
+        .map(|(ui, u)| LinkedUnit {
+            name: u.name.clone(),
+            text: format!("{}\n{}", u.prologue, u.text),
+            options: module
+                .options
+                .iter()
+                .cloned()
+                .chain(u.include_dirs.iter().map(|d| format!("-I{}", d.display())))
+                .collect(),
+            exprs: (0..kernels)
+                .filter(|&k| owners.units.get(k) == Some(&ui))
+                .chain((0..owners.globals.len()).filter(|&g| owners.globals[g] == ui).map(|g| kernels + g))
+                .collect(),
+        })
+        .collect();
+    let headers = module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect();
+    Image::Linked { units, headers, lto, reason }
 }
 
 /// Which unit declares each kernel (by index into `Module::units`) and each global.
@@ -329,7 +430,7 @@ fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Re
 /// Compiles every unit with its probes and links them: the oracle's answers for the whole
 /// module. `Err((unit, message))`: the unit to report at.
 fn consult(
-    nvcc: &compile::Nvcc,
+    backend: &Backend,
     mode: Mode,
     module: &Module,
     units: &[Unit],
@@ -338,23 +439,50 @@ fn consult(
     let cuda = crate::oracle::cuda_structs(module);
     let (essential, extra, layout) = crate::oracle::questions(module, &cuda);
     let compile_all = |probes: &[Probe<ProbeKey>]| -> Result<Vec<Object>, (usize, String)> {
-        let jobs: Vec<(Vec<String>, String, String)> = units
+        let texts: Vec<String> = units
             .iter()
             .enumerate()
             .map(|(ui, unit)| {
                 let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
-                let text =
-                    format!("{}\n{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.prologue, unit.text, probe::code(&mine));
-                (nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options), text, unit.name.clone())
+                format!("{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.text, probe::code(&mine))
             })
             .collect();
-        nvcc::compile_units(nvcc, mode, &jobs)
+        let results: Vec<Result<Object, String>> = match backend {
+            Backend::Nvcc(nvcc) => {
+                let jobs: Vec<(Vec<String>, String, String)> = units
+                    .iter()
+                    .zip(&texts)
+                    .map(|(unit, text)| {
+                        let args = nvcc::unit_args(mode, &module.archs, &unit.include_dirs, &module.options);
+                        (args, format!("{}\n{text}", unit.prologue), unit.name.clone())
+                    })
+                    .collect();
+                nvcc::compile_units(nvcc, mode, &jobs)
+            }
+            // One unit after another: NVRTC in one process is not documented as safe to run
+            // from several threads at once.
+            Backend::Nvrtc(n, _) => units
+                .iter()
+                .zip(&texts)
+                .map(|(unit, text)| {
+                    let req = compile::Request {
+                        source: text,
+                        line_directive: &unit.prologue,
+                        options: &module.options,
+                        archs: &module.archs,
+                        include_dirs: &unit.include_dirs,
+                    };
+                    nvrtc::compile_unit(n, mode, &req, &unit.name)
+                })
+                .collect(),
+        };
+        results
             .into_iter()
             .enumerate()
             .map(|(ui, r)| {
                 r.map_err(|log| {
                     let name = &units[ui].name;
-                    (ui, format!("nvcc {} failed to compile `{name}` (relocatable device code):\n{log}", nvcc.version))
+                    (ui, format!("{} failed to compile `{name}` (relocatable device code):\n{log}", backend.name()))
                 })
             })
             .collect()
@@ -365,10 +493,11 @@ fn consult(
         objects = compile_all(&[essential.clone(), extra].concat());
     }
     let objects = objects.or_else(|_| compile_all(&essential))?;
-    let image = link(nvcc, mode, module, units, &objects)?;
+    let image = link(backend, mode, module, units, &objects)?;
     let ptx: String = objects.iter().map(|o| o.ptx.as_str()).collect::<Vec<_>>().join("\n");
+    let symbols: Vec<(String, String)> = objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect();
     Ok(Compiled {
-        answers: Answers::from_ptx(&ptx),
+        answers: Answers::from_ptx(&ptx).with_symbols(&symbols),
         entries: ptx::entries(&ptx),
         image,
         deps: objects.iter().flat_map(|o| o.deps.iter().cloned()).collect(),
@@ -384,7 +513,7 @@ fn key(p: &Probe<ProbeKey>) -> &ProbeKey {
 
 /// Checks the symbols across units and device-links them into the module's image.
 fn link(
-    nvcc: &compile::Nvcc,
+    backend: &Backend,
     mode: Mode,
     module: &Module,
     units: &[Unit],
@@ -395,20 +524,31 @@ fn link(
     if let Some(p) = symbols::var_mismatches(&table).into_iter().next() {
         return Err((p.unit, p.message));
     }
-    let inputs: Vec<(&str, &[u8])> =
-        units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
-    let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(|log| {
+    let explain = |log: String| {
         let undefined = symbols::undefined_in_log(&log);
         let problems = symbols::explain_undefined(&undefined, &table);
         match problems.into_iter().next() {
             Some(p) => (p.unit, p.message),
             None => (0, format!("the device link of {} failed:\n{log}", names(units))),
         }
-    })?;
+    };
     let mut targets: Vec<String> = module.archs.iter().map(|a| a.sm()).collect();
     targets.sort();
     targets.dedup();
-    Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release() })
+    match backend {
+        Backend::Nvcc(nvcc) => {
+            let inputs: Vec<(&str, &[u8])> =
+                units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
+            let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(explain)?;
+            Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release() })
+        }
+        Backend::Nvrtc(n, jl) => {
+            let inputs: Vec<(&str, &Object)> = units.iter().map(|u| u.name.as_str()).zip(objects).collect();
+            let cubins = nvrtc::device_link(n, jl, mode, &module.archs, &inputs).map_err(explain)?;
+            // No PTX: see the `nvrtc` module's docs.
+            Ok(Image::Cubins { cubins, ptx: String::new(), ptx_target: String::new(), release: n.release() })
+        }
+    }
 }
 
 fn names(units: &[Unit]) -> String {

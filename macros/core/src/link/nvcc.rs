@@ -28,6 +28,12 @@ pub struct Object {
     pub ptx: String,
     /// Headers it read outside the toolkit.
     pub deps: Vec<PathBuf>,
+    /// Build-time NVRTC: `(sm_XX, relocatable cubin or LTO-IR)` per architecture, the link's
+    /// inputs (`bytes` is then empty); empty for nvcc.
+    pub per_arch: Vec<(String, Vec<u8>)>,
+    /// Build-time NVRTC: `(probe key, symbol)` of the kernel addresses it resolved as name
+    /// expressions; empty for nvcc (whose PTX holds them).
+    pub symbols: Vec<(String, String)>,
 }
 
 /// How units are compiled.
@@ -120,7 +126,13 @@ pub fn compile_units(nvcc: &Nvcc, mode: Mode, units: &[(Vec<String>, String, Str
 fn object(entry: Entry) -> Option<Object> {
     let Ok([bytes]) = <[Vec<u8>; 1]>::try_from(entry.blobs) else { return None };
     let Ok([ptx]) = <[String; 1]>::try_from(entry.strings) else { return None };
-    (!bytes.is_empty()).then(|| Object { bytes, ptx, deps: entry.deps.into_iter().map(|d| d.path).collect() })
+    (!bytes.is_empty()).then(|| Object {
+        bytes,
+        ptx,
+        deps: entry.deps.into_iter().map(|d| d.path).collect(),
+        per_arch: Vec::new(),
+        symbols: Vec::new(),
+    })
 }
 
 fn run(

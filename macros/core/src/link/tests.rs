@@ -155,3 +155,15 @@ fn link_options_parse_and_contradict() {
     let e = parse(r#""k", rdc = true, rdc = true"#).err().unwrap().to_string();
     assert!(e.contains("`rdc` is given twice"), "{e}");
 }
+
+#[test]
+fn an_unusable_nvjitlink_variable_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var(super::nvjitlink::NVJITLINK_VAR, dir.path());
+    let e = super::nvjitlink::search(std::path::Path::new("/nonexistent/lib/libnvrtc.so.13")).unwrap_err();
+    std::env::set_var(super::nvjitlink::NVJITLINK_VAR, dir.path().join("libnvJitLink.so.13"));
+    let e2 = super::nvjitlink::search(std::path::Path::new("libnvrtc.so.13")).unwrap_err();
+    std::env::remove_var(super::nvjitlink::NVJITLINK_VAR);
+    assert!(e.starts_with("CUDA_EMBED_NVJITLINK=") && e.contains("no libnvJitLink.so.13"), "{e}");
+    assert!(e2.contains("cannot load"), "{e2}");
+}

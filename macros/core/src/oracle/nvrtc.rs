@@ -200,7 +200,7 @@ pub struct Output {
 
 /// NVRTC's options for `arch`: the architecture, the toolkit headers, `-I` per include directory,
 /// then the user's options as written.
-fn args(n: &Nvrtc, req: &Request<'_>, arch: &Arch) -> Vec<String> {
+pub(crate) fn args(n: &Nvrtc, req: &Request<'_>, arch: &Arch) -> Vec<String> {
     let mut a = vec![format!("--gpu-architecture={}", arch.sm())];
     let mut toolkit = toolkit_include_dirs();
     for d in &n.include {
@@ -216,7 +216,7 @@ fn args(n: &Nvrtc, req: &Request<'_>, arch: &Arch) -> Vec<String> {
 
 /// The library's identity for cache keys: its resolved file, size and modification time, and
 /// its version.
-fn identity(n: &Nvrtc) -> String {
+pub(crate) fn identity(n: &Nvrtc) -> String {
     let real = std::fs::canonicalize(&n.path).unwrap_or_else(|_| n.path.clone());
     let meta = std::fs::metadata(&real).ok();
     let size = meta.as_ref().map_or(0, |m| m.len());
@@ -253,14 +253,15 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
     let mut lowered = Vec::new();
     for a in &archs {
         let first = *a == lowest;
-        let (cubin, p, l) = run(n, &text, &args(n, req, a), if first { exprs } else { &[] }).map_err(|log| {
-            // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
-            let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
-            super::echo::restore(&log, req.source).replace("\"kernel.cu\"", &format!("\"{file}\""))
-        })?;
+        let (cubin, p, l) =
+            run(n, &text, &args(n, req, a), if first { exprs } else { &[] }, Emit::Cubin).map_err(|log| {
+                // NVRTC's summary line names the program; the diagnostics already name the `#line` file.
+                let file = req.line_directive.split('"').nth(1).unwrap_or("the CUDA source");
+                super::echo::restore(&log, req.source).replace("\"kernel.cu\"", &format!("\"{file}\""))
+            })?;
         cubins.push((a.sm(), cubin));
         if first {
-            ptx = p;
+            ptx = p.unwrap_or_default();
             lowered = l;
         }
     }
@@ -302,9 +303,22 @@ fn output(entry: Entry, archs: &[Arch], exprs: usize) -> Option<Output> {
 
 type Prog = *mut c_void;
 
-/// One NVRTC compile of `text` with `options`: the cubin, the PTX and the lowered name of each
-/// of `exprs`.
-fn run(n: &Nvrtc, text: &str, options: &[String], exprs: &[String]) -> Result<(Vec<u8>, String, Vec<String>), String> {
+/// What [`run`] reads back from a compiled program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Emit {
+    /// The cubin and the PTX (with `-rdc=true`, relocatable code for a link).
+    Cubin,
+    /// LTO-IR (compiled with `-dlto`), which has no PTX.
+    LtoIr,
+}
+
+/// The output of [`run`]: the binary (cubin or LTO-IR), the PTX (for [`Emit::Cubin`]) and the
+/// lowered name of each name expression.
+pub(crate) type Ran = (Vec<u8>, Option<String>, Vec<String>);
+
+/// One NVRTC compile of `text` with `options`: the cubin (or LTO-IR), the PTX and the lowered
+/// name of each of `exprs`.
+pub(crate) fn run(n: &Nvrtc, text: &str, options: &[String], exprs: &[String], emit: Emit) -> Result<Ran, String> {
     type Create = unsafe extern "C" fn(
         *mut Prog,
         *const c_char,
@@ -341,6 +355,11 @@ fn run(n: &Nvrtc, text: &str, options: &[String], exprs: &[String]) -> Result<(V
             sym::<Size>(l, b"nvrtcGetPTXSize\0")?,
             sym::<Get>(l, b"nvrtcGetPTX\0")?,
         )
+    };
+    let lto_ir = match emit {
+        Emit::Cubin => None,
+        // SAFETY: as above.
+        Emit::LtoIr => unsafe { Some((sym::<Size>(l, b"nvrtcGetLTOIRSize\0")?, sym::<Get>(l, b"nvrtcGetLTOIR\0")?)) },
     };
     let src = CString::new(text).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
     let opts: Vec<CString> = options
@@ -399,12 +418,16 @@ fn run(n: &Nvrtc, text: &str, options: &[String], exprs: &[String]) -> Result<(V
         let log = String::from_utf8_lossy(&text[..end]).trim_end().to_string();
         return Err(if log.is_empty() { format!("nvrtcCompileProgram failed ({r})") } else { log });
     }
-    let bin = read(cubin_size, cubin, "cubin")?;
-    let mut p = read(ptx_size, ptx, "PTX")?;
-    while p.last() == Some(&0) {
-        p.pop();
-    }
-    let ptx = String::from_utf8(p).map_err(|_| "NVRTC's PTX is not UTF-8".to_string())?;
+    let (bin, ptx) = match lto_ir {
+        Some((size, get)) => (read(size, get, "LTO-IR")?, None),
+        None => {
+            let mut p = read(ptx_size, ptx, "PTX")?;
+            while p.last() == Some(&0) {
+                p.pop();
+            }
+            (read(cubin_size, cubin, "cubin")?, Some(String::from_utf8(p).map_err(|_| "NVRTC's PTX is not UTF-8")?))
+        }
+    };
     let mut lowered = Vec::with_capacity(names.len());
     for (e, text) in names.iter().zip(exprs) {
         let mut out: *const c_char = std::ptr::null();

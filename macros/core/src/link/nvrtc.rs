@@ -1,0 +1,161 @@
+//! The build-time NVRTC side of separate compilation, for builds with libnvrtc but no nvcc:
+//! each translation unit compiled by NVRTC for every architecture (`-rdc=true`: relocatable
+//! cubins; with LTO `-dlto`: LTO-IR), then linked per architecture by nvJitLink
+//! ([`super::nvjitlink`]) with `libcudadevrt.a` into one cubin each, which the module embeds as
+//! build-time NVRTC embeds a plain module's cubins.
+//!
+//! The probes are answered as for nvcc: every unit is also compiled with `-rdc=true` for the
+//! lowest architecture, and its PTX (with the kernel symbols NVRTC resolves as name expressions,
+//! since it cannot take a kernel's address in device code) is what the checker reads. Each unit's
+//! compile is cached like a plain module's, keyed by the library, the mode, the arguments and the
+//! full text; the link is not cached.
+//!
+//! The linked image holds cubins only (nvJitLink writes PTX only of an LTO link, and the device
+//! runtime library has none): a GPU that none of them runs on cannot load it, and the error at
+//! load says to list its architecture in `archs`.
+
+use super::nvcc::{device_runtime_dir, Mode, Object};
+use super::nvjitlink::{Input, NvJitLink};
+use crate::oracle::nvcc::{Arch, Request};
+use crate::oracle::nvrtc::{self, Emit, Nvrtc};
+use crate::oracle::probe;
+use cuda_embed_source::cache::{self, Dep, Entry, Store};
+use cuda_embed_source::includes::Scanner;
+use cuda_embed_source::key::Key;
+use std::path::{Path, PathBuf};
+
+/// The key scheme of relocatable unit compiles by NVRTC.
+const KEY_SCHEME: &str = "cuda-embed nvrtc rdc unit v1";
+
+fn sorted(archs: &[Arch]) -> Vec<Arch> {
+    let mut a = archs.to_vec();
+    a.sort();
+    a.dedup();
+    a
+}
+
+/// NVRTC's arguments for one unit, `arch` and `emit`: the plain module's, plus `-rdc=true`
+/// (and `-dlto` for LTO-IR).
+fn unit_args(n: &Nvrtc, req: &Request<'_>, arch: &Arch, emit: Emit) -> Vec<String> {
+    let mut a = nvrtc::args(n, req, arch);
+    a.push("-rdc=true".into());
+    if emit == Emit::LtoIr {
+        a.push("-dlto".into());
+    }
+    a
+}
+
+/// Compiles one unit (`req.source` holds the probes) for every architecture, or returns the
+/// cached result. `label` names the unit in NVRTC's log. `Err` is the log.
+pub fn compile_unit(n: &Nvrtc, mode: Mode, req: &Request<'_>, label: &str) -> Result<Object, String> {
+    let archs = sorted(req.archs);
+    let Some(lowest) = archs.first().cloned() else {
+        return Err("no target architecture".into());
+    };
+    let (source, addresses) = probe::take_kernel_addresses(req.source);
+    let exprs: Vec<String> = addresses.iter().map(|a| a.1.clone()).collect();
+    let req = Request { source: &source, ..*req };
+    let emit = if mode == Mode::Lto { Emit::LtoIr } else { Emit::Cubin };
+    let mut key = Key::new(KEY_SCHEME);
+    key.field("nvrtc", nvrtc::identity(n))
+        .field("mode", format!("{mode:?}"))
+        .field("line", req.line_directive)
+        .field("source", req.source)
+        .list("exprs", &exprs);
+    for a in &archs {
+        key.list("args", unit_args(n, &req, a, emit));
+    }
+    let key = key.finish();
+    let store = Store::new(cache::build_dir(), "rdc");
+    if let Some(hit) = store.read(&key).and_then(|e| object(e, &archs, &addresses)) {
+        return Ok(hit);
+    }
+    let text = format!("{}\n{}", req.line_directive, req.source);
+    let fail = |log: String| log.replace("\"kernel.cu\"", &format!("\"{label}\""));
+    // The probes' PTX (and, without LTO, the lowest architecture's relocatable cubin).
+    let (lowest_bin, ptx, lowered) =
+        nvrtc::run(n, &text, &unit_args(n, &req, &lowest, Emit::Cubin), &exprs, Emit::Cubin).map_err(fail)?;
+    let mut bins = Vec::new();
+    for a in &archs {
+        if *a == lowest && emit == Emit::Cubin {
+            bins.push(lowest_bin.clone());
+        } else {
+            // The name expressions also instantiate the templates they name, in every image.
+            bins.push(nvrtc::run(n, &text, &unit_args(n, &req, a, emit), &exprs, emit).map_err(fail)?.0);
+        }
+    }
+    let scan = Scanner::new(req.include_dirs).scan(req.source, req.include_dirs.first().map(PathBuf::as_path));
+    let deps: Vec<Dep> = scan.headers.iter().filter_map(|h| h.path.clone()).filter_map(Dep::of_file).collect();
+    let mut strings = vec![ptx.unwrap_or_default()];
+    strings.extend(lowered);
+    let entry = Entry { blobs: bins, strings, deps };
+    store.write_or_warn(&key, &entry); // an unwritable cache only costs time
+    object(entry, &archs, &addresses).ok_or_else(|| format!("NVRTC produced no relocatable code for `{label}`"))
+}
+
+/// The object a cache entry holds: one non-empty binary per architecture, the PTX, and one
+/// lowered name per kernel-address probe (else `None`).
+fn object(entry: Entry, archs: &[Arch], addresses: &[(String, String)]) -> Option<Object> {
+    let mut strings = entry.strings.into_iter();
+    let ptx = strings.next().filter(|p| !p.is_empty())?;
+    let lowered: Vec<String> = strings.collect();
+    if lowered.len() != addresses.len() || entry.blobs.len() != archs.len() || entry.blobs.iter().any(Vec::is_empty) {
+        return None;
+    }
+    Some(Object {
+        bytes: Vec::new(),
+        ptx,
+        deps: entry.deps.into_iter().map(|d| d.path).collect(),
+        per_arch: archs.iter().map(Arch::sm).zip(entry.blobs).collect(),
+        symbols: addresses.iter().map(|a| a.0.clone()).zip(lowered).collect(),
+    })
+}
+
+/// `libcudadevrt.a` of the toolkit NVRTC came from (`<lib>/..`) or of a toolkit root, if any.
+pub fn device_runtime(n: &Nvrtc) -> Option<PathBuf> {
+    let mut roots: Vec<PathBuf> = n.path.parent().and_then(Path::parent).map(Path::to_path_buf).into_iter().collect();
+    roots.extend(cuda_embed_source::options::toolkit_roots());
+    roots.iter().find_map(|r| device_runtime_dir(r)).map(|d| d.join("libcudadevrt.a"))
+}
+
+/// Links `objects` (`(label, object)`, in order) with `libcudadevrt` for every arch: the
+/// `(sm_XX, cubin)` list of the image. `Err` is nvJitLink's log (inputs named by their labels).
+pub fn device_link(
+    n: &Nvrtc,
+    jl: &NvJitLink,
+    mode: Mode,
+    archs: &[Arch],
+    objects: &[(&str, &Object)],
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let devrt = device_runtime(n);
+    let devrt_bytes = match &devrt {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
+        None => None,
+    };
+    let kind = if mode == Mode::Lto { Input::LtoIr } else { Input::Cubin };
+    let mut out = Vec::new();
+    for arch in sorted(archs) {
+        let sm = arch.sm();
+        let mut inputs: Vec<(Input, &str, &[u8])> = Vec::new();
+        for (label, o) in objects {
+            let bin = o.per_arch.iter().find(|b| b.0 == sm).ok_or_else(|| format!("`{label}` has no code for {sm}"))?;
+            inputs.push((kind, label, &bin.1));
+        }
+        if let Some(b) = &devrt_bytes {
+            inputs.push((Input::Library, "libcudadevrt.a", b));
+        }
+        let cubin = jl.link(&sm, mode == Mode::Lto, &inputs).map_err(|mut log| {
+            if devrt.is_none() && log.contains("__cudaCDP") {
+                log.push_str(&format!(
+                    "\nno libcudadevrt.a was found next to {} or under a toolkit root (lib64/, lib/, targets/*/lib/): \
+                     kernels that launch kernels need the CUDA device runtime library (the nvidia-cuda-runtime wheel \
+                     ships it)",
+                    n.path.display()
+                ));
+            }
+            log
+        })?;
+        out.push((sm, cubin));
+    }
+    Ok(out)
+}
