@@ -580,7 +580,7 @@ fn tuple_value_errors() {
         ),
         (
             "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let (p, q, r) = f(x[0]); } }",
-            "the pattern has 3 names, the value is `(f32, f32)`",
+            "the pattern `(p, q, r)` has 3 elements, the value is `(f32, f32)`",
         ),
         (
             "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let p = f(x[0]); x[0] = p.2; } }",
@@ -591,8 +591,8 @@ fn tuple_value_errors() {
             "a tuple pattern is bound to a tuple",
         ),
         (
-            "mod m { #[device] fn f(a: f32) -> (f32, Float4) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
-            "a tuple of scalars",
+            "mod m { #[device] fn f(a: f32) -> (f32, String) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "a tuple of these (`(f32, u32)`, `((f32, u32), Float4)`)",
         ),
     ] {
         let e = match module_source("", module) {
