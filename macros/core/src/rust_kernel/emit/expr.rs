@@ -596,6 +596,13 @@ impl Emitter<'_> {
                 self.tuple_assign_values(inner, e, temps)?;
                 continue;
             }
+            if let Expr::Infer(_) = target {
+                // `_`: the value is computed, for its effects, and dropped.
+                let v = self.expr(e, None)?;
+                let text = format!("(void)({});", v.code);
+                self.push(&text);
+                continue;
+            }
             let place = self.place(target)?;
             let v = self.expr_as(e, &place.ty)?;
             if unify(&place.ty, &v.ty).is_none() {
