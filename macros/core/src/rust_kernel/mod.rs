@@ -230,8 +230,7 @@ fn with_half_headers(src: String) -> String {
     if uses(&["make_half2", "__float2half", "__half2float"]) && !uses(&["__half", "__half2"]) {
         head.push_str("#include <cuda_fp16.h>\n");
     }
-    if uses(&["make_bfloat162", "__float2bfloat16", "__bfloat162float"])
-        && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
+    if uses(&["make_bfloat162", "__float2bfloat16", "__bfloat162float"]) && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
     {
         head.push_str("#include <cuda_bf16.h>\n");
     }

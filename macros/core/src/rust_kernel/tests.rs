@@ -683,8 +683,14 @@ fn nested_tuple_errors() {
         (k("let ((a, b), c): (f32, f32) = f(x[0]);"), "expected `(f32, f32)`, found `((f32, u32), f32)`"),
         (k("let (a, b): f32 = f(x[0]);"), "a tuple pattern has a tuple type, found `f32`"),
         (k("let t: ((f32, u32), f32) = ((1.0, 2), 3.0f64);"), "expected `f32`, found `f64`"),
-        (k("let ((a, b), c) = ((1.0f32, 2u32), 3.0f32); ((a, b), c) = ((x[0], 1), 1.0);"), "cannot assign twice to immutable variable `a`"),
-        (k("let (mut a, mut b) = (1.0f32, 2.0f32); ((a, b), b) = (x[0], 1.0);"), "a tuple is assigned a tuple of values"),
+        (
+            k("let ((a, b), c) = ((1.0f32, 2u32), 3.0f32); ((a, b), c) = ((x[0], 1), 1.0);"),
+            "cannot assign twice to immutable variable `a`",
+        ),
+        (
+            k("let (mut a, mut b) = (1.0f32, 2.0f32); ((a, b), b) = (x[0], 1.0);"),
+            "a tuple is assigned a tuple of values",
+        ),
         (k("let (a, b) = (x, 1.0);"), "a tuple holds scalars, CUDA vector types and tuples, found `&mut [f32]`"),
     ] {
         let e = match module_source("", &module) {

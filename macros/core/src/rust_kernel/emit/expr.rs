@@ -157,7 +157,10 @@ impl Emitter<'_> {
                 (Some(w), ty) if unify(&w, ty).is_some() => w,
                 (Some(w), ty) => return err(e, format!("mismatched types: expected `{w}`, found `{ty}`")),
                 (None, ty) => ty.tuple_element().ok_or_else(|| {
-                    syn::Error::new(e.span(), format!("a tuple holds scalars, CUDA vector types and tuples, found `{ty}`"))
+                    syn::Error::new(
+                        e.span(),
+                        format!("a tuple holds scalars, CUDA vector types and tuples, found `{ty}`"),
+                    )
                 })?,
             };
             if v.ty.is_literal() {

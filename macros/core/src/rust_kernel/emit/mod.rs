@@ -456,7 +456,10 @@ impl<'a> Emitter<'a> {
         let computed = matches!(src, Source::Expr(_));
         let want = match ty {
             Some(t) => Some(value_type(t)?.ok_or_else(|| {
-                syn::Error::new_spanned(t, "a tuple holds scalars, CUDA vector types (`Float4`, `Half2`, ...) and tuples")
+                syn::Error::new_spanned(
+                    t,
+                    "a tuple holds scalars, CUDA vector types (`Float4`, `Half2`, ...) and tuples",
+                )
             })?),
             None => None,
         };
