@@ -945,7 +945,7 @@ fn tuple_results_of_device_functions_match_cpu() {
 
 /// `Half2`/`Bf162` (CUDA `__half2`, `__nv_bfloat162`): by value and in slices, `+ - * /` and
 /// unary `-` (CUDA's `__hadd2` ... `__hneg2`), fields read and written, `Half2::new`
-/// (`make_half2`), a shared array of them and a `#[device]` function taking and returning them.
+/// (`__halves2half2`), a shared array of them and a `#[device]` function taking and returning them.
 #[cuda_embed::kernels]
 mod halves {
     use cuda_embed::device::*;
@@ -972,6 +972,21 @@ mod halves {
             q[i].y = b.x;
         }
     }
+}
+
+#[test]
+fn half2_and_nested_tuples_translate_to_cuda_types() {
+    let h = halves::half2_ops::CUDA_SOURCE;
+    assert!(h.contains("__half2 a, const __half2* __restrict__ x, size_t x__len"), "{h}");
+    assert!(h.contains("return __hadd2(__hmul2(a, x), y);"), "{h}");
+    assert!(h.contains("__shared__ __nv_bfloat162 tile[256];"), "{h}");
+    let t = nested::nested_tuples::CUDA_SOURCE;
+    assert!(
+        t.contains(
+            "struct __ce_tuple_T2_f32_f32_T2_bool_Float2 { __ce_tuple_f32_f32 _0; __ce_tuple_bool_Float2 _1; };"
+        ),
+        "{t}"
+    );
 }
 
 #[test]

@@ -221,16 +221,16 @@ pub fn translate_module(
 }
 
 /// `src` with `cuda_fp16.h`/`cuda_bf16.h` included where it calls their functions without
-/// naming their types (`Half2::new(a, b).x` is `make_half2(...).x`): the pipeline includes a
+/// naming their types (`Half2::new(a, b).x` is `__halves2half2(...).x`): the pipeline includes a
 /// header for the type names only (`front::automatic_includes`).
 fn with_half_headers(src: String) -> String {
     let words: Vec<&str> = crate::front::words(&src).collect();
     let uses = |names: &[&str]| words.iter().any(|w| names.contains(w));
     let mut head = String::new();
-    if uses(&["make_half2", "__float2half", "__half2float"]) && !uses(&["__half", "__half2"]) {
+    if uses(&["__halves2half2", "__float2half", "__half2float"]) && !uses(&["__half", "__half2"]) {
         head.push_str("#include <cuda_fp16.h>\n");
     }
-    if uses(&["make_bfloat162", "__float2bfloat16", "__bfloat162float"]) && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
+    if uses(&["__halves2bfloat162", "__float2bfloat16", "__bfloat162float"]) && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
     {
         head.push_str("#include <cuda_bf16.h>\n");
     }

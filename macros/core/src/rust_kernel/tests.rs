@@ -445,14 +445,14 @@ fn h2(a: Half2, x: &[Half2], y: &mut [Half2], b: &mut [Bf162], s: &mut [f32]) {
 
 #[test]
 fn half_headers_come_with_their_functions() {
-    // Only `make_half2` and `__float2half` name fp16: the header is included for them.
+    // Only `__halves2half2` and `__float2half` name fp16: the header is included for them.
     let src = translated(
         "bounds_checks = false",
         "fn k(s: &mut [f32]) { s[0] = Half2::new(1.0, 2.0).y as f32 + Bf162::new(0.5, 1.5).x as f32; }",
     )
     .unwrap();
     assert!(src.contains("#include <cuda_fp16.h>\n") && src.contains("#include <cuda_bf16.h>\n"), "{src}");
-    assert!(src.contains("make_half2(__float2half(1.0f), __float2half(2.0f)).y"), "{src}");
+    assert!(src.contains("__halves2half2(__float2half(1.0f), __float2half(2.0f)).y"), "{src}");
     // A kernel naming the type leaves the include to the pipeline (`automatic_includes`).
     let src = translated("", "fn k(h: &mut [Half2]) { h[0] = Half2::new(1.0, 2.0); }").unwrap();
     assert!(!src.contains("#include"), "{src}");

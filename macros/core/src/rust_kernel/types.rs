@@ -165,7 +165,7 @@ impl Scalar {
 
 /// A CUDA vector type (`float4`, `int2`, ..., `__half2`, `__nv_bfloat162`): the runtime's
 /// `Float4`, `Int2`, ..., `Half2`, `Bf162` on the host, fields `.x .y .z .w`, built with
-/// `Float4::new(a, b, c, d)` (C++ `make_float4`; `make_half2`, `make_bfloat162`).
+/// `Float4::new(a, b, c, d)` (C++ `make_float4`; `__halves2half2`, `__halves2bfloat162`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vector {
     /// The component type.
@@ -266,12 +266,13 @@ impl Vector {
         }
     }
 
-    /// The C++ function building one from its components (`make_float4`, `make_half2`,
-    /// `make_bfloat162`: `cuda_fp16.h` and `cuda_bf16.h` name theirs so).
+    /// The C++ function building one from its components (`make_float4`; `__halves2half2` and
+    /// `__halves2bfloat162` for the half types: every toolkit with `cuda_bf16.h` has them, while
+    /// their `make_half2`/`make_bfloat162` are recent).
     pub fn make(self) -> String {
         match self.rust {
-            "Half2" => "make_half2".into(),
-            "Bf162" => "make_bfloat162".into(),
+            "Half2" => "__halves2half2".into(),
+            "Bf162" => "__halves2bfloat162".into(),
             _ => format!("make_{}", self.cpp()),
         }
     }
@@ -531,9 +532,9 @@ mod tests {
         assert!(Vector::from_name("Double4").is_none());
         assert!(Vector::from_name("Float5").is_none());
         let h = Vector::from_name("Half2").unwrap();
-        assert_eq!((h.elem, h.len, h.cpp(), h.make()), (Scalar::F16, 2, "__half2".into(), "make_half2".into()));
+        assert_eq!((h.elem, h.len, h.cpp(), h.make()), (Scalar::F16, 2, "__half2".into(), "__halves2half2".into()));
         let b = Vector::from_name("Bf162").unwrap();
-        assert_eq!((b.elem, b.cpp(), b.make()), (Scalar::Bf16, "__nv_bfloat162".into(), "make_bfloat162".into()));
+        assert_eq!((b.elem, b.cpp(), b.make()), (Scalar::Bf16, "__nv_bfloat162".into(), "__halves2bfloat162".into()));
         assert_eq!((h.intrinsic("*"), b.intrinsic("-"), h.intrinsic("%")), (Some("__hmul2"), Some("__hsub2"), None));
         assert!(Vector::from_name("Half1").is_none() && Vector::from_name("Half4").is_none());
         assert_eq!(v.intrinsic("+"), None, "float4 has no operators");
