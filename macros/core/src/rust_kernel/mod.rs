@@ -230,7 +230,8 @@ fn with_half_headers(src: String) -> String {
     if uses(&["__halves2half2", "__float2half", "__half2float"]) && !uses(&["__half", "__half2"]) {
         head.push_str("#include <cuda_fp16.h>\n");
     }
-    if uses(&["__halves2bfloat162", "__float2bfloat16", "__bfloat162float"]) && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
+    if uses(&["__halves2bfloat162", "__float2bfloat16", "__bfloat162float"])
+        && !uses(&["__nv_bfloat16", "__nv_bfloat162"])
     {
         head.push_str("#include <cuda_bf16.h>\n");
     }
