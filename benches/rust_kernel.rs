@@ -12,32 +12,17 @@
 
 include!("../tests/kernels/rust_kernels.rs");
 
+mod common;
+
+use common::{gpu_ms, median};
 use cuda_embed::{CudaStream, LaunchConfig};
 use std::sync::Arc;
 
 const REPS: usize = 15;
 const INNER: usize = 10;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Milliseconds per call of `f` over INNER calls, between two events.
-fn once(stream: &Arc<CudaStream>, f: &mut dyn FnMut() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
-    let ctx = stream.context();
-    let flags = Some(cuda_embed::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
-    a.record(stream)?;
-    for _ in 0..INNER {
-        f()?;
-    }
-    b.record(stream)?;
-    b.synchronize()?;
-    Ok(a.elapsed_ms(&b)? as f64 / INNER as f64)
-}
-
-/// Median milliseconds of `a` and of `b`, timed alternately.
+/// Median milliseconds of `a` and of `b`, timed alternately: after 3 warm-up calls of each,
+/// REPS repetitions of INNER calls of `a`, then of `b` (one `gpu_ms` measurement each).
 fn pair(
     stream: &Arc<CudaStream>,
     mut a: impl FnMut() -> cuda_embed::Result<()>,
@@ -49,8 +34,8 @@ fn pair(
     }
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for _ in 0..REPS {
-        ta.push(once(stream, &mut a)?);
-        tb.push(once(stream, &mut b)?);
+        ta.push(gpu_ms(stream, (0, 1, INNER), &mut a)?);
+        tb.push(gpu_ms(stream, (0, 1, INNER), &mut b)?);
     }
     Ok((median(ta), median(tb)))
 }

@@ -7,7 +7,58 @@ mod common;
 include!("kernels/rust_kernels.rs");
 
 use common::{close, data, gpu};
-use cuda_embed::{Error, LaunchConfig};
+use cuda_embed::cudarc::driver::DeviceRepr;
+use cuda_embed::{CudaSlice, CudaStream, Error, LaunchConfig};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Copies `v` to the device.
+fn up<T: DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {
+    stream.clone_htod(v).expect("copy to the device")
+}
+
+/// Copies `d` back to the host.
+fn down<T: DeviceRepr>(stream: &Arc<CudaStream>, d: &CudaSlice<T>) -> Vec<T> {
+    stream.clone_dtoh(d).expect("copy to the host")
+}
+
+/// Runs `launch`, then the kernel's `check_errors`: the launch and no out-of-range index.
+fn launch_checked(
+    stream: &CudaStream,
+    launch: impl FnOnce() -> cuda_embed::Result<()>,
+    check: impl FnOnce(&CudaStream) -> cuda_embed::Result<()>,
+) {
+    launch().expect("launch");
+    check(stream).expect("no out-of-range index");
+}
+
+/// Asserts `got[i] == want(i)` for each element, naming `what` and the index.
+fn assert_each<T: PartialEq + Debug>(got: &[T], what: &str, want: impl Fn(usize) -> T) {
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(*g, want(i), "{what} {i}");
+    }
+}
+
+/// Asserts `ok(&got[i], &want(i))` for each element, naming `what`, the index and both values.
+fn assert_each_near<T: Debug, W: Debug>(got: &[T], what: &str, want: impl Fn(usize) -> W, ok: impl Fn(&T, &W) -> bool) {
+    for (i, g) in got.iter().enumerate() {
+        let w = want(i);
+        assert!(ok(g, &w), "{what} {i}: {g:?} vs {w:?}");
+    }
+}
+
+/// Explicit mantissa bits of `f16`, for [`within_ulps`].
+const F16_BITS: i32 = 10;
+/// Explicit mantissa bits of `bf16`, for [`within_ulps`].
+const BF16_BITS: i32 = 7;
+
+/// Whether `got` is within `ulps` units in the last place of `scale` (the largest magnitude the
+/// computation passed through) of `want`, in a float of `bits` mantissa bits: a fused
+/// multiply-add on the GPU (one rounding where the CPU rounds twice) moves the product's rounding
+/// error (half an ulp of it) into the sum, which may then round the other way (one ulp of it).
+fn within_ulps(got: f32, want: f32, scale: f32, bits: i32, ulps: f32) -> bool {
+    (got - want).abs() <= ulps * scale.abs().max(f32::MIN_POSITIVE) * 2f32.powi(-bits)
+}
 
 /// Doubles each element; the `<=` lets the last thread index one past the end.
 #[cuda_embed::kernel]
@@ -73,28 +124,27 @@ fn the_generated_source_can_be_read() {
 fn saxpy_matches_cpu_checked_and_unchecked() {
     let stream = gpu();
     let n = 1_000_003;
-    let xs = data(n, 1);
-    let ys = data(n, 2);
-    let x = stream.clone_htod(&xs).unwrap();
+    let (xs, ys) = (data(n, 1), data(n, 2));
+    let x = up(&stream, &xs);
     for checked in [true, false] {
-        let mut y = stream.clone_htod(&ys).unwrap();
+        let mut y = up(&stream, &ys);
         if checked {
-            unsafe { saxpy_checked::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
-            saxpy_checked::check_errors(&stream).unwrap();
+            launch_checked(
+                &stream,
+                || unsafe { saxpy_checked::launch(&stream, cfg(n), 2.0, &x, &mut y) },
+                saxpy_checked::check_errors,
+            );
         } else {
             unsafe { saxpy_rs::launch(&stream, cfg(n), 2.0, &x, &mut y).unwrap() };
         }
-        let out = stream.clone_dtoh(&y).unwrap();
-        for i in 0..n {
-            assert_eq!(out[i], 2.0f32.mul_add(xs[i], ys[i]), "element {i} (checked: {checked})");
-        }
+        assert_each(&down(&stream, &y), &format!("element (checked: {checked})"), |i| 2.0f32.mul_add(xs[i], ys[i]));
     }
     // Views, like a cuda_kernel! launcher.
-    let mut y = stream.clone_htod(&ys).unwrap();
+    let mut y = up(&stream, &ys);
     let xv = x.slice(10..20);
     let mut yv = y.slice_mut(0..10);
     unsafe { saxpy_rs::launch(&stream, cfg(10), 1.0, &xv, &mut yv).unwrap() };
-    let out = stream.clone_dtoh(&y).unwrap();
+    let out = down(&stream, &y);
     assert_eq!(out[0], xs[10] + ys[0]);
     assert_eq!(out[10], ys[10]);
 }
@@ -106,18 +156,17 @@ fn reductions_match_cpu() {
     let n = (1 << 22) + 17;
     let xs = data(n, 3);
     let want: f64 = xs.iter().map(|&v| v as f64).sum();
-    let x = stream.clone_htod(&xs).unwrap();
+    let x = up(&stream, &xs);
     let config = LaunchConfig { grid_dim: (264, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     for which in ["block", "warp"] {
-        let mut out = stream.clone_htod(&[0.0f32]).unwrap();
+        let mut out = up(&stream, &[0.0f32]);
         unsafe {
             match which {
                 "block" => block_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
                 _ => warp_sum_rs::launch(&stream, config, &x, &mut out).unwrap(),
             }
         }
-        let got = stream.clone_dtoh(&out).unwrap()[0] as f64;
-        close(got, want, 1e-3, which);
+        close(down(&stream, &out)[0] as f64, want, 1e-3, which);
     }
 }
 
@@ -127,12 +176,12 @@ fn stencil_and_transpose_match_cpu() {
     let stream = gpu();
     let (w, h) = (1000usize, 517usize);
     let a = data(w * h, 4);
-    let da = stream.clone_htod(&a).unwrap();
-    let mut db = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    let da = up(&stream, &a);
+    let mut db = up(&stream, &vec![0.0f32; w * h]);
     let grid = |bx: usize, by: usize| ((w.div_ceil(bx)) as u32, (h.div_ceil(by)) as u32, 1);
     let c = LaunchConfig { grid_dim: grid(32, 8), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
     unsafe { stencil_rs::launch(&stream, c, w as u32, h as u32, &da, &mut db).unwrap() };
-    let b = stream.clone_dtoh(&db).unwrap();
+    let b = down(&stream, &db);
     for y in 1..h - 1 {
         for x in 1..w - 1 {
             let i = y * w + x;
@@ -141,14 +190,10 @@ fn stencil_and_transpose_match_cpu() {
         }
     }
     let c = LaunchConfig { grid_dim: grid(32, 32), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
-    let mut dt = stream.clone_htod(&vec![0.0f32; w * h]).unwrap();
+    let mut dt = up(&stream, &vec![0.0f32; w * h]);
     unsafe { transpose_rs::launch(&stream, c, w as u32, h as u32, &da, &mut dt).unwrap() };
-    let t = stream.clone_dtoh(&dt).unwrap();
-    for y in 0..h {
-        for x in 0..w {
-            assert_eq!(t[x * h + y], a[y * w + x], "transpose ({x}, {y})");
-        }
-    }
+    // Element x * h + y of the transpose is element y * w + x of `a`.
+    assert_each(&down(&stream, &dt), "transpose", |i| a[(i % h) * w + i / h]);
 }
 
 #[test]
@@ -156,8 +201,8 @@ fn stencil_and_transpose_match_cpu() {
 fn out_of_bounds_index_is_an_error_and_the_context_stays_usable() {
     let stream = gpu();
     let n = 1000;
-    let x = stream.clone_htod(&vec![1.0f32; n]).unwrap();
-    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    let x = up(&stream, &vec![1.0f32; n]);
+    let mut y = up(&stream, &vec![0.0f32; n]);
     unsafe { off_by_one::launch(&stream, cfg(n + 1), &x, &mut y).unwrap() };
     let e = off_by_one::check_errors(&stream).expect_err("thread 1000 indexes one past the end");
     match &e {
@@ -171,11 +216,11 @@ fn out_of_bounds_index_is_an_error_and_the_context_stays_usable() {
     println!("reported: {e}");
     // Cleared after the report; the in-range elements were written; the context still works.
     off_by_one::check_errors(&stream).unwrap();
-    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|&v| v == 2.0));
-    let mut z = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    assert!(down(&stream, &y).iter().all(|&v| v == 2.0));
+    let mut z = up(&stream, &vec![1.0f32; n]);
     unsafe { saxpy_checked::launch(&stream, cfg(n), 1.0, &x, &mut z).unwrap() };
     saxpy_checked::check_errors(&stream).unwrap();
-    assert!(stream.clone_dtoh(&z).unwrap().iter().all(|&v| v == 2.0));
+    assert!(down(&stream, &z).iter().all(|&v| v == 2.0));
 }
 
 #[test]
@@ -184,36 +229,37 @@ fn cpp_device_function_wrapping_integers_and_float_methods() {
     let stream = gpu();
     let n = 4099;
     let xs = data(n, 5);
-    let mut x = stream.clone_htod(&xs).unwrap();
+    let mut x = up(&stream, &xs);
     unsafe { cubes::launch(&stream, cfg(n), &mut x).unwrap() };
-    let got = stream.clone_dtoh(&x).unwrap();
-    for i in 0..n {
-        assert!((got[i] - xs[i] * xs[i] * xs[i]).abs() <= 1e-6, "cube {i}");
-    }
+    assert_each_near(&down(&stream, &x), "cube", |i| xs[i] * xs[i] * xs[i], |g, w| (g - w).abs() <= 1e-6);
 
-    let mut out = stream.clone_htod(&vec![0i32; n]).unwrap();
-    unsafe { lcg::launch(&stream, cfg(n), 0x1234_5678, &mut out).unwrap() };
-    lcg::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&out).unwrap();
-    for (i, &g) in got.iter().enumerate() {
+    let mut out = up(&stream, &vec![0i32; n]);
+    launch_checked(&stream, || unsafe { lcg::launch(&stream, cfg(n), 0x1234_5678, &mut out) }, lcg::check_errors);
+    assert_each(&down(&stream, &out), "lcg", |i| {
         let mut h = 0x1234_5678i32 ^ i as i32;
         for k in 0..4 {
             h = h.wrapping_mul(1103515245).wrapping_add(12345).wrapping_add(k);
         }
-        let want = if h < 0 { h >> 3 } else { h << 1 };
-        assert_eq!(g, want, "lcg {i}");
-    }
+        if h < 0 {
+            h >> 3
+        } else {
+            h << 1
+        }
+    });
 
-    let xd = stream.clone_htod(&xs).unwrap();
-    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    let xd = up(&stream, &xs);
+    let mut y = up(&stream, &vec![0.0f32; n]);
     unsafe { gelu::launch(&stream, cfg(n), &xd, &mut y).unwrap() };
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
+    let want = |i: usize| {
         let v = xs[i];
         let t = (0.797_884_6_f32 * v.mul_add(0.044715 * v * v, v)).tanh();
-        let want = if v.abs() > 10.0 { v.max(0.0) } else { 0.5 * v * (1.0 + t) };
-        assert!((got[i] - want).abs() <= 1e-5, "gelu {i}: {} vs {want}", got[i]);
-    }
+        if v.abs() > 10.0 {
+            v.max(0.0)
+        } else {
+            0.5 * v * (1.0 + t)
+        }
+    };
+    assert_each_near(&down(&stream, &y), "gelu", want, |g, w| (g - w).abs() <= 1e-5);
 }
 
 /// Kernels and the Rust device functions they call, one CUDA module.
@@ -272,16 +318,14 @@ fn device_functions_and_their_bounds_checks() {
     let stream = gpu();
     let n = 3001;
     let xs = data(3 * n, 6);
-    let x = stream.clone_htod(&xs).unwrap();
-    let mut out = stream.clone_htod(&vec![0.0f32; n]).unwrap();
-    unsafe { gpu::norms::launch(&stream, cfg(n), &x, &mut out).unwrap() };
-    gpu::norms::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&out).unwrap();
-    for i in 0..n {
+    let x = up(&stream, &xs);
+    let mut out = up(&stream, &vec![0.0f32; n]);
+    launch_checked(&stream, || unsafe { gpu::norms::launch(&stream, cfg(n), &x, &mut out) }, gpu::norms::check_errors);
+    let want = |i: usize| {
         let (a, b, c) = (xs[3 * i], xs[3 * i + 1], xs[3 * i + 2]);
-        let want = (a * a + b * b + c * c).min(1.0);
-        assert!((got[i] - want).abs() <= 1e-6, "norm {i}: {} vs {want}", got[i]);
-    }
+        (a * a + b * b + c * c).min(1.0)
+    };
+    assert_each_near(&down(&stream, &out), "norm", want, |g, w| (g - w).abs() <= 1e-6);
     // One element short: the last vector's third component is out of range, inside `norm2`.
     let short = x.slice(0..3 * n - 1);
     unsafe { gpu::norms::launch(&stream, cfg(n), &short, &mut out).unwrap() };
@@ -298,11 +342,10 @@ fn device_functions_and_their_bounds_checks() {
 fn nvrtc_paths_match_cpu() {
     let stream = gpu();
     let n = 10_007;
-    let xs = data(n, 7);
-    let ys = data(n, 8);
-    let x = stream.clone_htod(&xs).unwrap();
+    let (xs, ys) = (data(n, 7), data(n, 8));
+    let x = up(&stream, &xs);
     for build in [false, true] {
-        let mut y = stream.clone_htod(&ys).unwrap();
+        let mut y = up(&stream, &ys);
         unsafe {
             if build {
                 saxpy_build_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
@@ -310,10 +353,9 @@ fn nvrtc_paths_match_cpu() {
                 saxpy_runtime_nvrtc::launch(&stream, cfg(n), 3.0, &x, &mut y).unwrap();
             }
         }
-        let got = stream.clone_dtoh(&y).unwrap();
-        for i in 0..n {
-            assert_eq!(got[i], 3.0f32.mul_add(xs[i], ys[i]), "element {i} (build-time NVRTC: {build})");
-        }
+        assert_each(&down(&stream, &y), &format!("element (build-time NVRTC: {build})"), |i| {
+            3.0f32.mul_add(xs[i], ys[i])
+        });
     }
 }
 
@@ -331,8 +373,8 @@ fn rust_kernels_as_graph_nodes() {
     let ctx = stream.context().clone();
     let n = 5000;
     let xs = data(n, 9);
-    let x = stream.clone_htod(&xs).unwrap();
-    let y = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let x = up(&stream, &xs);
+    let y = up(&stream, &vec![1.0f32; n]);
     let mut g = cuda_embed::Graph::new(&ctx).unwrap();
     let a = saxpy_rs::node(&mut g, cfg(n), 2.0, &x, &y).unwrap();
     let b = saxpy_checked::node(&mut g, cfg(n), 1.0, &x, &y).unwrap();
@@ -342,11 +384,7 @@ fn rust_kernels_as_graph_nodes() {
     unsafe { exec.launch(&stream).unwrap() };
     exec.synchronize(&stream).unwrap();
     saxpy_checked::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
-        let want = 1.0f32.mul_add(xs[i], 2.0f32.mul_add(xs[i], 1.0));
-        assert_eq!(got[i], want, "element {i}");
-    }
+    assert_each(&down(&stream, &y), "element", |i| 1.0f32.mul_add(xs[i], 2.0f32.mul_add(xs[i], 1.0)));
 }
 
 /// A generic kernel, built for the listed types.
@@ -363,26 +401,22 @@ pub fn axpby<T>(a: T, x: &[T], b: T, y: &mut [T]) {
 fn generic_kernel_over_f32_and_f64() {
     let stream = gpu();
     let n = 7777;
-    let xs = data(n, 10);
-    let ys = data(n, 11);
-    let x = stream.clone_htod(&xs).unwrap();
-    let mut y = stream.clone_htod(&ys).unwrap();
-    unsafe { axpby::launch::<f32>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
-    axpby::check_errors::<f32>(&stream).unwrap();
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
-        let want = 2.0 * xs[i] + 0.5 * ys[i] + 1.0;
-        assert!((got[i] - want).abs() <= 1e-6, "f32 {i}");
-    }
+    let (xs, ys) = (data(n, 10), data(n, 11));
+    let x = up(&stream, &xs);
+    let mut y = up(&stream, &ys);
+    launch_checked(
+        &stream,
+        || unsafe { axpby::launch::<f32>(&stream, cfg(n), 2.0, &x, 0.5, &mut y) },
+        axpby::check_errors::<f32>,
+    );
+    let want = |i: usize| 2.0 * xs[i] + 0.5 * ys[i] + 1.0;
+    assert_each_near(&down(&stream, &y), "f32", want, |g, w| (g - w).abs() <= 1e-6);
     let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
     let yd: Vec<f64> = ys.iter().map(|&v| v as f64).collect();
-    let x = stream.clone_htod(&xd).unwrap();
-    let mut y = stream.clone_htod(&yd).unwrap();
+    let x = up(&stream, &xd);
+    let mut y = up(&stream, &yd);
     unsafe { axpby::launch::<f64>(&stream, cfg(n), 2.0, &x, 0.5, &mut y).unwrap() };
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
-        assert_eq!(got[i], 2.0 * xd[i] + 0.5 * yd[i] + 1.0, "f64 {i}");
-    }
+    assert_each(&down(&stream, &y), "f64", |i| 2.0 * xd[i] + 0.5 * yd[i] + 1.0);
 }
 
 /// A struct passed by value: declared in C++ (`cpp`) and in Rust (`DeviceSafe`), checked
@@ -412,15 +446,10 @@ fn struct_parameter_by_value() {
     let stream = gpu();
     let n = 3000;
     let xs = data(n, 12);
-    let mut x = stream.clone_htod(&xs).unwrap();
+    let mut x = up(&stream, &xs);
     let p = Affine { scale: 3.0, shift: -1.0, n: 2000 };
-    unsafe { affine::launch(&stream, cfg(n), p, &mut x).unwrap() };
-    affine::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&x).unwrap();
-    for i in 0..n {
-        let want = if i < 2000 { xs[i].mul_add(3.0, -1.0) } else { xs[i] };
-        assert_eq!(got[i], want, "element {i}");
-    }
+    launch_checked(&stream, || unsafe { affine::launch(&stream, cfg(n), p, &mut x) }, affine::check_errors);
+    assert_each(&down(&stream, &x), "element", |i| if i < 2000 { xs[i].mul_add(3.0, -1.0) } else { xs[i] });
 }
 
 /// Half precision: `f16` and `bf16` arithmetic, methods computed in `f32`.
@@ -440,23 +469,17 @@ fn half_precision_kernels() {
     let n = 1000;
     let xs = data(n, 13);
     let x: Vec<f16> = xs.iter().map(|&v| f16::from_f32(v)).collect();
-    let dx = stream.clone_htod(&x).unwrap();
-    let mut dy = stream.clone_htod(&vec![f16::from_f32(0.5); n]).unwrap();
+    let dx = up(&stream, &x);
+    let mut dy = up(&stream, &vec![f16::from_f32(0.5); n]);
     unsafe { half_axpy::launch::<f16>(&stream, cfg(n), f16::from_f32(2.0), &dx, &mut dy).unwrap() };
-    let got = stream.clone_dtoh(&dy).unwrap();
-    for i in 0..n {
-        let want = (2.0 * x[i].to_f32() + 0.5).max(0.0);
-        assert!((got[i].to_f32() - want).abs() <= 4e-3 * want.abs().max(1.0), "f16 {i}");
-    }
+    let want = |i: usize| (2.0 * x[i].to_f32() + 0.5).max(0.0);
+    assert_each_near(&down(&stream, &dy), "f16", want, |g, w| (g.to_f32() - w).abs() <= 4e-3 * w.abs().max(1.0));
     let xb: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
-    let dx = stream.clone_htod(&xb).unwrap();
-    let mut dy = stream.clone_htod(&vec![bf16::from_f32(0.5); n]).unwrap();
+    let dx = up(&stream, &xb);
+    let mut dy = up(&stream, &vec![bf16::from_f32(0.5); n]);
     unsafe { half_axpy::launch::<bf16>(&stream, cfg(n), bf16::from_f32(2.0), &dx, &mut dy).unwrap() };
-    let got = stream.clone_dtoh(&dy).unwrap();
-    for i in 0..n {
-        let want = (2.0 * xb[i].to_f32() + 0.5).max(0.0);
-        assert!((got[i].to_f32() - want).abs() <= 3e-2 * want.abs().max(1.0), "bf16 {i}");
-    }
+    let want = |i: usize| (2.0 * xb[i].to_f32() + 0.5).max(0.0);
+    assert_each_near(&down(&stream, &dy), "bf16", want, |g, w| (g.to_f32() - w).abs() <= 3e-2 * w.abs().max(1.0));
 }
 
 #[test]
@@ -495,20 +518,23 @@ pub fn classify(x: &[i32], y: &mut [f32]) {
 fn match_matches_cpu() {
     let stream = gpu();
     let xs: Vec<i32> = (0..1000).map(|i| i % 13 - 1).collect();
-    let x = stream.clone_htod(&xs).unwrap();
-    let mut y = stream.clone_htod(&vec![0.0f32; xs.len()]).unwrap();
-    unsafe { classify::launch(&stream, cfg(xs.len()), &x, &mut y).unwrap() };
-    classify::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&y).unwrap();
-    for (i, &v) in xs.iter().enumerate() {
+    let x = up(&stream, &xs);
+    let mut y = up(&stream, &vec![0.0f32; xs.len()]);
+    launch_checked(&stream, || unsafe { classify::launch(&stream, cfg(xs.len()), &x, &mut y) }, classify::check_errors);
+    assert_each(&down(&stream, &y), "element", |i| {
+        let v = xs[i];
         let c = match v {
             0 => 1.0,
             1 | 2 => 2.0,
             3..=9 => v as f32 * 0.5,
             _ => -1.0,
         };
-        assert_eq!(got[i], if i % 2 == 0 { c } else { -c }, "element {i}");
-    }
+        if i % 2 == 0 {
+            c
+        } else {
+            -c
+        }
+    });
 }
 
 /// Tuple lets and a tuple swap.
@@ -530,13 +556,10 @@ pub fn swap_pairs(x: &mut [f32]) {
 fn tuples_match_cpu() {
     let stream = gpu();
     let xs = data(2000, 14);
-    let mut x = stream.clone_htod(&xs).unwrap();
-    unsafe { swap_pairs::launch(&stream, cfg(1000), &mut x).unwrap() };
-    swap_pairs::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&x).unwrap();
-    for i in (0..2000).step_by(2) {
-        assert_eq!((got[i], got[i + 1]), (xs[i + 1], xs[i]), "pair {i}");
-    }
+    let mut x = up(&stream, &xs);
+    launch_checked(&stream, || unsafe { swap_pairs::launch(&stream, cfg(1000), &mut x) }, swap_pairs::check_errors);
+    let got = down(&stream, &x);
+    assert_each(&got.chunks(2).map(|c| (c[0], c[1])).collect::<Vec<_>>(), "pair", |k| (xs[2 * k + 1], xs[2 * k]));
 }
 
 /// CUDA vector types: by value, slices of them, fields read and written, `Float4::new`
@@ -583,29 +606,30 @@ fn vector_types_match_cpu() {
     let raw = data(4 * n, 15);
     let xs: Vec<Float4> = raw.chunks(4).map(|c| Float4::new(c[0], c[1], c[2], c[3])).collect();
     let s = Float4::new(2.0, -1.0, 0.5, 3.0);
-    let x = stream.clone_htod(&xs).unwrap();
-    let mut y = stream.clone_htod(&vec![Float4::default(); n]).unwrap();
-    let mut idx = stream.clone_htod(&vec![Int2::default(); n]).unwrap();
-    let mut d = stream.clone_htod(&vec![Double2::default(); n]).unwrap();
+    let x = up(&stream, &xs);
+    let mut y = up(&stream, &vec![Float4::default(); n]);
+    let mut idx = up(&stream, &vec![Int2::default(); n]);
+    let mut d = up(&stream, &vec![Double2::default(); n]);
     let config = LaunchConfig { grid_dim: (n.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    unsafe { vectors::vec_ops::launch(&stream, config, s, &x, &mut y, &mut idx, &mut d).unwrap() };
-    vectors::vec_ops::check_errors(&stream).unwrap();
-    let (y, idx, d) =
-        (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&idx).unwrap(), stream.clone_dtoh(&d).unwrap());
-    for i in 0..n {
+    launch_checked(
+        &stream,
+        || unsafe { vectors::vec_ops::launch(&stream, config, s, &x, &mut y, &mut idx, &mut d) },
+        vectors::vec_ops::check_errors,
+    );
+    // nvcc contracts `a * b + c` into one fused multiply-add: within an ulp of the CPU's two roundings.
+    let near = |a: f32, b: f32| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    let want = |i: usize| {
         let v = xs[i];
-        let w = Float4::new((v.x * s.x).max(0.0), v.y * s.y, v.z * s.z, v.w * s.w + 1.0);
-        // nvcc contracts `a * b + c` into one fused multiply-add: within an ulp of the CPU's two roundings.
-        let near = |a: f32, b: f32| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
-        assert!(
-            near(y[i].x, w.x) && near(y[i].y, w.y) && near(y[i].z, w.z) && near(y[i].w, w.w),
-            "y {i}: {:?} vs {w:?}",
-            y[i]
-        );
-        assert_eq!(idx[i], Int2::new(i as i32, -(i as i32)), "idx {i}");
-        let want = Double2::new((v.x + v.y + v.z + v.w) as f64, v.x as f64 * v.y as f64);
-        assert_eq!(d[i], want, "d {i}");
-    }
+        Float4::new((v.x * s.x).max(0.0), v.y * s.y, v.z * s.z, v.w * s.w + 1.0)
+    };
+    assert_each_near(&down(&stream, &y), "y", want, |g, w| {
+        near(g.x, w.x) && near(g.y, w.y) && near(g.z, w.z) && near(g.w, w.w)
+    });
+    assert_each(&down(&stream, &idx), "idx", |i| Int2::new(i as i32, -(i as i32)));
+    assert_each(&down(&stream, &d), "d", |i| {
+        let v = xs[i];
+        Double2::new((v.x + v.y + v.z + v.w) as f64, v.x as f64 * v.y as f64)
+    });
 }
 
 /// A const generic: `N` sizes the shared tile and bounds the loop; one kernel per listed value.
@@ -648,43 +672,47 @@ fn const_generic_kernels_match_cpu() {
     let stream = gpu();
     let n = 10_000;
     let xs = data(n, 16);
-    let x = stream.clone_htod(&xs).unwrap();
+    let x = up(&stream, &xs);
     for block in [64usize, 256] {
         let blocks = n.div_ceil(block);
-        let mut out = stream.clone_htod(&vec![0.0f32; blocks]).unwrap();
+        let mut out = up(&stream, &vec![0.0f32; blocks]);
         let config =
             LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block as u32, 1, 1), shared_mem_bytes: 0 };
-        unsafe {
-            if block == 64 {
-                tile_sum::launch::<64>(&stream, config, &x, &mut out).unwrap();
-                tile_sum::check_errors::<64>(&stream).unwrap();
-            } else {
-                tile_sum::launch::<256>(&stream, config, &x, &mut out).unwrap();
-                tile_sum::check_errors::<256>(&stream).unwrap();
-            }
+        if block == 64 {
+            launch_checked(
+                &stream,
+                || unsafe { tile_sum::launch::<64>(&stream, config, &x, &mut out) },
+                tile_sum::check_errors::<64>,
+            );
+        } else {
+            launch_checked(
+                &stream,
+                || unsafe { tile_sum::launch::<256>(&stream, config, &x, &mut out) },
+                tile_sum::check_errors::<256>,
+            );
         }
-        let got = stream.clone_dtoh(&out).unwrap();
-        for (b, g) in got.iter().enumerate() {
+        for (b, g) in down(&stream, &out).iter().enumerate() {
             let want: f64 = xs[b * block..((b + 1) * block).min(n)].iter().map(|&v| v as f64).sum();
             close(*g as f64, want, 1e-4, &format!("block {b} of {block}"));
         }
     }
-    let mut y = stream.clone_htod(&xs).unwrap();
-    unsafe { scale_by::launch::<f32, 3>(&stream, cfg(n), &mut y).unwrap() };
-    scale_by::check_errors::<f32, 3>(&stream).unwrap();
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
-        // A fused multiply-add on the GPU: within an ulp of the CPU's two roundings.
-        let want = xs[i] * 3.0 + 3.0;
-        assert!((got[i] - want).abs() <= 1e-6 * want.abs().max(1.0), "f32, K = 3: {i}: {} vs {want}", got[i]);
-    }
+    let mut y = up(&stream, &xs);
+    launch_checked(
+        &stream,
+        || unsafe { scale_by::launch::<f32, 3>(&stream, cfg(n), &mut y) },
+        scale_by::check_errors::<f32, 3>,
+    );
+    // A fused multiply-add on the GPU: within an ulp of the CPU's two roundings.
+    assert_each_near(
+        &down(&stream, &y),
+        "f32, K = 3",
+        |i| xs[i] * 3.0 + 3.0,
+        |g, w| (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+    );
     let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
-    let mut y = stream.clone_htod(&xd).unwrap();
+    let mut y = up(&stream, &xd);
     unsafe { scale_by::launch::<f64, -2>(&stream, cfg(n), &mut y).unwrap() };
-    let got = stream.clone_dtoh(&y).unwrap();
-    for i in 0..n {
-        assert_eq!(got[i], xd[i] * -2.0 - 2.0, "f64, K = -2: {i}");
-    }
+    assert_each(&down(&stream, &y), "f64, K = -2", |i| xd[i] * -2.0 - 2.0);
 }
 
 #[test]
@@ -692,8 +720,8 @@ fn const_generic_kernels_match_cpu() {
 fn synchronize_reports_an_out_of_bounds_index() {
     let stream = gpu();
     let n = 1000;
-    let x = stream.clone_htod(&vec![1.0f32; n]).unwrap();
-    let mut y = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+    let x = up(&stream, &vec![1.0f32; n]);
+    let mut y = up(&stream, &vec![0.0f32; n]);
     // Nothing recorded yet: a plain wait.
     unsafe { saxpy_checked::launch(&stream, cfg(n), 1.0, &x, &mut y).unwrap() };
     cuda_embed::synchronize(&stream).unwrap();
@@ -748,12 +776,15 @@ fn half_parameters_and_arithmetic_match_cpu() {
     let n = 2048;
     let xs: Vec<f16> = data(n, 17).iter().map(|&v| f16::from_f32(4.0 * v)).collect();
     let a = f16::from_f32(1.5);
-    let dx = stream.clone_htod(&xs).unwrap();
-    let mut dy = stream.clone_htod(&vec![bf16::ZERO; n]).unwrap();
-    let mut dz = stream.clone_htod(&vec![0.0f32; n]).unwrap();
-    unsafe { half_mix::launch(&stream, cfg(n), a, &dx, &mut dy, &mut dz).unwrap() };
-    half_mix::check_errors(&stream).unwrap();
-    let (y, z) = (stream.clone_dtoh(&dy).unwrap(), stream.clone_dtoh(&dz).unwrap());
+    let dx = up(&stream, &xs);
+    let mut dy = up(&stream, &vec![bf16::ZERO; n]);
+    let mut dz = up(&stream, &vec![0.0f32; n]);
+    launch_checked(
+        &stream,
+        || unsafe { half_mix::launch(&stream, cfg(n), a, &dx, &mut dy, &mut dz) },
+        half_mix::check_errors,
+    );
+    let (y, z) = (down(&stream, &dy), down(&stream, &dz));
     for i in 0..n {
         // Each `f16` operation rounds to `f16`, as CUDA's `__hmul`/`__hadd` do.
         let v = a * xs[i] + f16::ONE;
@@ -808,12 +839,11 @@ pub fn tuple_mix(x: &mut [f32], k: &mut [u32]) {
 fn match_and_tuples_of_several_types_match_cpu() {
     let stream = gpu();
     let xs: Vec<u32> = (0..3000u32).map(|i| i.wrapping_mul(2_654_435_761) % 300).collect();
-    let x = stream.clone_htod(&xs).unwrap();
-    let mut y = stream.clone_htod(&vec![0u8; xs.len()]).unwrap();
-    unsafe { bucket::launch(&stream, cfg(xs.len()), &x, &mut y).unwrap() };
-    bucket::check_errors(&stream).unwrap();
-    let got = stream.clone_dtoh(&y).unwrap();
-    for (i, &v) in xs.iter().enumerate() {
+    let x = up(&stream, &xs);
+    let mut y = up(&stream, &vec![0u8; xs.len()]);
+    launch_checked(&stream, || unsafe { bucket::launch(&stream, cfg(xs.len()), &x, &mut y) }, bucket::check_errors);
+    assert_each(&down(&stream, &y), "bucket", |i| {
+        let v = xs[i];
         let b: u8 = match v % 16 {
             0 => 0,
             1..=3 => 1,
@@ -821,24 +851,32 @@ fn match_and_tuples_of_several_types_match_cpu() {
             8..15 => 3,
             _ => 4,
         };
-        assert_eq!(got[i], if v > 100 { b + 10 } else { b }, "bucket {i} ({v})");
-    }
+        if v > 100 {
+            b + 10
+        } else {
+            b
+        }
+    });
 
     let n = 1500;
     let fs = data(2 * n, 18);
     let ks: Vec<u32> = (0..n as u32).collect();
-    let mut dx = stream.clone_htod(&fs).unwrap();
-    let mut dk = stream.clone_htod(&ks).unwrap();
-    unsafe { tuple_mix::launch(&stream, cfg(n), &mut dx, &mut dk).unwrap() };
-    tuple_mix::check_errors(&stream).unwrap();
-    let (gx, gk) = (stream.clone_dtoh(&dx).unwrap(), stream.clone_dtoh(&dk).unwrap());
-    for i in 0..n {
-        let s = (fs[2 * i] + fs[2 * i + 1]) * 0.5;
-        assert_eq!((gx[2 * i], gx[2 * i + 1]), (fs[2 * i + 1], s), "pair {i}");
+    let mut dx = up(&stream, &fs);
+    let mut dk = up(&stream, &ks);
+    launch_checked(
+        &stream,
+        || unsafe { tuple_mix::launch(&stream, cfg(n), &mut dx, &mut dk) },
+        tuple_mix::check_errors,
+    );
+    let gx = down(&stream, &dx);
+    assert_each(&gx.chunks(2).map(|c| (c[0], c[1])).collect::<Vec<_>>(), "pair", |i| {
+        (fs[2 * i + 1], (fs[2 * i] + fs[2 * i + 1]) * 0.5)
+    });
+    assert_each(&down(&stream, &dk), "k", |i| {
         let c = ks[i] * 3;
         let (lo, hi) = (c.min(c ^ 1), c.max(c ^ 1));
-        assert_eq!(gk[i], lo * 1000 + hi, "k {i}");
-    }
+        lo * 1000 + hi
+    });
 }
 
 /// Device functions returning tuples, bound by `let (a, b) = ...`, read by `.0`, and an `if`
@@ -883,17 +921,198 @@ fn tuple_results_of_device_functions_match_cpu() {
     let n = 2500;
     let fs = data(2 * n, 19);
     let qs: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(40_503) % 1000).collect();
-    let mut dx = stream.clone_htod(&fs).unwrap();
-    let mut dq = stream.clone_htod(&qs).unwrap();
-    unsafe { tuple_fns::sort_pairs::launch(&stream, cfg(n), &mut dx, &mut dq).unwrap() };
-    tuple_fns::sort_pairs::check_errors(&stream).unwrap();
-    let (gx, gq) = (stream.clone_dtoh(&dx).unwrap(), stream.clone_dtoh(&dq).unwrap());
-    for i in 0..n {
+    let mut dx = up(&stream, &fs);
+    let mut dq = up(&stream, &qs);
+    launch_checked(
+        &stream,
+        || unsafe { tuple_fns::sort_pairs::launch(&stream, cfg(n), &mut dx, &mut dq) },
+        tuple_fns::sort_pairs::check_errors,
+    );
+    let gx = down(&stream, &dx);
+    assert_each(&gx.chunks(2).map(|c| (c[0], c[1])).collect::<Vec<_>>(), "pair", |i| {
         let (a, b) = (fs[2 * i], fs[2 * i + 1]);
-        let want = if a < b { (a, b) } else { (b, a) };
-        assert_eq!((gx[2 * i], gx[2 * i + 1]), want, "pair {i}");
+        if a < b {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    });
+    assert_each(&down(&stream, &dq), "q", |i| {
         let (d, r) = (qs[i] / 7, qs[i] % 7);
         let (a, b) = if d > 50 { (0, r) } else { (d, 100 * r) };
-        assert_eq!(gq[i], a + b, "q {i} ({})", qs[i]);
+        a + b
+    });
+}
+
+/// `Half2`/`Bf162` (CUDA `__half2`, `__nv_bfloat162`): by value and in slices, `+ - * /` and
+/// unary `-` (CUDA's `__hadd2` ... `__hneg2`), fields read and written, `Half2::new`
+/// (`__halves2half2`), a shared array of them and a `#[device]` function taking and returning them.
+#[cuda_embed::kernels]
+mod halves {
+    use cuda_embed::device::*;
+    use cuda_embed::{Bf162, Half2};
+
+    #[device]
+    fn axpy2(a: Half2, x: Half2, y: Half2) -> Half2 {
+        a * x + y
     }
+
+    /// `y[i]` = `(a * x[i] + y[i] - (0.5, -0.25)) / (2, 4)`; `q[i]` = `(p.x - p.x * p.y, p.x)`.
+    #[kernel]
+    pub fn half2_ops(a: Half2, x: &[Half2], y: &mut [Half2], p: &[Bf162], q: &mut [Bf162]) {
+        let t = thread_idx().x as usize;
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        let tile = shared::<Bf162, 256>();
+        if i < y.len() {
+            let mut w = axpy2(a, x[i], y[i]);
+            w -= Half2::new(0.5, -0.25);
+            y[i] = w / Half2::new(2.0, 4.0);
+            let b = p[i];
+            tile[t] = -b * Bf162::new(b.y, b.x);
+            q[i] = tile[t] + b;
+            q[i].y = b.x;
+        }
+    }
+}
+
+#[test]
+fn half2_and_nested_tuples_translate_to_cuda_types() {
+    let h = halves::half2_ops::CUDA_SOURCE;
+    assert!(h.contains("__half2 a, const __half2* __restrict__ x, size_t x__len"), "{h}");
+    assert!(h.contains("return __hadd2(__hmul2(a, x), y);"), "{h}");
+    assert!(h.contains("__shared__ __nv_bfloat162 tile[256];"), "{h}");
+    let t = nested::nested_tuples::CUDA_SOURCE;
+    assert!(
+        t.contains(
+            "struct __ce_tuple_T2_f32_f32_T2_bool_Float2 { __ce_tuple_f32_f32 _0; __ce_tuple_bool_Float2 _1; };"
+        ),
+        "{t}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half2_and_bf162_match_cpu() {
+    use cuda_embed::{bf16, f16, Bf162, Half2};
+    let stream = gpu();
+    let n = 3001;
+    let (xs, ys, ps) = (data(2 * n, 20), data(2 * n, 21), data(2 * n, 22));
+    let h = |v: &[f32]| -> Vec<Half2> {
+        v.chunks(2).map(|c| Half2::new(f16::from_f32(c[0]), f16::from_f32(c[1]))).collect()
+    };
+    let (x, y0) = (h(&xs), h(&ys));
+    let p: Vec<Bf162> =
+        ps.chunks(2).map(|c| Bf162::new(bf16::from_f32(4.0 * c[0]), bf16::from_f32(4.0 * c[1]))).collect();
+    let a = Half2::new(f16::from_f32(1.5), f16::from_f32(-0.75));
+    let (dx, mut dy, dp) = (up(&stream, &x), up(&stream, &y0), up(&stream, &p));
+    let mut dq = up(&stream, &vec![Bf162::default(); n]);
+    let config = LaunchConfig { grid_dim: (n.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    launch_checked(
+        &stream,
+        || unsafe { halves::half2_ops::launch(&stream, config, a, &dx, &mut dy, &dp, &mut dq) },
+        halves::half2_ops::check_errors,
+    );
+    // Each lane as CUDA computes it in f16 (`__hmul2` then `__hadd2`: ptxas may fuse the two
+    // into one `fma.f16x2`: the product's half ulp moves into the sum, and the sum and the
+    // subtraction after it may each round the other way, so within three f16 ulps of the terms'
+    // magnitude), then the exact division by a power of two.
+    let lane = |a: f16, x: f16, y: f16, c: f32, d: f32| {
+        let m = f16::from_f32(a.to_f32() * x.to_f32());
+        let s = f16::from_f32(m.to_f32() + y.to_f32());
+        let w = f16::from_f32(s.to_f32() - c);
+        let scale = (a.to_f32() * x.to_f32()).abs() + y.to_f32().abs() + c.abs();
+        (f16::from_f32(w.to_f32() / d).to_f32(), scale / d)
+    };
+    assert_each_near(
+        &down(&stream, &dy),
+        "y",
+        |i| {
+            let (wx, sx) = lane(a.x, x[i].x, y0[i].x, 0.5, 2.0);
+            let (wy, sy) = lane(a.y, x[i].y, y0[i].y, -0.25, 4.0);
+            ((wx, sx), (wy, sy))
+        },
+        |g: &Half2, ((wx, sx), (wy, sy))| {
+            within_ulps(g.x.to_f32(), *wx, *sx, F16_BITS, 3.0) && within_ulps(g.y.to_f32(), *wy, *sy, F16_BITS, 3.0)
+        },
+    );
+    // bf16: `-p * (p.y, p.x) + p`, also possibly fused.
+    assert_each_near(
+        &down(&stream, &dq),
+        "q",
+        |i| {
+            let (bx, by) = (p[i].x.to_f32(), p[i].y.to_f32());
+            let m = bf16::from_f32(-bx * by).to_f32();
+            (bf16::from_f32(m + bx).to_f32(), (bx * by).abs() + bx.abs(), bx)
+        },
+        |g: &Bf162, (want, scale, bx)| within_ulps(g.x.to_f32(), *want, *scale, BF16_BITS, 2.0) && g.y.to_f32() == *bx,
+    );
+}
+
+/// Nested tuples: a `#[device]` function returning `((f32, f32), (bool, Float2))`, bound by a
+/// nested pattern, read by `r.0.1` and `r.1.1`, a typed nested local written by `acc.0.1 = ..`,
+/// and a nested tuple assignment into slice elements with `_`.
+#[cuda_embed::kernels]
+mod nested {
+    use cuda_embed::device::*;
+    use cuda_embed::Float2;
+
+    /// The pair sorted, whether it was swapped, and its sum and product.
+    #[device]
+    fn sort2(a: f32, b: f32) -> ((f32, f32), (bool, Float2)) {
+        let sp = Float2::new(a + b, a * b);
+        if a <= b {
+            return ((a, b), (false, sp));
+        }
+        ((b, a), (true, sp))
+    }
+
+    /// Sorts each pair of `x` and doubles its larger element; `flags[i]` = 100, plus 1 if the
+    /// pair was swapped, plus 10 if its elements differ (sorting the sorted pair as `(hi, lo)`
+    /// swaps it back); `sp[i]` = the pair's sum and product.
+    #[kernel]
+    pub fn nested_tuples(x: &mut [f32], flags: &mut [u32], sp: &mut [Float2]) {
+        let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+        if i < flags.len() {
+            let ((lo, hi), (swapped, s)) = sort2(x[2 * i], x[2 * i + 1]);
+            let r = sort2(hi, lo);
+            let mut acc: ((f32, f32), u32) = ((r.0 .0, r.0 .1), swapped as u32);
+            acc.1 += if r.1 .0 { 10 } else { 0 };
+            acc.0 .1 = acc.0 .1 * 2.0;
+            ((x[2 * i], x[2 * i + 1]), _) = ((acc.0 .0, acc.0 .1), 0);
+            flags[i] = acc.1 + 100 * (lo <= hi) as u32;
+            sp[i] = r.1 .1;
+            sp[i].y = s.y;
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nested_tuples_match_cpu() {
+    use cuda_embed::Float2;
+    let stream = gpu();
+    let n = 2711;
+    let xs = data(2 * n, 23);
+    let mut dx = up(&stream, &xs);
+    let mut dflags = up(&stream, &vec![0u32; n]);
+    let mut dsp = up(&stream, &vec![Float2::default(); n]);
+    launch_checked(
+        &stream,
+        || unsafe { nested::nested_tuples::launch(&stream, cfg(n), &mut dx, &mut dflags, &mut dsp) },
+        nested::nested_tuples::check_errors,
+    );
+    let (gx, flags, sp) = (down(&stream, &dx), down(&stream, &dflags), down(&stream, &dsp));
+    assert_each(&gx.chunks(2).map(|c| (c[0], c[1])).collect::<Vec<_>>(), "pair", |i| {
+        let (a, b) = (xs[2 * i], xs[2 * i + 1]);
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        (lo, hi * 2.0)
+    });
+    assert_each(&flags, "flags", |i| {
+        let (a, b) = (xs[2 * i], xs[2 * i + 1]);
+        100 + u32::from(a > b) + 10 * u32::from(a != b)
+    });
+    assert_each(&sp, "sum and product", |i| {
+        let (a, b) = (xs[2 * i], xs[2 * i + 1]);
+        Float2::new(a + b, a * b)
+    });
 }

@@ -19,10 +19,13 @@
 //!
 //! In a kernel body, besides these functions: `printf!("format %d\n", args...)` (CUDA's
 //! `printf`, C format), the scalar methods listed in the guide, and the CUDA vector types of the
-//! crate root (`cuda_embed::Float4`, ...: fields `.x .y .z .w`, `Float4::new(x, y, z, w)`).
+//! crate root (`cuda_embed::Float4`, ..., `Half2`, `Bf162`: fields `.x .y .z .w`,
+//! `Float4::new(x, y, z, w)`; `Half2`/`Bf162` also take `+ - * /`).
 //!
 //! With bounds checks on (the default), an out-of-range index is reported by the next
-//! `cuda_embed::synchronize(&stream)` or by the kernel's own `NAME::check_errors(&stream)`.
+//! `cuda_embed::synchronize(&stream)`, `GraphExec::synchronize(&stream)` or the kernel's own
+//! `NAME::check_errors(&stream)`; cudarc's `stream.synchronize()` does not report it (see
+//! [`report`]).
 
 pub mod report;
 

@@ -153,14 +153,12 @@ pub fn function(item: syn::ItemFn, device: bool) -> syn::Result<KernelFn> {
                 "a kernel returns nothing: write results into a `&mut [T]` parameter",
             ))
         }
-        (syn::ReturnType::Type(_, t), true) => match (scalar_type(t), vector_type(t)?, tuple_type(t)) {
-            (Some(s), ..) => Ty::Scalar(s),
-            (None, Some(v), _) => Ty::Vector(v),
-            (None, None, Some(ts)) => Ty::Tuple(ts),
-            _ => {
+        (syn::ReturnType::Type(_, t), true) => match value_type(t)? {
+            Some(ty) => ty,
+            None => {
                 return Err(syn::Error::new_spanned(
                     t,
-                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, ...), a tuple of scalars (`(f32, u32)`) or nothing",
+                    "a device function returns a scalar (`f32`, `u32`, `bool`, ...), a CUDA vector type (`Float4`, `Half2`, ...), a tuple of these (`(f32, u32)`, `((f32, u32), Float4)`) or nothing",
                 ))
             }
         },
@@ -262,12 +260,36 @@ fn struct_name(ty: &syn::Type) -> Option<String> {
     (capital && !["Vec", "String", "Box", "Rc", "Arc", "Option", "Self"].contains(&id.as_str())).then_some(id)
 }
 
-/// A tuple of two or more scalars (`(f32, u32)`), if `ty` is one.
-pub fn tuple_type(ty: &syn::Type) -> Option<Vec<Scalar>> {
+/// A tuple of two or more scalars, vectors or tuples (`(f32, u32)`, `((f32, u32), Float4)`), if
+/// `ty` is one.
+pub fn tuple_type(ty: &syn::Type) -> syn::Result<Option<Vec<Ty>>> {
     match ty {
-        syn::Type::Tuple(t) if t.elems.len() >= 2 => t.elems.iter().map(scalar_type).collect(),
-        _ => None,
+        syn::Type::Tuple(t) if t.elems.len() >= 2 => {
+            let mut out = Vec::new();
+            for e in &t.elems {
+                match value_type(e)? {
+                    Some(t) => out.push(t),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(out))
+        }
+        syn::Type::Paren(p) => tuple_type(&p.elem),
+        _ => Ok(None),
     }
+}
+
+/// The type of a value a local, a tuple or a device function's result can hold: a scalar, a
+/// CUDA vector type or a tuple of these; `None` for other types (an error for the vectors
+/// kernels refuse).
+pub fn value_type(ty: &syn::Type) -> syn::Result<Option<Ty>> {
+    if let Some(s) = scalar_type(ty) {
+        return Ok(Some(Ty::Scalar(s)));
+    }
+    if let Some(v) = vector_type(ty)? {
+        return Ok(Some(Ty::Vector(v)));
+    }
+    Ok(tuple_type(ty)?.map(Ty::Tuple))
 }
 
 /// A scalar type written in Rust, if `ty` is one.

@@ -418,6 +418,66 @@ fn scale4(s: Float4, x: &[Float4], y: &mut [Float4], idx: &mut [Int2], d: &mut [
 }
 
 #[test]
+fn half2_vectors() {
+    snapshot(
+        "half2",
+        "",
+        r#"
+fn h2(a: Half2, x: &[Half2], y: &mut [Half2], b: &mut [Bf162], s: &mut [f32]) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        let v = x[i];
+        let mut w: Half2 = a * v + Half2::new(1.0, -0.5);
+        w -= v;
+        w *= a;
+        w += -v / a;
+        w.x = w.x * 2.0;
+        y[i] = w;
+        y[i].y = v.x;
+        let t = shared::<Bf162, 32>();
+        t[0] = cuda_embed::Bf162::new(v.x as f32 as bf16, 0.25);
+        b[i] = t[0] * b[i] - t[0];
+        s[i] = w.x as f32 + b[i].y as f32;
+    }
+}"#,
+    );
+}
+
+#[test]
+fn half_headers_come_with_their_functions() {
+    // Only `__halves2half2` and `__float2half` name fp16: the header is included for them.
+    let src = translated(
+        "bounds_checks = false",
+        "fn k(s: &mut [f32]) { s[0] = Half2::new(1.0, 2.0).y as f32 + Bf162::new(0.5, 1.5).x as f32; }",
+    )
+    .unwrap();
+    assert!(src.contains("#include <cuda_fp16.h>\n") && src.contains("#include <cuda_bf16.h>\n"), "{src}");
+    assert!(src.contains("__halves2half2(__float2half(1.0f), __float2half(2.0f)).y"), "{src}");
+    // A kernel naming the type leaves the include to the pipeline (`automatic_includes`).
+    let src = translated("", "fn k(h: &mut [Half2]) { h[0] = Half2::new(1.0, 2.0); }").unwrap();
+    assert!(!src.contains("#include"), "{src}");
+}
+
+#[test]
+fn half2_errors() {
+    let cases: &[(&str, &str)] = &[
+        ("fn k(a: Half2, b: Half2, y: &mut [bool]) { y[0] = a == b; }", "`Half2` has no `==` operator: kernels give it `+`, `-`, `*`, `/`"),
+        ("fn k(a: Half2, y: &mut [Half2]) { y[0] = a * 2.0; }", "mismatched types: `Half2` * `{float}`: both sides are `Half2` (for a scalar `s`, write `Half2::new(s, s)`)"),
+        ("fn k(a: Half2, b: Bf162, y: &mut [Half2]) { y[0] = a + b; }", "mismatched types: `Half2` + `Bf162`"),
+        ("fn k(a: Bf162, y: &mut [Bf162]) { y[0] %= a; }", "`Bf162` has no `%` operator"),
+        ("fn k(y: &mut [Half2]) { y[0] = Half2::new(1.0); }", "`Half2::new` takes 2 arguments (x, y), found 1"),
+        ("fn k(y: &mut [Half2]) { y[0] = Half2::new(1.0, 2.0f32); }", "expected `f16`, found `f32`"),
+        ("fn k(a: Half2, y: &mut [f16]) { y[0] = a.z; }", "no field `z` on `Half2`: its fields are `.x`, `.y`"),
+        ("fn k(a: Half2, y: &mut [Half2]) { y[0] = a.sqrt(); }", "no method `sqrt` on `Half2`"),
+        ("fn k(a: Float2, y: &mut [Float2]) { y[0] = -a; }", "cannot negate `Float2`"),
+    ];
+    for (item, want) in cases {
+        let e = error("", item);
+        assert!(e.contains(want), "{item}: expected an error containing {want:?}, got {e:?}");
+    }
+}
+
+#[test]
 fn vector_type_errors() {
     for (item, want) in [
         ("fn k(a: Float4, b: Float4, y: &mut [Float4]) { y[0] = a + b; }", "`Float4` has no `+` operator"),
@@ -572,6 +632,76 @@ mod gpu {
 }
 
 #[test]
+fn nested_tuples() {
+    let module = r#"
+mod gpu {
+    #[device]
+    fn ordered(a: f32, b: f32) -> ((f32, f32), u32) {
+        if a < b {
+            return ((a, b), 0);
+        }
+        ((b, a), 1)
+    }
+    #[device]
+    fn squared(v: Half2, s: f32) -> (Half2, (f32, bool)) {
+        (v * v, (s, s > 0.0))
+    }
+    #[kernel]
+    fn k(x: &mut [f32], h: &mut [Half2], n: &mut [u32]) {
+        let i = thread_idx().x as usize;
+        let ((lo, hi), swapped) = ordered(x[2 * i], x[2 * i + 1]);
+        let t = ordered(hi, lo);
+        let mut u: ((f32, f32), u32) = ((t.0.1, t.0.0), t.1 + swapped);
+        u.0.1 = u.0.1 + 1.0;
+        u.1 += 2;
+        let (hh, (s, _)) = squared(h[i], lo);
+        let ((mut a, _), (b, c)): ((f32, u32), (f64, f64)) = ((s, 1), (2.0, 0.5));
+        ((a, n[i]), _) = ((a + 1.0, u.1), 0);
+        h[i] = hh;
+        x[2 * i] = a + u.0.1 + (b * c) as f32;
+    }
+}"#;
+    let got = module_source("bounds_checks = false", module).unwrap();
+    check_snapshot("nested_tuples", module, &got);
+}
+
+#[test]
+fn nested_tuple_errors() {
+    let k = |body: &str| {
+        format!(
+            "mod m {{ #[device] fn f(a: f32) -> ((f32, u32), f32) {{ ((a, 1), a) }} #[kernel] fn k(x: &mut [f32]) {{ {body} }} }}"
+        )
+    };
+    for (module, want) in [
+        (k("let ((a, b), c) = ((1.0f32, 2.0f32), 3.0f32, 4.0f32);"), "the pattern has 2 elements, the tuple 3"),
+        (k("let ((a, b), c) = (x[0], 1.0);"), "a tuple pattern is bound to a tuple"),
+        (k("let ((a, b, c), d) = f(x[0]);"), "the pattern `(a, b, c)` has 3 elements, the value is `(f32, u32)`"),
+        (k("let ((a, b), c): ((f32, f32), f32) = f(x[0]);"), "expected `((f32, f32), f32)`, found `((f32, u32), f32)`"),
+        (k("let t = f(x[0]); x[0] = t.0.2;"), "no field `2` on `(f32, u32)`: its fields are `.0` to `.1`"),
+        (k("let t = (x[0], Float2::new(1.0, 2.0)); x[0] = t.1.z;"), "no field `z` on `Float2`"),
+        (k("let t = f(x[0]); t.0.0 = 1.0;"), "declare it `let mut t`"),
+        (k("let ((a, b), c): (f32, f32) = f(x[0]);"), "expected `(f32, f32)`, found `((f32, u32), f32)`"),
+        (k("let (a, b): f32 = f(x[0]);"), "a tuple pattern has a tuple type, found `f32`"),
+        (k("let t: ((f32, u32), f32) = ((1.0, 2), 3.0f64);"), "expected `f32`, found `f64`"),
+        (
+            k("let ((a, b), c) = ((1.0f32, 2u32), 3.0f32); ((a, b), c) = ((x[0], 1), 1.0);"),
+            "cannot assign twice to immutable variable `a`",
+        ),
+        (
+            k("let (mut a, mut b) = (1.0f32, 2.0f32); ((a, b), b) = (x[0], 1.0);"),
+            "a tuple is assigned a tuple of values",
+        ),
+        (k("let (a, b) = (x, 1.0);"), "a tuple holds scalars, CUDA vector types and tuples, found `&mut [f32]`"),
+    ] {
+        let e = match module_source("", &module) {
+            Ok(s) => panic!("expected an error for {module}, got:\n{s}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(want), "{module}\n  error: {e}\n  expected to contain: {want}");
+    }
+}
+
+#[test]
 fn tuple_value_errors() {
     for (module, want) in [
         (
@@ -580,7 +710,7 @@ fn tuple_value_errors() {
         ),
         (
             "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let (p, q, r) = f(x[0]); } }",
-            "the pattern has 3 names, the value is `(f32, f32)`",
+            "the pattern `(p, q, r)` has 3 elements, the value is `(f32, f32)`",
         ),
         (
             "mod m { #[device] fn f(a: f32) -> (f32, f32) { (a, a) } #[kernel] fn k(x: &mut [f32]) { let p = f(x[0]); x[0] = p.2; } }",
@@ -591,8 +721,8 @@ fn tuple_value_errors() {
             "a tuple pattern is bound to a tuple",
         ),
         (
-            "mod m { #[device] fn f(a: f32) -> (f32, Float4) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
-            "a tuple of scalars",
+            "mod m { #[device] fn f(a: f32) -> (f32, String) { (a, a) } #[kernel] fn k(x: &mut [f32]) { } }",
+            "a tuple of these (`(f32, u32)`, `((f32, u32), Float4)`)",
         ),
     ] {
         let e = match module_source("", module) {

@@ -1,5 +1,5 @@
-//! The types a Rust-syntax kernel can name: scalars, slices, shared arrays, `Dim3`, and the
-//! types of literals before they meet a typed operand. Their CUDA C++ spellings and the typing
+//! The types a Rust-syntax kernel can name: scalars, CUDA vector types, tuples, slices, shared
+//! arrays, `Dim3`, and the types of literals before they meet a typed operand. Their CUDA C++ spellings and the typing
 //! rules of operators and casts.
 
 use std::fmt;
@@ -163,8 +163,9 @@ impl Scalar {
     }
 }
 
-/// A CUDA vector type (`float4`, `int2`, ...): the runtime's `Float4`, `Int2`, ... on the host,
-/// fields `.x .y .z .w`, built with `Float4::new(a, b, c, d)` (C++ `make_float4`).
+/// A CUDA vector type (`float4`, `int2`, ..., `__half2`, `__nv_bfloat162`): the runtime's
+/// `Float4`, `Int2`, ..., `Half2`, `Bf162` on the host, fields `.x .y .z .w`, built with
+/// `Float4::new(a, b, c, d)` (C++ `make_float4`; `__halves2half2`, `__halves2bfloat162`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vector {
     /// The component type.
@@ -190,6 +191,8 @@ const VECTOR_FAMILIES: &[(&str, Scalar)] = &[
     ("ULongLong", Scalar::U64),
     ("Float", Scalar::F32),
     ("Double", Scalar::F64),
+    ("Half", Scalar::F16),
+    ("Bf16", Scalar::Bf16),
 ];
 
 /// Every supported vector name, for lookups that need a `&'static str`.
@@ -237,6 +240,8 @@ const VECTOR_NAMES: &[&str] = &[
     "Double1",
     "Double2",
     "Double3",
+    "Half2",
+    "Bf162",
 ];
 
 /// The 4-component 64-bit vectors: CUDA 13 deprecates their plain spelling (`double4`) in favour
@@ -252,9 +257,44 @@ impl Vector {
         Some(Vector { elem, len: digit.parse().ok()?, rust })
     }
 
-    /// The CUDA C++ spelling (`float4`).
+    /// The CUDA C++ spelling (`float4`, `__half2`).
     pub fn cpp(self) -> String {
-        self.rust.to_ascii_lowercase()
+        match self.rust {
+            "Half2" => "__half2".into(),
+            "Bf162" => "__nv_bfloat162".into(),
+            r => r.to_ascii_lowercase(),
+        }
+    }
+
+    /// The C++ function building one from its components (`make_float4`; `__halves2half2` and
+    /// `__halves2bfloat162` for the half types: every toolkit with `cuda_bf16.h` has them, while
+    /// their `make_half2`/`make_bfloat162` are recent).
+    pub fn make(self) -> String {
+        match self.rust {
+            "Half2" => "__halves2half2".into(),
+            "Bf162" => "__halves2bfloat162".into(),
+            _ => format!("make_{}", self.cpp()),
+        }
+    }
+
+    /// `Half2` or `Bf162`: CUDA C++ defines `+ - * /` on these (`__hadd2`, ...), kernels too.
+    pub fn has_arithmetic(self) -> bool {
+        self.elem.is_half()
+    }
+
+    /// The CUDA intrinsic of `+ - * /` on two of these (`__hadd2`, overloaded for
+    /// `__nv_bfloat162` by `cuda_bf16.h`), for the operator's C++ spelling.
+    pub fn intrinsic(self, op: &str) -> Option<&'static str> {
+        if !self.has_arithmetic() {
+            return None;
+        }
+        Some(match op {
+            "+" => "__hadd2",
+            "-" => "__hsub2",
+            "*" => "__hmul2",
+            "/" => "__h2div",
+            _ => return None,
+        })
     }
 
     /// Its fields, `x` to `w`.
@@ -334,10 +374,11 @@ pub enum Ty {
     },
     /// `thread_idx()` and friends: `.x`, `.y`, `.z` (each `u32`).
     Dim3,
-    /// A tuple of scalars (`(f32, u32)`), the result of a device function or an `if`: a C++ struct
-    /// `__ce_tuple_f32_u32` with fields `_0`, `_1`, ... (read as `t.0`, or bound by
-    /// `let (a, b) = ...`).
-    Tuple(Vec<Scalar>),
+    /// A tuple (`(f32, u32)`, `((f32, u32), Float4)`) of scalars, vectors and tuples, the result
+    /// of a device function or an `if`: a C++ struct `__ce_tuple_f32_u32` with fields `_0`, `_1`,
+    /// ... (read as `t.0`, `t.0.1`, or bound by `let ((a, b), c) = ...`). Its elements are
+    /// `Scalar`, `Vector` or `Tuple`, never a literal type.
+    Tuple(Vec<Ty>),
     /// A `DeviceSafe` struct passed by value, declared in C++ by the same name (`cpp`/`include`):
     /// its fields read as C++ values.
     Struct(String),
@@ -392,7 +433,7 @@ impl fmt::Display for Ty {
             Ty::Slice { elem, mutable: true } => write!(f, "&mut [{}]", elem.rust()),
             Ty::Shared { elem, len } => write!(f, "shared [{}; {len}]", elem.rust()),
             Ty::Dim3 => write!(f, "Dim3"),
-            Ty::Tuple(ts) => write!(f, "({})", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join(", ")),
+            Ty::Tuple(ts) => write!(f, "({})", ts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
             Ty::Struct(n) => write!(f, "{n}"),
             Ty::IntLit => write!(f, "{{integer}}"),
             Ty::FloatLit => write!(f, "{{float}}"),
@@ -403,15 +444,50 @@ impl fmt::Display for Ty {
     }
 }
 
-/// The C++ struct holding a tuple of `ts` (`__ce_tuple_f32_u32`).
-pub fn tuple_struct(ts: &[Scalar]) -> String {
-    format!("__ce_tuple_{}", ts.iter().map(|t| t.rust()).collect::<Vec<_>>().join("_"))
+impl Ty {
+    /// The type a tuple holds for a value of this type: scalars (a literal as its default type),
+    /// vectors and tuples; `None` for the rest.
+    pub fn tuple_element(&self) -> Option<Ty> {
+        match self {
+            Ty::Scalar(_) | Ty::Vector(_) | Ty::Tuple(_) => Some(self.clone()),
+            Ty::IntLit | Ty::FloatLit => self.scalar().map(Ty::Scalar),
+            _ => None,
+        }
+    }
+}
+
+/// The C++ struct holding a tuple of `ts` (`__ce_tuple_f32_u32`; a nested tuple is spelled
+/// `T<arity>_` and its elements, `__ce_tuple_T2_f32_u32_Float4` for `((f32, u32), Float4)`, so
+/// no two tuple types share a name).
+pub fn tuple_struct(ts: &[Ty]) -> String {
+    fn mangle(t: &Ty) -> String {
+        match t {
+            Ty::Scalar(s) => s.rust().to_string(),
+            Ty::Vector(v) => v.rust.to_string(),
+            Ty::Tuple(ts) => format!("T{}_{}", ts.len(), ts.iter().map(mangle).collect::<Vec<_>>().join("_")),
+            other => other.to_string(),
+        }
+    }
+    format!("__ce_tuple_{}", ts.iter().map(mangle).collect::<Vec<_>>().join("_"))
 }
 
 /// The C++ declaration of the tuple struct of `ts`.
-pub fn tuple_decl(ts: &[Scalar]) -> String {
+pub fn tuple_decl(ts: &[Ty]) -> String {
     let fields: Vec<String> = ts.iter().enumerate().map(|(k, t)| format!("{} _{k};", t.cpp())).collect();
     format!("struct {} {{ {} }};", tuple_struct(ts), fields.join(" "))
+}
+
+/// Adds the tuple types `ty` uses to `out`, each once, a nested tuple before the tuple holding
+/// it (the order their C++ structs are declared in).
+pub fn tuples_used(ty: &Ty, out: &mut Vec<Vec<Ty>>) {
+    if let Ty::Tuple(ts) = ty {
+        for t in ts {
+            tuples_used(t, out);
+        }
+        if !out.contains(ts) {
+            out.push(ts.clone());
+        }
+    }
 }
 
 /// The common type of two operands of an arithmetic or comparison operator, as Rust has it:
@@ -455,5 +531,31 @@ mod tests {
         assert_eq!(Vector::from_name("UChar3").unwrap().fields(), &["x", "y", "z"]);
         assert!(Vector::from_name("Double4").is_none());
         assert!(Vector::from_name("Float5").is_none());
+        let h = Vector::from_name("Half2").unwrap();
+        assert_eq!((h.elem, h.len, h.cpp(), h.make()), (Scalar::F16, 2, "__half2".into(), "__halves2half2".into()));
+        let b = Vector::from_name("Bf162").unwrap();
+        assert_eq!((b.elem, b.cpp(), b.make()), (Scalar::Bf16, "__nv_bfloat162".into(), "__halves2bfloat162".into()));
+        assert_eq!((h.intrinsic("*"), b.intrinsic("-"), h.intrinsic("%")), (Some("__hmul2"), Some("__hsub2"), None));
+        assert!(Vector::from_name("Half1").is_none() && Vector::from_name("Half4").is_none());
+        assert_eq!(v.intrinsic("+"), None, "float4 has no operators");
+    }
+
+    #[test]
+    fn nested_tuples_have_their_own_structs() {
+        let inner = Ty::Tuple(vec![Ty::Scalar(Scalar::F32), Ty::Scalar(Scalar::U32)]);
+        let h = Ty::Vector(Vector::from_name("Half2").unwrap());
+        let outer = vec![inner.clone(), h];
+        assert_eq!(tuple_struct(&outer), "__ce_tuple_T2_f32_u32_Half2");
+        assert_eq!(tuple_decl(&outer), "struct __ce_tuple_T2_f32_u32_Half2 { __ce_tuple_f32_u32 _0; __half2 _1; };");
+        // `((f32, u32), f64)` and `(f32, (u32, f64))` differ.
+        let a = [inner.clone(), Ty::Scalar(Scalar::F64)];
+        let b = [Ty::Scalar(Scalar::F32), Ty::Tuple(vec![Ty::Scalar(Scalar::U32), Ty::Scalar(Scalar::F64)])];
+        assert_ne!(tuple_struct(&a), tuple_struct(&b));
+        let mut order = Vec::new();
+        tuples_used(&Ty::Tuple(outer.clone()), &mut order);
+        tuples_used(&inner, &mut order);
+        assert_eq!(order.len(), 2);
+        assert_eq!(order[0], vec![Ty::Scalar(Scalar::F32), Ty::Scalar(Scalar::U32)], "the inner struct first");
+        assert_eq!(Ty::Tuple(outer).to_string(), "((f32, u32), Half2)");
     }
 }

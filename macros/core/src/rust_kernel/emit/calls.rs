@@ -264,7 +264,7 @@ impl Emitter<'_> {
                 for a in &c.args {
                     parts.push(self.typed_arg(a, v.elem)?);
                 }
-                return Ok(Val::new(format!("make_{}({})", v.cpp(), parts.join(", ")), Ty::Vector(v)));
+                return Ok(Val::new(format!("{}({})", v.make(), parts.join(", ")), Ty::Vector(v)));
             }
         }
         let prefix_ok = match segs.len() {

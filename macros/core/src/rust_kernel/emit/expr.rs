@@ -48,9 +48,13 @@ impl Emitter<'_> {
                     ),
                     (Ty::Tuple(ts), m) if m.parse::<usize>().is_ok_and(|k| k < ts.len()) => {
                         let k: usize = m.parse().unwrap_or(0);
-                        Ok(Val::new(format!("{}._{k}", v.code), Ty::Scalar(ts[k])))
+                        Ok(Val::new(format!("{}._{k}", v.code), ts[k].clone()))
                     }
                     (Ty::Struct(_) | Ty::Opaque, _) => Ok(Val::new(format!("{}.{member}", v.code), Ty::Opaque)),
+                    (Ty::Tuple(ts), _) => err(
+                        &f.member,
+                        format!("no field `{member}` on `{}`: its fields are `.0` to `.{}`", v.ty, ts.len() - 1),
+                    ),
                     (t, _) => err(&f.member, format!("no field `{member}` on `{t}`: only `.x`, `.y`, `.z` of `thread_idx()` and friends")),
                 }
             }
@@ -131,38 +135,45 @@ impl Emitter<'_> {
         }
     }
 
-    /// A tuple of scalars as a value: the C++ struct of its types, built in place
-    /// (`__ce_tuple_f32_u32{a, b}`).
+    /// A tuple as a value: the C++ struct of its types, built in place (`__ce_tuple_f32_u32{a, b}`);
+    /// its elements are scalars, vectors or tuples.
     pub(super) fn tuple_value(&mut self, t: &syn::ExprTuple) -> Result<Val> {
         if t.elems.len() < 2 {
-            return err(t, "a tuple value has two or more scalars: `(a, b)`");
+            return err(t, "a tuple value has two or more elements: `(a, b)`");
         }
         let outer = self.tuple_want.take();
         let want = outer.clone().filter(|w| w.len() == t.elems.len());
         let mut tys = Vec::new();
         let mut codes = Vec::new();
         for (k, e) in t.elems.iter().enumerate() {
-            let w = want.as_ref().map(|w| w[k]);
-            let mut v = self.expr(e, w)?;
-            let s = match (w, &v.ty) {
-                (Some(s), ty) if unify(&Ty::Scalar(s), ty).is_some() => s,
-                (Some(s), ty) => return err(e, format!("mismatched types: expected `{}`, found `{ty}`", s.rust())),
-                (None, Ty::Scalar(s)) => *s,
-                (None, Ty::IntLit) => Scalar::I32,
-                (None, Ty::FloatLit) => Scalar::F64,
-                (None, ty) => return err(e, format!("a tuple holds scalars, found `{ty}`")),
+            let w = want.as_ref().map(|w| w[k].clone());
+            // A nested tuple value takes its own element types.
+            self.tuple_want = match &w {
+                Some(Ty::Tuple(inner)) => Some(inner.clone()),
+                _ => None,
+            };
+            let mut v = self.expr(e, w.as_ref().and_then(Ty::scalar))?;
+            let ty = match (w, &v.ty) {
+                (Some(w), ty) if unify(&w, ty).is_some() => w,
+                (Some(w), ty) => return err(e, format!("mismatched types: expected `{w}`, found `{ty}`")),
+                (None, ty) => ty.tuple_element().ok_or_else(|| {
+                    syn::Error::new(
+                        e.span(),
+                        format!("a tuple holds scalars, CUDA vector types and tuples, found `{ty}`"),
+                    )
+                })?,
             };
             if v.ty.is_literal() {
-                v = self.expr(e, Some(s))?;
+                v = self.expr(e, ty.scalar())?;
             }
-            tys.push(s);
+            tys.push(ty);
             codes.push(v.code);
         }
         self.tuple_want = outer;
-        if !self.tuples.contains(&tys) {
-            self.tuples.push(tys.clone());
-        }
-        Ok(Val::new(format!("{}{{{}}}", super::super::types::tuple_struct(&tys), codes.join(", ")), Ty::Tuple(tys)))
+        let ty = Ty::Tuple(tys);
+        super::super::types::tuples_used(&ty, &mut self.tuples);
+        let Ty::Tuple(tys) = &ty else { unreachable!("built above") };
+        Ok(Val::new(format!("{}{{{}}}", super::super::types::tuple_struct(tys), codes.join(", ")), ty))
     }
 
     /// An expression that needs statements of its own (a block, an `if` with statements): they
@@ -438,8 +449,23 @@ impl Emitter<'_> {
             }
             _ => {
                 let (l, r) = self.operands(&b.left, &b.right, want, b)?;
-                if let Some(Ty::Vector(v)) = [&l.ty, &r.ty].into_iter().find(|t| matches!(t, Ty::Vector(_))) {
-                    return err(b, vector_operator(v, &op));
+                if let Some(Ty::Vector(v)) = [&l.ty, &r.ty].into_iter().find(|t| matches!(t, Ty::Vector(_))).cloned() {
+                    let v = &v;
+                    return match (v.intrinsic(binop(&op)), l.ty == r.ty) {
+                        (Some(f), true) => Ok(Val::new(format!("{f}({}, {})", l.code, r.code), Ty::Vector(*v))),
+                        (Some(_), false) => err(
+                            b,
+                            format!(
+                                "mismatched types: `{}` {} `{}`: both sides are `{}` (for a scalar `s`, write `{}::new(s, s)`)",
+                                l.ty,
+                                binop(&op),
+                                r.ty,
+                                v.rust,
+                                v.rust
+                            ),
+                        ),
+                        (None, _) => err(b, vector_operator(v, &op)),
+                    };
                 }
                 let ty = unify(&l.ty, &r.ty).ok_or_else(|| {
                     syn::Error::new(
@@ -515,6 +541,11 @@ impl Emitter<'_> {
         match u.op {
             UnOp::Neg(_) => {
                 let v = self.expr(&u.expr, want)?;
+                if let Ty::Vector(vt) = &v.ty {
+                    if vt.has_arithmetic() {
+                        return Ok(Val::new(format!("__hneg2({})", v.code), v.ty));
+                    }
+                }
                 match v.ty.scalar() {
                     Some(s) if s.is_float() || v.ty.is_literal() => Ok(Val::new(format!("(-{})", v.code), v.ty)),
                     Some(s) if s.is_signed_int() => Ok(Val::new(
@@ -541,18 +572,42 @@ impl Emitter<'_> {
         }
     }
 
-    /// `(a, b) = (x, y);`: the values first, then the assignments (so `(a, b) = (b, a)` swaps).
+    /// `(a, b) = (x, y);`, `((a, b), c) = ((x, y), z);`: the values first, then the assignments
+    /// (so `(a, b) = (b, a)` swaps).
     pub(super) fn tuple_assign(&mut self, left: &syn::ExprTuple, right: &Expr) -> Result<Val> {
+        let mut temps = Vec::new();
+        self.tuple_assign_values(left, right, &mut temps)?;
+        let code: Vec<String> = temps.iter().map(|(p, t)| format!("{p} = {t}")).collect();
+        Ok(Val::new(code.join(", "), Ty::Unit))
+    }
+
+    /// Each place of `left` and the temporary its value of `right` is computed into.
+    fn tuple_assign_values(
+        &mut self,
+        left: &syn::ExprTuple,
+        right: &Expr,
+        temps: &mut Vec<(String, String)>,
+    ) -> Result<()> {
         let Expr::Tuple(values) = right else {
             return err(right, "a tuple is assigned a tuple of values: `(a, b) = (x, y);`");
         };
         if values.elems.len() != left.elems.len() {
             return err(left, "the two tuples have different lengths");
         }
-        let mut temps = Vec::new();
         for (target, e) in left.elems.iter().zip(&values.elems) {
+            if let Expr::Tuple(inner) = target {
+                self.tuple_assign_values(inner, e, temps)?;
+                continue;
+            }
+            if let Expr::Infer(_) = target {
+                // `_`: the value is computed, for its effects, and dropped.
+                let v = self.expr(e, None)?;
+                let text = format!("(void)({});", v.code);
+                self.push(&text);
+                continue;
+            }
             let place = self.place(target)?;
-            let v = self.expr(e, place.ty.scalar())?;
+            let v = self.expr_as(e, &place.ty)?;
             if unify(&place.ty, &v.ty).is_none() {
                 return err(e, format!("mismatched types: expected `{}`, found `{}`", place.ty, v.ty));
             }
@@ -561,8 +616,7 @@ impl Emitter<'_> {
             self.push(&text);
             temps.push((place.code, t));
         }
-        let code: Vec<String> = temps.iter().map(|(p, t)| format!("{p} = {t}")).collect();
-        Ok(Val::new(code.join(", "), Ty::Unit))
+        Ok(())
     }
 
     pub(super) fn assign(&mut self, left: &Expr, op: Option<BinOp>, right: &Expr) -> Result<Val> {
@@ -571,7 +625,7 @@ impl Emitter<'_> {
         }
         let target = self.place(left)?;
         let want = target.ty.scalar();
-        let mut r = self.expr(right, want)?;
+        let mut r = self.expr_as(right, &target.ty)?;
         if r.ty.is_literal() {
             if let Some(s) = want.filter(|_| !target.ty.is_literal()) {
                 r = self.expr(right, Some(s))?;
@@ -582,7 +636,10 @@ impl Emitter<'_> {
             syn::Error::new(right.span(), format!("mismatched types: expected `{}`, found `{}`", target.ty, r.ty))
         })?;
         if let (Some(op), Ty::Vector(v)) = (op, &ty) {
-            return err(right, vector_operator(v, &op));
+            return match v.intrinsic(binop(&op)) {
+                Some(f) => Ok(Val::new(format!("{0} = {f}({0}, {1})", target.code, r.code), Ty::Unit)),
+                None => err(right, vector_operator(v, &op)),
+            };
         }
         let code = match (op, ty.scalar()) {
             (None, _) => format!("{} = {}", target.code, r.code),
@@ -668,6 +725,10 @@ impl Emitter<'_> {
                     (Ty::Vector(v), syn::Member::Named(m)) if v.fields().contains(&m.to_string().as_str()) => {
                         Ok(Val::new(format!("{}.{m}", base.code), Ty::Scalar(v.elem)))
                     }
+                    // An element of a `let mut` tuple: `t.0 = ...`, `t.0.1 = ...`.
+                    (Ty::Tuple(ts), syn::Member::Unnamed(i)) if (i.index as usize) < ts.len() => {
+                        Ok(Val::new(format!("{}._{}", base.code, i.index), ts[i.index as usize].clone()))
+                    }
                     (t, _) => {
                         err(&f.member, format!("no assignable field `{}` on `{t}`", expr_text(&Expr::Field(f.clone()))))
                     }
@@ -718,8 +779,16 @@ impl Emitter<'_> {
     }
 }
 
-/// The error for an operator on a CUDA vector type (CUDA C++ defines none).
+/// The error for an operator on a CUDA vector type (CUDA C++ defines none but `+ - * /` on
+/// `Half2`/`Bf162`).
 fn vector_operator(v: &super::super::types::Vector, op: &BinOp) -> String {
+    if v.has_arithmetic() {
+        return format!(
+            "`{}` has no `{}` operator: kernels give it `+`, `-`, `*`, `/` and unary `-` (CUDA's `__hadd2`, `__hsub2`, `__hmul2`, `__h2div`, `__hneg2`); compare or combine its fields `.x`, `.y` for the rest",
+            v.rust,
+            binop(op)
+        );
+    }
     format!(
         "`{}` has no `{}` operator (CUDA C++ defines none on vector types): compute each component, e.g. `{}::new(a.x {1} b.x, ...)`",
         v.rust,

@@ -8,8 +8,8 @@
 //! the type it meets (`x * 2.0` stays `f32`). A literal bound by `let` without a type takes the
 //! type of the first typed operand it meets (the walk runs again with what it learned).
 
-use super::syntax::{scalar_type, vector_type, KernelFn};
-use super::types::{unify, Elem, Scalar, Ty};
+use super::syntax::{scalar_type, value_type, vector_type, KernelFn};
+use super::types::{tuples_used, unify, Elem, Scalar, Ty};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use syn::spanned::Spanned;
@@ -55,8 +55,9 @@ pub struct DeviceSig {
 pub struct Body {
     /// The C++ statements (inside the kernel's braces).
     pub code: String,
-    /// The tuple types the body builds or binds (their structs are declared before it).
-    pub tuples: Vec<Vec<Scalar>>,
+    /// The tuple types the body builds or binds (their structs are declared before it), a
+    /// nested one before the tuple holding it.
+    pub tuples: Vec<Vec<Ty>>,
 }
 
 /// A value: its C++ text, its type, and the local it reads (for literal-typed locals).
@@ -69,6 +70,29 @@ struct Val {
 impl Val {
     fn new(code: impl Into<String>, ty: Ty) -> Val {
         Val { code: code.into(), ty, var: None }
+    }
+}
+
+/// What a tuple pattern is bound to: an expression of the source, or a value already computed
+/// (a field of a held tuple) and the span its errors point at.
+enum Source<'e> {
+    Expr(&'e Expr),
+    Value(Val, proc_macro2::Span),
+}
+
+/// A name of a tuple pattern: bound, after every value is computed, to its temporary.
+struct Leaf {
+    pat: syn::Pat,
+    ty: Option<syn::Type>,
+    temp: String,
+    span: proc_macro2::Span,
+}
+
+/// `ty` without the parentheses around it.
+fn strip_paren_type(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Paren(p) => strip_paren_type(&p.elem),
+        t => t,
     }
 }
 
@@ -126,10 +150,10 @@ struct Emitter<'a> {
     /// A bounds-checked index was written since the last statement boundary.
     indexed: bool,
     /// The tuple types used (see [`Body::tuples`]).
-    tuples: Vec<Vec<Scalar>>,
+    tuples: Vec<Vec<Ty>>,
     /// The element types a tuple value here should have (a typed `let (a, b): (f32, u32)`, a
     /// device function's result), for its literals.
-    tuple_want: Option<Vec<Scalar>>,
+    tuple_want: Option<Vec<Ty>>,
     loops: usize,
 }
 
@@ -188,6 +212,7 @@ impl<'a> Emitter<'a> {
         self.next_var += 1;
         // Shadowing is legal in Rust and not in one C++ scope: each binding gets its own name.
         let cpp = if self.lookup(name).is_some() { format!("{}__s{id}", cpp_ident(name)) } else { cpp_ident(name) };
+        tuples_used(&ty, &mut self.tuples);
         let var = Var { cpp, ty, mutable, id };
         if let Some(s) = self.scopes.last_mut() {
             s.push((name.to_string(), var.clone()));
@@ -299,11 +324,20 @@ impl<'a> Emitter<'a> {
     }
 
     /// `e`, where a tuple value takes the element types `want` (for its literals).
-    fn expr_with_tuple(&mut self, e: &Expr, want: Option<&[Scalar]>) -> Result<Val> {
-        let saved = std::mem::replace(&mut self.tuple_want, want.map(<[Scalar]>::to_vec));
+    fn expr_with_tuple(&mut self, e: &Expr, want: Option<&[Ty]>) -> Result<Val> {
+        let saved = std::mem::replace(&mut self.tuple_want, want.map(<[Ty]>::to_vec));
         let r = self.expr(e, None);
         self.tuple_want = saved;
         r
+    }
+
+    /// `e` where a value of type `want` is expected: a literal takes it, a tuple value its
+    /// element types.
+    fn expr_as(&mut self, e: &Expr, want: &Ty) -> Result<Val> {
+        match want {
+            Ty::Tuple(ts) => self.expr_with_tuple(e, Some(ts)),
+            t => self.expr(e, t.scalar()),
+        }
     }
 
     fn block(&mut self, b: &syn::Block, target: Option<(&str, Option<Scalar>)>) -> Result<Option<Ty>> {
@@ -320,75 +354,22 @@ impl<'a> Emitter<'a> {
         r
     }
 
-    /// `let (a, mut b) = (x, y);` (optionally `: (f32, u32)`): the values are computed first,
-    /// then each name is bound as by its own `let`.
-    fn tuple_local(&mut self, l: &syn::Local, pat: &syn::PatTuple, types: Option<&syn::TypeTuple>) -> Result<()> {
+    /// `let (a, mut b) = (x, y);`, `let ((a, b), c): ((f32, u32), f64) = f(x);`: the values are
+    /// computed first, then each name is bound as by its own `let`.
+    fn tuple_local(&mut self, l: &syn::Local, pat: &syn::PatTuple, types: Option<&syn::Type>) -> Result<()> {
         let Some(init) = &l.init else {
             return err(l, "a tuple `let` needs a value: `let (a, b) = (x, y);`");
         };
-        let Expr::Tuple(values) = &*init.expr else {
-            // A tuple value: a device function's result, an `if` of tuples, a tuple local.
-            let want: Option<Vec<Scalar>> =
-                types.and_then(|t| t.elems.iter().map(scalar_type).collect::<Option<Vec<Scalar>>>());
-            let v = self.expr_with_tuple(&init.expr, want.as_deref())?;
-            let Ty::Tuple(ts) = &v.ty else {
-                return err(
-                    &init.expr,
-                    format!("a tuple pattern is bound to a tuple (`let (a, b) = (x, y);` or a device function returning one), found `{}`", v.ty),
-                );
-            };
-            if ts.len() != pat.elems.len() || want.as_ref().is_some_and(|w| w != ts) {
-                return err(
-                    &init.expr,
-                    format!("mismatched types: the pattern has {} names, the value is `{}`", pat.elems.len(), v.ty),
-                );
-            }
-            let holder = self.tmp();
-            let text = format!("{} {holder} = {};", v.ty.cpp(), v.code);
-            self.push(&text);
-            let mut temps = Vec::new();
-            for (k, t) in ts.iter().enumerate() {
-                let name = self.tmp().replace("__ce_t", "__ce_tuple");
-                let var = self.declare(&name, Ty::Scalar(*t), false);
-                let text = format!("{} {} = {holder}._{k};", t.cpp(), var.cpp);
-                self.push(&text);
-                temps.push((name, init.expr.span()));
-            }
-            return self.bind_tuple(pat, types, temps);
-        };
-        if values.elems.len() != pat.elems.len() || types.is_some_and(|t| t.elems.len() != pat.elems.len()) {
-            return err(pat, "the tuple pattern, its type and its value have different lengths");
+        if let Some((_, diverge)) = &init.diverge {
+            return err(diverge, "`let ... else` is not supported in a kernel");
         }
-        let mut temps = Vec::new();
-        for (k, e) in values.elems.iter().enumerate() {
-            let want = types.and_then(|t| t.elems.iter().nth(k)).and_then(scalar_type);
-            let v = self.expr(e, want)?;
-            let ty = match (want, &v.ty) {
-                (Some(s), _) => Ty::Scalar(s),
-                (None, t @ (Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit)) => t.clone(),
-                (None, t) => return err(e, format!("a tuple holds scalars, found `{t}`")),
-            };
-            let name = self.tmp().replace("__ce_t", "__ce_tuple");
-            let var = self.declare(&name, ty.clone(), false);
-            let text = format!("{} {} = {};", ty.cpp(), var.cpp, v.code);
-            self.push(&text);
-            temps.push((name, e.span()));
-        }
-        self.bind_tuple(pat, types, temps)
-    }
-
-    /// Binds each name of `pat` to its temporary, as by its own `let`.
-    fn bind_tuple(
-        &mut self,
-        pat: &syn::PatTuple,
-        types: Option<&syn::TypeTuple>,
-        temps: Vec<(String, proc_macro2::Span)>,
-    ) -> Result<()> {
-        for (k, (p, (name, span))) in pat.elems.iter().zip(temps).enumerate() {
-            let id = syn::Ident::new(&name, span);
-            let stmt: Stmt = match types.and_then(|t| t.elems.iter().nth(k)) {
-                Some(t) => syn::parse_quote_spanned!(span=> let #p: #t = #id;),
-                None => syn::parse_quote_spanned!(span=> let #p = #id;),
+        let mut leaves = Vec::new();
+        self.destructure(pat, types, Source::Expr(&init.expr), &mut leaves)?;
+        for leaf in leaves {
+            let (p, id) = (&leaf.pat, syn::Ident::new(&leaf.temp, leaf.span));
+            let stmt: Stmt = match &leaf.ty {
+                Some(t) => syn::parse_quote_spanned!(leaf.span=> let #p: #t = #id;),
+                None => syn::parse_quote_spanned!(leaf.span=> let #p = #id;),
             };
             match stmt {
                 Stmt::Local(local) => self.local(&local)?,
@@ -398,27 +379,141 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// The names of the tuple pattern `pat` (typed `types`) bound to `src`: each element's value
+    /// into a temporary, its name into `leaves`. A tuple expression is taken apart element by
+    /// element (no struct is built); another tuple value is held once and read by field.
+    fn destructure(
+        &mut self,
+        pat: &syn::PatTuple,
+        types: Option<&syn::Type>,
+        src: Source<'_>,
+        leaves: &mut Vec<Leaf>,
+    ) -> Result<()> {
+        let want = match types.map(value_type).transpose()?.flatten() {
+            Some(Ty::Tuple(ts)) => Some(ts),
+            Some(t) => return err(types, format!("a tuple pattern has a tuple type, found `{t}`")),
+            None if types.is_some() => {
+                return err(types, "a tuple pattern's type is a tuple of scalars, CUDA vector types and tuples")
+            }
+            None => None,
+        };
+        let n = pat.elems.len();
+        if want.as_ref().is_some_and(|w| w.len() != n) {
+            return err(types, format!("the tuple pattern has {n} elements, its type {}", want.map_or(0, |w| w.len())));
+        }
+        let elem_types: Vec<Option<&syn::Type>> = match types.map(strip_paren_type) {
+            Some(syn::Type::Tuple(t)) => t.elems.iter().map(Some).collect(),
+            _ => vec![None; n],
+        };
+        if let Source::Expr(Expr::Tuple(values)) = src {
+            if values.elems.len() != n {
+                return err(
+                    values,
+                    format!("mismatched types: the pattern has {n} elements, the tuple {}", values.elems.len()),
+                );
+            }
+            for ((p, t), e) in pat.elems.iter().zip(elem_types).zip(&values.elems) {
+                self.element(p, t, Source::Expr(e), leaves)?;
+            }
+            return Ok(());
+        }
+        let (v, span) = match src {
+            Source::Expr(e) => (self.expr_with_tuple(e, want.as_deref())?, e.span()),
+            Source::Value(v, span) => (v, span),
+        };
+        let Ty::Tuple(ts) = &v.ty else {
+            return err(
+                span,
+                format!(
+                    "a tuple pattern is bound to a tuple (`let (a, b) = (x, y);` or a device function returning one), found `{}`",
+                    v.ty
+                ),
+            );
+        };
+        if ts.len() != n {
+            let p = quote::quote!(#pat).to_string().replace(" ,", ",");
+            return err(span, format!("mismatched types: the pattern `{p}` has {n} elements, the value is `{}`", v.ty));
+        }
+        if let Some(w) = want.filter(|w| w != ts) {
+            return err(span, format!("mismatched types: expected `{}`, found `{}`", Ty::Tuple(w), v.ty));
+        }
+        let holder = self.tmp();
+        let text = format!("{} {holder} = {};", v.ty.cpp(), v.code);
+        self.push(&text);
+        for (k, ((p, t), ty)) in pat.elems.iter().zip(elem_types).zip(ts.clone()).enumerate() {
+            self.element(p, t, Source::Value(Val::new(format!("{holder}._{k}"), ty), span), leaves)?;
+        }
+        Ok(())
+    }
+
+    /// One element of a tuple pattern: a nested tuple pattern, `_`, or a name (bound later).
+    fn element(&mut self, p: &syn::Pat, ty: Option<&syn::Type>, src: Source<'_>, leaves: &mut Vec<Leaf>) -> Result<()> {
+        match p {
+            syn::Pat::Tuple(t) => return self.destructure(t, ty, src, leaves),
+            syn::Pat::Paren(inner) => return self.element(&inner.pat, ty, src, leaves),
+            _ => {}
+        }
+        let computed = matches!(src, Source::Expr(_));
+        let want = match ty {
+            Some(t) => Some(value_type(t)?.ok_or_else(|| {
+                syn::Error::new_spanned(
+                    t,
+                    "a tuple holds scalars, CUDA vector types (`Float4`, `Half2`, ...) and tuples",
+                )
+            })?),
+            None => None,
+        };
+        let (v, span) = match src {
+            Source::Expr(e) => match &want {
+                Some(w) => (self.expr_as(e, w)?, e.span()),
+                None => (self.expr(e, None)?, e.span()),
+            },
+            Source::Value(v, span) => (v, span),
+        };
+        let vty = match (&want, &v.ty) {
+            (Some(w), t) if unify(w, t).is_some() => w.clone(),
+            (Some(w), t) => return err(span, format!("mismatched types: expected `{w}`, found `{t}`")),
+            // A literal keeps its literal type: the name bound to it takes the type it meets.
+            (None, t @ (Ty::IntLit | Ty::FloatLit)) => t.clone(),
+            (None, t) => t.tuple_element().ok_or_else(|| {
+                syn::Error::new(span, format!("a tuple holds scalars, CUDA vector types and tuples, found `{t}`"))
+            })?,
+        };
+        if let syn::Pat::Wild(_) = p {
+            // Computed for its effects, bound to nothing.
+            if computed {
+                let text = format!("(void)({});", v.code);
+                self.push(&text);
+            }
+            return Ok(());
+        }
+        let name = self.tmp().replace("__ce_t", "__ce_tuple");
+        let var = self.declare(&name, vty.clone(), false);
+        let text = format!("{} {} = {};", vty.cpp(), var.cpp, v.code);
+        self.push(&text);
+        leaves.push(Leaf { pat: p.clone(), ty: ty.cloned(), temp: name, span });
+        Ok(())
+    }
+
     fn local(&mut self, l: &syn::Local) -> Result<()> {
         self.line_of(l.span());
         if let syn::Pat::Tuple(t) = &l.pat {
             return self.tuple_local(l, t, None);
         }
         if let syn::Pat::Type(pt) = &l.pat {
-            if let (syn::Pat::Tuple(t), syn::Type::Tuple(tt)) = (&*pt.pat, &*pt.ty) {
-                return self.tuple_local(l, t, Some(tt));
+            if let syn::Pat::Tuple(t) = &*pt.pat {
+                return self.tuple_local(l, t, Some(&pt.ty));
             }
         }
         let (ident, mutable, annotated) = match &l.pat {
             syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, p.mutability.is_some(), None),
             syn::Pat::Type(t) => match &*t.pat {
                 syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                    let ty = match (scalar_type(&t.ty), vector_type(&t.ty)?) {
-                        (Some(s), _) => Ty::Scalar(s),
-                        (None, Some(v)) => Ty::Vector(v),
-                        _ => return err(
+                    let Some(ty) = value_type(&t.ty)? else {
+                        return err(
                             &t.ty,
-                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...) or a CUDA vector type (`Float4`, ...); shared arrays come from `shared::<T, N>()`",
-                        ),
+                            "a local's type is a scalar (`f32`, `u32`, `usize`, `bool`, ...), a CUDA vector type (`Float4`, `Half2`, ...) or a tuple of these; shared arrays come from `shared::<T, N>()`",
+                        );
                     };
                     (&p.ident, p.mutability.is_some(), Some(ty))
                 }
@@ -460,7 +555,10 @@ impl<'a> Emitter<'a> {
             Some(t) => t.scalar(),
             None => self.hints.get(&id_next).copied(),
         };
-        let v = self.expr(&init.expr, want)?;
+        let v = match &annotated {
+            Some(t @ Ty::Tuple(_)) => self.expr_as(&init.expr, t)?,
+            _ => self.expr(&init.expr, want)?,
+        };
         let ty = match (&annotated, &v.ty) {
             (Some(a), t) => {
                 if unify(a, t).is_none() {
