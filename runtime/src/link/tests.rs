@@ -77,3 +77,27 @@ fn the_device_runtime_is_an_archive_or_a_clear_error() {
         Err(e) => assert!(e.to_string().contains("libcudadevrt.a was not found"), "{e}"),
     }
 }
+
+/// A unit with an in-memory header and a path for a name, as a module linked at first use
+/// compiles it (LTO-IR and relocatable cubin). The header is given twice, as the module's
+/// units each list it: NVRTC refuses two headers of one name, so the second replaces the first
+/// (this failed with `nvrtcCreateProgram: NVRTC_ERROR_INVALID_INPUT` on the GPU machine).
+#[test]
+fn compile_to_with_headers_and_a_path_name() {
+    if !crate::program::nvrtc::is_available() {
+        eprintln!("no NVRTC: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let main = "#include \"shared.cuh\"\nextern \"C\" __global__ void k(float* y) { y[0] = twice(y[0]); }\n";
+    let p = Program::new(main)
+        .name("tests/kernels/link/main.cu")
+        .header("shared.cuh", "__device__ float twice(float x);\n")
+        .header("shared.cuh", "__device__ float twice(float x);\n")
+        .name_expression("k")
+        .cache_dir(dir.path());
+    for kind in [CodeKind::LtoIr, CodeKind::Cubin] {
+        let o = p.compile_to(kind, 90).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert!(!o.bytes().is_empty());
+    }
+}

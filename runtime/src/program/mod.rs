@@ -149,14 +149,19 @@ impl Program {
     }
 
     /// Adds an in-memory header: `#include "name"` (or `<name>`) in the source or another header
-    /// reads `contents`. Its bytes are part of the cache key.
+    /// reads `contents`. Its bytes are part of the cache key. A second header of the same name
+    /// replaces the first (NVRTC refuses a program given two headers of one name).
     ///
     /// ```
     /// let p = cuda_embed_runtime::Program::new("#include \"common.cuh\"")
     ///     .header("common.cuh", "#define SCALE 2.0f");
     /// ```
     pub fn header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
-        self.headers.push((name.into(), contents.into()));
+        let (name, contents) = (name.into(), contents.into());
+        match self.headers.iter_mut().find(|(n, _)| *n == name) {
+            Some(h) => h.1 = contents,
+            None => self.headers.push((name, contents)),
+        }
         self
     }
 

@@ -304,7 +304,15 @@ fn at_first_use(module: &Module, units: &[Unit], owners: &Owners, lto: bool, rea
                 .collect(),
         })
         .collect();
-    let headers = module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect();
+    // Each unit's headers were appended to the module's: a header several units include is
+    // embedded once (NVRTC also refuses a program given two headers of one name). Two different
+    // files that units include under one name are not told apart: the first is embedded.
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for h in &module.headers {
+        if !headers.iter().any(|(name, _)| *name == h.include) {
+            headers.push((h.include.clone(), h.text.clone()));
+        }
+    }
     Image::Linked { units, headers, lto, reason }
 }
 
