@@ -350,7 +350,11 @@ fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() 
         let each = t.ms * 1e3 / 20.0;
         println!("queued spin_ns(5000): {each:.2} us per launch");
         assert!(!t.with_gaps);
-        assert!((5.0..8.5).contains(&each), "{each} us per 5 us kernel");
+        // Under compute-sanitizer every kernel is instrumented (22 us measured for these): only
+        // the lower bound holds there.
+        let sanitized = std::env::var_os("NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN").is_some();
+        let upper = if sanitized { f64::INFINITY } else { 8.5 };
+        assert!(each >= 5.0 && each < upper, "{each} us per 5 us kernel");
     }
     // An error in the batch is returned, and the blocking kernel was released at once: the next
     // timing does not wait for the timeout.
