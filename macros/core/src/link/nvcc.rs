@@ -99,7 +99,7 @@ pub fn compile_unit(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str, label:
     let deps: Vec<Dep> = deps
         .into_iter()
         .filter(|d| d.is_absolute())
-        .filter(|d| !d.starts_with(&nvcc.root) && !d.starts_with("/usr/include") && !d.starts_with("/usr/lib"))
+        .filter(|d| !crate::oracle::nvcc::is_toolkit_or_system_header(d, &nvcc.root))
         .filter_map(Dep::of_file)
         .collect();
     let entry = Entry { blobs: vec![bytes], strings: vec![ptx], deps };
@@ -154,7 +154,9 @@ fn run(
         .arg("--keep")
         .arg("--keep-dir")
         .arg(&keep)
-        .arg("-MD")
+        // Non-system dependencies only, as for a module of one unit: the host compiler's own
+        // headers (wherever it is installed, e.g. /opt/gcc) stay out.
+        .arg("-MMD")
         .arg("-MF")
         .arg(&depfile)
         .arg("-o")

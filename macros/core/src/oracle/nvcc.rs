@@ -306,7 +306,7 @@ fn lexical(path: &std::path::Path) -> PathBuf {
 /// Whether a dependency is the toolkit's or the system's own header, which the nvcc version in
 /// the key already stands for. Judged by the toolkit's header folders, not its whole root: an
 /// nvcc installed as `/usr/bin/nvcc` has the root `/usr`, under which user projects live too.
-fn is_toolkit_or_system_header(d: &std::path::Path, root: &std::path::Path) -> bool {
+pub(crate) fn is_toolkit_or_system_header(d: &std::path::Path, root: &std::path::Path) -> bool {
     // nvcc names its own headers through its bin folder (`<root>/bin/..//include/...`).
     let d = &lexical(d);
     let root = &lexical(root);
