@@ -123,7 +123,7 @@ pub use cuda_embed_runtime::link;
 /// N-D views of device memory and the arithmetic of their shapes (`NdView`, `NdViewMut`).
 pub use cuda_embed_runtime::ndarray;
 /// Waits for a stream and reports the first out-of-range index of any bounds-checked
-/// Rust-syntax kernel launched in its context (see [`device`] and `#[cuda_embed::kernel]`).
+/// Rust-syntax kernel launched in its context (see [`mod@device`] and `#[cuda_embed::kernel]`).
 pub use cuda_embed_runtime::synchronize;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! - [`Spec`]: the option as written ([`Spec::parse`]), formulas parsed ([`Formula`]).
-//! - [`resolve`]: against the source's templates: the variants as template instances, every name
+//! - [`resolve()`]: against the source's templates: the variants as template instances, every name
 //!   checked ([`Plan`]).
 //! - [`gen`]: the `tuned` launcher, `tuner()` and the embedded `TuneSpec`.
 //!
