@@ -543,6 +543,19 @@ fn instances_of_a_linked_template_are_built_in_its_file() {
     let text = String::from_utf8_lossy(cubin);
     assert!(text.contains("_Z12scale_squareIfLi3EEvPT_i"), "scale_square<float, 3> is in the linked cubin");
     assert!(text.contains("_Z12scale_squareIiLi2EEvPT_i"), "scale_square<int, 2> is in the linked cubin");
+    // A template the source only declares and a linked file defines: instantiated where defined
+    // (instantiating the declaration in the source would leave the link an undefined symbol).
+    let src = "template <typename T, int K> __global__ void scale_square(T* y, int n);\n\
+               extern \"C\" __global__ void k(float* y) { y[0] = 1.f; }";
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand(
+            quote!(#src, link = [#math, #templates], instances = ["scale_square<float, 3>"], compiler = #compiler, archs = [80]),
+            site(),
+        )
+        .to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod scale_square"), "{compiler}: {out}");
+    }
 }
 
 /// An instance no unit's template takes keeps the front end's error, now listing the linked
