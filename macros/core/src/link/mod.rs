@@ -11,8 +11,12 @@
 //! asks about (a kernel of `math.cu` is asked about inside `math.cu`, where its name is declared),
 //! every unit is compiled with `-rdc=true` (so its calls to functions of other units need no
 //! definition) and the answers are read from the PTX of all units together. Kernels of linked files
-//! get typed launchers like the source's own, and their `__device__` variables Rust handles; their
-//! templates are not instantiated (list template kernels in the module's own source).
+//! get typed launchers like the source's own, and their `__device__` variables Rust handles.
+//! Their template kernels take `instances = [...]` like the source's own: an entry naming no
+//! kernel of the source waits in `Module::pending` until the linked files are read, is resolved
+//! against every unit's templates ([`Owners::templates`]), and its probes (whose address probe
+//! instantiates it) are compiled in the unit that defines the template; at first use that unit
+//! resolves its name expression. `tune = { ... }` takes templates of the source only.
 //!
 //! Before the link, [`symbols`] compares every `extern` variable with its definition; when the
 //! link fails on an undefined symbol, it names the symbol, the file that uses it and, for a function
