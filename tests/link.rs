@@ -36,6 +36,43 @@ mod linked_lto {
     cuda_embed::cuda_kernel!(file = "tests/kernels/link/main.cu", link = ["tests/kernels/link/math.cu"], lto = true);
 }
 
+/// Template kernels of a linked file: the instances listed here are instantiated in the file
+/// that defines the template, through nvcc and through build-time NVRTC.
+mod linked_templates {
+    cuda_embed::cuda_kernel!(
+        file = "tests/kernels/link/main.cu",
+        link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+        instances = ["scale_square<float, 3>", "scale_square<int, 2>"],
+    );
+
+    pub mod lto {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+            instances = ["scale_square<float, 3>"],
+            lto = true,
+        );
+    }
+
+    pub mod by_nvrtc {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+            instances = ["scale_square<float, 3>"],
+            compiler = "nvrtc-build",
+        );
+    }
+
+    pub mod at_first_use {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+            instances = ["scale_square<float, 3>"],
+            compiler = "nvrtc",
+        );
+    }
+}
+
 /// A kernel the module's source only declares and a linked file defines: the launcher launches
 /// the definition (the signature is checked against the linked file's compiled entry).
 mod declared_here {
@@ -130,6 +167,12 @@ fn linked_files_give_typed_launchers_and_globals() {
     // Linked at first use (no compiler at build time): the same launchers.
     assert_eq!(at_first_use::parent::NAME, "parent");
     let _: &cuda_embed::Global<u32> = &at_first_use::linked_lto::calls;
+    // Instances of a linked file's template.
+    assert_eq!(linked_templates::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+    assert_eq!(linked_templates::scale_square::kernel::<i32, 2>().name(), "scale_square<int, 2>");
+    assert_eq!(linked_templates::lto::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+    assert_eq!(linked_templates::by_nvrtc::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+    assert_eq!(linked_templates::at_first_use::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
 }
 
 /// `linked::square_all` counts its calls in a `__device__` variable one test reads: the tests that
@@ -202,6 +245,43 @@ fn a_device_function_of_another_file_with_and_without_lto() {
     unsafe { linked_lto::poly_loop::launch(&stream, LaunchConfig::for_num_elems(64), &x, &mut y, 64, 3).unwrap() };
     // acc = ((0*2+.5)*2+.5)*2+.5 = 3.5
     assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![3.5f32; 64]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn instances_of_a_linked_files_template_run() {
+    let stream = stream();
+    let n = 500usize;
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    let want: Vec<f32> = xs.iter().map(|x| 3.0 * x * x).collect();
+    let run = |launch: &dyn Fn(&mut cuda_embed::CudaSlice<f32>), how: &str| {
+        let mut y = stream.clone_htod(&xs).unwrap();
+        launch(&mut y);
+        assert_eq!(stream.clone_dtoh(&y).unwrap(), want, "{how}");
+    };
+    // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
+    run(&|y| unsafe { linked_templates::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
+    run(
+        &|y| unsafe { linked_templates::lto::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
+        "lto",
+    );
+    run(
+        &|y| unsafe { linked_templates::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
+        "build-time NVRTC",
+    );
+    run(
+        &|y| unsafe {
+            linked_templates::at_first_use::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap()
+        },
+        "at first use",
+    );
+    let ints: Vec<i32> = (0..n as i32).map(|i| i % 50).collect();
+    let mut y = stream.clone_htod(&ints).unwrap();
+    // SAFETY: as above.
+    unsafe { linked_templates::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
+    let want: Vec<i32> = ints.iter().map(|i| 2 * i * i).collect();
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), want);
 }
 
 #[test]

@@ -350,10 +350,19 @@ fn linked_sources() -> Vec<(&'static str, TokenStream)> {
         template <typename T> __global__ void fill(T* y, T v) { y[threadIdx.x] = v; }"#;
     let main = "../../tests/kernels/link/main.cu";
     let math = "../../tests/kernels/link/math.cu";
+    let templates = "../../tests/kernels/link/templates.cu";
     vec![
         ("rdc", quote!(#parent, rdc = true, instances = ["fill<float>", "fill<int>"])),
         ("link", quote!(file = #main, link = [#math])),
         ("lto", quote!(file = #main, link = [#math], lto = true)),
+        (
+            "templates",
+            quote!(file = #main, link = [#math, #templates], instances = ["scale_square<float, 3>", "scale_square<int, 2>"]),
+        ),
+        (
+            "templates_lto",
+            quote!(file = #main, link = [#math, #templates], instances = ["scale_square<float, 3>"], lto = true),
+        ),
     ]
 }
 
@@ -373,9 +382,18 @@ fn nvcc_and_build_time_nvrtc_link_to_the_same_launchers() {
         assert!(by_nvcc.to_string().contains(":: fatbin ("), "{name}");
         let full = by_nvrtc.to_string();
         assert!(full.contains(":: cubins (") && full.contains("\"sm_80\"") && full.contains("\"sm_90\""), "{name}");
-        for k in ["pub mod parent", "pub mod child", "pub mod square_all", "pub mod add_calls", "pub mod poly_loop"] {
+        let kernels = [
+            "pub mod parent",
+            "pub mod child",
+            "pub mod square_all",
+            "pub mod add_calls",
+            "pub mod poly_loop",
+            "pub mod scale_square",
+        ];
+        for k in kernels {
             let expected = match name {
                 "rdc" => k.ends_with("parent") || k.ends_with("child"),
+                _ if k.ends_with("scale_square") => name.starts_with("templates"),
                 _ => !k.ends_with("parent") && !k.ends_with("child"),
             };
             assert_eq!(b.contains(k), expected, "{name}: {k}");
@@ -496,4 +514,111 @@ fn with_no_compiler_the_units_are_linked_at_first_use() {
         out.contains("CUDA_EMBED_REQUIRE_COMPILER is set but this module would be compiled and linked at run time"),
         "{out}"
     );
+}
+
+/// The instances of a linked file's template are instantiated in that file: the linked cubin
+/// holds them (build-time NVRTC), and at first use the linked file resolves their names.
+#[test]
+fn instances_of_a_linked_template_are_built_in_its_file() {
+    let _lock = lock();
+    setup();
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let templates = "../../tests/kernels/link/templates.cu";
+    let args = quote!(file = #main, link = [#math, #templates], instances = ["scale_square<float, 3>", "scale_square<int, 2>"]);
+    // No compiler at build time: main.cu resolves its kernels 0 and 1, math.cu its kernel 2 and
+    // `calls` (the last index), templates.cu the two instances (3 and 4).
+    let out = expand(quote!(#args, compiler = "nvrtc"), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(out.contains("name : \"../../tests/kernels/link/templates.cu\""), "{out}");
+    assert!(out.contains("exprs : & [0usize , 1usize]") && out.contains("exprs : & [2usize , 5usize]"), "{out}");
+    assert!(out.contains("exprs : & [3usize , 4usize]"), "{out}");
+    if !have_linker() {
+        return;
+    }
+    let out = expand(quote!(#args, compiler = "nvrtc-build", archs = [80]), site()).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    let bytes = byte_strings(&out);
+    let cubin = bytes.iter().find(|b| b.starts_with(b"\x7fELF")).expect("an ELF cubin is embedded");
+    let text = String::from_utf8_lossy(cubin);
+    assert!(text.contains("_Z12scale_squareIfLi3EEvPT_i"), "scale_square<float, 3> is in the linked cubin");
+    assert!(text.contains("_Z12scale_squareIiLi2EEvPT_i"), "scale_square<int, 2> is in the linked cubin");
+    // A template the source only declares and a linked file defines: instantiated where defined
+    // (instantiating the declaration in the source would leave the link an undefined symbol).
+    let src = "template <typename T, int K> __global__ void scale_square(T* y, int n);\n\
+               extern \"C\" __global__ void k(float* y) { y[0] = 1.f; }";
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand(
+            quote!(#src, link = [#math, #templates], instances = ["scale_square<float, 3>"], compiler = #compiler, archs = [80]),
+            site(),
+        )
+        .to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod scale_square"), "{compiler}: {out}");
+    }
+}
+
+/// An instance no unit's template takes keeps the front end's error, now listing the linked
+/// files' templates; a template defined in two units is an error naming both.
+#[test]
+fn a_linked_template_instance_must_name_one_defined_template() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let templates = "../../tests/kernels/link/templates.cu";
+    for compiler in ["nvcc", "nvrtc"] {
+        let out = expand(
+            quote!(file = #main, link = [#math, #templates], instances = ["scale_cube<float, 3>"], compiler = #compiler),
+            site(),
+        )
+        .to_string();
+        assert!(out.contains("no template kernel `scale_cube` in the CUDA source"), "{compiler}: {out}");
+        assert!(out.contains("its template kernels: scale_square"), "{compiler}: {out}");
+    }
+    let src = "#include \"../../tests/kernels/link/shared.cuh\"\n\
+               template <typename T, int K> __global__ void scale_square(T* y, int n) { y[0] = (T)K; }";
+    let out =
+        expand(quote!(#src, link = [#math, #templates], instances = ["scale_square<float, 3>"]), site()).to_string();
+    assert!(out.contains("template kernel `scale_square` is defined in both `src/lib.rs:10` and"), "{out}");
+    assert!(out.contains("templates.cu"), "{out}");
+}
+
+/// The cache key of a unit covers the linked file's text: an edit to the linked template is
+/// compiled, never answered from the cache of the file before the edit.
+#[test]
+fn an_edited_linked_template_is_compiled_again() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("linked-template-edit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.cu");
+    let path = file.to_string_lossy().to_string();
+    let args = quote!("extern \"C\" __global__ void k(float* y) { y[0] = 1.f; }", link = [#path], instances = ["twice<float>"]);
+    for compiler in ["nvcc", "nvrtc-build"] {
+        if compiler == "nvrtc-build" && !have_linker() {
+            continue;
+        }
+        std::fs::write(&file, "template <typename T> __global__ void twice(T* y) { y[0] *= 2; }\n").unwrap();
+        let out = expand(quote!(#args, compiler = #compiler, archs = [80]), site()).to_string();
+        assert!(!out.contains("compile_error"), "{compiler}: {out}");
+        assert!(out.contains("pub mod twice"), "{compiler}: {out}");
+        assert!(
+            out.contains(&format!("include_bytes ! (\"{}\")", file.canonicalize().unwrap().display())),
+            "{compiler}: tracked: {out}"
+        );
+        // The same template, now failing for T = float: a cache keyed without the linked text
+        // would answer with the build before the edit.
+        std::fs::write(
+            &file,
+            "template <typename T> __global__ void twice(T* y) { static_assert(sizeof(T) == 8, \"edited linked file\"); }\n",
+        )
+        .unwrap();
+        let out = expand(quote!(#args, compiler = #compiler, archs = [80]), site()).to_string();
+        assert!(out.contains("compile_error") && out.contains("edited linked file"), "{compiler}: {out}");
+    }
 }

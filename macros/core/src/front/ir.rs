@@ -44,6 +44,10 @@ pub struct Module {
     pub units: Vec<Unit>,
     /// `instances = [...]`, resolved against the templates.
     pub instances: Vec<Instance>,
+    /// Entries of `instances = [...]` naming no kernel of the source, in a module with `link`
+    /// files: the separate-compilation pipeline resolves them against the linked files'
+    /// templates (`crate::link`); always empty without `link`.
+    pub pending: Vec<LitStr>,
     /// Compiler options, for nvcc and NVRTC alike.
     pub options: Vec<String>,
     /// Target architectures.

@@ -15,6 +15,7 @@ use crate::oracle::nvcc;
 use crate::signature::{self, Kernel, Parsed, TemplateKind};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use syn::LitStr;
 
 /// The source text, its `#line` directive, the include search path and the `.cu` file.
 struct SourceText {
@@ -131,7 +132,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         return Err(fail(e));
     }
     check_declarations(&parsed, input).map_err(fail)?;
-    let mut instances =
+    let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let tune = input
         .tune
@@ -177,6 +178,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         parsed,
         units,
         instances,
+        pending,
         options: input.options.clone(),
         archs,
         origin,
@@ -256,7 +258,7 @@ fn replace_words(text: &str, from: &str, to: &str) -> String {
 }
 
 /// The template's parameters with the instance's arguments substituted.
-fn substitute(decl: &Kernel, args: &[String]) -> Kernel {
+pub(crate) fn substitute(decl: &Kernel, args: &[String]) -> Kernel {
     let mut k = decl.clone();
     for (tp, arg) in decl.template.iter().flatten().zip(args) {
         let arg = if matches!(tp.kind, TemplateKind::Type) { types::normalise(arg) } else { arg.clone() };
@@ -297,22 +299,40 @@ fn split_instance(text: &str) -> Option<(String, Vec<String>)> {
     (!name.is_empty()).then_some((name, args))
 }
 
-/// Resolves every entry of `instances = [...]`; each bad one is an error at its literal.
-fn resolve_instances(input: &Input, parsed: &Parsed) -> syn::Result<Vec<Instance>> {
+/// Resolves every entry of `instances = [...]`; each bad one is an error at its literal. With
+/// `link` files, an entry naming no kernel of the source is returned apart (the second list),
+/// to be resolved against the linked files' templates.
+fn resolve_instances(input: &Input, parsed: &Parsed) -> syn::Result<(Vec<Instance>, Vec<LitStr>)> {
     let mut errors = Errors::new();
     let mut out: Vec<Instance> = Vec::new();
+    let mut pending = Vec::new();
     for lit in &input.instances {
+        if !input.link.files.is_empty() && !names_a_kernel(&lit.value(), parsed) {
+            pending.push(lit.clone());
+            continue;
+        }
         match resolve_instance(&lit.value(), parsed, &out) {
             Ok((template, args, expr)) => out.push(Instance { lit: lit.clone(), template, args, expr }),
             Err(msg) => errors.error(lit.span(), msg),
         }
     }
     errors.propagate()?;
-    Ok(out)
+    Ok((out, pending))
+}
+
+/// Whether the instance `text` names a template or kernel of `parsed` (a malformed entry does:
+/// its error is reported where it is written).
+fn names_a_kernel(text: &str, parsed: &Parsed) -> bool {
+    let Some((name, _)) = split_instance(text) else { return true };
+    parsed.templates.iter().chain(&parsed.kernels).any(|k| k.qualified_name() == name || k.name == name)
 }
 
 /// One instance: its template, its arguments with defaults filled in, and its C++ name.
-fn resolve_instance(text: &str, parsed: &Parsed, earlier: &[Instance]) -> Result<(usize, Vec<String>, String), String> {
+pub(crate) fn resolve_instance(
+    text: &str,
+    parsed: &Parsed,
+    earlier: &[Instance],
+) -> Result<(usize, Vec<String>, String), String> {
     let (name, mut args) = split_instance(text).ok_or_else(|| {
         format!("`{text}` is not a template instance: write the kernel and its arguments, e.g. \"axpy<float>\"")
     })?;

@@ -11,8 +11,12 @@
 //! asks about (a kernel of `math.cu` is asked about inside `math.cu`, where its name is declared),
 //! every unit is compiled with `-rdc=true` (so its calls to functions of other units need no
 //! definition) and the answers are read from the PTX of all units together. Kernels of linked files
-//! get typed launchers like the source's own, and their `__device__` variables Rust handles; their
-//! templates are not instantiated (list template kernels in the module's own source).
+//! get typed launchers like the source's own, and their `__device__` variables Rust handles.
+//! Their template kernels take `instances = [...]` like the source's own: an entry naming no
+//! kernel of the source waits in `Module::pending` until the linked files are read, is resolved
+//! against every unit's templates ([`Owners::templates`]), and its probes (whose address probe
+//! instantiates it) are compiled in the unit that defines the template; at first use that unit
+//! resolves its name expression. `tune = { ... }` takes templates of the source only.
 //!
 //! Before the link, [`symbols`] compares every `extern` variable with its definition; when the
 //! link fails on an undefined symbol, it names the symbol, the file that uses it and, for a function
@@ -34,17 +38,17 @@ pub mod symbols;
 mod tests;
 
 use crate::check;
-use crate::check::report::Failure;
+use crate::check::report::{Errors, Failure};
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
-use crate::front::ir::{Checked, Image, LinkedUnit, Module, Unit as IrUnit};
+use crate::front::ir::{Checked, Image, Instance, LinkedUnit, Module, Unit as IrUnit};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
 use crate::oracle::nvrtc::Nvrtc;
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
-use crate::signature;
+use crate::signature::{self, Kernel};
 use nvcc::{Mode, Object};
 use nvjitlink::NvJitLink;
 use proc_macro2::Span;
@@ -171,12 +175,19 @@ pub fn expand_with<R>(
         return Err(Failure { error: e, kernels: kernels_of(&module) });
     }
     let mut units = vec![main_unit(&module)];
-    let mut owners = Owners { units: vec![0; module.units.len()], globals: vec![0; module.parsed.globals.len()] };
+    let mut owners = Owners {
+        units: vec![0; module.units.len()],
+        globals: vec![0; module.parsed.globals.len()],
+        templates: vec![0; module.parsed.templates.len()],
+        instances: Vec::new(),
+    };
     for lit in &input.link.files {
         let unit = read_linked(lit, &module).map_err(|m| at(&module, lit.span(), m))?;
         merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
         units.push(unit);
     }
+    instantiate(&mut module, &mut owners, &mut units)
+        .map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
     let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let backend = match backend {
         Ok(b) => b,
@@ -316,12 +327,17 @@ fn at_first_use(module: &Module, units: &[Unit], owners: &Owners, lto: bool, rea
     Image::Linked { units, headers, lto, reason }
 }
 
-/// Which unit declares each kernel (by index into `Module::units`) and each global.
+/// Which unit declares each kernel (by index into `Module::units`), each global, each template
+/// and so each instance.
 pub struct Owners {
     /// Unit of each kernel.
     pub units: Vec<usize>,
     /// Unit of each global.
     pub globals: Vec<usize>,
+    /// Unit defining each template (by index into `Parsed::templates`).
+    pub templates: Vec<usize>,
+    /// Unit of each instance (by index into `Module::instances`): its template's.
+    pub instances: Vec<usize>,
 }
 
 impl Owners {
@@ -333,6 +349,7 @@ impl Owners {
             ProbeKey::ParamType { kernel, .. } => at(&self.units, kernel),
             ProbeKey::KernelSymbol(k) => at(&self.units, k),
             ProbeKey::GlobalSymbol(g) | ProbeKey::GlobalBytes(g) | ProbeKey::GlobalElem(g) => at(&self.globals, g),
+            ProbeKey::TypeArg { instance, .. } | ProbeKey::ValueArg { instance, .. } => at(&self.instances, instance),
             _ => 0,
         }
     }
@@ -418,6 +435,37 @@ fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Re
             }
         }
     }
+    for t in parsed.templates.iter().filter(|t| t.defined) {
+        let mut t = t.clone();
+        t.file = Some(unit.name.clone());
+        let clash = |other: &Kernel| -> String {
+            let other = other.file.clone().unwrap_or_else(|| main_unit(module).name);
+            format!(
+                "template kernel `{}` is defined in both `{other}` and `{}`: each template needs one definition and one Rust module name",
+                t.name, unit.name
+            )
+        };
+        if let Some(other) = module.parsed.kernels.iter().find(|x| x.name == t.name) {
+            return Err(clash(other));
+        }
+        match module.parsed.templates.iter().position(|x| x.name == t.name) {
+            Some(i)
+                if module.parsed.templates[i].defined
+                    || module.parsed.templates[i].qualified_name() != t.qualified_name() =>
+            {
+                return Err(clash(&module.parsed.templates[i]));
+            }
+            // The source declares it, this file defines it: its instances are emitted here.
+            Some(i) => {
+                module.parsed.templates[i] = t;
+                owners.templates[i] = ui;
+            }
+            None => {
+                module.parsed.templates.push(t);
+                owners.templates.push(ui);
+            }
+        }
+    }
     for g in &parsed.globals {
         if let Some(prev) = module.parsed.globals.iter().find(|x| x.name == g.name) {
             let other = prev.file.clone().unwrap_or_else(|| main_unit(module).name);
@@ -432,6 +480,53 @@ fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Re
         owners.globals.push(ui);
     }
     module.headers.extend(headers);
+    Ok(())
+}
+
+/// Resolves the instances the source's own templates do not take (`Module::pending`) against
+/// every unit's templates, and files each instance under the unit defining its template: its
+/// probes (which take its address, and so instantiate it) are compiled there, and at first use
+/// that unit resolves its name. A unit's prologue gains the automatic includes its instances'
+/// arguments need (`__half`, ...).
+fn instantiate(module: &mut Module, owners: &mut Owners, units: &mut [Unit]) -> syn::Result<()> {
+    let mut errors = Errors::new();
+    for lit in std::mem::take(&mut module.pending) {
+        match front::resolve_instance(&lit.value(), &module.parsed, &module.instances) {
+            Ok((template, args, expr)) => {
+                let ii = module.instances.len();
+                module.units.push(IrUnit {
+                    kernel: front::substitute(&module.parsed.templates[template], &args),
+                    expr: expr.clone(),
+                    display: expr.clone(),
+                    instance: Some(ii),
+                });
+                owners.units.push(0);
+                module.instances.push(Instance { lit, template, args, expr });
+            }
+            Err(msg) => errors.error(lit.span(), msg),
+        }
+    }
+    errors.propagate()?;
+    owners.instances =
+        module.instances.iter().map(|i| owners.templates.get(i.template).copied().unwrap_or(0)).collect();
+    for (k, u) in module.units.iter().enumerate() {
+        if let Some(ii) = u.instance {
+            owners.units[k] = owners.instances[ii];
+        }
+    }
+    for (ui, unit) in units.iter_mut().enumerate().skip(1) {
+        let listed: Vec<String> = module
+            .instances
+            .iter()
+            .zip(&owners.instances)
+            .filter(|(_, o)| **o == ui)
+            .map(|(i, _)| i.lit.value())
+            .collect();
+        if !listed.is_empty() {
+            let includes = front::automatic_includes(&unit.text, &listed.join(" "));
+            unit.prologue = format!("{includes}#line 1 \"{}\"", unit.name);
+        }
+    }
     Ok(())
 }
 
