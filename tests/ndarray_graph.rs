@@ -360,23 +360,23 @@ fn nd_elementwise_nodes_updated() {
     drop(other);
     drop(g);
 
-    let close_to = |got: &[f32], want: &dyn Fn(usize) -> f32, what: &str| {
+    let expect_each = |got: &[f32], want: &dyn Fn(usize) -> f32, what: &str| {
         for (k, v) in got.iter().enumerate() {
             assert_eq!(*v, want(k), "{what} element {k}");
         }
     };
-    close_to(&s.clone_dtoh(&bzc).unwrap(), &|k| a[k] + b[k], "first contiguous");
-    close_to(&s.clone_dtoh(&bzc2).unwrap(), &|k| a2[k] + b2[k], "updated contiguous");
+    expect_each(&s.clone_dtoh(&bzc).unwrap(), &|k| a[k] + b[k], "first contiguous");
+    expect_each(&s.clone_dtoh(&bzc2).unwrap(), &|k| a2[k] + b2[k], "updated contiguous");
     let (xl, bl) = (gather(&a, xt.layout()), gather(&b, &bias.layout().broadcast_to(&[n, m]).unwrap()));
-    close_to(&s.clone_dtoh(&bzt).unwrap(), &|k| xl[k] + bl[k], "first transposed + bias");
+    expect_each(&s.clone_dtoh(&bzt).unwrap(), &|k| xl[k] + bl[k], "first transposed + bias");
     let (xl, bl) = (gather(&a2, x2t.layout()), gather(&b2, &bias2.layout().broadcast_to(&[n, m]).unwrap()));
-    close_to(&s.clone_dtoh(&bzt2).unwrap(), &|k| xl[k] + bl[k], "updated transposed + bias");
+    expect_each(&s.clone_dtoh(&bzt2).unwrap(), &|k| xl[k] + bl[k], "updated transposed + bias");
     let sl = gather(&a, st.layout());
-    close_to(&s.clone_dtoh(&bzs).unwrap(), &|k| 0.5 * sl[k] + k as f32, "first stepped");
+    expect_each(&s.clone_dtoh(&bzs).unwrap(), &|k| 0.5 * sl[k] + k as f32, "first stepped");
     let sl = gather(&a2, st2.layout());
-    close_to(&s.clone_dtoh(&bzs2).unwrap(), &|k| 2.0 * sl[k] + k as f32, "updated stepped");
-    close_to(&s.clone_dtoh(&acc).unwrap(), &|k| a[k], "accumulated before the update");
-    close_to(&s.clone_dtoh(&acc2).unwrap(), &|k| a2[k] + a2[k], "accumulated after the update");
+    expect_each(&s.clone_dtoh(&bzs2).unwrap(), &|k| 2.0 * sl[k] + k as f32, "updated stepped");
+    expect_each(&s.clone_dtoh(&acc).unwrap(), &|k| a[k], "accumulated before the update");
+    expect_each(&s.clone_dtoh(&acc2).unwrap(), &|k| a2[k] + a2[k], "accumulated after the update");
     assert!(s.clone_dtoh(&bo3).unwrap().iter().all(|&v| v == 0.0), "a refused update wrote");
     assert!(s.clone_dtoh(&spare).unwrap().iter().all(|&v| v == 0.0), "a refused update wrote");
 }
