@@ -97,11 +97,13 @@ pub fn update_nd(lists: &ParamLists, s: &NdShared<'_>, name: &syn::Ident) -> Tok
          operands, taken as `node_nd` takes them and borrowed for the graph's lifetime \
          (`cuGraphExecKernelNodeSetParams`): other buffers or views, and new scalar values. Shapes are \
          checked as `node_nd` checks them (an `Error::Shape` naming the operands). The new operands must \
-         need the node's kernel and launch configuration: the same element count, the same merged rank \
-         and layout class (all contiguous, or strided with the same merged rank), the same vector width \
-         for the flat kernel. Anything else (another shape, a contiguous operand where it was strided, \
-         a node of another kernel) is an `Error::Graph` saying to build the graph again, and the node is \
-         left as it was. The graph's edges stay as they were built: keep the new operands' reads and \
+         need the node's kernel and launch configuration: the same layout class and merged rank (all \
+         contiguous: the flat kernel, with the same vector width; or strided with the same merged rank) \
+         and the same grid and block (another shape of that class is taken when it keeps the grid: the \
+         element count and shape are kernel arguments). Anything else (a shape that changes the grid or \
+         the rank, a strided operand where all were contiguous, elements for the empty node of an empty \
+         launch, a node of another kernel) is an `Error::Graph` saying to build the graph again, and the \
+         node is left as it was. The graph's edges stay as they were built: keep the new operands' reads and \
          writes compatible with them (e.g. swap one buffer for another that no other node uses).{safety}"
     );
     let name = name.to_string();
