@@ -1,7 +1,9 @@
 //! N-D launches as graph nodes: `elementwise_kernel!`'s `node_nd` and `reduction_kernel!`'s
 //! `node_axes` (broadcast, transposed, stepped and contiguous operands; every axis subset of a
 //! 4-D array, which covers the full, rows, columns and strided plans), replayed and checked
-//! against a CPU reference; shape errors add nothing to the graph.
+//! against a CPU reference; shape errors add nothing to the graph. `update_nd` on an instantiated
+//! graph: other buffers and views of the same layout class, new scalars; another layout class or
+//! rank, an empty/non-empty swap and another kernel's node are refused and change nothing.
 
 use cuda_embed::{elementwise_kernel, reduction_kernel, Error, Graph, NdView, NdViewMut, NodeKind};
 
@@ -263,4 +265,118 @@ fn axes_with_two_placeholders() {
         Err(Error::Shape { detail, .. }) => assert!(detail.contains("input `w` of shape [7]"), "{detail}"),
         other => panic!("expected a shape error, got {other:?}"),
     }
+}
+
+/// `r` is the `Error::Graph` of an `update_nd` that needs another node: it names the reason
+/// (`needle`), says nothing was changed and to build the graph again.
+fn expect_rebuild(r: cuda_embed::Result<()>, needle: &str, what: &str) {
+    match r {
+        Err(Error::Graph { cause, fix, .. }) => {
+            assert!(cause.contains(needle) && cause.contains("nothing was changed"), "{what}: {cause}");
+            assert!(fix.as_deref().unwrap_or("").contains("build the graph again"), "{what}: {fix:?}");
+        }
+        other => panic!("{what}: expected Error::Graph, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nd_elementwise_nodes_updated() {
+    let s = gpu();
+    let ctx = s.context().clone();
+    let (m, n) = (37, 515); // 515 = 5 * 103
+    let (a, b, a2, b2) = (data(m * n, 1), data(m * n, 2), data(m * n, 3), data(m * n, 4));
+    let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+    let (da2, db2) = (s.clone_htod(&a2).unwrap(), s.clone_htod(&b2).unwrap());
+    let zeros = |len: usize| s.alloc_zeros::<f32>(len).unwrap();
+    let (mut bzc, mut bzc2, mut bzt, mut bzt2) = (zeros(m * n), zeros(m * n), zeros(n * m), zeros(n * m));
+    let (mut bzs, mut bzs2, mut bo3) = (zeros(19 * 172), zeros(19 * 172), zeros(m * n));
+    let (acc, acc2, spare, empty) = (zeros(m * n), zeros(m * n), zeros(m * n), zeros(0));
+    let x = NdView::new(&da, &[m, n]).unwrap();
+    let y = NdView::new(&db, &[m, n]).unwrap();
+    let x2 = NdView::new(&da2, &[m, n]).unwrap();
+    let y2 = NdView::new(&db2, &[m, n]).unwrap();
+    let (xt, x2t) = (x.transpose(), x2.transpose()); // [n, m], strides [1, n]
+    let bias = NdView::new(&db, &[n, 1]).unwrap(); // a column, broadcast along m
+    let bias2 = NdView::new(&db2, &[n, 1]).unwrap();
+    let st = x.slice(0, .., 2).unwrap().slice(1, 1.., -3).unwrap(); // [19, 172], stepped and reversed
+    let st2 = x2.slice(0, .., 2).unwrap().slice(1, 1.., -3).unwrap();
+    assert_eq!(st.shape(), &[19, 172]);
+    let zc = NdViewMut::new(&mut bzc, &[m, n]).unwrap();
+    let zc2 = NdViewMut::new(&mut bzc2, &[m, n]).unwrap();
+    let zt = NdViewMut::new(&mut bzt, &[n, m]).unwrap();
+    let zt2 = NdViewMut::new(&mut bzt2, &[n, m]).unwrap();
+    let zs = NdViewMut::new(&mut bzs, &[19, 172]).unwrap();
+    let zs2 = NdViewMut::new(&mut bzs2, &[19, 172]).unwrap();
+    // Rank 3 after merging: [103, 5, m] with x3's strides [1, 103, 515] against row-major ones.
+    let x3 = NdView::new(&da2, &[m, 5, 103]).unwrap().permute(&[2, 1, 0]).unwrap();
+    let y3 = NdView::new(&db2, &[103, 5, m]).unwrap();
+    let z3 = NdViewMut::new(&mut bo3, &[103, 5, m]).unwrap();
+    let short = NdView::new(&da2, &[m, n - 1]).unwrap();
+
+    let mut g = Graph::new(&ctx).unwrap();
+    let k1 = add::node_nd(&mut g, &x, &y, &zc).unwrap(); // contiguous: the flat kernel
+    let k2 = add::node_nd(&mut g, &xt, &bias, &zt).unwrap(); // transposed + broadcast: strided, rank 2
+    let k3 = scale_index::node_nd(&mut g, &st, 0.5, &zs).unwrap(); // stepped, a scalar, `i`
+    let k4 = accumulate::node_nd(&mut g, &empty, &empty).unwrap(); // no element: an empty node
+    let k5 = accumulate::node_nd(&mut g, &da, &acc).unwrap(); // flat buffers, read-modify-write
+    assert_eq!(g.kind(k4), Some(NodeKind::Empty));
+    let mut exec = g.instantiate().unwrap();
+    let launch = |exec: &cuda_embed::GraphExec| {
+        // SAFETY: every node's kernel stays within its checked views.
+        unsafe { exec.launch(&s).unwrap() };
+        exec.synchronize(&s).unwrap();
+    };
+    launch(&exec);
+
+    // Other buffers of the same shapes, a transposed view where the first was transposed, a new
+    // scalar and another stepped view: the same kernels and grids.
+    add::update_nd(&mut exec, k1, &x2, &y2, &zc2).unwrap();
+    add::update_nd(&mut exec, k2, &x2t, &bias2, &zt2).unwrap();
+    scale_index::update_nd(&mut exec, k3, &st2, 2.0, &zs2).unwrap();
+    accumulate::update_nd(&mut exec, k4, &empty, &empty).unwrap(); // empty stays empty
+    accumulate::update_nd(&mut exec, k5, &da2, &acc2).unwrap();
+    launch(&exec);
+
+    // Refused, changing nothing: another layout class (a transposed operand where all were
+    // contiguous), another merged rank, elements where the node is empty and none where it has
+    // some, another kernel's node, a node of another graph.
+    expect_rebuild(add::update_nd(&mut exec, k1, &x2t, &bias2, &zt2), "strided kernel of rank 2", "transposed");
+    expect_rebuild(add::update_nd(&mut exec, k2, &x3, &y3, &z3), "rank 3", "3-D");
+    expect_rebuild(accumulate::update_nd(&mut exec, k4, &da2, &spare), "the empty node", "elements into an empty node");
+    expect_rebuild(accumulate::update_nd(&mut exec, k5, &empty, &empty), "no element", "no element");
+    expect_rebuild(scale_index::update_nd(&mut exec, k5, &da2, 1.0, &spare), "another one", "another kernel's node");
+    // A shape error is reported as `launch_nd` reports it.
+    assert!(matches!(add::update_nd(&mut exec, k1, &short, &y2, &zc2), Err(Error::Shape { .. })));
+    let mut other = Graph::new(&ctx).unwrap();
+    let k_other = add::node_nd(&mut other, &x2, &y2, &zc2).unwrap();
+    match add::update_nd(&mut exec, k_other, &x2, &y2, &zc2) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("another graph"), "{cause}"),
+        r => panic!("a node of another graph: {r:?}"),
+    }
+    // The nodes still run on the updated operands: a third launch accumulates `a2` once more.
+    launch(&exec);
+    drop(exec);
+    drop(other);
+    drop(g);
+
+    let expect_each = |got: &[f32], want: &dyn Fn(usize) -> f32, what: &str| {
+        for (k, v) in got.iter().enumerate() {
+            assert_eq!(*v, want(k), "{what} element {k}");
+        }
+    };
+    expect_each(&s.clone_dtoh(&bzc).unwrap(), &|k| a[k] + b[k], "first contiguous");
+    expect_each(&s.clone_dtoh(&bzc2).unwrap(), &|k| a2[k] + b2[k], "updated contiguous");
+    let (xl, bl) = (gather(&a, xt.layout()), gather(&b, &bias.layout().broadcast_to(&[n, m]).unwrap()));
+    expect_each(&s.clone_dtoh(&bzt).unwrap(), &|k| xl[k] + bl[k], "first transposed + bias");
+    let (xl, bl) = (gather(&a2, x2t.layout()), gather(&b2, &bias2.layout().broadcast_to(&[n, m]).unwrap()));
+    expect_each(&s.clone_dtoh(&bzt2).unwrap(), &|k| xl[k] + bl[k], "updated transposed + bias");
+    let sl = gather(&a, st.layout());
+    expect_each(&s.clone_dtoh(&bzs).unwrap(), &|k| 0.5 * sl[k] + k as f32, "first stepped");
+    let sl = gather(&a2, st2.layout());
+    expect_each(&s.clone_dtoh(&bzs2).unwrap(), &|k| 2.0 * sl[k] + k as f32, "updated stepped");
+    expect_each(&s.clone_dtoh(&acc).unwrap(), &|k| a[k], "accumulated before the update");
+    expect_each(&s.clone_dtoh(&acc2).unwrap(), &|k| a2[k] + a2[k], "accumulated after the update");
+    assert!(s.clone_dtoh(&bo3).unwrap().iter().all(|&v| v == 0.0), "a refused update wrote");
+    assert!(s.clone_dtoh(&spare).unwrap().iter().all(|&v| v == 0.0), "a refused update wrote");
 }

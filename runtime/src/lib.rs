@@ -127,6 +127,7 @@ pub mod __private {
     pub use crate::args::{check_device, In, InAny, Out, OutAny};
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
+    pub use crate::graph::NdUpdate;
     pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};

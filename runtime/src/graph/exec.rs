@@ -1,15 +1,17 @@
 //! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
 //! kernel-node updates, memcpy/memset node updates and whole-graph update.
 
-use super::args::{other_device, Access, NodeArgs};
+use super::args::{address, other_device, Access, NodeArgs};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::{DriverCode, Error, Result};
+use crate::launch::kernel::KernelRef;
 use crate::launch::limits::bind;
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
+use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -85,6 +87,11 @@ impl<'a> GraphExec<'a> {
             launched: std::cell::Cell::new(false),
             _borrows: PhantomData,
         })
+    }
+
+    /// The context the graph was instantiated on.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// The driver's executable-graph handle.
@@ -352,9 +359,173 @@ impl<'a> GraphExec<'a> {
     }
 }
 
+/// An update of an N-D node (`node_nd`) being put together by generated code (the generated
+/// `NAME::update_nd`): the new operands' addresses are taken on the graph's context, then the
+/// kernel and launch configuration they need are compared with the node's, and only when both
+/// are the same are the new arguments written (`cuGraphExecKernelNodeSetParams`).
+#[doc(hidden)]
+pub struct NdUpdate<'e, 'a> {
+    exec: &'e mut GraphExec<'a>,
+    node: Node,
+    raw: sys::CUgraphNode,
+    kind: NodeKind,
+}
+
+impl std::fmt::Debug for NdUpdate<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NdUpdate").field("node", &self.node).field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+impl<'a> GraphExec<'a> {
+    /// Starts the update of an N-D node (support for the generated `NAME::update_nd`).
+    #[doc(hidden)]
+    pub fn __nd_update(&mut self, node: Node) -> Result<NdUpdate<'_, 'a>> {
+        let raw = self.node(node)?;
+        let kind = self.topology.0[node.index];
+        Ok(NdUpdate { exec: self, node, raw, kind })
+    }
+}
+
+impl<'a> NdUpdate<'_, 'a> {
+    /// The address of a buffer the kernel reads (an error for another device's buffer).
+    #[inline]
+    pub fn read<T, S: DevicePtr<T>>(&mut self, buffer: &'a S) -> Result<u64> {
+        address(buffer, &self.exec.ctx, false).map(|(p, _)| p)
+    }
+
+    /// The address of a buffer the kernel writes (an error for another device's buffer).
+    #[inline]
+    pub fn write<T, S: DevicePtr<T> + DevicePtrMut<T>>(&mut self, buffer: &'a S) -> Result<u64> {
+        address(buffer, &self.exec.ctx, true).map(|(p, _)| p)
+    }
+
+    #[cold]
+    fn rebuild(&self, kernel: &str, cause: String) -> Error {
+        Error::Graph {
+            device: self.exec.ctx.ordinal(),
+            cause: format!("`{kernel}::update_nd` of node {}: {cause}; nothing was changed", self.node.index),
+            fix: Some(
+                "build the graph again with the new operands (`node_nd`), then instantiate it or pass it to \
+                 `GraphExec::update`; `update_nd` only takes operands of the node's shapes and layout class"
+                    .into(),
+            ),
+        }
+    }
+
+    /// The new operands have no element: the node must be the empty node `node_nd` made for
+    /// operands without elements, and then there is nothing to change.
+    pub fn empty(self, kernel: &str) -> Result<()> {
+        if self.kind == NodeKind::Empty {
+            return Ok(());
+        }
+        Err(self.rebuild(kernel, format!("the new operands have no element, the node is {}", kind_name(self.kind))))
+    }
+
+    /// Writes the node's new arguments: `kernel` with `config` must be the function and launch
+    /// configuration the node was built with (else an [`Error::Graph`] saying to rebuild the
+    /// graph, and nothing is changed). `name` is the generated kernel's name, for errors.
+    ///
+    /// # Safety
+    /// `params` holds one pointer per parameter of `kernel` to a value of its exact type, every
+    /// buffer address is of a buffer borrowed for `'a`, and the kernel stays within them.
+    pub unsafe fn kernel(
+        self,
+        name: &str,
+        kernel: KernelRef,
+        config: &LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        if self.kind != NodeKind::Kernel {
+            return Err(
+                self.rebuild(name, format!("the new operands have elements, the node is {}", kind_name(self.kind)))
+            );
+        }
+        let ctx = self.exec.ctx.clone();
+        let (_, target) = kernel.target(&ctx)?;
+        check(&target, &ctx, config)?;
+        bind(&ctx)?;
+        // SAFETY: all-zero is a valid parameter record (null pointers) for the driver to fill.
+        let mut old: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+        // SAFETY: a live kernel node of the graph this was instantiated from (the kind is
+        // checked above); valid out-pointer. The parameters read back are not dereferenced.
+        let r = unsafe { sys::cuGraphKernelNodeGetParams_v2(self.raw, &mut old) };
+        driver(&ctx, "cuGraphKernelNodeGetParams", r)?;
+        if old.func != target.f {
+            return Err(self.rebuild(
+                name,
+                format!(
+                    "the new operands need kernel `{}` ({}), the node runs another one (another rank or layout \
+                     class, flat or strided, or another kernel's node)",
+                    kernel.name(),
+                    describe(kernel.name())
+                ),
+            ));
+        }
+        let (g, b) = (config.grid_dim, config.block_dim);
+        let was = ((old.gridDimX, old.gridDimY, old.gridDimZ), (old.blockDimX, old.blockDimY, old.blockDimZ));
+        if (g, b, config.shared_mem_bytes) != (was.0, was.1, old.sharedMemBytes) {
+            return Err(self.rebuild(
+                name,
+                format!(
+                    "the new operands need the launch grid {g:?} x block {b:?} ({} B shared), the node was built \
+                     with grid {:?} x block {:?} ({} B shared): another element count or vector width",
+                    config.shared_mem_bytes, was.0, was.1, old.sharedMemBytes
+                ),
+            ));
+        }
+        let p = node_params(target.f, config, params);
+        // SAFETY: a kernel node of the graph this was instantiated from, running this function
+        // (checked); the caller's contract for the parameters, which the driver copies now.
+        let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec.raw, self.raw, &p) };
+        driver(&ctx, "cuGraphExecKernelNodeSetParams", r)
+    }
+}
+
+/// What a node of `kind` is, for the errors of [`NdUpdate`].
+fn kind_name(kind: NodeKind) -> String {
+    match kind {
+        NodeKind::Empty => "the empty node of operands without elements".into(),
+        NodeKind::Kernel => "a kernel node".into(),
+        other => format!("a {other:?} node, not an N-D kernel node"),
+    }
+}
+
+/// How a generated kernel's name reads in an error (`NAME_ndK` is the strided kernel of rank K).
+fn describe(name: &str) -> String {
+    let rank = name.rsplit_once("_nd").map(|(_, k)| k.bytes().take_while(u8::is_ascii_digit).count());
+    match (rank, name.rsplit_once("_nd")) {
+        (Some(d), Some((_, k))) if d > 0 => format!("the strided kernel of rank {}", &k[..d]),
+        _ => "the flat kernel".to_string(),
+    }
+}
+
 /// The node kinds and the sorted edges of `g`.
 fn topology(g: &Graph<'_>) -> (Vec<NodeKind>, Vec<(usize, usize)>) {
     let mut edges = g.edges.clone();
     edges.sort_unstable();
     (g.nodes.iter().map(|n| n.kind).collect(), edges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{describe, kind_name, NodeKind};
+
+    /// The kernel of an N-D node as an error names it: `NAME_ndK` (with or without template
+    /// arguments) is the strided kernel of rank K, anything else the flat kernel.
+    #[test]
+    fn kernel_descriptions() {
+        assert_eq!(describe("add_nd2"), "the strided kernel of rank 2");
+        assert_eq!(describe("add_nd3<float>"), "the strided kernel of rank 3");
+        assert_eq!(describe("add"), "the flat kernel");
+        assert_eq!(describe("add<double>"), "the flat kernel");
+        assert_eq!(describe("my_ndarray"), "the flat kernel");
+        assert_eq!(describe("x_nd"), "the flat kernel");
+    }
+
+    #[test]
+    fn node_kinds() {
+        assert!(kind_name(NodeKind::Empty).contains("empty node"));
+        assert!(kind_name(NodeKind::Memcpy).contains("Memcpy node, not an N-D kernel node"));
+    }
 }

@@ -45,6 +45,8 @@ mod nodes;
 pub use args::ByValue;
 pub use args::{GraphArg, NodeArg, NodeArgs};
 pub use exec::GraphExec;
+#[doc(hidden)]
+pub use exec::NdUpdate;
 pub use kernel::KernelNode;
 pub use nodes::{MemcpyNode, MemsetNode, MemsetValue};
 

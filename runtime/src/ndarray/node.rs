@@ -113,6 +113,12 @@ impl<T> NodeMemory<T> {
         self.base + (offset * std::mem::size_of::<T>()) as u64
     }
 
+    /// The address of element `offset` (a view's element `[0, ..]`), recording nothing: for an
+    /// update of a node, whose dependencies were inferred when it was added.
+    pub fn address(&self, offset: usize) -> u64 {
+        self.base + (offset * std::mem::size_of::<T>()) as u64
+    }
+
     /// The buffer's elements `offset .. offset + len` as a kernel-node argument; an error (never
     /// expected: plans stay inside their views) when they are not all in the buffer.
     pub fn region(&self, op: &str, offset: usize, len: usize) -> Result<NodeRegion<T>> {

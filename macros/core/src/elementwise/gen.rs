@@ -222,6 +222,7 @@ pub fn module(
     };
     let nd_fns = crate::ndarray::launch_nd(lists, &nd_shared, &mut params);
     let nd_node = crate::ndarray::node::node_nd(lists, &nd_shared);
+    let nd_update = crate::ndarray::node::update_nd(lists, &nd_shared, name);
     let params = params.items();
     let tokens = &generated.tokens;
     Ok(quote! {
@@ -297,6 +298,8 @@ pub fn module(
             #nd_fns
 
             #nd_node
+
+            #nd_update
         }
     })
 }

@@ -19,6 +19,9 @@ pub enum Target<'a> {
     /// `node_nd`: arguments borrowed for the graph's lifetime `'__g`, each buffer recorded on the
     /// node builder `__b` as read or written.
     Node,
+    /// `update_nd`: arguments as for `Node`, their addresses taken through the update `__b`
+    /// (an `NdUpdate`), nothing recorded (the node's edges stay as built).
+    Update,
 }
 
 /// The generated pieces, in the order a launcher uses them.
@@ -93,7 +96,7 @@ pub fn operands(
                         layouts.push(quote!(#take let #layout = *#id.layout();));
                         pointers.push(bind);
                     }
-                    Target::Node => {
+                    Target::Node | Target::Update => {
                         let tr = if input {
                             quote!(#private::NdNodeInput::<#ty>)
                         } else {
@@ -108,7 +111,11 @@ pub fn operands(
                             let #mem = #tr::__memory(#id, &__ctx)?;
                             let #layout = #tr::node_layout(#id);
                         });
-                        pointers.push(quote!(let #id: u64 = #mem.record(&mut __b, #layout.offset());));
+                        pointers.push(if matches!(target, Target::Update) {
+                            quote!(let #id: u64 = #mem.address(#layout.offset());)
+                        } else {
+                            quote!(let #id: u64 = #mem.record(&mut __b, #layout.offset());)
+                        });
                     }
                 }
                 operands.push(quote!((#pname, &#layout)));
@@ -130,10 +137,10 @@ pub fn operands(
                             quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);),
                         )
                     }
-                    (Target::Node, true) => {
+                    (Target::Node | Target::Update, true) => {
                         (quote!(#id: &'__g impl #dptr<#ty>), quote!(let #id: u64 = __b.read::<#ty, _>(#id)?;))
                     }
-                    (Target::Node, false) => (
+                    (Target::Node | Target::Update, false) => (
                         quote!(#id: &'__g (impl #dptr<#ty> + #dptr_mut<#ty>)),
                         quote!(let #id: u64 = __b.write::<#ty, _>(#id)?;),
                     ),
