@@ -302,7 +302,7 @@ fn at_first_use(module: &Module, units: &[Unit], owners: &Owners, lto: bool, rea
         .enumerate()
         .map(|(ui, u)| LinkedUnit {
             name: u.name.clone(),
-            text: format!("{}\n{}", u.prologue, u.text),
+            text: format!("{}\n{}\n{}", u.prologue, u.text, explicit_instantiations(module, owners, ui)),
             options: module
                 .options
                 .iter()
@@ -530,6 +530,41 @@ fn instantiate(module: &mut Module, owners: &mut Owners, units: &mut [Unit]) -> 
     Ok(())
 }
 
+/// An explicit instantiation definition (`template __global__ void ns::k<float, 3>(float* y, int
+/// n);`) of every instance whose template `unit` defines. Taking an instance's address (the
+/// probes, a name expression) instantiates it too, but only as a discardable definition, which
+/// link-time optimisation drops when nothing in the linked image calls it; an explicit
+/// instantiation definition is kept. The parameter list is the template's, with each template
+/// parameter's name replaced by the instance's argument.
+fn explicit_instantiations(module: &Module, owners: &Owners, unit: usize) -> String {
+    let mut out = String::new();
+    for (i, inst) in module.instances.iter().enumerate() {
+        if owners.instances.get(i) != Some(&unit) {
+            continue;
+        }
+        let Some(t) = module.parsed.templates.get(inst.template) else { continue };
+        let Some(tparams) = t.template.as_ref().filter(|p| p.len() == inst.args.len()) else { continue };
+        let params: Vec<String> = t
+            .params
+            .iter()
+            .map(|p| {
+                let decl = p.text.split('=').next().unwrap_or_default();
+                let tokens = cuda_embed_source::lex::lex(decl).tokens;
+                tokens
+                    .iter()
+                    .map(|tok| match tparams.iter().position(|tp| tok.is_ident() && tok.text == tp.name) {
+                        Some(k) => inst.args[k].clone(),
+                        None => tok.text.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        out.push_str(&format!("template __global__ void {}({});\n", inst.expr, params.join(", ")));
+    }
+    out
+}
+
 /// Compiles every unit with its probes and links them: the oracle's answers for the whole
 /// module. `Err((unit, message))`: the unit to report at.
 fn consult(
@@ -547,7 +582,12 @@ fn consult(
             .enumerate()
             .map(|(ui, unit)| {
                 let mine: Vec<Probe<ProbeKey>> = probes.iter().filter(|p| owners.of(key(p)) == ui).cloned().collect();
-                format!("{}\n#line 1 \"cuda-embed-probe\"\n{}", unit.text, probe::code(&mine))
+                format!(
+                    "{}\n#line 1 \"cuda-embed-probe\"\n{}{}",
+                    unit.text,
+                    explicit_instantiations(module, owners, ui),
+                    probe::code(&mine)
+                )
             })
             .collect();
         let results: Vec<Result<Object, String>> = match backend {
