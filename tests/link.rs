@@ -45,15 +45,6 @@ mod linked_templates {
         instances = ["scale_square<float, 3>", "scale_square<int, 2>"],
     );
 
-    pub mod lto {
-        cuda_embed::cuda_kernel!(
-            file = "tests/kernels/link/main.cu",
-            link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
-            instances = ["scale_square<float, 3>"],
-            lto = true,
-        );
-    }
-
     pub mod by_nvrtc {
         cuda_embed::cuda_kernel!(
             file = "tests/kernels/link/main.cu",
@@ -170,7 +161,6 @@ fn linked_files_give_typed_launchers_and_globals() {
     // Instances of a linked file's template.
     assert_eq!(linked_templates::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
     assert_eq!(linked_templates::scale_square::kernel::<i32, 2>().name(), "scale_square<int, 2>");
-    assert_eq!(linked_templates::lto::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
     assert_eq!(linked_templates::by_nvrtc::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
     assert_eq!(linked_templates::at_first_use::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
 }
@@ -262,10 +252,6 @@ fn instances_of_a_linked_files_template_run() {
     };
     // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
     run(&|y| unsafe { linked_templates::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
-    run(
-        &|y| unsafe { linked_templates::lto::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
-        "lto",
-    );
     run(
         &|y| unsafe { linked_templates::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
         "build-time NVRTC",
