@@ -37,6 +37,21 @@ pub struct NdShared<'a> {
     pub instances: usize,
 }
 
+/// `unsafe` and the rustdoc `# Safety` section of the N-D functions (`launch_nd`, `node_nd`,
+/// `update_nd`) of a kernel with `raw` parameters, which the operation indexes itself; nothing
+/// and an empty section for any other kernel.
+pub(crate) fn raw_safety(lists: &ParamLists) -> (TokenStream, &'static str) {
+    if lists.has_raw() {
+        (
+            quote!(unsafe),
+            "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must stay \
+             within each raw array's length.",
+        )
+    } else {
+        (quote!(), "")
+    }
+}
+
 /// The `launch_nd` function, or nothing when the kernel has no array parameter. Its array
 /// arguments are bounded by their parameters' traits in `params`.
 pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) -> TokenStream {
@@ -48,14 +63,13 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
     let (gen_params, where_clause, turbofish, index) = (s.gen_params, s.where_clause, s.turbofish, s.index);
     let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
         operands::operands(lists, s.elems, Target::Launch(params), (index, s.instances, s.hidden));
-    let raw = lists.has_raw();
-    let unsafety = if raw { quote!(unsafe) } else { quote!() };
-    let safety = if raw {
-        "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must stay \
-         within each raw array's length."
-    } else {
-        "\n\nSafe: the generated code alone decides which elements are touched (each view's elements, \
-         checked to lie in its buffer when the view was made)."
+    let (unsafety, safety) = match raw_safety(lists) {
+        (unsafety, "") => (
+            unsafety,
+            "\n\nSafe: the generated code alone decides which elements are touched (each view's elements, \
+             checked to lie in its buffer when the view was made).",
+        ),
+        raw => raw,
     };
     let doc = format!(
         "Runs the operation once per element of the first output's shape, on N-D operands: each array \

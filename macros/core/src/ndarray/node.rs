@@ -22,14 +22,7 @@ pub fn node_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     let (generics, where_clause, turbofish, index) = (s.generics, s.where_clause, s.turbofish, s.index);
     let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
         operands::operands(lists, s.elems, Target::Node, (index, s.instances, s.hidden));
-    let raw = lists.has_raw();
-    let unsafety = if raw { quote!(unsafe) } else { quote!() };
-    let safety = if raw {
-        "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must stay \
-         within each raw array's length."
-    } else {
-        ""
-    };
+    let (unsafety, safety) = super::raw_safety(lists);
     let doc = format!(
         "Adds the N-D launch to `graph` as one kernel node: the operands as `launch_nd` takes them \
          (`NdView`/`NdViewMut` or flat buffers, inputs broadcast to the first output's shape), except that \
@@ -84,14 +77,7 @@ pub fn update_nd(lists: &ParamLists, s: &NdShared<'_>, name: &syn::Ident) -> Tok
     let (generics, where_clause, turbofish, index) = (s.generics, s.where_clause, s.turbofish, s.index);
     let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
         operands::operands(lists, s.elems, Target::Update, (index, s.instances, s.hidden));
-    let raw = lists.has_raw();
-    let unsafety = if raw { quote!(unsafe) } else { quote!() };
-    let safety = if raw {
-        "\n\n# Safety\nThe kernel has `raw` parameters: the operation indexes them itself, so it must stay \
-         within each raw array's length."
-    } else {
-        ""
-    };
+    let (unsafety, safety) = super::raw_safety(lists);
     let doc = format!(
         "Points the N-D node `node` (made by `node_nd` on the graph `exec` was instantiated from) at new \
          operands, taken as `node_nd` takes them and borrowed for the graph's lifetime \
