@@ -7,34 +7,18 @@
 //! `node` takes).
 
 use crate::gen::paths;
+use crate::reduction::node::Shared;
 use cuda_embed_source::ndarray::reduction::AXES_DIMS;
 use cuda_embed_source::params::{Param, ParamKind, ParamLists};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::Ident;
-
-/// What `node_axes` shares with the reduction's other node functions.
-pub struct AxesNodeShared<'a> {
-    /// The reduction's name.
-    pub name: &'a Ident,
-    /// The hidden module of the kernels.
-    pub hidden: &'a Ident,
-    /// The full, rows, cols and axes kernels, in that order.
-    pub kernels: &'a [Ident],
-    /// The placeholders as generic parameters.
-    pub generics: &'a [Ident],
-    /// `::<T, ...>` (empty without placeholders).
-    pub turbofish: &'a TokenStream,
-    /// The node functions' `where` clause (the reduction's and the hidden kernels' bounds).
-    pub where_clause: &'a TokenStream,
-}
 
 /// The `node_axes` function.
-pub fn node_axes(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &AxesNodeShared<'_>) -> TokenStream {
+pub fn node_axes(lists: &ParamLists, param_type: fn(&Param) -> TokenStream, s: &Shared<'_>) -> TokenStream {
     let private = quote!(::cuda_embed::__private);
     let (result, graph, node, c_void) = (paths::result(), paths::graph(), paths::graph_node(), paths::c_void());
     let (red, plan_kind) = (paths::reduction("reduce"), paths::reduction("PlanKind"));
-    let AxesNodeShared { name, hidden, kernels, generics, turbofish, where_clause } = s;
+    let Shared { name, hidden, kernels, generics, turbofish, where_clause } = s;
     let [kfull, krows, kcols, kaxes] = [&kernels[0], &kernels[1], &kernels[2], &kernels[3]];
     let op = format!("reduction `{name}`");
     let (mut args_in, mut args_out, mut memories, mut in_ops, mut out_ops) = (vec![], vec![], vec![], vec![], vec![]);

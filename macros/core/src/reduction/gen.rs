@@ -168,18 +168,15 @@ pub fn wrapper(
     } else {
         where_clause.clone()
     };
-    let node_fns = crate::reduction::node::node_fns(
-        lists,
-        param_type,
-        &crate::reduction::node::Shared {
-            name,
-            hidden,
-            kernels: &kernels,
-            generics: &generics,
-            turbofish: &turbofish,
-            where_clause: &node_where,
-        },
-    );
+    let node_shared = crate::reduction::node::Shared {
+        name,
+        hidden,
+        kernels: &kernels,
+        generics: &generics,
+        turbofish: &turbofish,
+        where_clause: &node_where,
+    };
+    let node_fns = crate::reduction::node::node_fns(lists, param_type, &node_shared);
     // `launch_axes` and `node_axes`: with several placeholders they call the hidden kernels (and
     // `__run`) at the generic instance, so they carry the kernels' bounds as the nodes do.
     let (axes_where, axes_call) = if generics.len() <= 1 {
@@ -201,18 +198,7 @@ pub fn wrapper(
         },
         &mut params,
     );
-    let axes_node = crate::ndarray::axes_node::node_axes(
-        lists,
-        param_type,
-        &crate::ndarray::axes_node::AxesNodeShared {
-            name,
-            hidden,
-            kernels: &kernels,
-            generics: &generics,
-            turbofish: &turbofish,
-            where_clause: &node_where,
-        },
-    );
+    let axes_node = crate::ndarray::axes_node::node_axes(lists, param_type, &node_shared);
     let params = params.items();
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \

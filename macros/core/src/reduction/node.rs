@@ -12,13 +12,13 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Ident;
 
-/// What the node functions share with the reduction's launchers.
+/// What the node functions (these and `node_axes`) share with the reduction's launchers.
 pub struct Shared<'a> {
     /// The reduction's name.
     pub name: &'a Ident,
     /// The hidden module of the kernels.
     pub hidden: &'a Ident,
-    /// The full, rows and cols kernels, in that order.
+    /// The full, rows, cols and axes kernels, in that order.
     pub kernels: &'a [Ident],
     /// The placeholders as generic parameters.
     pub generics: &'a [Ident],
