@@ -80,19 +80,7 @@ mod declared_here {
 /// The same modules linked without nvcc: build-time NVRTC compiles the units and nvJitLink links
 /// them with libcudadevrt (a cubin per architecture is embedded).
 mod by_nvrtc {
-    cuda_embed::cuda_kernel!(
-        r#"
-        __global__ void child(float* y, int n) {
-            int i = blockIdx.x * blockDim.x + threadIdx.x;
-            if (i < n) y[i] += 1.f;
-        }
-        extern "C" __global__ void parent(float* y, int n) {
-            if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n);
-        }
-    "#,
-        rdc = true,
-        compiler = "nvrtc-build",
-    );
+    cuda_embed::cuda_kernel!(file = "tests/kernels/link/parent.cu", rdc = true, compiler = "nvrtc-build");
 
     pub mod linked {
         cuda_embed::cuda_kernel!(
@@ -116,19 +104,7 @@ mod by_nvrtc {
 /// NVRTC for the device and linked with libcudadevrt at first use (the driver's linker; nvJitLink
 /// with LTO).
 mod at_first_use {
-    cuda_embed::cuda_kernel!(
-        r#"
-        __global__ void child(float* y, int n) {
-            int i = blockIdx.x * blockDim.x + threadIdx.x;
-            if (i < n) y[i] += 1.f;
-        }
-        extern "C" __global__ void parent(float* y, int n) {
-            if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(y, n);
-        }
-    "#,
-        rdc = true,
-        compiler = "nvrtc",
-    );
+    cuda_embed::cuda_kernel!(file = "tests/kernels/link/parent.cu", rdc = true, compiler = "nvrtc");
 
     pub mod linked_lto {
         cuda_embed::cuda_kernel!(
