@@ -600,26 +600,9 @@ impl ElementwiseKernel {
                     _ => ptr,
                 })
                 .collect();
-            let mut params: Vec<*mut c_void> = args
-                .iter()
-                .zip(&pointers)
-                .map(|(a, p)| match a.kind {
-                    ArgKind::Value(v) => v as *mut c_void,
-                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
-                })
-                .collect();
-            params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
-            params.push(&n64 as *const i64 as *mut c_void);
+            let mut params = leading_params(args, &pointers, &raw_lens, &n64);
             if plan.flat {
-                let ptrs: Vec<(u64, usize)> = self
-                    .sig
-                    .params
-                    .iter()
-                    .zip(&pointers)
-                    .filter(|(p, _)| p.kind == ParamKind::Array)
-                    .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
-                    .collect();
-                let (vector, per_thread) = flat_mode(self.sig.width, &ptrs);
+                let (vector, per_thread) = flat_mode(self.sig.width, &self.array_addresses(&pointers));
                 let cfg = self.auto.config_raw(self.kernel.cu_function(), ctx, plan.n, per_thread)?;
                 params.push(&vector as *const i32 as *mut c_void);
                 // SAFETY: as in `run`: one pointer per parameter of the flat kernel, each to a live
@@ -676,6 +659,17 @@ impl ElementwiseKernel {
             .collect()
     }
 
+    /// Every array argument's `(device address, element size)`, as [`flat_mode`] takes them.
+    fn array_addresses(&self, pointers: &[sys::CUdeviceptr]) -> Vec<(u64, usize)> {
+        self.sig
+            .params
+            .iter()
+            .zip(pointers)
+            .filter(|(p, _)| p.kind == ParamKind::Array)
+            .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
+            .collect()
+    }
+
     /// # Safety
     /// With raw parameters, the operation's accesses are the caller's responsibility.
     unsafe fn run(
@@ -699,31 +693,14 @@ impl ElementwiseKernel {
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let who = target.who;
         let mut go = |pointers: &[sys::CUdeviceptr]| {
-            let arrays: Vec<(u64, usize)> = self
-                .sig
-                .params
-                .iter()
-                .zip(pointers)
-                .filter(|(p, _)| p.kind == ParamKind::Array)
-                .map(|(p, &ptr)| (ptr, p.size.unwrap_or(1)))
-                .collect();
-            let (vector, per_thread) = flat_mode(self.sig.width, &arrays);
+            let (vector, per_thread) = flat_mode(self.sig.width, &self.array_addresses(pointers));
             let cfg = match config {
                 Some(c) => c,
                 None => {
                     self.auto.config_raw(self.kernel.cu_function(), ctx, n, per_thread).map_err(|e| who.named(e))?
                 }
             };
-            let mut params: Vec<*mut c_void> = args
-                .iter()
-                .zip(pointers)
-                .map(|(a, p)| match a.kind {
-                    ArgKind::Value(v) => v as *mut c_void,
-                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
-                })
-                .collect();
-            params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
-            params.push(&n64 as *const i64 as *mut c_void);
+            let mut params = leading_params(args, pointers, &raw_lens, &n64);
             params.push(&vector as *const i32 as *mut c_void);
             // SAFETY: the kernel belongs to the stream's context (checked above); one pointer per
             // parameter of the generated kernel (declared parameters, raw lengths, n, vector),
@@ -857,6 +834,25 @@ impl Sig {
     fn length_error(&self, detail: String) -> Error {
         Error::Length { kernel: self.kernel.clone(), origin: self.origin.clone(), detail }
     }
+}
+
+/// The kernel parameter pointers every generated elementwise kernel starts with: each declared
+/// parameter (the value's bytes, or the slot in `pointers` holding a buffer's device address),
+/// each raw array's length, then `n`. The pointers point into `args`, `pointers`, `raw_lens` and
+/// `n`, which must outlive the launch they are passed to; the caller pushes the kernel's own
+/// trailing parameters.
+fn leading_params(args: &[Arg<'_>], pointers: &[sys::CUdeviceptr], raw_lens: &[i64], n: &i64) -> Vec<*mut c_void> {
+    let mut params: Vec<*mut c_void> = args
+        .iter()
+        .zip(pointers)
+        .map(|(a, p)| match a.kind {
+            ArgKind::Value(v) => v as *mut c_void,
+            ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
+        })
+        .collect();
+    params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
+    params.push(n as *const i64 as *mut c_void);
+    params
 }
 
 #[cfg(test)]
