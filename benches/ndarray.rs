@@ -133,5 +133,8 @@ fn main() -> cuda_embed::Result<()> {
     let f = row("fuse", "fuse! d=x-y; e=d*d*w; sum(e) 2^28", b3, fused);
     let u = row("unfused", "unfused sub, mul, sum 2^28", b3, unfused);
     println!("fused / unfused: {:.3}x", f / u);
+    // The same fused figure under a second key, joined by the CuPy script with its hand-fused
+    // ReductionKernel (map = the whole chain): the fair fused reference beside `cupy.fuse`.
+    println!("ROW fuse_rk {f:.1}");
     Ok(())
 }

@@ -12,6 +12,17 @@ use cuda_embed::{CudaSlice, CudaStream, Error, LaunchConfig};
 use std::fmt::Debug;
 use std::sync::Arc;
 
+/// Out-of-range reports are kept per context: `cuda_embed::synchronize` and
+/// `GraphExec::synchronize` return (and clear) the first one of any checked kernel, and
+/// `NAME::check_errors` that kernel's. The tests that cause a report or read the context-wide one
+/// hold this lock, so a report made by one test is not taken by another test running in parallel
+/// on the same context (seen on an H200: the graph test was handed `off_by_one`'s report).
+static REPORTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn reports() -> std::sync::MutexGuard<'static, ()> {
+    REPORTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Copies `v` to the device.
 fn up<T: DeviceRepr>(stream: &Arc<CudaStream>, v: &[T]) -> CudaSlice<T> {
     stream.clone_htod(v).expect("copy to the device")
@@ -199,6 +210,7 @@ fn stencil_and_transpose_match_cpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn out_of_bounds_index_is_an_error_and_the_context_stays_usable() {
+    let _reports = reports();
     let stream = gpu();
     let n = 1000;
     let x = up(&stream, &vec![1.0f32; n]);
@@ -315,6 +327,7 @@ pub fn saxpy_build_nvrtc(a: f32, x: &[f32], y: &mut [f32]) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_functions_and_their_bounds_checks() {
+    let _reports = reports();
     let stream = gpu();
     let n = 3001;
     let xs = data(3 * n, 6);
@@ -369,6 +382,7 @@ fn each_compiler_path_was_taken() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn rust_kernels_as_graph_nodes() {
+    let _reports = reports();
     let stream = gpu();
     let ctx = stream.context().clone();
     let n = 5000;
@@ -718,6 +732,7 @@ fn const_generic_kernels_match_cpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn synchronize_reports_an_out_of_bounds_index() {
+    let _reports = reports();
     let stream = gpu();
     let n = 1000;
     let x = up(&stream, &vec![1.0f32; n]);
