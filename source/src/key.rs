@@ -99,6 +99,22 @@ impl Key {
     }
 }
 
+/// What a passed load check of a `cuda_kernel!` module compiled by NVRTC at run time is recorded
+/// under in its cubin's cache entry: `checked <hash of the module's source and type probe>` (the
+/// cubin itself is what the entry holds). A pure function of text the macro embeds, so the macro
+/// computes it at build time and a cache hit does not hash the source and the probe again.
+///
+/// ```
+/// let mark = cuda_embed_source::key::checks_mark("__global__ void k() {}", "probe");
+/// assert!(mark.starts_with("checked ") && mark.len() == 8 + 64);
+/// assert_ne!(mark, cuda_embed_source::key::checks_mark("__global__ void k() {}", "other probe"));
+/// ```
+pub fn checks_mark(source: &str, probe: &str) -> String {
+    let mut k = Key::new("cuda-embed load checks v1");
+    k.field("source", source).field("probe", probe);
+    format!("checked {}", k.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

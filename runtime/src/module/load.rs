@@ -373,7 +373,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, .. } => {
+        ImageKind::Source { source, options, headers, probe, mark, .. } => {
             let arch = read_arch()?;
             // Kernels first, then globals: NVRTC lowers both kinds of name expression.
             let exprs: Vec<&str> = spec
@@ -388,8 +388,9 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let compiled = crate::program::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
-            // cubin and the probe, which includes the source: the mark names both.
-            let mark = crate::module::typecheck::checks_mark(source, probe);
+            // cubin and the probe, which includes the source: the mark names both (the macro
+            // computed it; a hit does not hash the source and the probe again).
+            let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
             let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, .. } = compiled;
             if !checks_passed {
