@@ -15,6 +15,45 @@ cuda_kernel!(
     instances = ["fill<float>", "fill<int>"]
 );
 
+// Kernels whose dynamic shared memory limit is raised (two modules: one has its cudarc handle made
+// before the limit is raised, the other after).
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void reverse_before(int* out, int n) {
+        extern __shared__ int buf[];
+        int i = threadIdx.x;
+        buf[i] = 3 * i;
+        __syncthreads();
+        if (i < n) out[i] = buf[n - 1 - i];
+    }
+"#
+);
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void reverse_after(int* out, int n) {
+        extern __shared__ int buf[];
+        int i = threadIdx.x;
+        buf[i] = 3 * i;
+        __syncthreads();
+        if (i < n) out[i] = buf[n - 1 - i];
+    }
+"#
+);
+
+mod with_global {
+    // A module with a `__device__` variable: its cudarc handle is a function of the very module
+    // the launchers and the `Global` handle use.
+    cuda_embed::cuda_kernel!(
+        r#"
+        __device__ int offset;
+        extern "C" __global__ void add_offset(int* out, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = offset + i;
+        }
+    "#
+    );
+}
+
 type Writer = Kernel<(Out<i32>, i32, i32)>;
 
 /// Generic code over any kernel of one signature.
@@ -84,4 +123,60 @@ fn cudarc_function_is_the_same_kernel() {
     let got = stream.clone_dtoh(&out).unwrap();
     assert!(got.iter().enumerate().all(|(i, v)| *v == 5 + i as i32 + 2));
     assert_eq!(add_two::module().loads(), 1, "the cudarc function shares the loaded module");
+}
+
+/// A module built into the binary without globals is loaded in place, and its cudarc handles come
+/// from a second load of the image: the dynamic shared memory limit raised through cuda-embed
+/// applies to them too, whether a handle was made before or after, and cudarc launches with it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cudarc_function_takes_the_limits_set_through_cuda_embed() {
+    use cuda_embed::cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYN;
+    use cuda_embed::cudarc::driver::PushKernelArg;
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    let big = 64 * 1024u32; // above the 48 KiB every kernel may use without opting in
+    let before = reverse_before::KERNEL.function(&ctx).unwrap();
+    reverse_before::KERNEL.set_max_dynamic_shared_memory(&ctx, big).unwrap();
+    reverse_after::KERNEL.set_max_dynamic_shared_memory(&ctx, big).unwrap();
+    let after = reverse_after::KERNEL.function(&ctx).unwrap();
+    let n = 256i32;
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: big };
+    let want: Vec<i32> = (0..n).map(|i| 3 * (n - 1 - i)).collect();
+    for (name, f) in [("made before", &before), ("made after", &after)] {
+        assert_eq!(f.get_attribute(MAX_DYN).unwrap(), big as i32, "handle {name} the limit was raised");
+        let mut out = stream.alloc_zeros::<i32>(n as usize).unwrap();
+        let mut builder = stream.launch_builder(f);
+        builder.arg(&mut out).arg(&n);
+        // SAFETY: one block of n threads writes out[0..n); `big` bytes of shared memory hold n ints.
+        unsafe { builder.launch(cfg).unwrap() };
+        assert_eq!(stream.clone_dtoh(&out).unwrap(), want, "cudarc launch of the handle {name}");
+        // The launcher itself uses the raised limit too.
+        let mut out = stream.alloc_zeros::<i32>(n as usize).unwrap();
+        let k = if name == "made before" { reverse_before::KERNEL } else { reverse_after::KERNEL };
+        // SAFETY: as above.
+        unsafe { k.launch(&stream, cfg, (&mut out, n)).unwrap() };
+        assert_eq!(stream.clone_dtoh(&out).unwrap(), want, "launcher of the kernel whose handle was {name}");
+    }
+    assert_eq!(reverse_before::module().loads(), 1, "the cudarc handle's load is not a second module load");
+}
+
+/// A module with a `__device__` variable is loaded through cudarc: a cudarc launch of its handle
+/// reads the value written through the `Global` handle.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cudarc_function_of_a_module_with_globals_sees_them() {
+    use cuda_embed::cudarc::driver::PushKernelArg;
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    with_global::offset.set(&stream, 100).unwrap();
+    let f = with_global::add_offset::KERNEL.function(&ctx).unwrap();
+    let n = 64i32;
+    let mut out = stream.alloc_zeros::<i32>(n as usize).unwrap();
+    let mut builder = stream.launch_builder(&f);
+    builder.arg(&mut out).arg(&n);
+    // SAFETY: n threads write out[0..n).
+    unsafe { builder.launch(LaunchConfig::for_num_elems(n as u32)).unwrap() };
+    let got = stream.clone_dtoh(&out).unwrap();
+    assert!(got.iter().enumerate().all(|(i, v)| *v == 100 + i as i32), "{got:?}");
 }

@@ -92,7 +92,9 @@ pub struct Header {
     pub path: Option<PathBuf>,
     /// Its text (invalid UTF-8 replaced).
     pub text: String,
-    /// SHA-256 of its bytes.
+    /// SHA-256 of the file's bytes; all zeros for an in-memory header, whose text the caller
+    /// already has (every key over in-memory headers hashes their texts itself, so the scan does
+    /// not hash them a second time).
     pub sha256: Digest,
 }
 
@@ -198,10 +200,7 @@ impl<'a> Scanner<'a> {
 
     fn load(&self, origin: &Origin) -> Option<(String, Digest)> {
         match origin {
-            Origin::Memory(i) => {
-                let text = self.memory[*i].1;
-                Some((text.to_string(), sha256(text.as_bytes())))
-            }
+            Origin::Memory(i) => Some((self.memory[*i].1.to_string(), [0; 32])),
             Origin::File(p) => {
                 let bytes = std::fs::read(p).ok()?;
                 Some((String::from_utf8_lossy(&bytes).into_owned(), sha256(&bytes)))
@@ -325,6 +324,8 @@ mod tests {
         let scan = Scanner::new(&[]).memory(&memory).scan("#include \"m.cuh\"\n", Some(d.path()));
         assert_eq!(names(&scan), ["m.cuh", "disk.cuh"]);
         assert_eq!((scan.headers[0].path.as_ref(), scan.headers[0].text.as_str()), (None, "#include \"disk.cuh\"\n"));
+        assert_eq!(scan.headers[0].sha256, [0; 32], "an in-memory header is not hashed by the scan");
+        assert_eq!(scan.headers[1].sha256, sha256(b""), "a file is");
     }
 
     #[test]

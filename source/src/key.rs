@@ -27,11 +27,15 @@ pub fn sha256(bytes: &[u8]) -> Digest {
 /// assert_eq!(cuda_embed_source::key::hex(&[0x0f, 0xa0]), "0fa0");
 /// ```
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    // A digit table rather than `write!("{b:02x}")`: a cache hit formats two digests, and the
+    // formatting machinery cost more than the hashing of a small key.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
 }
 
 /// A key being built: labelled fields hashed in order.
@@ -97,6 +101,22 @@ impl Key {
     pub fn finish(&self) -> String {
         hex(&self.hasher.clone().finalize())
     }
+}
+
+/// What a passed load check of a `cuda_kernel!` module compiled by NVRTC at run time is recorded
+/// under in its cubin's cache entry: `checked <hash of the module's source and type probe>` (the
+/// cubin itself is what the entry holds). A pure function of text the macro embeds, so the macro
+/// computes it at build time and a cache hit does not hash the source and the probe again.
+///
+/// ```
+/// let mark = cuda_embed_source::key::checks_mark("__global__ void k() {}", "probe");
+/// assert!(mark.starts_with("checked ") && mark.len() == 8 + 64);
+/// assert_ne!(mark, cuda_embed_source::key::checks_mark("__global__ void k() {}", "other probe"));
+/// ```
+pub fn checks_mark(source: &str, probe: &str) -> String {
+    let mut k = Key::new("cuda-embed load checks v1");
+    k.field("source", source).field("probe", probe);
+    format!("checked {}", k.finish())
 }
 
 #[cfg(test)]

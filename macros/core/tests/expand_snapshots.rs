@@ -223,6 +223,48 @@ fn saxpy_nvrtc() {
     check("saxpy_nvrtc", quote!(#SAXPY, compiler = "nvrtc"));
 }
 
+/// The top-level string literals of the first `NAME( ... )` call in `tokens`, in order.
+fn call_strings(tokens: &TokenStream, name: &str) -> Option<Vec<String>> {
+    let mut trees = tokens.clone().into_iter().peekable();
+    while let Some(tt) = trees.next() {
+        match tt {
+            TokenTree::Ident(i) if i == name => {
+                if let Some(TokenTree::Group(g)) = trees.peek() {
+                    let strings = g.stream().into_iter().filter_map(|t| match t {
+                        TokenTree::Literal(l) => match syn::parse_str::<syn::Lit>(&l.to_string()) {
+                            Ok(syn::Lit::Str(s)) => Some(s.value()),
+                            _ => None,
+                        },
+                        _ => None,
+                    });
+                    return Some(strings.collect());
+                }
+            }
+            TokenTree::Group(g) => {
+                if let Some(found) = call_strings(&g.stream(), name) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A module compiled by NVRTC at first use carries the mark its passed load checks are recorded
+/// under, computed by the macro from the source and the probe it embeds (so a cache hit does not
+/// hash them): the mark the runtime would compute from the same text.
+#[test]
+fn nvrtc_modules_embed_the_checks_mark_of_their_source_and_probe() {
+    setup();
+    let expanded = expand(quote!(#SAXPY, compiler = "nvrtc"), site());
+    let strings = call_strings(&expanded, "source_checked").expect("an NVRTC module's image");
+    // source, reason, probe, mark (options and headers are empty arrays here).
+    let [source, _reason, probe, mark] = &strings[..] else { panic!("unexpected arguments: {strings:?}") };
+    assert!(probe.contains("cuda_embed_probe"), "{probe}");
+    assert_eq!(*mark, cuda_embed_source::key::checks_mark(source, probe));
+}
+
 #[test]
 fn templates_and_globals_nvrtc() {
     let source = format!("{TEMPLATES}{GLOBALS}{USER_STRUCT}");

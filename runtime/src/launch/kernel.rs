@@ -205,14 +205,18 @@ impl KernelRef {
     /// (the opt-in above the default 48 KiB). Errors name the device's opt-in maximum.
     pub fn set_max_dynamic_shared_memory(&self, ctx: &Arc<CudaContext>, bytes: u32) -> Result<()> {
         let (_, t) = self.target(ctx)?;
-        attrs::set_max_dynamic_shared_memory(&t, ctx, bytes)
+        attrs::set_max_dynamic_shared_memory(&t, ctx, bytes)?;
+        let attr = cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.mirror(ctx, attr, bytes)
     }
 
     /// Sets the preferred L1/shared-memory carveout on `ctx`'s device, in percent (0..=100), a
     /// hint the driver may round.
     pub fn set_preferred_shared_carveout(&self, ctx: &Arc<CudaContext>, percent: u32) -> Result<()> {
         let (_, t) = self.target(ctx)?;
-        attrs::set_preferred_shared_carveout(&t, ctx, percent)
+        attrs::set_preferred_shared_carveout(&t, ctx, percent)?;
+        let attr = cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+        self.mirror(ctx, attr, percent)
     }
 
     /// A 1-D configuration covering `n` threads with the block size that maximises occupancy on
@@ -223,8 +227,16 @@ impl KernelRef {
         attrs::occupancy_config(&t, ctx, n, dynamic_shared_bytes)
     }
 
-    /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
-    /// cudarc's launch builder and other cudarc APIs.
+    /// cudarc's own handle of this kernel on `ctx`'s device, for cudarc's launch builder and
+    /// other cudarc APIs.
+    ///
+    /// For a module with `__device__`/`__constant__` variables, or one compiled at run time, it
+    /// is a function of the very module the launchers use. A module built into the binary without
+    /// such variables is loaded in place, without a copy, and its cudarc handles come from a
+    /// second load of the same image, made at the first call: the same code, with the limits set
+    /// through cuda-embed ([`KernelRef::set_max_dynamic_shared_memory`],
+    /// [`KernelRef::set_preferred_shared_carveout`]) applied to it too. Set such attributes
+    /// through those methods, not through cudarc's handle, for them to apply to both.
     ///
     /// ```no_run
     /// # use cuda_embed_runtime::KernelRef;
@@ -235,10 +247,35 @@ impl KernelRef {
     /// ```
     pub fn function(&self, ctx: &Arc<CudaContext>) -> Result<CudaFunction> {
         let loaded = self.module.loaded(ctx)?;
-        match loaded.functions.get(self.index) {
-            Some(f) => Ok(f.handle.clone()),
-            None => Err(self.no_such_kernel(ctx)),
+        if self.index >= loaded.functions.len() {
+            return Err(self.no_such_kernel(ctx));
         }
+        loaded.cudarc_function(ctx, self.index, self.symbol().unwrap_or_default()).map_err(|cause| Error::Load {
+            origin: self.module.origin().to_string(),
+            device: ctx.ordinal(),
+            device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+            arch: ctx.compute_capability().map_or(0, |(major, minor)| (major * 10 + minor) as u32),
+            cause: format!("cudarc's handle of kernel `{}`: {cause}", self.name()),
+            fix: None,
+        })
+    }
+
+    /// Sets `attr` on the cudarc handles of a module loaded in place too (see
+    /// [`KernelRef::function`]).
+    fn mirror(
+        &self,
+        ctx: &Arc<CudaContext>,
+        attr: cudarc::driver::sys::CUfunction_attribute,
+        value: u32,
+    ) -> Result<()> {
+        let (Some(loaded), Some(symbol)) = (self.module.find(ctx), self.symbol()) else { return Ok(()) };
+        loaded.mirror_attribute(symbol, attr, value).map_err(|cause| Error::Launch {
+            kernel: self.name().to_string(),
+            origin: self.module.origin().to_string(),
+            device: ctx.ordinal(),
+            cause,
+            fix: None,
+        })
     }
 }
 

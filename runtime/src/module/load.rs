@@ -1,8 +1,15 @@
 //! Loading one module on one device: the slow path behind the first launch there.
 //!
-//! The image is loaded through cudarc (`CudaContext::load_module`), so every kernel also has a
-//! cudarc [`CudaFunction`] sharing the same module: cudarc's launch builder and other cudarc APIs
-//! work on these kernels, and `__device__` variables are the same ones the launchers see.
+//! An image embedded in the binary (an nvcc fatbin, a build-time NVRTC cubin) of a module without
+//! `__device__`/`__constant__` variables is loaded in place: `cuModuleLoadData` reads the static
+//! bytes, and nothing is copied or allocated for it (the first launch costs what a raw driver
+//! sequence costs). cudarc's [`CudaFunction`] of such a kernel is made on demand from a second
+//! load of the same image ([`Loaded::cudarc_function`]): the same code, with the kernel
+//! attributes set through cuda-embed mirrored onto it.
+//!
+//! Every other module (with globals, or compiled at run time) is loaded through cudarc
+//! (`CudaContext::load_module`), so its kernels' [`CudaFunction`]s share the very module the
+//! launchers use, and `__device__` variables are the same ones cudarc's launches see.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, func_attr};
@@ -11,12 +18,14 @@ use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 use std::ffi::{c_void, CString};
 use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One kernel's function on one device, with the limits every launch checks.
 pub(crate) struct Function {
     pub(crate) raw: sys::CUfunction,
-    pub(crate) handle: CudaFunction,
+    /// cudarc's handle, for modules loaded through cudarc (`None` for a module loaded in place;
+    /// see [`Loaded::cudarc_function`]).
+    pub(crate) handle: Option<CudaFunction>,
     /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit, registers and
     /// `__launch_bounds__` combined).
     pub(crate) max_threads: u32,
@@ -27,9 +36,8 @@ pub(crate) struct Function {
 }
 
 impl Function {
-    pub(crate) fn new(handle: CudaFunction) -> Function {
+    pub(crate) fn new(raw: sys::CUfunction, handle: Option<CudaFunction>) -> Function {
         use sys::CUfunction_attribute::*;
-        let raw = handle.cu_function();
         // A limit the driver cannot report is not checked (u32::MAX), rather than failing the load.
         let limit = |a| func_attr(raw, a).unwrap_or(u32::MAX);
         Function {
@@ -44,13 +52,24 @@ impl Function {
     }
 }
 
+/// Who owns the driver's module.
+enum Owner {
+    /// cudarc: the kernels' `CudaFunction`s share the module.
+    Cudarc(Arc<CudaModule>),
+    /// Loaded in place from a static image (see the module docs). Holds the context (and so the
+    /// primary context and the module) alive; `twin` is the second load of `image` through cudarc
+    /// that [`Loaded::cudarc_function`] makes on first request.
+    InPlace { _ctx: Arc<CudaContext>, image: &'static [u8], twin: Mutex<Option<Arc<CudaModule>>> },
+}
+
 /// A module loaded in one context. Lives for the rest of the process once published.
 pub(crate) struct Loaded {
     pub(crate) cu_ctx: sys::CUcontext,
     // Holds the context (and so the primary context and the module) alive for the life of the
     // process, even if the user drops every `CudaContext` they made.
-    pub(crate) _module: Arc<CudaModule>,
-    /// The driver's module handle (for `cuModuleGetGlobal`).
+    owner: Owner,
+    /// The driver's module handle (for `cuModuleGetGlobal`; null for a module without globals
+    /// loaded through cudarc, which never needs it).
     pub(crate) raw_module: sys::CUmodule,
     /// Symbol of each global variable (NVRTC path: lowered at load; nvcc path: from the spec).
     pub(crate) global_symbols: Box<[String]>,
@@ -61,30 +80,176 @@ pub(crate) struct Loaded {
 }
 
 // SAFETY: CUDA driver handles (contexts, modules, functions) may be used from any thread; the
-// only state changed after publication is atomic.
+// only state changed after publication is atomic or behind a mutex.
 unsafe impl Send for Loaded {}
 // SAFETY: as above.
 unsafe impl Sync for Loaded {}
 
+/// The kernel attributes cuda-embed sets ([`KernelRef::set_max_dynamic_shared_memory`],
+/// [`KernelRef::set_preferred_shared_carveout`]) and mirrors onto the cudarc twin of a module
+/// loaded in place.
+///
+/// [`KernelRef::set_max_dynamic_shared_memory`]: crate::KernelRef::set_max_dynamic_shared_memory
+/// [`KernelRef::set_preferred_shared_carveout`]: crate::KernelRef::set_preferred_shared_carveout
+const MIRRORED: [sys::CUfunction_attribute; 2] = [
+    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+];
+
+impl Loaded {
+    /// cudarc's handle of kernel `index` (symbol `symbol`) in `ctx`, the context this module was
+    /// loaded in. For a module loaded through cudarc, the handle made at load (the same module);
+    /// for one loaded in place, a function of the module's cudarc twin (loaded now if this is
+    /// the first request), with the attributes set through cuda-embed copied onto it.
+    pub(crate) fn cudarc_function(
+        &self,
+        ctx: &Arc<CudaContext>,
+        index: usize,
+        symbol: &str,
+    ) -> std::result::Result<CudaFunction, String> {
+        let (image, twin) = match &self.owner {
+            Owner::Cudarc(_) => {
+                return self
+                    .functions
+                    .get(index)
+                    .and_then(|f| f.handle.clone())
+                    .ok_or_else(|| format!("kernel #{index} has no cudarc handle"));
+            }
+            Owner::InPlace { image, twin, .. } => (image, twin),
+        };
+        let ours = self.functions.get(index).ok_or_else(|| format!("there is no kernel #{index}"))?;
+        let mut twin = twin.lock().unwrap_or_else(|p| p.into_inner());
+        bind(ctx).map_err(|e| e.to_string())?;
+        let module = match twin.as_ref() {
+            Some(m) => m.clone(),
+            None => {
+                let m = load_module(ctx, image).map_err(|(code, log)| with_log(code, &log))?;
+                twin.insert(m).clone()
+            }
+        };
+        let f = module.load_function(symbol).map_err(|e| format!("`{symbol}`: {}", DriverCode(e.0)))?;
+        for attr in MIRRORED {
+            // The carveout reads back as -1 until set; a value the driver does not report is not
+            // copied.
+            let mut v = 0i32;
+            // SAFETY: a live function handle of the current context; a valid out-pointer.
+            if unsafe { sys::cuFuncGetAttribute(&mut v, attr, ours.raw) } == sys::CUresult::CUDA_SUCCESS && v >= 0 {
+                // SAFETY: a live function handle; the value was just read from the same kind of
+                // function (the same code) on the same device.
+                let r = unsafe { sys::cuFuncSetAttribute(f.cu_function(), attr, v) };
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    return Err(format!("cuFuncSetAttribute({attr:?}) on the cudarc handle: {}", DriverCode(r)));
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// Sets `attr` to `value` on the cudarc twin's function `symbol` too, when the module was
+    /// loaded in place and a twin was made: cudarc's launches of the handles
+    /// [`Loaded::cudarc_function`] gave out then see the limit cuda-embed's launches see.
+    pub(crate) fn mirror_attribute(
+        &self,
+        symbol: &str,
+        attr: sys::CUfunction_attribute,
+        value: u32,
+    ) -> std::result::Result<(), String> {
+        let Owner::InPlace { twin, .. } = &self.owner else { return Ok(()) };
+        let twin = twin.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(module) = twin.as_ref() else { return Ok(()) };
+        let f = module.load_function(symbol).map_err(|e| format!("`{symbol}`: {}", DriverCode(e.0)))?;
+        // SAFETY: a live function handle (the caller made its context current); the value was
+        // accepted for the same code on the same device just before.
+        let r = unsafe { sys::cuFuncSetAttribute(f.cu_function(), attr, value as i32) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuFuncSetAttribute({attr:?}) on the cudarc handle: {}", DriverCode(r)));
+        }
+        Ok(())
+    }
+}
+
 /// With `CUDA_EMBED_TRACE_LOAD` set, each module load prints how long its phases took (stderr),
-/// to find where a first launch spends its time.
+/// to find where a first launch spends its time. The in-place load of an nvcc fatbin (one
+/// `cuModuleLoadData`, see [`fatbin_in_place`]) is not traced: reading the variable would cost
+/// that path more than its own host code.
 pub(crate) struct Trace(Option<(std::time::Instant, &'static str)>);
 
 impl Trace {
     pub(crate) fn start(what: &'static str) -> Trace {
-        Trace(std::env::var_os("CUDA_EMBED_TRACE_LOAD").map(|_| (std::time::Instant::now(), what)))
+        // The variable is read once per process (0: not yet, 1: unset, 2: set).
+        static ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        let on = match ON.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => {
+                let on = std::env::var_os("CUDA_EMBED_TRACE_LOAD").is_some();
+                ON.store(1 + on as u8, std::sync::atomic::Ordering::Relaxed);
+                on
+            }
+            v => v == 2,
+        };
+        Trace(on.then(|| (std::time::Instant::now(), what)))
     }
 
     pub(crate) fn lap(&mut self, phase: &str) {
         if let Some((t, what)) = &mut self.0 {
-            let now = std::time::Instant::now();
-            eprintln!("cuda-embed load {what}: {phase} {:.1} us", (now - *t).as_secs_f64() * 1e6);
-            *t = now;
+            let took = t.elapsed();
+            eprintln!("cuda-embed load {what}: {phase} {:.1} us", took.as_secs_f64() * 1e6);
+            // The next phase starts after the print, so no phase is charged for the last one's.
+            *t = std::time::Instant::now();
         }
     }
 }
 
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
+    match fatbin_in_place(spec, ctx) {
+        Some(loaded) => Ok(loaded),
+        None => load_any(spec, ctx),
+    }
+}
+
+/// The first load of most modules, kept short: an nvcc fatbin of a module without globals,
+/// loaded in place. The driver calls are those of a hand-written sequence (`cuModuleLoadData`,
+/// `cuModuleGetFunction` per kernel) plus the current-context check and one limit read per
+/// kernel; nothing is copied, and the only allocation is the list of functions.
+///
+/// `None` for other modules, and when any step fails: [`load_any`] then loads the module (again)
+/// and explains the failure.
+#[inline(never)]
+fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<Loaded> {
+    let ImageKind::Fatbin { bytes, .. } = &spec.image.0 else { return None };
+    if !spec.globals.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(8) {
+        return None;
+    }
+    bind(ctx).ok()?;
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: a complete, 8-byte aligned image (the image constructor's contract, alignment
+    // checked above) that lives for the whole process; a valid out-pointer.
+    if unsafe { sys::cuModuleLoadData(&mut module, bytes.as_ptr() as *const c_void) } != sys::CUresult::CUDA_SUCCESS {
+        return None;
+    }
+    let mut functions = Vec::with_capacity(spec.kernels.len());
+    for k in spec.kernels {
+        match k.symbol.map(|symbol| get_function(module, symbol)) {
+            Some(Ok(f)) => functions.push(Function::new(f, None)),
+            _ => {
+                // SAFETY: loaded above in the current context; no handle of it was handed out.
+                unsafe { sys::cuModuleUnload(module) };
+                return None;
+            }
+        }
+    }
+    Some(Loaded {
+        cu_ctx: ctx.cu_ctx(),
+        owner: Owner::InPlace { _ctx: ctx.clone(), image: bytes, twin: Mutex::new(None) },
+        raw_module: module,
+        global_symbols: Box::default(),
+        functions: functions.into_boxed_slice(),
+        from_disk_cache: false,
+        order: None,
+    })
+}
+
+/// Loads any module (and explains any failure): see the module docs.
+fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
     let mut trace = Trace::start(spec.origin);
     let device = ctx.ordinal();
     // The architecture picks the code of the build-time NVRTC and run-time paths; a fatbin needs
@@ -123,10 +288,13 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     // compiled cubin to record them with once they pass.
     let mut checks_passed = false;
     let mut to_record: Option<CheckRecord> = None;
-    // `arch` is 0 on the fatbin path, where it is only read to explain a failure.
-    let (module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
+    // Images in the binary of modules without globals load in place (see the module docs).
+    let in_place = spec.globals.is_empty();
+    // `symbols`: the kernels' symbols when compiled now (else the spec's). `arch` is 0 on the
+    // fatbin path, where it is only read to explain a failure.
+    let (owner, raw_module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler } => {
-            let module = load_module(ctx, bytes).map_err(|(code, log)| {
+            let explain = |(code, log): (sys::CUresult, String)| {
                 let arch = match read_arch() {
                     Ok(arch) => arch,
                     Err(e) => return e,
@@ -147,20 +315,33 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                     _ => None,
                 };
                 load_error(arch, with_log(code, &log), fix)
-            })?;
-            trace.lap("cuModuleLoadData of the fatbin (with the copy)");
-            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(0, e, None))?;
-            (module, symbols, globals, false, 0)
+            };
+            let (owner, raw_module) = if in_place {
+                let m = load_in_place(bytes).map_err(explain)?;
+                (Owner::InPlace { _ctx: ctx.clone(), image: bytes, twin: Mutex::new(None) }, m)
+            } else {
+                (Owner::Cudarc(load_module(ctx, bytes).map_err(explain)?), std::ptr::null_mut())
+            };
+            trace.lap("cuModuleLoadData of the fatbin");
+            let globals = spec.globals.iter().map(|g| g.symbol.unwrap_or(g.name).to_string()).collect();
+            (owner, raw_module, None, globals, false, 0)
         }
         ImageKind::Cubins { cubins, ptx, ptx_target, compiler } => {
             let arch = read_arch()?;
             let names: Vec<&str> = cubins.iter().map(|c| c.0).collect();
-            let image = match crate::module::typecheck::pick(&names, arch) {
-                Some(i) => cubins[i].1.to_vec(),
+            let fail = |(code, log): (sys::CUresult, String)| load_error(arch, with_log(code, &log), None);
+            let (owner, raw_module) = match crate::module::typecheck::pick(&names, arch) {
+                Some(i) if in_place => {
+                    let image = cubins[i].1;
+                    let m = load_in_place(image).map_err(fail)?;
+                    (Owner::InPlace { _ctx: ctx.clone(), image, twin: Mutex::new(None) }, m)
+                }
+                Some(i) => (Owner::Cudarc(load_module(ctx, cubins[i].1).map_err(fail)?), std::ptr::null_mut()),
                 None if crate::module::typecheck::ptx_runs(ptx_target, arch) => {
                     let mut text = ptx.as_bytes().to_vec();
                     text.push(0);
-                    text
+                    // By reference: a failed JIT is loaded again for its log.
+                    (Owner::Cudarc(load_module(ctx, &text).map_err(fail)?), std::ptr::null_mut())
                 }
                 None => {
                     // A module linked by nvJitLink (`rdc`, `link`, `lto`) embeds cubins only.
@@ -179,22 +360,20 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
                     return Err(load_error(arch, DriverCode(code).to_string(), Some(fix)));
                 }
             };
-            let module =
-                load_module(ctx, &image).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
-            let (symbols, globals) = built_symbols(spec).map_err(|e| load_error(arch, e, None))?;
-            (module, symbols, globals, false, arch)
+            let globals = spec.globals.iter().map(|g| g.symbol.unwrap_or(g.name).to_string()).collect();
+            (owner, raw_module, None, globals, false, arch)
         }
         ImageKind::Linked { units, headers, lto, .. } => {
             let arch = read_arch()?;
             let (cubin, mut symbols) = crate::link::link_units(spec, units, headers, *lto, ctx)?;
             trace.lap("NVRTC + link of the units (cache lookups or compiles)");
-            let module =
-                load_module(ctx, &cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             counts = crate::module::cubin::param_counts(&cubin);
+            let module =
+                load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             let globals = symbols.split_off(spec.kernels.len());
-            (module, symbols, globals, false, arch)
+            (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, .. } => {
+        ImageKind::Source { source, options, headers, probe, mark, .. } => {
             let arch = read_arch()?;
             // Kernels first, then globals: NVRTC lowers both kinds of name expression.
             let exprs: Vec<&str> = spec
@@ -209,52 +388,62 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             let compiled = crate::program::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
-            // cubin and the probe, which includes the source: the mark names both.
-            let mark = crate::module::typecheck::checks_mark(source, probe);
+            // cubin and the probe, which includes the source: the mark names both (the macro
+            // computed it; a hit does not hash the source and the probe again).
+            let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
-            let module = load_module(ctx, &compiled.cubin)
-                .map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
-            trace.lap("cuModuleLoadData of the cubin (with the copy)");
+            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, .. } = compiled;
             if !checks_passed {
-                counts = crate::module::cubin::param_counts(&compiled.cubin);
-                if let Some(file) = &compiled.cache_file {
-                    to_record = Some(CheckRecord {
-                        file: file.clone(),
-                        cubin: compiled.cubin.clone(),
-                        symbols: compiled.symbols.clone(),
-                        mark,
-                    });
+                counts = crate::module::cubin::param_counts(&cubin);
+                if let Some(file) = cache_file {
+                    to_record = Some(CheckRecord { file, cubin: cubin.clone(), symbols: symbols.clone(), mark });
                 }
             }
-            let mut symbols = compiled.symbols;
+            // Handed to cudarc without a copy.
+            let module =
+                load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
+            trace.lap("cuModuleLoadData of the cubin");
             let globals = symbols.split_off(spec.kernels.len());
-            (module, symbols, globals, compiled.from_cache, arch)
+            (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, from_cache, arch)
         }
     };
 
     trace.lap("image loaded");
     let mut functions = Vec::with_capacity(spec.kernels.len());
     let mut size_error = None;
-    for (k, symbol) in spec.kernels.iter().zip(&symbols) {
+    for (i, k) in spec.kernels.iter().enumerate() {
+        let symbol = match &symbols {
+            Some(s) => s.get(i).map(String::as_str),
+            None => k.symbol,
+        };
+        let Some(symbol) = symbol else {
+            let cause = format!("kernel `{}` has no symbol in the embedded image", k.name);
+            return Err(load_error(arch, cause, None));
+        };
         let not_found =
             |cause: String| load_error(arch, format!("kernel `{}` (symbol `{symbol}`) {cause}", k.name), None);
-        if symbol.contains('\0') {
-            return Err(not_found("has a NUL byte in its symbol".into()));
-        }
-        let f = module
-            .load_function(symbol)
-            .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
-        let compiled_now = matches!(spec.image.0, ImageKind::Source { .. } | ImageKind::Linked { .. });
-        if compiled_now && !checks_passed && size_error.is_none() {
+        let (raw, handle) = match &owner {
+            Owner::Cudarc(module) => {
+                if symbol.contains('\0') {
+                    return Err(not_found("has a NUL byte in its symbol".into()));
+                }
+                let f = module
+                    .load_function(symbol)
+                    .map_err(|e| not_found(format!("not found in the module: {}", DriverCode(e.0))))?;
+                (f.cu_function(), Some(f))
+            }
+            Owner::InPlace { .. } => (get_function(raw_module, symbol).map_err(not_found)?, None),
+        };
+        if symbols.is_some() && !checks_passed && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
             let count = counts.as_deref().and_then(|c| crate::module::cubin::lookup(c, symbol));
             // Reported after the type check, which names the parameter and both types.
-            size_error = check_params(spec, k, f.cu_function(), count).err();
+            size_error = check_params(spec, k, raw, count).err();
         }
-        functions.push(Function::new(f));
+        functions.push(Function::new(raw, handle));
     }
     // Only global lookups need the module handle: modules without globals skip the call.
-    let raw_module = match functions.first().filter(|_| !spec.globals.is_empty()) {
+    let raw_module = match functions.first().filter(|_| raw_module.is_null() && !spec.globals.is_empty()) {
         Some(f) => {
             let mut m: sys::CUmodule = std::ptr::null_mut();
             // SAFETY: a live function handle of the current context; a valid out-pointer.
@@ -264,7 +453,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
             }
             m
         }
-        None => std::ptr::null_mut(),
+        None => raw_module,
     };
     if let ImageKind::Source { source, options, headers, probe, checks, .. } = &spec.image.0 {
         trace.lap("functions and limits");
@@ -285,7 +474,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
     trace.lap("done");
     Ok(Loaded {
         cu_ctx: ctx.cu_ctx(),
-        _module: module,
+        owner,
         raw_module,
         global_symbols: global_symbols.into_boxed_slice(),
         functions: functions.into_boxed_slice(),
@@ -302,19 +491,6 @@ struct CheckRecord {
     symbols: Vec<String>,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
-}
-
-/// The kernel and global symbols a build-time compiler recorded.
-fn built_symbols(spec: &ModuleSpec) -> std::result::Result<(Vec<String>, Vec<String>), String> {
-    let mut symbols = Vec::with_capacity(spec.kernels.len());
-    for k in spec.kernels {
-        let Some(symbol) = k.symbol else {
-            return Err(format!("kernel `{}` has no symbol in the embedded image", k.name));
-        };
-        symbols.push(symbol.to_string());
-    }
-    let globals = spec.globals.iter().map(|g| g.symbol.unwrap_or(g.name).to_string()).collect();
-    Ok((symbols, globals))
 }
 
 /// Checks the loaded kernel's parameter layout against what the launcher packs. The macro checks
@@ -340,31 +516,84 @@ fn check_params(spec: &ModuleSpec, k: &KernelSpec, f: sys::CUfunction, count: Op
     Ok(())
 }
 
-/// Loads `image` (a fatbin or cubin) as a cudarc module. On failure the image is loaded once more
-/// with an error-log buffer, so a failed PTX JIT says why.
+/// Loads `image` (a fatbin or cubin) as a cudarc module (a copy: cudarc takes the image by
+/// value). On failure the image is loaded once more with an error-log buffer, so a failed PTX JIT
+/// says why.
 pub(crate) fn load_module(
     ctx: &Arc<CudaContext>,
     image: &[u8],
 ) -> std::result::Result<Arc<CudaModule>, (sys::CUresult, String)> {
-    // cudarc takes the image by value; the driver reads fatbin headers with 8-byte loads.
-    let copy = image.to_vec();
-    if !(copy.as_ptr() as usize).is_multiple_of(8) {
+    load_module_vec(ctx, image.to_vec()).map_err(|(code, log)| match load_raw(image) {
+        Ok(module) => {
+            // SAFETY: loaded just now in the current context and not used.
+            unsafe { sys::cuModuleUnload(module) };
+            (code, log)
+        }
+        Err((_, log)) => (code, log),
+    })
+}
+
+/// [`load_module`] of a cubin the caller owns, handed to cudarc without a copy. A failure carries
+/// no log: the driver writes one only for a PTX JIT, and a cubin is SASS.
+pub(crate) fn load_module_vec(
+    ctx: &Arc<CudaContext>,
+    image: Vec<u8>,
+) -> std::result::Result<Arc<CudaModule>, (sys::CUresult, String)> {
+    // The driver reads fatbin and cubin headers with 8-byte loads.
+    if !(image.as_ptr() as usize).is_multiple_of(8) {
         return Err((sys::CUresult::CUDA_ERROR_INVALID_IMAGE, "the allocator returned an unaligned buffer".into()));
     }
-    match ctx.load_module(Ptx::from_binary(copy)) {
-        Ok(m) => Ok(m),
-        Err(e) => {
-            let log = match load_raw(image) {
-                Ok(module) => {
-                    // SAFETY: loaded just now in the current context and not used.
-                    unsafe { sys::cuModuleUnload(module) };
-                    String::new()
-                }
-                Err((_, log)) => log,
-            };
-            Err((e.0, log))
-        }
+    ctx.load_module(Ptx::from_binary(image)).map_err(|e| (e.0, String::new()))
+}
+
+/// Loads a static image in place: the driver reads the bytes in the binary (no copy). On
+/// failure the image is loaded once more with an error-log buffer, so a failed PTX JIT says why.
+fn load_in_place(image: &'static [u8]) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
+    // The image constructors promise 8-byte alignment; checked, since the driver would read
+    // past a misaligned header.
+    if !(image.as_ptr() as usize).is_multiple_of(8) {
+        return Err((sys::CUresult::CUDA_ERROR_INVALID_IMAGE, "the embedded image is not 8-byte aligned".into()));
     }
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: a complete, 8-byte aligned image (the image constructors' contract, alignment
+    // checked above) that lives for the whole process; a valid out-pointer.
+    let r = unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr() as *const c_void) };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(module);
+    }
+    match load_image_with_log(image.as_ptr() as *const c_void) {
+        Ok(module) => {
+            // SAFETY: loaded just now in the current context and not used.
+            unsafe { sys::cuModuleUnload(module) };
+            Err((r, String::new()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `cuModuleGetFunction` of `symbol` in `module`, without an allocation for names of up to 255
+/// bytes; the error says why (for "kernel `k` (symbol `s`) ...").
+fn get_function(module: sys::CUmodule, symbol: &str) -> std::result::Result<sys::CUfunction, String> {
+    if symbol.contains('\0') {
+        return Err("has a NUL byte in its symbol".into());
+    }
+    let mut buf = [0u8; 256];
+    let heap;
+    let name = if symbol.len() < buf.len() {
+        buf[..symbol.len()].copy_from_slice(symbol.as_bytes());
+        buf.as_ptr() as *const std::ffi::c_char
+    } else {
+        heap = c_string(symbol)?;
+        heap.as_ptr()
+    };
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: a live module of the current context; `name` is NUL-terminated (the buffer is
+    // zeroed past the symbol, or a CString) and outlives the call; a valid out-pointer.
+    let r = unsafe { sys::cuModuleGetFunction(&mut f, module, name) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("not found in the module: {}", DriverCode(r)));
+    }
+    Ok(f)
 }
 
 pub(crate) fn with_log(code: sys::CUresult, log: &str) -> String {

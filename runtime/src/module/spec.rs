@@ -43,6 +43,9 @@ pub(crate) enum ImageKind {
         probe: &'static str,
         /// What each probed parameter must be, checked at first load.
         checks: &'static [ParamCheck],
+        /// [`cuda_embed_source::key::checks_mark`] of `source` and `probe`, computed by the macro
+        /// (empty: computed at load).
+        mark: &'static str,
     },
     Linked {
         units: &'static [LinkedUnit],
@@ -121,7 +124,9 @@ impl Image {
     }
 
     /// As [`source`](Image::source), with the type `probe` appended to the source at compile
-    /// time and its answers held to `checks` at first load.
+    /// time and its answers held to `checks` at first load. `mark` is
+    /// [`checks_mark`](cuda_embed_source::key::checks_mark)`(source, probe)`, which a passed check
+    /// is recorded under in the cubin's cache entry (empty: computed at load).
     pub const fn source_checked(
         source: &'static str,
         options: &'static [&'static str],
@@ -129,8 +134,9 @@ impl Image {
         reason: &'static str,
         probe: &'static str,
         checks: &'static [ParamCheck],
+        mark: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe, checks })
+        Image(ImageKind::Source { source, options, headers, reason, probe, checks, mark })
     }
 
     /// CUDA source compiled by NVRTC for the device at first use. `source` starts with a `#line`
@@ -143,7 +149,7 @@ impl Image {
         headers: &'static [(&'static str, &'static str)],
         reason: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[] })
+        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[], mark: "" })
     }
 
     /// Translation units compiled by NVRTC for the device and linked (with `libcudadevrt`, by the

@@ -63,12 +63,14 @@ pub(crate) struct ProbeUnit<'a> {
 }
 
 /// What a passed load check of a `cuda_kernel!` module's NVRTC cubin is recorded under in the
-/// cubin's cache entry: a hash of the module's source and type probe (the cubin itself is what
-/// the entry holds).
-pub(crate) fn checks_mark(source: &str, probe: &str) -> Vec<u8> {
-    let mut k = cuda_embed_source::key::Key::new("cuda-embed load checks v1");
-    k.field("source", source).field("probe", probe);
-    format!("checked {}", k.finish()).into_bytes()
+/// cubin's cache entry ([`cuda_embed_source::key::checks_mark`]): the mark the macro embedded, or,
+/// for a spec without one, the mark computed now.
+pub(crate) fn checks_mark(source: &str, probe: &str, embedded: &str) -> Vec<u8> {
+    if embedded.is_empty() {
+        cuda_embed_source::key::checks_mark(source, probe).into_bytes()
+    } else {
+        embedded.as_bytes().to_vec()
+    }
 }
 
 /// Checks the module's parameter types with the probe, compiled on its own (its cubin cached like
@@ -143,6 +145,18 @@ pub(crate) fn ptx_runs(ptx_target: &str, arch: u32) -> bool {
 mod tests {
     use super::*;
     use cuda_embed_source::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
+
+    /// The mark a load records its passed checks under is the one the macro embedded; a spec
+    /// without one (built by hand, `Image::source`) gets the same mark computed at load.
+    #[test]
+    fn the_embedded_checks_mark_is_used_and_matches_one_computed_at_load() {
+        let (source, probe) = ("extern \"C\" __global__ void k(int* x) {}", "probe text");
+        let computed = checks_mark(source, probe, "");
+        assert_eq!(computed, cuda_embed_source::key::checks_mark(source, probe).into_bytes());
+        assert_eq!(checks_mark(source, probe, std::str::from_utf8(&computed).unwrap()), computed);
+        assert_eq!(checks_mark(source, probe, "checked embedded"), b"checked embedded", "no hashing on a hit");
+        assert_ne!(checks_mark(source, "another probe", ""), computed);
+    }
 
     #[test]
     fn picks_the_newest_cubin_the_device_runs() {

@@ -107,24 +107,39 @@ fn missing_nvrtc() -> String {
         .to_string()
 }
 
+/// The variables the search for libnvrtc reads ([`library_identity`]): `LD_LIBRARY_PATH`, then
+/// [`options::TOOLKIT_ROOT_VARS`].
+type SearchEnv = [Option<std::ffi::OsString>; 1 + options::TOOLKIT_ROOT_VARS.len()];
+
+fn search_env() -> SearchEnv {
+    let mut env = SearchEnv::default();
+    env[0] = std::env::var_os("LD_LIBRARY_PATH");
+    for (slot, var) in env[1..].iter_mut().zip(options::TOOLKIT_ROOT_VARS) {
+        *slot = std::env::var_os(var);
+    }
+    env
+}
+
 /// Where the dynamic loader will find libnvrtc, approximated without loading it: the
 /// directories of `LD_LIBRARY_PATH`, then the toolkit roots (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
 /// `CUDA_HOME`, `/usr/local/cuda`),
 /// then the system library directories. Returns the path found with the size and modification
 /// time of the library file it leads to.
-fn library_identity() -> Option<String> {
-    let mut dirs: Vec<PathBuf> =
-        std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    for root in cuda_embed_source::options::toolkit_roots() {
-        dirs.push(root.join("lib64"));
-        dirs.push(root.join("lib"));
-    }
-    for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"] {
-        dirs.push(PathBuf::from(d));
-    }
-    for dir in dirs {
+///
+/// The directories are tried in order and the search stops at the first library found: on a
+/// usual setup (the library's directory first in `LD_LIBRARY_PATH`) that is one or two `stat`s.
+fn library_identity(env: &SearchEnv) -> Option<String> {
+    const SYSTEM: [&str; 5] =
+        ["/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"];
+    let ld = env[0].iter().flat_map(std::env::split_paths);
+    let roots = env[1..].iter().flatten().filter(|r| !r.is_empty());
+    let toolkit = roots.flat_map(|r| [Path::new(r).join("lib64"), Path::new(r).join("lib")]);
+    let mut candidate = PathBuf::new();
+    for dir in ld.chain(toolkit).chain(SYSTEM.into_iter().map(PathBuf::from)) {
         for name in ["libnvrtc.so", "libnvrtc.so.13"] {
-            let candidate = dir.join(name);
+            candidate.clear();
+            candidate.push(&dir);
+            candidate.push(name);
             // One `stat` per candidate, following the links to the library file itself: its size
             // and modification time change with any other build of NVRTC put there, so the
             // versioned file name (a `realpath` walk over every component, which costs more than
@@ -145,16 +160,15 @@ fn library_identity() -> Option<String> {
 /// The answer is kept for the process, with the variables the search reads: a process that
 /// loads many modules looks for the library once (unless it changes those variables).
 pub(crate) fn compiler_identity() -> Result<String, String> {
-    static LAST: std::sync::Mutex<Option<(Vec<Option<std::ffi::OsString>>, String)>> = std::sync::Mutex::new(None);
-    let env: Vec<Option<std::ffi::OsString>> =
-        std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).map(std::env::var_os).collect();
+    static LAST: std::sync::Mutex<Option<(SearchEnv, String)>> = std::sync::Mutex::new(None);
+    let env = search_env();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((seen, id)) = last.as_ref() {
         if *seen == env {
             return Ok(id.clone());
         }
     }
-    let id = match library_identity() {
+    let id = match library_identity(&env) {
         Some(id) => id,
         None => {
             let (major, minor) = version()?;
@@ -477,6 +491,28 @@ mod tests {
         let k0 = key(&u, "c", 90);
         std::fs::write(sub.join("leaf.cuh"), "#define LEAF 2\n").unwrap();
         assert_ne!(k0, key(&u, "c", 90), "a header two levels down changed");
+    }
+
+    /// libnvrtc is looked for in `LD_LIBRARY_PATH`, then the toolkit roots, and identified by the
+    /// file found: another build put there (another size) is another identity.
+    #[test]
+    fn the_library_is_found_in_search_order_and_identified_by_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ld, root) = (dir.path().join("ld"), dir.path().join("toolkit"));
+        std::fs::create_dir_all(&ld).unwrap();
+        std::fs::create_dir_all(root.join("lib64")).unwrap();
+        std::fs::write(root.join("lib64/libnvrtc.so.13"), b"toolkit build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(ld.clone().into_os_string());
+        env[1] = Some(std::ffi::OsString::new()); // an empty root is no root
+        env[2] = Some(root.clone().into_os_string());
+        let toolkit = library_identity(&env).unwrap();
+        assert!(toolkit.starts_with(&format!("{} 13 ", root.join("lib64/libnvrtc.so.13").display())), "{toolkit}");
+        std::fs::write(ld.join("libnvrtc.so"), b"ld").unwrap();
+        let first = library_identity(&env).unwrap();
+        assert!(first.starts_with(&format!("{} 2 ", ld.join("libnvrtc.so").display())), "{first}");
+        std::fs::write(ld.join("libnvrtc.so"), b"another build").unwrap();
+        assert_ne!(library_identity(&env).unwrap(), first, "another build in the same place");
     }
 
     #[test]

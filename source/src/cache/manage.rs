@@ -158,10 +158,14 @@ const TOUCH_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 /// one open file.
 pub(crate) fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
     use std::io::Read as _;
-    let mut f = std::fs::File::open(path).ok()?;
+    let f = std::fs::File::open(path).ok()?;
     let meta = f.metadata().ok()?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    f.read_to_end(&mut bytes).ok()?;
+    // One byte more than the size, so a file that grew since is still read whole. Reading through
+    // `Take` rather than the `File` itself keeps std from asking the size again (a `statx` and an
+    // `lseek` on every hit).
+    let len = meta.len();
+    let mut bytes = Vec::with_capacity(len as usize + 1);
+    f.take(u64::MAX).read_to_end(&mut bytes).ok()?;
     Some((bytes, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
 }
 

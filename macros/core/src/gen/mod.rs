@@ -146,9 +146,12 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                         mask: #mask, value: #value }
                 }
             });
+            // What a passed first-load check is recorded under in the cubin's cache entry,
+            // computed here so a cache hit does not hash the source and the probe.
+            let mark = cuda_embed_source::key::checks_mark(text, &probe);
             let image = quote! {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
-                    #probe, &[#(#checks),*])
+                    #probe, &[#(#checks),*], #mark)
             };
             let warning = crate::expand::silent_fallback_warning(reason);
             if warning.is_empty() {
