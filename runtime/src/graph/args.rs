@@ -31,6 +31,29 @@ pub struct Access {
     pub(crate) write: bool,
 }
 
+/// Where node arguments report the ranges they touch: the graph's list while a node is added
+/// (for the dependency inference), nowhere while an instantiated graph's node is updated (its
+/// edges stay as they were built, so the ranges are not needed).
+pub trait Record {
+    /// Notes one range.
+    fn record(&mut self, access: Access);
+}
+
+impl Record for Vec<Access> {
+    #[inline(always)]
+    fn record(&mut self, access: Access) {
+        self.push(access);
+    }
+}
+
+/// Drops every range: what an update of an instantiated graph's node passes.
+pub(crate) struct Discard;
+
+impl Record for Discard {
+    #[inline(always)]
+    fn record(&mut self, _: Access) {}
+}
+
 impl Access {
     pub(crate) fn overlaps(&self, other: &Access) -> bool {
         self.space == other.space && self.lo < other.hi && other.lo < self.hi
@@ -102,14 +125,14 @@ pub unsafe trait NodeArg<'a, M> {
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
-    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<Self::Param>;
+    fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<Self::Param>;
 }
 
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
 unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
     type Param = T;
     #[inline(always)]
-    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+    fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self)
     }
 }
@@ -124,7 +147,7 @@ pub struct ByValue<T>(pub T);
 unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
     type Param = T;
     #[inline(always)]
-    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+    fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self.0)
     }
 }
@@ -137,14 +160,14 @@ unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
 /// `with_params` must call `f` with one pointer per marker, each to the prepared parameter,
 /// valid for the call.
 pub unsafe trait NodeArgs<'a, Sig> {
-    /// Prepares every argument (appending its ranges to `accesses`) and calls `f` with the
+    /// Prepares every argument (noting its ranges in `accesses`) and calls `f` with the
     /// parameter pointers and the ranges.
     #[doc(hidden)]
-    fn with_params<R>(
+    fn with_params<A: Record, R>(
         self,
         ctx: &CudaContext,
-        accesses: Vec<Access>,
-        f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
+        accesses: &mut A,
+        f: impl FnOnce(&mut [*mut c_void], &mut A) -> Result<R>,
     ) -> Result<R>;
 }
 

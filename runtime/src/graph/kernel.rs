@@ -124,15 +124,15 @@ impl<Sig> Kernel<Sig> {
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
         let (_, target) = raw.target(&graph.ctx)?;
-        let acc = graph.take_scratch();
+        let mut acc = graph.take_scratch();
         // SAFETY: the context lives in the `Arc`'s allocation, not in `graph`, and adding a node
         // never replaces or drops `graph.ctx`: the reference stays valid while `graph` is
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
-        let r = args.with_params(ctx, acc, |params, acc| {
+        let r = args.with_params(ctx, &mut acc, |params, acc| {
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            unsafe { graph.kernel_raw(&target, &config, params, acc, raw.name().into()) }
+            unsafe { graph.kernel_raw(&target, &config, params, std::mem::take(acc), raw.name().into()) }
         });
         r.map(|node| KernelNode { node, kernel: raw, target, _sig: PhantomData })
     }
