@@ -33,6 +33,16 @@ impl Tracker {
         }
     }
 
+    /// The ranges on record: what a node that embeds the whole graph (a child graph node) reads
+    /// and writes, as far as any later node can tell. A record is dropped only when a later write
+    /// covers its range, and that write stays on record (or a write covering it does), so a node
+    /// overlapping anything the graph touched overlaps a record, and a write on record wherever
+    /// a dropped record was: the inferred dependencies on the child node are those its nodes'
+    /// own accesses would give.
+    pub(crate) fn accesses(&self) -> impl Iterator<Item = Access> + '_ {
+        self.records.iter().map(|r| r.access)
+    }
+
     /// Records `node`'s accesses (after its dependencies were taken with [`Tracker::deps`]).
     pub(crate) fn record(&mut self, node: usize, accesses: &[Access]) {
         for a in accesses.iter().filter(|a| a.write) {

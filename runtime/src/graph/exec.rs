@@ -3,7 +3,7 @@
 
 use super::args::{address, other_device, Discard, NodeArgs};
 use super::host::{self, HostCell};
-use super::kernel::{check, node_params, KernelNode};
+use super::kernel::{check, check_function, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
@@ -195,13 +195,12 @@ impl<'a> GraphExec<'a> {
         let n = self.node(node.node)?;
         // The node's kernel was looked up on the graph's context when it was added, and `node`
         // is of the graph this was instantiated from (checked above): the same context.
-        let target = &node.target;
-        check(target, &self.ctx, &config)?;
-        let (exec, ctx) = (self.raw, &*self.ctx);
+        check_function(node.kernel, node.func, &self.ctx, &config)?;
+        let (exec, ctx, f) = (self.raw, &*self.ctx, node.func.raw);
         // Every buffer is still checked against the graph's context; the ranges the arguments
         // touch are not collected (`Discard`): an update keeps the edges the graph was built with.
         args.with_params(ctx, &mut Discard, |params, _| {
-            let p = node_params(target.f, &config, params);
+            let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
             let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };

@@ -142,16 +142,16 @@ pub struct Graph<'a> {
     pub(crate) id: u64,
     pub(crate) nodes: Vec<NodeInfo>,
     pub(crate) edges: Vec<(usize, usize)>,
+    /// The ranges later nodes may have to wait for; also what a parent graph that embeds this
+    /// one as a child node records for it (see [`deps::Tracker::accesses`]).
     tracker: deps::Tracker,
-    /// Every access of every node, for a parent graph that embeds this one.
-    all: Vec<Access>,
     pending: Vec<usize>,
     infer: bool,
     pub(crate) hosts: Vec<Arc<HostCell>>,
     /// Device memory the graph's nodes use that the graph itself owns (reduction scratch).
     pub(crate) owned: Vec<Arc<CudaSlice<u8>>>,
     /// Scratch for one node's accesses and dependencies (no allocation per node).
-    scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
+    scratch: (Vec<Access>, Vec<usize>),
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -177,15 +177,16 @@ impl<'a> Graph<'a> {
             ctx: ctx.clone(),
             raw: Rc::new(RawGraph(raw)),
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            nodes: Vec::new(),
-            edges: Vec::new(),
+            // Room for the nodes and edges of a typical graph up front: growing from empty cost
+            // a dozen reallocations (and copies) over the first hundred nodes.
+            nodes: Vec::with_capacity(64),
+            edges: Vec::with_capacity(64),
             tracker: deps::Tracker::default(),
-            all: Vec::new(),
             pending: Vec::new(),
             infer: true,
             hosts: Vec::new(),
             owned: Vec::new(),
-            scratch: (Vec::new(), Vec::new(), Vec::new()),
+            scratch: (Vec::new(), Vec::new()),
             _borrows: PhantomData,
         })
     }
@@ -325,67 +326,125 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds one node. `accesses` are its memory ranges; `add` calls the driver with the
-    /// dependency list and returns the new node. Returns the scratch list for reuse.
+    /// dependency list and returns the new node. The list goes back to the scratch for reuse.
+    #[inline]
     pub(crate) fn add(
         &mut self,
         kind: NodeKind,
         label: impl FnOnce() -> std::borrow::Cow<'static, str>,
         accesses: Vec<Access>,
         call: &'static str,
-        add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+        mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
+        self.add_node(kind, label(), accesses, call, &mut add).map_err(|e| *e)
+    }
+
+    /// [`Graph::add`], one copy for every kind of node (the driver call behind `dyn`): every
+    /// kernel node of every kernel runs this same code. The error is boxed so that what each
+    /// node passes back is three words, not a whole [`Error`].
+    #[inline(never)]
+    pub(crate) fn add_node(
+        &mut self,
+        kind: NodeKind,
+        label: std::borrow::Cow<'static, str>,
+        accesses: Vec<Access>,
+        call: &'static str,
+        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<Node, Box<Error>> {
         let mut deps = std::mem::take(&mut self.scratch.1);
         deps.clear();
-        deps.append(&mut self.pending);
+        if !self.pending.is_empty() {
+            deps.append(&mut self.pending);
+        }
         let result = self.add_with(kind, label, &accesses, &mut deps, call, add);
         self.scratch.0 = accesses;
         self.scratch.1 = deps;
         result
     }
 
+    #[inline(always)]
     fn add_with(
         &mut self,
         kind: NodeKind,
-        label: impl FnOnce() -> std::borrow::Cow<'static, str>,
+        label: std::borrow::Cow<'static, str>,
         accesses: &[Access],
         deps: &mut Vec<usize>,
         call: &'static str,
-        mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> Result<Node> {
-        if deps.iter().any(|&d| d >= self.nodes.len()) {
-            return Err(self.foreign());
+        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<Node, Box<Error>> {
+        let index = self.nodes.len();
+        if deps.iter().any(|&d| d >= index) {
+            return Err(Box::new(self.foreign()));
         }
         if self.infer {
             self.tracker.deps(accesses, deps);
         }
         if deps.len() > 1 {
-            deps.sort_unstable();
-            deps.dedup();
+            sort_dedup(deps);
         }
-        let mut raw_deps = std::mem::take(&mut self.scratch.2);
-        raw_deps.clear();
-        raw_deps.extend(deps.iter().map(|&d| self.nodes[d].raw));
+        // The dependencies' driver handles: on the stack for the usual few, else on the heap.
+        let mut few = [std::ptr::null_mut(); 8];
+        let many: Vec<sys::CUgraphNode>;
+        let raw_deps: &[sys::CUgraphNode] = if deps.len() <= few.len() {
+            for (r, &d) in few.iter_mut().zip(deps.iter()) {
+                *r = self.nodes[d].raw;
+            }
+            &few[..deps.len()]
+        } else {
+            many = self.raw_nodes(deps);
+            &many
+        };
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
         // context was changed behind our back (a refused add creates no node).
         let fast = crate::launch::bound_here(&self.ctx);
         if !fast {
-            bind(&self.ctx)?;
+            bind(&self.ctx).map_err(Box::new)?;
         }
-        let (mut r, mut raw) = add(&raw_deps);
-        if fast && r != sys::CUresult::CUDA_SUCCESS && crate::launch::wrong_context(r) {
-            bind(&self.ctx)?;
-            (r, raw) = add(&raw_deps);
+        let (r, raw) = add(raw_deps);
+        let raw = if r == sys::CUresult::CUDA_SUCCESS { raw } else { self.add_again(fast, r, call, raw_deps, add)? };
+        self.nodes.push(NodeInfo { raw, kind, label });
+        for &d in deps.iter() {
+            self.edges.push((d, index));
         }
-        self.scratch.2 = raw_deps;
-        driver(&self.ctx, call, r)?;
-        let index = self.nodes.len();
-        self.nodes.push(NodeInfo { raw, kind, label: label() });
-        self.edges.extend(deps.iter().map(|&d| (d, index)));
         self.tracker.record(index, accesses);
-        self.all.extend_from_slice(accesses);
         Ok(Node { graph: self.id, index })
     }
+
+    /// The driver handles of nodes `deps` (more than fit on the stack).
+    #[cold]
+    #[inline(never)]
+    fn raw_nodes(&self, deps: &[usize]) -> Vec<sys::CUgraphNode> {
+        deps.iter().map(|&d| self.nodes[d].raw).collect()
+    }
+
+    /// A node the driver refused to add: when the context may have been changed behind our
+    /// back, bound and added once more; else the driver's error.
+    #[cold]
+    #[inline(never)]
+    fn add_again(
+        &self,
+        fast: bool,
+        r: sys::CUresult,
+        call: &'static str,
+        raw_deps: &[sys::CUgraphNode],
+        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
+        let (mut r, mut raw) = (r, std::ptr::null_mut());
+        if fast && crate::launch::wrong_context(r) {
+            bind(&self.ctx)?;
+            (r, raw) = add(raw_deps);
+        }
+        driver(&self.ctx, call, r)?;
+        Ok(raw)
+    }
+}
+
+/// Sorts a node's dependencies and drops repeats.
+#[inline(never)]
+fn sort_dedup(deps: &mut Vec<usize>) {
+    deps.sort_unstable();
+    deps.dedup();
 }
 
 /// `Ok` for success, else an [`Error::Driver`] naming `call` and the context's device.
