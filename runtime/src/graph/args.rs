@@ -54,9 +54,58 @@ impl Record for Discard {
     fn record(&mut self, _: Access) {}
 }
 
+/// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
+/// parameters and each reports at most one range (more spill to the heap), so adding a kernel
+/// node needs neither an allocation nor the graph's scratch list.
+pub(crate) struct StackAccesses {
+    few: [std::mem::MaybeUninit<Access>; 20],
+    len: usize,
+    more: Vec<Access>,
+}
+
+impl StackAccesses {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        StackAccesses { few: [const { std::mem::MaybeUninit::uninit() }; 20], len: 0, more: Vec::new() }
+    }
+
+    /// Every range noted, in order.
+    #[inline(always)]
+    pub(crate) fn as_slice(&self) -> &[Access] {
+        if self.more.is_empty() {
+            // SAFETY: the first `len` entries were written by `record` (`len` <= 20).
+            unsafe { std::slice::from_raw_parts(self.few.as_ptr() as *const Access, self.len) }
+        } else {
+            &self.more
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, access: Access) {
+        if self.more.is_empty() {
+            let noted = self.as_slice().to_vec();
+            self.more = noted;
+        }
+        self.more.push(access);
+    }
+}
+
+impl Record for StackAccesses {
+    #[inline(always)]
+    fn record(&mut self, access: Access) {
+        if self.len < self.few.len() {
+            self.few[self.len].write(access);
+            self.len += 1;
+        } else {
+            self.spill(access);
+        }
+    }
+}
+
 impl Access {
     pub(crate) fn overlaps(&self, other: &Access) -> bool {
-        self.space == other.space && self.lo < other.hi && other.lo < self.hi
+        (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`ProgramKernel`]s. Every one is checked like a launch (the same limit checks of the one
 //! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
 
-use super::args::{Access, GraphArg, GraphArgKind, NodeArgs};
+use super::args::{Access, GraphArg, GraphArgKind, NodeArgs, StackAccesses};
 use super::{Graph, Node, NodeKind};
 use crate::error::{Error, Result};
 use crate::launch::kernel::{Kernel, KernelRef};
@@ -120,7 +120,9 @@ impl<'a> Graph<'a> {
     ) -> Result<Node> {
         check(target, &self.ctx, cfg)?;
         // SAFETY: forwarded.
-        unsafe { self.kernel_checked(target.f, cfg, params, accesses, label) }.map_err(|e| *e)
+        let r = unsafe { self.kernel_checked(target.f, cfg, params, &accesses, label) };
+        self.scratch.0 = accesses;
+        r.map_err(|e| *e)
     }
 
     /// [`Graph::kernel_raw`] after the limit checks: one copy for every kernel (the typed
@@ -134,7 +136,7 @@ impl<'a> Graph<'a> {
         f: sys::CUfunction,
         cfg: &LaunchConfig,
         params: &mut [*mut c_void],
-        accesses: Vec<Access>,
+        accesses: &[Access],
         label: std::borrow::Cow<'static, str>,
     ) -> std::result::Result<Node, Box<Error>> {
         let p = node_params(f, cfg, params);
@@ -164,7 +166,7 @@ impl<Sig> Kernel<Sig> {
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
         let func = raw.function_on(&graph.ctx)?;
-        let mut acc = graph.take_scratch();
+        let mut acc = StackAccesses::new();
         // SAFETY: the context lives in the `Arc`'s allocation, not in `graph`, and adding a node
         // never replaces or drops `graph.ctx`: the reference stays valid while `graph` is
         // borrowed mutably below (it saves an `Arc` clone per node).
@@ -173,7 +175,7 @@ impl<Sig> Kernel<Sig> {
             check_function(raw, func, ctx, &config)?;
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            let r = unsafe { graph.kernel_checked(func.raw, &config, params, std::mem::take(acc), raw.name().into()) };
+            let r = unsafe { graph.kernel_checked(func.raw, &config, params, acc.as_slice(), raw.name().into()) };
             r.map_err(|e| *e)
         });
         r.map(|node| KernelNode { node, kernel: raw, func, _sig: PhantomData })

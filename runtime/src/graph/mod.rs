@@ -336,90 +336,93 @@ impl<'a> Graph<'a> {
         call: &'static str,
         mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
-        self.add_node(kind, label(), accesses, call, &mut add).map_err(|e| *e)
+        let r = self.add_node(kind, label(), &accesses, call, &mut add);
+        self.scratch.0 = accesses;
+        r.map_err(|e| *e)
     }
 
     /// [`Graph::add`], one copy for every kind of node (the driver call behind `dyn`): every
-    /// kernel node of every kernel runs this same code. The error is boxed so that what each
-    /// node passes back is three words, not a whole [`Error`].
+    /// kernel node of every kernel runs this same code, kept short (a node's cost on the GPU
+    /// machine is mostly the instruction cache lines its code touches after the driver's call
+    /// evicted them). The error is boxed so that what each node passes back is three words, not a
+    /// whole [`Error`].
     #[inline(never)]
     pub(crate) fn add_node(
         &mut self,
         kind: NodeKind,
         label: std::borrow::Cow<'static, str>,
-        accesses: Vec<Access>,
-        call: &'static str,
-        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> std::result::Result<Node, Box<Error>> {
-        let mut deps = std::mem::take(&mut self.scratch.1);
-        deps.clear();
-        if !self.pending.is_empty() {
-            deps.append(&mut self.pending);
-        }
-        let result = self.add_with(kind, label, &accesses, &mut deps, call, add);
-        self.scratch.0 = accesses;
-        self.scratch.1 = deps;
-        result
-    }
-
-    #[inline(always)]
-    fn add_with(
-        &mut self,
-        kind: NodeKind,
-        label: std::borrow::Cow<'static, str>,
         accesses: &[Access],
-        deps: &mut Vec<usize>,
         call: &'static str,
         add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> std::result::Result<Node, Box<Error>> {
         let index = self.nodes.len();
-        if deps.iter().any(|&d| d >= index) {
-            return Err(Box::new(self.foreign()));
+        let mut deps = std::mem::take(&mut self.scratch.1);
+        deps.clear();
+        if !self.pending.is_empty() {
+            if let Err(e) = self.take_pending(&mut deps) {
+                self.scratch.1 = deps;
+                return Err(e);
+            }
         }
         if self.infer {
-            self.tracker.deps(accesses, deps);
+            self.tracker.deps(accesses, &mut deps);
         }
-        if deps.len() > 1 {
-            sort_dedup(deps);
-        }
-        // The dependencies' driver handles: on the stack for the usual few, else on the heap.
-        let mut few = [std::ptr::null_mut(); 8];
-        let many: Vec<sys::CUgraphNode>;
-        let raw_deps: &[sys::CUgraphNode] = if deps.len() <= few.len() {
-            for (r, &d) in few.iter_mut().zip(deps.iter()) {
-                *r = self.nodes[d].raw;
+        // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
+        // without repeats, in a list of their own.
+        let one;
+        let many;
+        let raw_deps: &[sys::CUgraphNode] = match deps.len() {
+            0 => &[],
+            1 => {
+                one = [self.nodes[deps[0]].raw];
+                &one
             }
-            &few[..deps.len()]
-        } else {
-            many = self.raw_nodes(deps);
-            &many
+            _ => {
+                many = self.raw_nodes(&mut deps);
+                &many
+            }
         };
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
         // context was changed behind our back (a refused add creates no node).
         let fast = crate::launch::bound_here(&self.ctx);
-        if !fast {
-            bind(&self.ctx).map_err(Box::new)?;
-        }
-        let (r, raw) = add(raw_deps);
-        let raw = if r == sys::CUresult::CUDA_SUCCESS { raw } else { self.add_again(fast, r, call, raw_deps, add)? };
-        self.nodes.push(NodeInfo { raw, kind, label });
-        for &d in deps.iter() {
-            self.edges.push((d, index));
-        }
-        self.tracker.record(index, accesses);
-        Ok(Node { graph: self.id, index })
+        let (r, raw) =
+            if fast { add(raw_deps) } else { (sys::CUresult::CUDA_ERROR_INVALID_CONTEXT, std::ptr::null_mut()) };
+        let result =
+            if r == sys::CUresult::CUDA_SUCCESS { Ok(raw) } else { self.add_again(fast, r, call, raw_deps, add) };
+        let result = result.map(|raw| {
+            self.nodes.push(NodeInfo { raw, kind, label });
+            for &d in &deps {
+                self.edges.push((d, index));
+            }
+            self.tracker.record(index, accesses);
+            Node { graph: self.id, index }
+        });
+        self.scratch.1 = deps;
+        result
     }
 
-    /// The driver handles of nodes `deps` (more than fit on the stack).
-    #[cold]
+    /// Moves the explicit dependencies ([`Graph::after`]) into `deps`; a node of another graph
+    /// among them is an error.
     #[inline(never)]
-    fn raw_nodes(&self, deps: &[usize]) -> Vec<sys::CUgraphNode> {
+    fn take_pending(&mut self, deps: &mut Vec<usize>) -> std::result::Result<(), Box<Error>> {
+        deps.append(&mut self.pending);
+        if deps.iter().any(|&d| d >= self.nodes.len()) {
+            return Err(Box::new(self.foreign()));
+        }
+        Ok(())
+    }
+
+    /// The driver handles of nodes `deps` (more than one: sorted first, repeats dropped).
+    #[inline(never)]
+    fn raw_nodes(&self, deps: &mut Vec<usize>) -> Vec<sys::CUgraphNode> {
+        deps.sort_unstable();
+        deps.dedup();
         deps.iter().map(|&d| self.nodes[d].raw).collect()
     }
 
-    /// A node the driver refused to add: when the context may have been changed behind our
-    /// back, bound and added once more; else the driver's error.
+    /// A node the driver refused to add, or one to add with the context bound first (`fast`
+    /// false): bound and added (once more); else the driver's error.
     #[cold]
     #[inline(never)]
     fn add_again(
@@ -431,20 +434,13 @@ impl<'a> Graph<'a> {
         add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         let (mut r, mut raw) = (r, std::ptr::null_mut());
-        if fast && crate::launch::wrong_context(r) {
+        if !fast || crate::launch::wrong_context(r) {
             bind(&self.ctx)?;
             (r, raw) = add(raw_deps);
         }
         driver(&self.ctx, call, r)?;
         Ok(raw)
     }
-}
-
-/// Sorts a node's dependencies and drops repeats.
-#[inline(never)]
-fn sort_dedup(deps: &mut Vec<usize>) {
-    deps.sort_unstable();
-    deps.dedup();
 }
 
 /// `Ok` for success, else an [`Error::Driver`] naming `call` and the context's device.
