@@ -320,3 +320,21 @@ impl<'a> GraphArg<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ranges of a node with more arguments than fit on the stack are all kept, in order.
+    #[test]
+    fn stack_accesses_keep_every_range_in_order() {
+        let acc = |i: u64| Access { space: Space::Device, lo: i, hi: i + 1, write: i % 2 == 0 };
+        for n in [0, 1, 19, 20, 21, 45] {
+            let mut s = StackAccesses::new();
+            for i in 0..n {
+                s.record(acc(i));
+            }
+            assert_eq!(s.as_slice(), (0..n).map(acc).collect::<Vec<_>>().as_slice(), "{n} ranges");
+        }
+    }
+}

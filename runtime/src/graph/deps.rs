@@ -114,6 +114,42 @@ mod tests {
         assert_eq!(add(&mut t, 2, &[acc(50, 100, true)]), [0]);
     }
 
+    /// What a child graph node records for a parent graph (the records left on file, not every
+    /// access of every node) gives a later node of the parent the same dependency on it: over
+    /// random sequences of reads and writes of overlapping ranges, with host and device ranges
+    /// of the same numbers, a probe depends on some record exactly when it depends on some
+    /// access.
+    #[test]
+    fn the_records_stand_for_every_access_of_a_child_graph() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let mut random = |next: &mut dyn FnMut(u64) -> u64| {
+            let lo = next(64);
+            let space = if next(4) == 0 { Space::Host } else { Space::Device };
+            Access { space, lo, hi: lo + 1 + next(24), write: next(2) == 0 }
+        };
+        for _ in 0..2000 {
+            let mut t = Tracker::default();
+            let mut all = Vec::new();
+            for node in 0..next(12) as usize {
+                let accesses: Vec<Access> = (0..1 + next(3)).map(|_| random(&mut next)).collect();
+                t.record(node, &accesses);
+                all.extend(accesses);
+            }
+            let kept: Vec<Access> = t.accesses().collect();
+            for _ in 0..20 {
+                let probe = random(&mut next);
+                let depends = |on: &[Access]| on.iter().any(|a| (a.write || probe.write) && a.overlaps(&probe));
+                assert_eq!(depends(&kept), depends(&all), "probe {probe:?}, all {all:?}, kept {kept:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_chain_keeps_one_record() {
         let mut t = Tracker::default();
