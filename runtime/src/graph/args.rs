@@ -328,7 +328,7 @@ mod tests {
     /// The ranges of a node with more arguments than fit on the stack are all kept, in order.
     #[test]
     fn stack_accesses_keep_every_range_in_order() {
-        let acc = |i: u64| Access { space: Space::Device, lo: i, hi: i + 1, write: i % 2 == 0 };
+        let acc = |i: u64| Access { space: Space::Device, lo: i, hi: i + 1, write: i.is_multiple_of(2) };
         for n in [0, 1, 19, 20, 21, 45] {
             let mut s = StackAccesses::new();
             for i in 0..n {

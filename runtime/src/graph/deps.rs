@@ -128,7 +128,7 @@ mod tests {
             seed ^= seed << 17;
             seed % below
         };
-        let mut random = |next: &mut dyn FnMut(u64) -> u64| {
+        let random = |next: &mut dyn FnMut(u64) -> u64| {
             let lo = next(64);
             let space = if next(4) == 0 { Space::Host } else { Space::Device };
             Access { space, lo, hi: lo + 1 + next(24), write: next(2) == 0 }
