@@ -9,7 +9,7 @@
 //! from a clean buffer).
 
 use super::args::{address, other_device, Access, NodeArg, Record, Space};
-use super::{Graph, Node};
+use super::{Graph, Label, Node};
 use crate::args::Out;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
@@ -98,7 +98,7 @@ impl<'a> NodeBuilder<'_, 'a> {
         let ctx = self.graph.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         // SAFETY: the function was looked up in the graph's context; the rest is the caller's.
-        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, kernel.name().into()) }
+        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, Label::Kernel(kernel)) }
     }
 }
 

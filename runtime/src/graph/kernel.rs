@@ -3,7 +3,7 @@
 //! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
 
 use super::args::{Access, GraphArg, GraphArgKind, NodeArgs, StackAccesses};
-use super::{Graph, Node, NodeKind};
+use super::{Graph, Label, Node, NodeKind};
 use crate::error::{Error, Result};
 use crate::launch::kernel::{Kernel, KernelRef};
 use crate::launch::limits::check_config;
@@ -116,7 +116,7 @@ impl<'a> Graph<'a> {
         cfg: &LaunchConfig,
         params: &mut [*mut c_void],
         accesses: Vec<Access>,
-        label: std::borrow::Cow<'static, str>,
+        label: Label,
     ) -> Result<Node> {
         check(target, &self.ctx, cfg)?;
         // SAFETY: forwarded.
@@ -137,7 +137,7 @@ impl<'a> Graph<'a> {
         cfg: &LaunchConfig,
         params: &mut [*mut c_void],
         accesses: &[Access],
-        label: std::borrow::Cow<'static, str>,
+        label: Label,
     ) -> std::result::Result<Node, Box<Error>> {
         let p = node_params(f, cfg, params);
         let graph = self.raw.0;
@@ -175,7 +175,7 @@ impl<Sig> Kernel<Sig> {
             check_function(raw, func, ctx, &config)?;
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            let r = unsafe { graph.kernel_checked(func.raw, &config, params, acc.as_slice(), raw.name().into()) };
+            let r = unsafe { graph.kernel_checked(func.raw, &config, params, acc.as_slice(), Label::Kernel(raw)) };
             r.map_err(|e| *e)
         });
         r.map(|node| KernelNode { node, kernel: raw, func, _sig: PhantomData })
@@ -243,6 +243,6 @@ impl ProgramKernel {
             .collect();
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
         // parameter of the parameter's size (checked), alive for the call.
-        unsafe { graph.kernel_raw(&target, &config, &mut params, acc, self.name().to_string().into()) }
+        unsafe { graph.kernel_raw(&target, &config, &mut params, acc, Label::Text(self.name().to_string().into())) }
     }
 }

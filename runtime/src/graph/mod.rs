@@ -102,8 +102,31 @@ pub enum NodeKind {
 pub(crate) struct NodeInfo {
     pub(crate) raw: sys::CUgraphNode,
     pub(crate) kind: NodeKind,
-    /// The kernel's name (no allocation per kernel node) or a made-up description.
-    pub(crate) label: std::borrow::Cow<'static, str>,
+    pub(crate) label: Label,
+}
+
+/// What a node is called ([`Graph::label`], [`Graph::to_dot`], errors).
+pub(crate) enum Label {
+    /// A `cuda_kernel!` kernel: its name is looked up only when asked for (adding a node
+    /// touches nothing of the module's description).
+    Kernel(crate::launch::kernel::KernelRef),
+    /// A run-time kernel's name, or a made-up description (`memcpy HtoD 4096 B`).
+    Text(std::borrow::Cow<'static, str>),
+}
+
+impl Label {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Label::Kernel(k) => k.name(),
+            Label::Text(t) => t,
+        }
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
@@ -257,7 +280,7 @@ impl<'a> Graph<'a> {
 
     /// A node's label (the kernel's name, `memcpy HtoD 4096 B`, ...), as [`Graph::to_dot`] shows it.
     pub fn label(&self, node: Node) -> Option<&str> {
-        self.check_node(node).ok().map(|i| &*self.nodes[i].label)
+        self.check_node(node).ok().map(|i| self.nodes[i].label.as_str())
     }
 
     /// Every edge `(from, to)`, explicit and inferred, in the order added.
@@ -270,7 +293,7 @@ impl<'a> Graph<'a> {
     pub fn to_dot(&self) -> String {
         let mut s = String::from("digraph cuda_graph {\n    node [shape=box];\n");
         for (i, n) in self.nodes.iter().enumerate() {
-            let label = n.label.replace('\\', "\\\\").replace('"', "\\\"");
+            let label = n.label.as_str().replace('\\', "\\\\").replace('"', "\\\"");
             s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
         }
         for (f, t) in &self.edges {
@@ -336,7 +359,7 @@ impl<'a> Graph<'a> {
         call: &'static str,
         mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
-        let r = self.add_node(kind, label(), &accesses, call, &mut add);
+        let r = self.add_node(kind, Label::Text(label()), &accesses, call, &mut add);
         self.scratch.0 = accesses;
         r.map_err(|e| *e)
     }
@@ -350,7 +373,7 @@ impl<'a> Graph<'a> {
     pub(crate) fn add_node(
         &mut self,
         kind: NodeKind,
-        label: std::borrow::Cow<'static, str>,
+        label: Label,
         accesses: &[Access],
         call: &'static str,
         add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
