@@ -276,6 +276,51 @@ fn typed_updates_memset_memcpy_and_whole_graph() {
     assert!(matches!(exec.set_memset(&g3.memset(&b, 1.0f32).unwrap(), 2.0), Err(Error::Graph { .. })));
 }
 
+/// A typed update of an instantiated graph's kernel node, which no longer collects the ranges
+/// its buffers touch (the graph's edges stay as built), still checks what adding the node
+/// checks: the node's graph, the launch limits and every buffer's context. A refused update
+/// changes nothing; the next valid one applies.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_typed_update_checks_what_adding_the_node_checks() {
+    let ctx = ctx();
+    let other_ctx = CudaContext::new_non_primary(0, 0).unwrap();
+    let foreign = other_ctx.default_stream().alloc_zeros::<f32>(N).unwrap();
+    // Creating the second context and allocating on it made it current: bind ours again.
+    ctx.bind_to_thread().unwrap();
+    let stream = ctx.default_stream();
+    let n = N as i32;
+    let a = stream.alloc_zeros::<f32>(N).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let k = fill_f::node(&mut g, cfg(), &a, 1.0, n).unwrap();
+    let mut g_other = Graph::new(&ctx).unwrap();
+    let k_other = fill_f::node(&mut g_other, cfg(), &a, 1.0, n).unwrap();
+    let mut exec = g.instantiate().unwrap();
+    let run = |exec: &cuda_embed::GraphExec<'_>| {
+        // SAFETY: the kernel stays within N elements.
+        unsafe { exec.launch(&stream).unwrap() };
+        exec.synchronize(&stream).unwrap();
+        stream.clone_dtoh(&a).unwrap()[7]
+    };
+    assert_eq!(run(&exec), 1.0);
+    match fill_f::update(&mut exec, &k, cfg(), &foreign, 5.0, n) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("a graph belongs to one context"), "{cause}"),
+        other => panic!("expected an error for another context's buffer, got {other:?}"),
+    }
+    let bad = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4096, 1, 1), shared_mem_bytes: 0 };
+    match fill_f::update(&mut exec, &k, bad, &a, 5.0, n) {
+        Err(Error::Launch { cause, .. }) => assert!(cause.contains("4096"), "{cause}"),
+        other => panic!("expected a launch-limit error, got {other:?}"),
+    }
+    match fill_f::update(&mut exec, &k_other, cfg(), &a, 5.0, n) {
+        Err(Error::Graph { cause, .. }) => assert!(cause.contains("another graph"), "{cause}"),
+        other => panic!("expected an error for a node of another graph, got {other:?}"),
+    }
+    assert_eq!(run(&exec), 1.0, "a refused update changed the graph");
+    fill_f::update(&mut exec, &k, cfg(), &a, 6.0, n).unwrap();
+    assert_eq!(run(&exec), 6.0);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn host_node_panic_is_an_error_on_the_next_sync_and_launch() {

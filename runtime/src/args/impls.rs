@@ -9,7 +9,7 @@
 
 use crate::args::{placement_of, In, InAny, KernelArg, KernelArgs, Out, OutAny};
 use crate::error::{Error, Result};
-use crate::graph::args::{address, Access, NodeArg, NodeArgs};
+use crate::graph::args::{address, NodeArg, NodeArgs, Record};
 use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
@@ -54,9 +54,9 @@ macro_rules! node_buffer {
         unsafe impl<'a, $($g)*> NodeArg<'a, $marker> for &'a $s {
             type Param = sys::CUdeviceptr;
             #[inline(always)]
-            fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<sys::CUdeviceptr> {
+            fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<sys::CUdeviceptr> {
                 let (p, access) = address(self, ctx, $write)?;
-                accesses.push(access);
+                accesses.record(access);
                 Ok(p)
             }
         }
@@ -132,14 +132,14 @@ macro_rules! tuple_impls {
         unsafe impl<'a, $($m, $a: NodeArg<'a, $m>,)*> NodeArgs<'a, ($($m,)*)> for ($($a,)*) {
             #[inline(always)]
             #[allow(unused_variables, unused_mut, non_snake_case)]
-            fn with_params<R>(
+            fn with_params<Acc: Record, R>(
                 self,
                 ctx: &CudaContext,
-                mut accesses: Vec<Access>,
-                f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
+                accesses: &mut Acc,
+                f: impl FnOnce(&mut [*mut c_void], &mut Acc) -> Result<R>,
             ) -> Result<R> {
                 let ($($b,)*) = self;
-                $(let $b = $b.prepare(ctx, &mut accesses)?;)*
+                $(let $b = $b.prepare(ctx, accesses)?;)*
                 let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
                     [$(&$b as *const <$a as NodeArg<'a, $m>>::Param as *mut c_void),*];
                 f(&mut params, accesses)

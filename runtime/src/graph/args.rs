@@ -31,9 +31,81 @@ pub struct Access {
     pub(crate) write: bool,
 }
 
+/// Where node arguments report the ranges they touch: the graph's list while a node is added
+/// (for the dependency inference), nowhere while an instantiated graph's node is updated (its
+/// edges stay as they were built, so the ranges are not needed).
+pub trait Record {
+    /// Notes one range.
+    fn record(&mut self, access: Access);
+}
+
+impl Record for Vec<Access> {
+    #[inline(always)]
+    fn record(&mut self, access: Access) {
+        self.push(access);
+    }
+}
+
+/// Drops every range: what an update of an instantiated graph's node passes.
+pub(crate) struct Discard;
+
+impl Record for Discard {
+    #[inline(always)]
+    fn record(&mut self, _: Access) {}
+}
+
+/// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
+/// parameters and each reports at most one range (more spill to the heap), so adding a kernel
+/// node needs neither an allocation nor the graph's scratch list.
+pub(crate) struct StackAccesses {
+    few: [std::mem::MaybeUninit<Access>; 20],
+    len: usize,
+    more: Vec<Access>,
+}
+
+impl StackAccesses {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        StackAccesses { few: [const { std::mem::MaybeUninit::uninit() }; 20], len: 0, more: Vec::new() }
+    }
+
+    /// Every range noted, in order.
+    #[inline(always)]
+    pub(crate) fn as_slice(&self) -> &[Access] {
+        if self.more.is_empty() {
+            // SAFETY: the first `len` entries were written by `record` (`len` <= 20).
+            unsafe { std::slice::from_raw_parts(self.few.as_ptr() as *const Access, self.len) }
+        } else {
+            &self.more
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, access: Access) {
+        if self.more.is_empty() {
+            let noted = self.as_slice().to_vec();
+            self.more = noted;
+        }
+        self.more.push(access);
+    }
+}
+
+impl Record for StackAccesses {
+    #[inline(always)]
+    fn record(&mut self, access: Access) {
+        if self.len < self.few.len() {
+            self.few[self.len].write(access);
+            self.len += 1;
+        } else {
+            self.spill(access);
+        }
+    }
+}
+
 impl Access {
     pub(crate) fn overlaps(&self, other: &Access) -> bool {
-        self.space == other.space && self.lo < other.hi && other.lo < self.hi
+        (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }
 }
 
@@ -102,14 +174,14 @@ pub unsafe trait NodeArg<'a, M> {
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
-    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<Self::Param>;
+    fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<Self::Param>;
 }
 
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
 unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
     type Param = T;
     #[inline(always)]
-    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+    fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self)
     }
 }
@@ -124,7 +196,7 @@ pub struct ByValue<T>(pub T);
 unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
     type Param = T;
     #[inline(always)]
-    fn prepare(self, _: &CudaContext, _: &mut Vec<Access>) -> Result<T> {
+    fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self.0)
     }
 }
@@ -137,14 +209,14 @@ unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
 /// `with_params` must call `f` with one pointer per marker, each to the prepared parameter,
 /// valid for the call.
 pub unsafe trait NodeArgs<'a, Sig> {
-    /// Prepares every argument (appending its ranges to `accesses`) and calls `f` with the
+    /// Prepares every argument (noting its ranges in `accesses`) and calls `f` with the
     /// parameter pointers and the ranges.
     #[doc(hidden)]
-    fn with_params<R>(
+    fn with_params<A: Record, R>(
         self,
         ctx: &CudaContext,
-        accesses: Vec<Access>,
-        f: impl FnOnce(&mut [*mut c_void], Vec<Access>) -> Result<R>,
+        accesses: &mut A,
+        f: impl FnOnce(&mut [*mut c_void], &mut A) -> Result<R>,
     ) -> Result<R>;
 }
 
@@ -245,6 +317,24 @@ impl<'a> GraphArg<'a> {
             kind: GraphArgKind::Buffer { object: std::ptr::null(), address: unbound, write },
             elem: crate::args::dynamic::Elem::of::<T>(0, write),
             _borrow: std::marker::PhantomData,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ranges of a node with more arguments than fit on the stack are all kept, in order.
+    #[test]
+    fn stack_accesses_keep_every_range_in_order() {
+        let acc = |i: u64| Access { space: Space::Device, lo: i, hi: i + 1, write: i.is_multiple_of(2) };
+        for n in [0, 1, 19, 20, 21, 45] {
+            let mut s = StackAccesses::new();
+            for i in 0..n {
+                s.record(acc(i));
+            }
+            assert_eq!(s.as_slice(), (0..n).map(acc).collect::<Vec<_>>().as_slice(), "{n} ranges");
         }
     }
 }

@@ -1,9 +1,9 @@
 //! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
 //! kernel-node updates, memcpy/memset node updates and whole-graph update.
 
-use super::args::{address, other_device, Access, NodeArgs};
+use super::args::{address, other_device, Discard, NodeArgs};
 use super::host::{self, HostCell};
-use super::kernel::{check, node_params, KernelNode};
+use super::kernel::{check, check_function, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
@@ -31,7 +31,6 @@ pub struct GraphExec<'a> {
     hosts: Vec<Arc<HostCell>>,
     /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
     owned: Vec<Arc<CudaSlice<u8>>>,
-    scratch: Vec<Access>,
     /// Whether it was ever launched: then dropping it waits for the context first.
     launched: std::cell::Cell<bool>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -83,7 +82,6 @@ impl<'a> GraphExec<'a> {
             topology: topology(g),
             hosts: g.hosts.clone(),
             owned: g.owned.clone(),
-            scratch: Vec::new(),
             launched: std::cell::Cell::new(false),
             _borrows: PhantomData,
         })
@@ -166,14 +164,21 @@ impl<'a> GraphExec<'a> {
         crate::device::report::check_launched(stream)
     }
 
+    #[inline(always)]
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {
         match self.nodes.get(node.index) {
             Some(&n) if node.graph == self.graph_id => Ok(n),
-            _ => Err(Error::Graph {
-                device: self.ctx.ordinal(),
-                cause: "a node of another graph was used to update this instantiation".into(),
-                fix: Some("update with the nodes of the graph this was instantiated from".into()),
-            }),
+            _ => Err(self.foreign_node()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn foreign_node(&self) -> Error {
+        Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: "a node of another graph was used to update this instantiation".into(),
+            fix: Some("update with the nodes of the graph this was instantiated from".into()),
         }
     }
 
@@ -190,28 +195,22 @@ impl<'a> GraphExec<'a> {
         let n = self.node(node.node)?;
         // The node's kernel was looked up on the graph's context when it was added, and `node`
         // is of the graph this was instantiated from (checked above): the same context.
-        let target = &node.target;
-        check(target, &self.ctx, &config)?;
-        let mut acc = std::mem::take(&mut self.scratch);
-        acc.clear();
-        let (exec, ctx) = (self.raw, &self.ctx);
-        let r = args.with_params(ctx, acc, |params, acc| {
-            let p = node_params(target.f, &config, params);
+        check_function(node.kernel, node.func, &self.ctx, &config)?;
+        let (exec, ctx, f) = (self.raw, &*self.ctx, node.func.raw);
+        // Every buffer is still checked against the graph's context; the ranges the arguments
+        // touch are not collected (`Discard`): an update keeps the edges the graph was built with.
+        args.with_params(ctx, &mut Discard, |params, _| {
+            let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
             let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };
             if r == sys::CUresult::CUDA_SUCCESS {
-                return Ok(acc);
+                Ok(())
+            } else {
+                // SAFETY: as above.
+                unsafe { set_params_bound(ctx, exec, n, &p) }
             }
-            // The node's function carries its context, so no context is made current first; a
-            // driver that wants one anyway gets it, and the call is made once more.
-            bind(ctx)?;
-            // SAFETY: as above.
-            let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, n, &p) };
-            driver(ctx, "cuGraphExecKernelNodeSetParams", r).map(|()| acc)
-        });
-        self.scratch = r?;
-        Ok(())
+        })
     }
 
     fn set_copy(
@@ -480,6 +479,26 @@ impl<'a> NdUpdate<'_, 'a> {
         let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec.raw, self.raw, &p) };
         driver(&ctx, "cuGraphExecKernelNodeSetParams", r)
     }
+}
+
+/// `cuGraphExecKernelNodeSetParams` again after binding the context, for a driver that refused
+/// the first call (the node's function carries its context, so none is made current first).
+///
+/// # Safety
+/// As for the first call: a kernel node of the graph `exec` was instantiated from, with
+/// parameters the driver may read.
+#[cold]
+#[inline(never)]
+unsafe fn set_params_bound(
+    ctx: &CudaContext,
+    exec: sys::CUgraphExec,
+    node: sys::CUgraphNode,
+    p: &sys::CUDA_KERNEL_NODE_PARAMS,
+) -> Result<()> {
+    bind(ctx)?;
+    // SAFETY: the caller's contract.
+    let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, p) };
+    driver(ctx, "cuGraphExecKernelNodeSetParams", r)
 }
 
 /// What a node of `kind` is, for the errors of [`NdUpdate`].

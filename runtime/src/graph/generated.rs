@@ -8,8 +8,8 @@
 //! and every instantiation of it (the kernels leave the counters at zero, so every replay starts
 //! from a clean buffer).
 
-use super::args::{address, other_device, Access, NodeArg, Space};
-use super::{Graph, Node};
+use super::args::{address, other_device, Access, NodeArg, Record, Space};
+use super::{Graph, Label, Node};
 use crate::args::Out;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
@@ -98,7 +98,7 @@ impl<'a> NodeBuilder<'_, 'a> {
         let ctx = self.graph.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         // SAFETY: the function was looked up in the graph's context; the rest is the caller's.
-        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, kernel.name().into()) }
+        unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, Label::Kernel(kernel)) }
     }
 }
 
@@ -117,11 +117,11 @@ pub struct GraphScratch {
 unsafe impl<'a> NodeArg<'a, Out<u8>> for GraphScratch {
     type Param = u64;
     #[inline]
-    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<u64> {
+    fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<u64> {
         if self.ctx != ctx.cu_ctx() {
             return Err(other_device(ctx, ctx.ordinal()));
         }
-        accesses.push(Access { space: Space::Device, lo: self.ptr, hi: self.ptr + self.bytes, write: true });
+        accesses.record(Access { space: Space::Device, lo: self.ptr, hi: self.ptr + self.bytes, write: true });
         Ok(self.ptr)
     }
 }

@@ -2,15 +2,18 @@
 //! [`ProgramKernel`]s. Every one is checked like a launch (the same limit checks of the one
 //! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
 
-use super::args::{Access, GraphArg, GraphArgKind, NodeArgs};
-use super::{Graph, Node, NodeKind};
+use super::args::{Access, GraphArg, GraphArgKind, NodeArgs, StackAccesses};
+use super::{Graph, Label, Node, NodeKind};
 use crate::error::{Error, Result};
 use crate::launch::kernel::{Kernel, KernelRef};
+use crate::launch::limits::check_config;
 use crate::launch::Target;
+use crate::module::load::Function;
 use crate::program::ProgramKernel;
 use cudarc::driver::{sys, CudaContext, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A kernel node of a kernel of signature `Sig`: derefs to its [`Node`]; its arguments and launch
@@ -20,10 +23,35 @@ use std::sync::Arc;
 pub struct KernelNode<Sig> {
     pub(crate) node: Node,
     pub(crate) kernel: KernelRef,
-    /// The kernel on the graph's context, looked up once when the node was added: an update
-    /// (on an instantiation of that graph, so of that context) reuses it.
-    pub(crate) target: Target<'static>,
+    /// The kernel's function and launch limits on the graph's context, looked up once when the
+    /// node was added: an update (on an instantiation of that graph, so of that context) reuses
+    /// them.
+    pub(crate) func: &'static Function,
     _sig: PhantomData<fn(Sig)>,
+}
+
+/// Refuses a configuration `kernel` (loaded as `func`) cannot take, as a launch would: a few
+/// compares, and the launch's full check (which reads the dynamic shared memory limit again,
+/// then explains) only when they fail.
+#[inline(always)]
+pub(crate) fn check_function(
+    kernel: KernelRef,
+    func: &'static Function,
+    ctx: &CudaContext,
+    cfg: &LaunchConfig,
+) -> Result<()> {
+    match check_config(cfg, func.max_threads, func.max_dyn_smem.load(Ordering::Relaxed)) {
+        Ok(()) => Ok(()),
+        Err(_) => check_again(kernel, func, ctx, cfg),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn check_again(kernel: KernelRef, func: &'static Function, ctx: &CudaContext, cfg: &LaunchConfig) -> Result<()> {
+    let target =
+        Target { f: func.raw, max_threads: func.max_threads, max_dyn_smem: &func.max_dyn_smem, who: kernel.who() };
+    target.check(ctx.ordinal(), cfg)
 }
 
 impl<Sig> Clone for KernelNode<Sig> {
@@ -88,23 +116,37 @@ impl<'a> Graph<'a> {
         cfg: &LaunchConfig,
         params: &mut [*mut c_void],
         accesses: Vec<Access>,
-        label: std::borrow::Cow<'static, str>,
+        label: Label,
     ) -> Result<Node> {
         check(target, &self.ctx, cfg)?;
-        let p = node_params(target.f, cfg, params);
+        // SAFETY: forwarded.
+        let r = unsafe { self.kernel_checked(target.f, cfg, params, &accesses, label) };
+        self.scratch.0 = accesses;
+        r.map_err(|e| *e)
+    }
+
+    /// [`Graph::kernel_raw`] after the limit checks: one copy for every kernel (the typed
+    /// `Kernel::node` of each signature ends here).
+    ///
+    /// # Safety
+    /// As for [`Graph::kernel_raw`], `f` for `target.f`.
+    #[inline(never)]
+    pub(crate) unsafe fn kernel_checked(
+        &mut self,
+        f: sys::CUfunction,
+        cfg: &LaunchConfig,
+        params: &mut [*mut c_void],
+        accesses: &[Access],
+        label: Label,
+    ) -> std::result::Result<Node, Box<Error>> {
+        let p = node_params(f, cfg, params);
         let graph = self.raw.0;
-        self.add(
-            NodeKind::Kernel,
-            || label,
-            accesses,
-            "cuGraphAddKernelNode",
-            |deps| {
-                let mut n = std::ptr::null_mut();
-                // SAFETY: the caller's contract; the driver copies the parameter values now.
-                let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
-                (r, n)
-            },
-        )
+        self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut |deps| {
+            let mut n = std::ptr::null_mut();
+            // SAFETY: the caller's contract; the driver copies the parameter values now.
+            let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
+            (r, n)
+        })
     }
 }
 
@@ -123,18 +165,20 @@ impl<Sig> Kernel<Sig> {
         args: impl NodeArgs<'a, Sig>,
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
-        let (_, target) = raw.target(&graph.ctx)?;
-        let acc = graph.take_scratch();
+        let func = raw.function_on(&graph.ctx)?;
+        let mut acc = StackAccesses::new();
         // SAFETY: the context lives in the `Arc`'s allocation, not in `graph`, and adding a node
         // never replaces or drops `graph.ctx`: the reference stays valid while `graph` is
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
-        let r = args.with_params(ctx, acc, |params, acc| {
+        let r = args.with_params(ctx, &mut acc, |params, acc| {
+            check_function(raw, func, ctx, &config)?;
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            unsafe { graph.kernel_raw(&target, &config, params, acc, raw.name().into()) }
+            let r = unsafe { graph.kernel_checked(func.raw, &config, params, acc.as_slice(), Label::Kernel(raw)) };
+            r.map_err(|e| *e)
         });
-        r.map(|node| KernelNode { node, kernel: raw, target, _sig: PhantomData })
+        r.map(|node| KernelNode { node, kernel: raw, func, _sig: PhantomData })
     }
 }
 
@@ -199,6 +243,6 @@ impl ProgramKernel {
             .collect();
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
         // parameter of the parameter's size (checked), alive for the call.
-        unsafe { graph.kernel_raw(&target, &config, &mut params, acc, self.name().to_string().into()) }
+        unsafe { graph.kernel_raw(&target, &config, &mut params, acc, Label::Text(self.name().to_string().into())) }
     }
 }

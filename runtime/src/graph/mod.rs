@@ -102,8 +102,31 @@ pub enum NodeKind {
 pub(crate) struct NodeInfo {
     pub(crate) raw: sys::CUgraphNode,
     pub(crate) kind: NodeKind,
-    /// The kernel's name (no allocation per kernel node) or a made-up description.
-    pub(crate) label: std::borrow::Cow<'static, str>,
+    pub(crate) label: Label,
+}
+
+/// What a node is called ([`Graph::label`], [`Graph::to_dot`], errors).
+pub(crate) enum Label {
+    /// A `cuda_kernel!` kernel: its name is looked up only when asked for (adding a node
+    /// touches nothing of the module's description).
+    Kernel(crate::launch::kernel::KernelRef),
+    /// A run-time kernel's name, or a made-up description (`memcpy HtoD 4096 B`).
+    Text(std::borrow::Cow<'static, str>),
+}
+
+impl Label {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Label::Kernel(k) => k.name(),
+            Label::Text(t) => t,
+        }
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
@@ -142,16 +165,16 @@ pub struct Graph<'a> {
     pub(crate) id: u64,
     pub(crate) nodes: Vec<NodeInfo>,
     pub(crate) edges: Vec<(usize, usize)>,
+    /// The ranges later nodes may have to wait for; also what a parent graph that embeds this
+    /// one as a child node records for it (see [`deps::Tracker::accesses`]).
     tracker: deps::Tracker,
-    /// Every access of every node, for a parent graph that embeds this one.
-    all: Vec<Access>,
     pending: Vec<usize>,
     infer: bool,
     pub(crate) hosts: Vec<Arc<HostCell>>,
     /// Device memory the graph's nodes use that the graph itself owns (reduction scratch).
     pub(crate) owned: Vec<Arc<CudaSlice<u8>>>,
     /// Scratch for one node's accesses and dependencies (no allocation per node).
-    scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
+    scratch: (Vec<Access>, Vec<usize>),
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -177,15 +200,16 @@ impl<'a> Graph<'a> {
             ctx: ctx.clone(),
             raw: Rc::new(RawGraph(raw)),
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            nodes: Vec::new(),
-            edges: Vec::new(),
+            // Room for the nodes and edges of a typical graph up front: growing from empty cost
+            // a dozen reallocations (and copies) over the first hundred nodes.
+            nodes: Vec::with_capacity(64),
+            edges: Vec::with_capacity(64),
             tracker: deps::Tracker::default(),
-            all: Vec::new(),
             pending: Vec::new(),
             infer: true,
             hosts: Vec::new(),
             owned: Vec::new(),
-            scratch: (Vec::new(), Vec::new(), Vec::new()),
+            scratch: (Vec::new(), Vec::new()),
             _borrows: PhantomData,
         })
     }
@@ -256,7 +280,7 @@ impl<'a> Graph<'a> {
 
     /// A node's label (the kernel's name, `memcpy HtoD 4096 B`, ...), as [`Graph::to_dot`] shows it.
     pub fn label(&self, node: Node) -> Option<&str> {
-        self.check_node(node).ok().map(|i| &*self.nodes[i].label)
+        self.check_node(node).ok().map(|i| self.nodes[i].label.as_str())
     }
 
     /// Every edge `(from, to)`, explicit and inferred, in the order added.
@@ -269,7 +293,7 @@ impl<'a> Graph<'a> {
     pub fn to_dot(&self) -> String {
         let mut s = String::from("digraph cuda_graph {\n    node [shape=box];\n");
         for (i, n) in self.nodes.iter().enumerate() {
-            let label = n.label.replace('\\', "\\\\").replace('"', "\\\"");
+            let label = n.label.as_str().replace('\\', "\\\\").replace('"', "\\\"");
             s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
         }
         for (f, t) in &self.edges {
@@ -325,66 +349,120 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds one node. `accesses` are its memory ranges; `add` calls the driver with the
-    /// dependency list and returns the new node. Returns the scratch list for reuse.
+    /// dependency list and returns the new node. The list goes back to the scratch for reuse.
+    #[inline]
     pub(crate) fn add(
         &mut self,
         kind: NodeKind,
         label: impl FnOnce() -> std::borrow::Cow<'static, str>,
         accesses: Vec<Access>,
         call: &'static str,
-        add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> Result<Node> {
-        let mut deps = std::mem::take(&mut self.scratch.1);
-        deps.clear();
-        deps.append(&mut self.pending);
-        let result = self.add_with(kind, label, &accesses, &mut deps, call, add);
-        self.scratch.0 = accesses;
-        self.scratch.1 = deps;
-        result
-    }
-
-    fn add_with(
-        &mut self,
-        kind: NodeKind,
-        label: impl FnOnce() -> std::borrow::Cow<'static, str>,
-        accesses: &[Access],
-        deps: &mut Vec<usize>,
-        call: &'static str,
         mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
-        if deps.iter().any(|&d| d >= self.nodes.len()) {
-            return Err(self.foreign());
+        let r = self.add_node(kind, Label::Text(label()), &accesses, call, &mut add);
+        self.scratch.0 = accesses;
+        r.map_err(|e| *e)
+    }
+
+    /// [`Graph::add`], one copy for every kind of node (the driver call behind `dyn`): every
+    /// kernel node of every kernel runs this same code, kept short (a node's cost on the GPU
+    /// machine is mostly the instruction cache lines its code touches after the driver's call
+    /// evicted them). The error is boxed so that what each node passes back is three words, not a
+    /// whole [`Error`].
+    #[inline(never)]
+    pub(crate) fn add_node(
+        &mut self,
+        kind: NodeKind,
+        label: Label,
+        accesses: &[Access],
+        call: &'static str,
+        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<Node, Box<Error>> {
+        let index = self.nodes.len();
+        let mut deps = std::mem::take(&mut self.scratch.1);
+        deps.clear();
+        if !self.pending.is_empty() {
+            if let Err(e) = self.take_pending(&mut deps) {
+                self.scratch.1 = deps;
+                return Err(e);
+            }
         }
         if self.infer {
-            self.tracker.deps(accesses, deps);
+            self.tracker.deps(accesses, &mut deps);
         }
-        if deps.len() > 1 {
-            deps.sort_unstable();
-            deps.dedup();
-        }
-        let mut raw_deps = std::mem::take(&mut self.scratch.2);
-        raw_deps.clear();
-        raw_deps.extend(deps.iter().map(|&d| self.nodes[d].raw));
+        // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
+        // without repeats, in a list of their own.
+        let one;
+        let many;
+        let raw_deps: &[sys::CUgraphNode] = match deps.len() {
+            0 => &[],
+            1 => {
+                one = [self.nodes[deps[0]].raw];
+                &one
+            }
+            _ => {
+                many = self.raw_nodes(&mut deps);
+                &many
+            }
+        };
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
         // context was changed behind our back (a refused add creates no node).
         let fast = crate::launch::bound_here(&self.ctx);
-        if !fast {
-            bind(&self.ctx)?;
+        let (r, raw) =
+            if fast { add(raw_deps) } else { (sys::CUresult::CUDA_ERROR_INVALID_CONTEXT, std::ptr::null_mut()) };
+        let result =
+            if r == sys::CUresult::CUDA_SUCCESS { Ok(raw) } else { self.add_again(fast, r, call, raw_deps, add) };
+        let result = result.map(|raw| {
+            self.nodes.push(NodeInfo { raw, kind, label });
+            for &d in &deps {
+                self.edges.push((d, index));
+            }
+            self.tracker.record(index, accesses);
+            Node { graph: self.id, index }
+        });
+        self.scratch.1 = deps;
+        result
+    }
+
+    /// Moves the explicit dependencies ([`Graph::after`]) into `deps`; a node of another graph
+    /// among them is an error.
+    #[inline(never)]
+    fn take_pending(&mut self, deps: &mut Vec<usize>) -> std::result::Result<(), Box<Error>> {
+        deps.append(&mut self.pending);
+        if deps.iter().any(|&d| d >= self.nodes.len()) {
+            return Err(Box::new(self.foreign()));
         }
-        let (mut r, mut raw) = add(&raw_deps);
-        if fast && r != sys::CUresult::CUDA_SUCCESS && crate::launch::wrong_context(r) {
+        Ok(())
+    }
+
+    /// The driver handles of nodes `deps` (more than one: sorted first, repeats dropped).
+    #[inline(never)]
+    fn raw_nodes(&self, deps: &mut Vec<usize>) -> Vec<sys::CUgraphNode> {
+        deps.sort_unstable();
+        deps.dedup();
+        deps.iter().map(|&d| self.nodes[d].raw).collect()
+    }
+
+    /// A node the driver refused to add, or one to add with the context bound first (`fast`
+    /// false): bound and added (once more); else the driver's error.
+    #[cold]
+    #[inline(never)]
+    fn add_again(
+        &self,
+        fast: bool,
+        r: sys::CUresult,
+        call: &'static str,
+        raw_deps: &[sys::CUgraphNode],
+        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
+        let (mut r, mut raw) = (r, std::ptr::null_mut());
+        if !fast || crate::launch::wrong_context(r) {
             bind(&self.ctx)?;
-            (r, raw) = add(&raw_deps);
+            (r, raw) = add(raw_deps);
         }
-        self.scratch.2 = raw_deps;
         driver(&self.ctx, call, r)?;
-        let index = self.nodes.len();
-        self.nodes.push(NodeInfo { raw, kind, label: label() });
-        self.edges.extend(deps.iter().map(|&d| (d, index)));
-        self.tracker.record(index, accesses);
-        self.all.extend_from_slice(accesses);
-        Ok(Node { graph: self.id, index })
+        Ok(raw)
     }
 }
 

@@ -347,7 +347,7 @@ impl<'a> Graph<'a> {
             return Err(other_device(&self.ctx, child.ctx.ordinal()));
         }
         let mut acc = self.take_scratch();
-        acc.extend_from_slice(&child.all);
+        acc.extend(child.tracker.accesses());
         let (graph, raw) = (self.raw.0, child.raw.0);
         let label = format!("child graph ({} nodes)", child.nodes.len());
         let node = self.add(

@@ -11,7 +11,7 @@ use crate::args::KernelArgs;
 use crate::error::{Error, Result};
 use crate::launch::limits::KernelAttributes;
 use crate::launch::{self, attrs, ClusterDim, LaunchKind, Target, Who};
-use crate::module::load::Loaded;
+use crate::module::load::{Function, Loaded};
 use crate::module::registry::Module;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use std::ffi::c_void;
@@ -66,7 +66,7 @@ impl KernelRef {
     }
 
     #[inline]
-    fn who(&self) -> Who<'static> {
+    pub(crate) fn who(&self) -> Who<'static> {
         Who { kernel: self.name(), origin: self.module.origin(), raise_smem: RAISE_SMEM }
     }
 
@@ -79,6 +79,18 @@ impl KernelRef {
                 loaded,
                 Target { f: f.raw, max_threads: f.max_threads, max_dyn_smem: &f.max_dyn_smem, who: self.who() },
             )),
+            None => Err(self.no_such_kernel(ctx)),
+        }
+    }
+
+    /// The kernel's loaded function on `ctx`'s device, loading the module there first if
+    /// needed: what a graph node keeps (a launch `Target`, with what its errors say, is built
+    /// from it only when a check fails).
+    #[inline(always)]
+    pub(crate) fn function_on(&self, ctx: &Arc<CudaContext>) -> Result<&'static Function> {
+        let loaded = self.module.loaded(ctx)?;
+        match loaded.functions.get(self.index) {
+            Some(f) => Ok(f),
             None => Err(self.no_such_kernel(ctx)),
         }
     }

@@ -6,7 +6,7 @@
 
 use super::{AsCudaView, Layout, NdView, NdViewMut};
 use crate::error::{Error, Result};
-use crate::graph::args::{address, other_device, Access, NodeArg, Space};
+use crate::graph::args::{address, other_device, Access, NodeArg, Record, Space};
 use crate::graph::generated::NodeBuilder;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaView, CudaViewMut, DevicePtr};
 use std::marker::PhantomData;
@@ -154,11 +154,11 @@ pub struct NodeRegion<T> {
 }
 
 impl<T> NodeRegion<T> {
-    fn prepare(&self, ctx: &CudaContext, accesses: &mut Vec<Access>, write: bool) -> Result<u64> {
+    fn prepare(&self, ctx: &CudaContext, accesses: &mut impl Record, write: bool) -> Result<u64> {
         if self.ctx != ctx.cu_ctx() {
             return Err(other_device(ctx, ctx.ordinal()));
         }
-        accesses.push(Access { space: Space::Device, lo: self.ptr, hi: self.ptr + self.bytes, write });
+        accesses.record(Access { space: Space::Device, lo: self.ptr, hi: self.ptr + self.bytes, write });
         Ok(self.ptr)
     }
 }
@@ -168,7 +168,7 @@ impl<T> NodeRegion<T> {
 unsafe impl<'a, T> NodeArg<'a, crate::args::In<T>> for NodeRegion<T> {
     type Param = u64;
     #[inline]
-    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<u64> {
+    fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<u64> {
         NodeRegion::prepare(&self, ctx, accesses, false)
     }
 }
@@ -178,7 +178,7 @@ unsafe impl<'a, T> NodeArg<'a, crate::args::In<T>> for NodeRegion<T> {
 unsafe impl<'a, T> NodeArg<'a, crate::args::Out<T>> for NodeRegion<T> {
     type Param = u64;
     #[inline]
-    fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<u64> {
+    fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<u64> {
         if !self.write {
             return Err(Error::Graph {
                 device: ctx.ordinal(),

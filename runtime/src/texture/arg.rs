@@ -4,7 +4,7 @@
 use super::object::{Source, Surface, Texture};
 use crate::args::{wrong_device, KernelArg};
 use crate::error::{Error, Result};
-use crate::graph::args::{other_device, Access, NodeArg, Space};
+use crate::graph::args::{other_device, Access, NodeArg, Record, Space};
 use crate::launch::kernel::KernelRef;
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext, CudaStream};
@@ -138,11 +138,11 @@ macro_rules! object_kernel_arg {
         // is borrowed for the graph's lifetime `'a`, so it outlives every launch of the graph.
         unsafe impl<'a> NodeArg<'a, $handle> for &'a $owned<'_> {
             type Param = $handle;
-            fn prepare(self, ctx: &CudaContext, accesses: &mut Vec<Access>) -> Result<$handle> {
+            fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<$handle> {
                 if self.context().cu_ctx() != ctx.cu_ctx() {
                     return Err(other_device(ctx, self.context().ordinal()));
                 }
-                accesses.push(access(self.source, stringify!($owned) == "Surface"));
+                accesses.record(access(self.source, stringify!($owned) == "Surface"));
                 Ok(self.handle())
             }
         }
