@@ -188,25 +188,6 @@ pub fn expand_with<R>(
     }
     instantiate(&mut module, &mut owners, &mut units)
         .map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
-    if input.link.lto() {
-        // Measured on an H100: with instances of a linked file's template, the LTO image lost
-        // other kernels of the module (`square_all` of the source was not found at load), which
-        // the same module without `lto` and the same files without the instances do not. Until
-        // that is understood, refused here rather than failing to load at run time.
-        if let Some(i) = (0..module.instances.len()).find(|&i| owners.instances.get(i).is_some_and(|&u| u != 0)) {
-            let inst = &module.instances[i];
-            let file = units.get(owners.instances[i]).map_or("a linked file", |u| u.name.as_str());
-            return Err(at(
-                &module,
-                inst.lit.span(),
-                format!(
-                    "`{}` instantiates a template kernel of `{file}`, and instances of a linked file's templates are \
-                     not built with `lto = true` yet: drop `lto`, or define the template in the module's own source",
-                    inst.expr
-                ),
-            ));
-        }
-    }
     let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let backend = match backend {
         Ok(b) => b,
