@@ -414,6 +414,33 @@ fn build_time_nvrtc_links_linked_images_that_hold_the_kernels() {
     assert!(text.contains("_Z4fillIfEvPT_S0_") && text.contains("_Z4fillIiEvPT_S0_"), "the template instances");
 }
 
+/// nvJitLink gets `libcudadevrt.a` only where a unit uses a symbol no unit defines: a module of
+/// two files calling each other links without it (with LTO nvJitLink used to keep all of the
+/// library's code in the image), one whose kernel launches a kernel links with it.
+#[test]
+fn build_time_nvrtc_links_the_device_runtime_only_where_needed() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let parent = r#"__global__ void child(float* y) { y[threadIdx.x] = 1.f; }
+        extern "C" __global__ void parent(float* y) { child<<<1, 32>>>(y); }"#;
+    let cases = [(quote!(file = #main, link = [#math]), false), (quote!(#parent, rdc = true), true)];
+    for (args, devrt) in cases {
+        for lto in [false, true] {
+            let out = expand(quote!(#args, lto = #lto, compiler = "nvrtc-build", archs = [80]), site()).to_string();
+            assert!(!out.contains("compile_error"), "{out}");
+            let bytes = byte_strings(&out);
+            let cubin = bytes.iter().find(|b| b.starts_with(b"\x7fELF")).expect("an ELF cubin is embedded");
+            // `cudartErrorTable` is a variable of the device runtime library.
+            let has = String::from_utf8_lossy(cubin).contains("cudartErrorTable");
+            assert_eq!(has, devrt, "device runtime {devrt}, lto {lto}");
+        }
+    }
+}
+
 /// The byte-string literals (`b"..."`) of an expansion, unescaped.
 fn byte_strings(tokens: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();

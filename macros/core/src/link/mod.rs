@@ -602,22 +602,31 @@ fn consult(
                     .collect();
                 nvcc::compile_units(nvcc, mode, &jobs)
             }
-            // One unit after another: NVRTC in one process is not documented as safe to run
-            // from several threads at once.
-            Backend::Nvrtc(n, _) => units
-                .iter()
-                .zip(&texts)
-                .map(|(unit, text)| {
-                    let req = compile::Request {
-                        source: text,
-                        line_directive: &unit.prologue,
-                        options: &module.options,
-                        archs: &module.archs,
-                        include_dirs: &unit.include_dirs,
-                    };
-                    nvrtc::compile_unit(n, mode, &req, &unit.name)
-                })
-                .collect(),
+            // Every unit on a thread of its own (and each unit's architectures on threads of
+            // theirs): NVRTC compiles different programs at once.
+            // (What the threads read is taken out of `Unit` and `Module`, which hold spans.)
+            Backend::Nvrtc(n, _) => {
+                let (options, archs) = (&module.options, &module.archs);
+                nvrtc::parallel(
+                    units
+                        .iter()
+                        .zip(&texts)
+                        .map(|(unit, text)| {
+                            let (prologue, dirs, name) = (&unit.prologue, &unit.include_dirs, &unit.name);
+                            move || {
+                                let req = compile::Request {
+                                    source: text,
+                                    line_directive: prologue,
+                                    options,
+                                    archs,
+                                    include_dirs: dirs,
+                                };
+                                nvrtc::compile_unit(n, mode, &req, name)
+                            }
+                        })
+                        .collect(),
+                )
+            }
         };
         results
             .into_iter()
