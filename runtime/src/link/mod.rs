@@ -187,6 +187,18 @@ impl ObjectCode {
     pub fn from_cache(&self) -> bool {
         self.from_cache
     }
+
+    /// The bytes a linker reads: PTX with a terminating NUL (a copy), anything else as it is (a
+    /// library such as `libcudadevrt.a` is a megabyte, not copied for each link).
+    fn linker_input(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.kind == ObjectKind::Ptx && self.bytes.last() != Some(&0) {
+            let mut data = Vec::with_capacity(self.bytes.len() + 1);
+            data.extend_from_slice(&self.bytes);
+            data.push(0);
+            return data.into();
+        }
+        self.bytes.as_slice().into()
+    }
 }
 
 fn toolkit_roots() -> Vec<PathBuf> {
@@ -427,13 +439,17 @@ impl Linker {
             LinkerKind::Driver => format!("driver {}", driver_version()),
             LinkerKind::NvJitLink => nvjitlink::NvJitLink::get().map_err(|e| self.error(arch, e))?.identity(),
         };
-        let key = self.key(&identity, arch);
-        let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
-        let store = Store::new(dir, "cubin");
-        if let Some(e) = self.cache.then(|| store.read(&key)).flatten() {
-            if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
-                if !cubin.is_empty() {
-                    return Ok((cubin, true, Some(store.path(&key))));
+        // Without the cache, no key (it hashes every object's bytes) and no store.
+        let cached = self.cache.then(|| {
+            let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
+            (self.key(&identity, arch), Store::new(dir, "cubin"))
+        });
+        if let Some((key, store)) = &cached {
+            if let Some(e) = store.read(key) {
+                if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
+                    if !cubin.is_empty() {
+                        return Ok((cubin, true, Some(store.path(key))));
+                    }
                 }
             }
         }
@@ -443,9 +459,9 @@ impl Linker {
                 .and_then(|l| l.link(arch, &self.objects, self.lto, self.optimization, self.debug))
                 .map_err(|e| self.error(arch, e))?,
         };
-        if !self.cache {
+        let Some((key, store)) = cached else {
             return Ok((cubin, false, None));
-        }
+        };
         let entry = Entry { blobs: vec![cubin], strings: Vec::new(), deps: Vec::new() };
         let file = store.write_atomic(&key, &entry).ok();
         Ok((entry.blobs.into_iter().next().unwrap_or_default(), false, file))
@@ -494,18 +510,16 @@ impl Linker {
                         ))
                     }
                 };
-                let mut data = o.bytes.clone();
-                if o.kind == ObjectKind::Ptx {
-                    data.push(0);
-                }
+                let data = o.linker_input();
                 let name = CString::new(o.name.as_str()).unwrap_or_default();
                 // SAFETY: a live link state; `data` holds the whole input and outlives the call
-                // (the driver copies it); a valid C string; no per-input options.
+                // (the driver copies it and never writes through the pointer, which the C
+                // signature leaves non-const); a valid C string; no per-input options.
                 let r = unsafe {
                     sys::cuLinkAddData_v2(
                         state,
                         input,
-                        data.as_mut_ptr() as *mut c_void,
+                        data.as_ptr() as *mut c_void,
                         data.len(),
                         name.as_ptr(),
                         0,

@@ -15,6 +15,17 @@ fn object_kinds_follow_file_extensions() {
 }
 
 #[test]
+fn linkers_read_ptx_with_a_nul_and_libraries_without_a_copy() {
+    let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b".version 8.0".to_vec());
+    assert_eq!(&*ptx.linker_input(), b".version 8.0\0");
+    let terminated = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b".version 8.0\0".to_vec());
+    assert_eq!(&*terminated.linker_input(), b".version 8.0\0");
+    let lib = ObjectCode::from_bytes(ObjectKind::Library, "libcudadevrt.a", b"!<arch>\n".to_vec());
+    let input = lib.linker_input();
+    assert!(matches!(input, std::borrow::Cow::Borrowed(_)) && input.as_ptr() == lib.bytes().as_ptr());
+}
+
+#[test]
 fn lto_ir_needs_nvjitlink_and_everything_else_the_driver() {
     let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b"x".to_vec());
     let lto = ObjectCode::from_bytes(ObjectKind::LtoIr, "a.ltoir", b"x".to_vec());
