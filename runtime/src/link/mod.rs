@@ -93,7 +93,10 @@ impl ObjectKind {
 pub struct ObjectCode {
     kind: ObjectKind,
     name: String,
-    bytes: Vec<u8>,
+    /// Shared by clones (a library is a megabyte) and never changed.
+    bytes: Arc<[u8]>,
+    /// SHA-256 of `bytes`, computed at the first cache key that needs it and shared by clones.
+    digest: Arc<std::sync::OnceLock<cuda_embed_source::key::Digest>>,
     /// (name expression, lowered symbol), from the program that made it.
     symbols: Vec<(String, String)>,
     /// The program's source and options, for `kernel_checked` on the linked module.
@@ -115,7 +118,8 @@ impl ObjectCode {
         ObjectCode {
             kind,
             name: name.into(),
-            bytes,
+            bytes: bytes.into(),
+            digest: Arc::default(),
             symbols: Vec::new(),
             source: String::new(),
             options: Vec::new(),
@@ -145,7 +149,7 @@ impl ObjectCode {
             for dir in lib_dirs(root) {
                 let p = dir.join("libcudadevrt.a");
                 if p.is_file() {
-                    return ObjectCode::from_file(p);
+                    return device_runtime_at(&p);
                 }
             }
         }
@@ -197,8 +201,31 @@ impl ObjectCode {
             data.push(0);
             return data.into();
         }
-        self.bytes.as_slice().into()
+        self.bytes[..].into()
     }
+
+    /// SHA-256 of the bytes, computed once per object and its clones.
+    fn digest(&self) -> &cuda_embed_source::key::Digest {
+        self.digest.get_or_init(|| cuda_embed_source::key::sha256(&self.bytes))
+    }
+}
+
+/// The library at `path`, read once per process while its size and modification time stay the
+/// same: the clones share its bytes and its cache-key digest, so a link that takes it from the
+/// disk cache neither reads nor hashes a megabyte again.
+fn device_runtime_at(path: &Path) -> Result<ObjectCode> {
+    type Seen = (PathBuf, Option<(u64, std::time::SystemTime)>, ObjectCode);
+    static READ: std::sync::Mutex<Option<Seen>> = std::sync::Mutex::new(None);
+    let stamp = std::fs::metadata(path).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
+    let mut read = READ.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((p, s, o)) = read.as_ref() {
+        if p == path && stamp.is_some() && *s == stamp {
+            return Ok(o.clone());
+        }
+    }
+    let o = ObjectCode::from_file(path)?;
+    *read = Some((path.to_path_buf(), stamp, o.clone()));
+    Ok(o)
 }
 
 fn toolkit_roots() -> Vec<PathBuf> {
@@ -271,13 +298,14 @@ impl Program {
         let key = unit.key(&format!("{identity}; output {kind:?}"), arch, &unit.scan());
         let store = Store::new(self.store_dir(), "obj");
         let object = |bytes: Vec<u8>, symbols: Vec<String>, from_cache: bool| ObjectCode {
+            digest: Arc::default(),
             kind: match kind {
                 CodeKind::Ptx => ObjectKind::Ptx,
                 CodeKind::Cubin => ObjectKind::Cubin,
                 CodeKind::LtoIr => ObjectKind::LtoIr,
             },
             name: name.to_string(),
-            bytes,
+            bytes: bytes.into(),
             symbols: exprs.iter().cloned().zip(symbols).collect(),
             source: source.to_string(),
             options: options.clone(),
@@ -414,14 +442,14 @@ impl Linker {
 
     /// The cache key of this link for `sm_{arch}` by the linker identified by `linker`.
     fn key(&self, linker: &str, arch: u32) -> String {
-        let mut k = Key::new("cuda-embed run-time link v1");
+        let mut k = Key::new("cuda-embed run-time link v2");
         k.field("linker", linker)
             .field("arch", arch.to_le_bytes())
             .field("lto", [self.lto as u8])
             .field("debug", [self.debug as u8])
             .field("optimization", self.optimization.map_or(-1i64, i64::from).to_le_bytes())
             .list("kinds", self.objects.iter().map(|o| o.kind.label()))
-            .list("objects", self.objects.iter().map(|o| o.bytes.as_slice()));
+            .list("objects", self.objects.iter().map(|o| o.digest().as_slice()));
         k.finish()
     }
 
@@ -671,5 +699,5 @@ pub(crate) fn link_units(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok((linked.bytes, symbols))
+    Ok((linked.bytes.to_vec(), symbols))
 }

@@ -84,6 +84,12 @@ fn the_device_runtime_is_an_archive_or_a_clear_error() {
         Ok(o) => {
             assert_eq!(o.kind(), ObjectKind::Library);
             assert!(o.bytes().starts_with(b"!<arch>"), "an ar archive");
+            // Read once per process: a second call shares the bytes and, once hashed, the digest.
+            let again = ObjectCode::device_runtime().unwrap();
+            assert_eq!(again.bytes().as_ptr(), o.bytes().as_ptr());
+            let digest = *o.digest();
+            assert!(std::ptr::eq(again.digest(), o.digest()));
+            assert_eq!(digest, cuda_embed_source::key::sha256(again.bytes()));
         }
         Err(e) => assert!(e.to_string().contains("libcudadevrt.a was not found"), "{e}"),
     }
