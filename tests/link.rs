@@ -54,6 +54,38 @@ mod linked_templates {
         );
     }
 
+    /// With link-time optimisation: the instances and every other kernel of the three files stay
+    /// in the image (nvlink dropped all but the instances before it was given
+    /// `-ignore-host-info`).
+    pub mod lto {
+        cuda_embed::cuda_kernel!(
+            file = "tests/kernels/link/main.cu",
+            link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+            instances = ["scale_square<float, 3>", "scale_square<int, 2>"],
+            lto = true,
+        );
+
+        pub mod by_nvrtc {
+            cuda_embed::cuda_kernel!(
+                file = "tests/kernels/link/main.cu",
+                link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+                instances = ["scale_square<float, 3>"],
+                lto = true,
+                compiler = "nvrtc-build",
+            );
+        }
+
+        pub mod at_first_use {
+            cuda_embed::cuda_kernel!(
+                file = "tests/kernels/link/main.cu",
+                link = ["tests/kernels/link/math.cu", "tests/kernels/link/templates.cu"],
+                instances = ["scale_square<float, 3>"],
+                lto = true,
+                compiler = "nvrtc",
+            );
+        }
+    }
+
     pub mod at_first_use {
         cuda_embed::cuda_kernel!(
             file = "tests/kernels/link/main.cu",
@@ -139,6 +171,62 @@ fn linked_files_give_typed_launchers_and_globals() {
     assert_eq!(linked_templates::scale_square::kernel::<i32, 2>().name(), "scale_square<int, 2>");
     assert_eq!(linked_templates::by_nvrtc::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
     assert_eq!(linked_templates::at_first_use::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+    assert_eq!(linked_templates::lto::scale_square::kernel::<i32, 2>().name(), "scale_square<int, 2>");
+    assert_eq!(linked_templates::lto::square_all::NAME, "square_all");
+    assert_eq!(linked_templates::lto::by_nvrtc::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+    assert_eq!(linked_templates::lto::at_first_use::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
+}
+
+/// The kernels (`.text.NAME` sections) of every ELF image in `blob`, a fatbin of uncompressed
+/// cubins as nvlink and fatbinary make them: one sorted list per image.
+fn kernels_in_images(blob: &[u8]) -> Vec<Vec<String>> {
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as usize;
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let mut images = Vec::new();
+    let mut at = 0;
+    while let Some(i) = blob[at..].windows(4).position(|w| w == b"\x7fELF") {
+        let elf = &blob[at + i..];
+        let (shoff, entsize, count, names) =
+            (u64_at(elf, 0x28), u16_at(elf, 0x3a), u16_at(elf, 0x3c), u16_at(elf, 0x3e));
+        let header = |k: usize| shoff + k * entsize;
+        let strtab = u64_at(elf, header(names) + 0x18);
+        let mut kernels: Vec<String> = (0..count)
+            .filter_map(|k| {
+                let name = &elf[strtab + u32_at(elf, header(k))..];
+                let name = String::from_utf8_lossy(&name[..name.iter().position(|&c| c == 0)?]).into_owned();
+                name.strip_prefix(".text.").map(str::to_string)
+            })
+            .collect();
+        kernels.sort();
+        images.push(kernels);
+        at += i + shoff + count * entsize;
+    }
+    images
+}
+
+/// The LTO image of a module with instances of a linked file's template holds every kernel the
+/// module launches, for every architecture (before nvlink was given `-ignore-host-info` it held
+/// only the two instances, and loading the module failed on `square_all`).
+#[test]
+fn the_lto_image_with_linked_template_instances_holds_every_kernel() {
+    let module = linked_templates::lto::square_all::module();
+    let cuda_embed::BuildPath::Nvcc { .. } = module.build_info() else {
+        panic!("tests/link.rs is built with nvcc (run under scripts/with-cuda): {:?}", module.build_info());
+    };
+    let spec = module.spec();
+    let fatbin = spec.image.fatbin_bytes().expect("nvcc embeds a fatbin");
+    let symbols: Vec<&str> = spec.kernels.iter().map(|k| k.symbol.expect("nvcc knows each symbol")).collect();
+    for s in ["square_all", "poly_loop", "add_calls", "_Z12scale_squareIfLi3EEvPT_i", "_Z12scale_squareIiLi2EEvPT_i"] {
+        assert!(symbols.contains(&s), "{s} in {symbols:?}");
+    }
+    let images = kernels_in_images(fatbin);
+    assert!(!images.is_empty(), "the fatbin holds cubins");
+    for kernels in &images {
+        for s in &symbols {
+            assert!(kernels.iter().any(|k| k == s), "`{s}` is not in the image: {kernels:?}");
+        }
+    }
 }
 
 /// `linked::square_all` counts its calls in a `__device__` variable one test reads: the tests that
@@ -244,6 +332,55 @@ fn instances_of_a_linked_files_template_run() {
     unsafe { linked_templates::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
     let want: Vec<i32> = ints.iter().map(|i| 2 * i * i).collect();
     assert_eq!(stream.clone_dtoh(&y).unwrap(), want);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn instances_of_a_linked_files_template_run_with_lto() {
+    let stream = stream();
+    let n = 500usize;
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    let want: Vec<f32> = xs.iter().map(|x| 3.0 * x * x).collect();
+    let run = |launch: &dyn Fn(&mut cuda_embed::CudaSlice<f32>), how: &str| {
+        let mut y = stream.clone_htod(&xs).unwrap();
+        launch(&mut y);
+        assert_eq!(stream.clone_dtoh(&y).unwrap(), want, "{how}");
+    };
+    use linked_templates::lto;
+    // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
+    run(&|y| unsafe { lto::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
+    run(&|y| unsafe { lto::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "NVRTC");
+    run(
+        &|y| unsafe { lto::at_first_use::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
+        "at first use",
+    );
+    let ints: Vec<i32> = (0..n as i32).map(|i| i % 50).collect();
+    let mut y = stream.clone_htod(&ints).unwrap();
+    // SAFETY: as above.
+    unsafe { lto::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), ints.iter().map(|i| 2 * i * i).collect::<Vec<i32>>());
+    // The module's other kernels, the one the image once lost (`square_all`) first; each module has
+    // its own `calls`, so the count is this module's alone.
+    lto::calls.set(&stream, 0).unwrap();
+    let mut y = stream.clone_htod(&xs).unwrap();
+    // SAFETY: as above.
+    unsafe { lto::square_all::launch(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), xs.iter().map(|x| x * x).collect::<Vec<f32>>());
+    assert_eq!(lto::calls.get(&stream).unwrap(), n as u32);
+    // SAFETY: as above.
+    unsafe { lto::add_calls::launch(&stream, cfg, &mut y, n as i32).unwrap() };
+    let got = stream.clone_dtoh(&y).unwrap();
+    assert!(xs.iter().zip(&got).all(|(x, g)| *g == x * x + n as f32), "{:?}", &got[..4]);
+    let mut y = stream.clone_htod(&xs).unwrap();
+    // SAFETY: as above.
+    unsafe { lto::at_first_use::square_all::launch(&stream, cfg, &mut y, n as i32).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), xs.iter().map(|x| x * x).collect::<Vec<f32>>(), "first use");
+    let x = stream.clone_htod(&xs).unwrap();
+    let mut y = stream.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: as above.
+    unsafe { lto::by_nvrtc::poly_loop::launch(&stream, cfg, &x, &mut y, n as i32, 1).unwrap() };
+    assert!(stream.clone_dtoh(&y).unwrap().iter().all(|v| *v == 0.5), "NVRTC: one call of axpb(0, x, 0.5)");
 }
 
 #[test]

@@ -414,6 +414,33 @@ fn build_time_nvrtc_links_linked_images_that_hold_the_kernels() {
     assert!(text.contains("_Z4fillIfEvPT_S0_") && text.contains("_Z4fillIiEvPT_S0_"), "the template instances");
 }
 
+/// nvJitLink gets `libcudadevrt.a` only where a unit uses a symbol no unit defines: a module of
+/// two files calling each other links without it (with LTO nvJitLink used to keep all of the
+/// library's code in the image), one whose kernel launches a kernel links with it.
+#[test]
+fn build_time_nvrtc_links_the_device_runtime_only_where_needed() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let parent = r#"__global__ void child(float* y) { y[threadIdx.x] = 1.f; }
+        extern "C" __global__ void parent(float* y) { child<<<1, 32>>>(y); }"#;
+    let cases = [(quote!(file = #main, link = [#math]), false), (quote!(#parent, rdc = true), true)];
+    for (args, devrt) in cases {
+        for lto in [false, true] {
+            let out = expand(quote!(#args, lto = #lto, compiler = "nvrtc-build", archs = [80]), site()).to_string();
+            assert!(!out.contains("compile_error"), "{out}");
+            let bytes = byte_strings(&out);
+            let cubin = bytes.iter().find(|b| b.starts_with(b"\x7fELF")).expect("an ELF cubin is embedded");
+            // `cudartErrorTable` is a variable of the device runtime library.
+            let has = String::from_utf8_lossy(cubin).contains("cudartErrorTable");
+            assert_eq!(has, devrt, "device runtime {devrt}, lto {lto}");
+        }
+    }
+}
+
 /// The byte-string literals (`b"..."`) of an expansion, unescaped.
 fn byte_strings(tokens: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -580,16 +607,84 @@ fn a_linked_template_instance_must_name_one_defined_template() {
         expand(quote!(#src, link = [#math, #templates], instances = ["scale_square<float, 3>"]), site()).to_string();
     assert!(out.contains("template kernel `scale_square` is defined in both `src/lib.rs:10` and"), "{out}");
     assert!(out.contains("templates.cu"), "{out}");
-    // With `lto`, instances of a linked file's template are refused at the macro (the LTO image
-    // lost other kernels on the GPU), for every compiler.
-    for compiler in ["nvcc", "nvrtc-build", "nvrtc"] {
-        let out = expand(
-            quote!(file = #main, link = [#math, #templates], instances = ["scale_square<float, 3>"], lto = true,
-                compiler = #compiler),
-            site(),
-        )
-        .to_string();
-        assert!(out.contains("are not built with `lto = true` yet"), "{compiler}: {out}");
+}
+
+/// The kernels (`.text.NAME` sections) of every ELF image in `blob`: a cubin, or a fatbin of
+/// uncompressed cubins (what nvlink and fatbinary make here), one list per image.
+fn kernels_in_images(blob: &[u8]) -> Vec<Vec<String>> {
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as usize;
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let mut images = Vec::new();
+    let mut at = 0;
+    while let Some(i) = blob[at..].windows(4).position(|w| w == b"\x7fELF") {
+        let elf = &blob[at + i..];
+        let (shoff, entsize, count, names) =
+            (u64_at(elf, 0x28), u16_at(elf, 0x3a), u16_at(elf, 0x3c), u16_at(elf, 0x3e));
+        let header = |k: usize| shoff + k * entsize;
+        let strtab = u64_at(elf, header(names) + 0x18);
+        let mut kernels: Vec<String> = (0..count)
+            .filter_map(|k| {
+                let name = &elf[strtab + u32_at(elf, header(k))..];
+                let name = String::from_utf8_lossy(&name[..name.iter().position(|&c| c == 0)?]).into_owned();
+                name.strip_prefix(".text.").map(str::to_string)
+            })
+            .collect();
+        kernels.sort();
+        images.push(kernels);
+        at += i + shoff + count * entsize;
+    }
+    images
+}
+
+/// `lto = true` keeps every kernel of every unit in the image (nvcc: `nvlink -dlto
+/// -ignore-host-info`; build-time NVRTC: nvJitLink), also where a unit's host code refers to a
+/// kernel: the address probe of a template instance (of a linked file's template or of the
+/// source's own) and a host function launching a kernel. Without `-ignore-host-info`, nvlink
+/// kept only the kernels host code referred to, so each image below held only the instance (or
+/// only `launched`).
+#[test]
+fn lto_images_hold_every_kernel_of_every_unit() {
+    let _lock = lock();
+    if !have_linker() {
+        return;
+    }
+    let main = "../../tests/kernels/link/main.cu";
+    let math = "../../tests/kernels/link/math.cu";
+    let templates = "../../tests/kernels/link/templates.cu";
+    let own_template = r#"__device__ float square(float x);
+        template <typename T> __global__ void own(T* y) { y[threadIdx.x] = (T)square(2.f); }
+        extern "C" __global__ void plain(float* y) { y[0] = square(y[0]); }"#;
+    let host_launch = r#"__device__ float square(float x); __device__ float axpb(float a, float x, float b);
+        extern "C" __global__ void launched(float* y) { y[0] = square(y[0]); }
+        extern "C" __global__ void not_launched(float* y) { y[0] = axpb(y[0], 2.f, 1.f); }
+        void launch_from_host(float* y) { launched<<<1, 1>>>(y); }"#;
+    let cases = [
+        (
+            quote!(file = #main, link = [#math, #templates], instances = ["scale_square<float, 3>", "scale_square<int, 2>"]),
+            &["_Z12scale_squareIfLi3EEvPT_i", "_Z12scale_squareIiLi2EEvPT_i", "add_calls", "poly_loop", "square_all"][..],
+        ),
+        (
+            quote!(#own_template, link = [#math], instances = ["own<float>"]),
+            &["_Z3ownIfEvPT_", "add_calls", "plain"][..],
+        ),
+    ];
+    // Host code is nvcc's only (NVRTC compiles device code).
+    let host = (quote!(#host_launch, link = [#math]), &["add_calls", "launched", "not_launched"][..]);
+    let runs = cases.into_iter().flat_map(|c| [(c.clone(), "nvcc"), (c, "nvrtc-build")]).chain([(host, "nvcc")]);
+    for ((args, expected), compiler) in runs {
+        {
+            let out = expand(quote!(#args, lto = true, compiler = #compiler, archs = [80, 90]), site()).to_string();
+            assert!(!out.contains("compile_error"), "{compiler}: {out}");
+            let images: Vec<Vec<String>> =
+                byte_strings(&out).iter().flat_map(|b| kernels_in_images(b)).filter(|k| !k.is_empty()).collect();
+            assert_eq!(images.len(), 2, "{compiler}: one image per architecture: {images:?}");
+            for kernels in &images {
+                for k in expected {
+                    assert!(kernels.iter().any(|x| x == k), "{compiler}: `{k}` is not in the image: {kernels:?}");
+                }
+            }
+        }
     }
 }
 

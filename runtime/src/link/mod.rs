@@ -93,7 +93,10 @@ impl ObjectKind {
 pub struct ObjectCode {
     kind: ObjectKind,
     name: String,
-    bytes: Vec<u8>,
+    /// Shared by clones (a library is a megabyte) and never changed.
+    bytes: Arc<[u8]>,
+    /// SHA-256 of `bytes`, computed at the first cache key that needs it and shared by clones.
+    digest: Arc<std::sync::OnceLock<cuda_embed_source::key::Digest>>,
     /// (name expression, lowered symbol), from the program that made it.
     symbols: Vec<(String, String)>,
     /// The program's source and options, for `kernel_checked` on the linked module.
@@ -115,7 +118,8 @@ impl ObjectCode {
         ObjectCode {
             kind,
             name: name.into(),
-            bytes,
+            bytes: bytes.into(),
+            digest: Arc::default(),
             symbols: Vec::new(),
             source: String::new(),
             options: Vec::new(),
@@ -145,7 +149,7 @@ impl ObjectCode {
             for dir in lib_dirs(root) {
                 let p = dir.join("libcudadevrt.a");
                 if p.is_file() {
-                    return ObjectCode::from_file(p);
+                    return device_runtime_at(&p);
                 }
             }
         }
@@ -187,6 +191,41 @@ impl ObjectCode {
     pub fn from_cache(&self) -> bool {
         self.from_cache
     }
+
+    /// The bytes a linker reads: PTX with a terminating NUL (a copy), anything else as it is (a
+    /// library such as `libcudadevrt.a` is a megabyte, not copied for each link).
+    fn linker_input(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.kind == ObjectKind::Ptx && self.bytes.last() != Some(&0) {
+            let mut data = Vec::with_capacity(self.bytes.len() + 1);
+            data.extend_from_slice(&self.bytes);
+            data.push(0);
+            return data.into();
+        }
+        self.bytes[..].into()
+    }
+
+    /// SHA-256 of the bytes, computed once per object and its clones.
+    fn digest(&self) -> &cuda_embed_source::key::Digest {
+        self.digest.get_or_init(|| cuda_embed_source::key::sha256(&self.bytes))
+    }
+}
+
+/// The library at `path`, read once per process while its size and modification time stay the
+/// same: the clones share its bytes and its cache-key digest, so a link that takes it from the
+/// disk cache neither reads nor hashes a megabyte again.
+fn device_runtime_at(path: &Path) -> Result<ObjectCode> {
+    type Seen = (PathBuf, Option<(u64, std::time::SystemTime)>, ObjectCode);
+    static READ: std::sync::Mutex<Option<Seen>> = std::sync::Mutex::new(None);
+    let stamp = std::fs::metadata(path).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
+    let mut read = READ.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((p, s, o)) = read.as_ref() {
+        if p == path && stamp.is_some() && *s == stamp {
+            return Ok(o.clone());
+        }
+    }
+    let o = ObjectCode::from_file(path)?;
+    *read = Some((path.to_path_buf(), stamp, o.clone()));
+    Ok(o)
 }
 
 fn toolkit_roots() -> Vec<PathBuf> {
@@ -259,13 +298,14 @@ impl Program {
         let key = unit.key(&format!("{identity}; output {kind:?}"), arch, &unit.scan());
         let store = Store::new(self.store_dir(), "obj");
         let object = |bytes: Vec<u8>, symbols: Vec<String>, from_cache: bool| ObjectCode {
+            digest: Arc::default(),
             kind: match kind {
                 CodeKind::Ptx => ObjectKind::Ptx,
                 CodeKind::Cubin => ObjectKind::Cubin,
                 CodeKind::LtoIr => ObjectKind::LtoIr,
             },
             name: name.to_string(),
-            bytes,
+            bytes: bytes.into(),
             symbols: exprs.iter().cloned().zip(symbols).collect(),
             source: source.to_string(),
             options: options.clone(),
@@ -402,14 +442,14 @@ impl Linker {
 
     /// The cache key of this link for `sm_{arch}` by the linker identified by `linker`.
     fn key(&self, linker: &str, arch: u32) -> String {
-        let mut k = Key::new("cuda-embed run-time link v1");
+        let mut k = Key::new("cuda-embed run-time link v2");
         k.field("linker", linker)
             .field("arch", arch.to_le_bytes())
             .field("lto", [self.lto as u8])
             .field("debug", [self.debug as u8])
             .field("optimization", self.optimization.map_or(-1i64, i64::from).to_le_bytes())
             .list("kinds", self.objects.iter().map(|o| o.kind.label()))
-            .list("objects", self.objects.iter().map(|o| o.bytes.as_slice()));
+            .list("objects", self.objects.iter().map(|o| o.digest().as_slice()));
         k.finish()
     }
 
@@ -427,13 +467,17 @@ impl Linker {
             LinkerKind::Driver => format!("driver {}", driver_version()),
             LinkerKind::NvJitLink => nvjitlink::NvJitLink::get().map_err(|e| self.error(arch, e))?.identity(),
         };
-        let key = self.key(&identity, arch);
-        let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
-        let store = Store::new(dir, "cubin");
-        if let Some(e) = self.cache.then(|| store.read(&key)).flatten() {
-            if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
-                if !cubin.is_empty() {
-                    return Ok((cubin, true, Some(store.path(&key))));
+        // Without the cache, no key (it hashes every object's bytes) and no store.
+        let cached = self.cache.then(|| {
+            let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
+            (self.key(&identity, arch), Store::new(dir, "cubin"))
+        });
+        if let Some((key, store)) = &cached {
+            if let Some(e) = store.read(key) {
+                if let Ok([cubin]) = <[Vec<u8>; 1]>::try_from(e.blobs) {
+                    if !cubin.is_empty() {
+                        return Ok((cubin, true, Some(store.path(key))));
+                    }
                 }
             }
         }
@@ -443,9 +487,9 @@ impl Linker {
                 .and_then(|l| l.link(arch, &self.objects, self.lto, self.optimization, self.debug))
                 .map_err(|e| self.error(arch, e))?,
         };
-        if !self.cache {
+        let Some((key, store)) = cached else {
             return Ok((cubin, false, None));
-        }
+        };
         let entry = Entry { blobs: vec![cubin], strings: Vec::new(), deps: Vec::new() };
         let file = store.write_atomic(&key, &entry).ok();
         Ok((entry.blobs.into_iter().next().unwrap_or_default(), false, file))
@@ -494,18 +538,16 @@ impl Linker {
                         ))
                     }
                 };
-                let mut data = o.bytes.clone();
-                if o.kind == ObjectKind::Ptx {
-                    data.push(0);
-                }
+                let data = o.linker_input();
                 let name = CString::new(o.name.as_str()).unwrap_or_default();
                 // SAFETY: a live link state; `data` holds the whole input and outlives the call
-                // (the driver copies it); a valid C string; no per-input options.
+                // (the driver copies it and never writes through the pointer, which the C
+                // signature leaves non-const); a valid C string; no per-input options.
                 let r = unsafe {
                     sys::cuLinkAddData_v2(
                         state,
                         input,
-                        data.as_mut_ptr() as *mut c_void,
+                        data.as_ptr() as *mut c_void,
                         data.len(),
                         name.as_ptr(),
                         0,
@@ -657,5 +699,5 @@ pub(crate) fn link_units(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok((linked.bytes, symbols))
+    Ok((linked.bytes.to_vec(), symbols))
 }

@@ -92,10 +92,7 @@ impl NvJitLink {
                 ObjectKind::Fatbin => 4,
                 ObjectKind::Library => 6,
             };
-            let mut data = o.bytes.clone();
-            if o.kind == ObjectKind::Ptx {
-                data.push(0);
-            }
+            let data = o.linker_input();
             let name = CString::new(o.name.as_str()).unwrap_or_default();
             // SAFETY: a live handle; `data` holds the whole input (nvJitLink copies it); a valid C string.
             let r =

@@ -15,6 +15,17 @@ fn object_kinds_follow_file_extensions() {
 }
 
 #[test]
+fn linkers_read_ptx_with_a_nul_and_libraries_without_a_copy() {
+    let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b".version 8.0".to_vec());
+    assert_eq!(&*ptx.linker_input(), b".version 8.0\0");
+    let terminated = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b".version 8.0\0".to_vec());
+    assert_eq!(&*terminated.linker_input(), b".version 8.0\0");
+    let lib = ObjectCode::from_bytes(ObjectKind::Library, "libcudadevrt.a", b"!<arch>\n".to_vec());
+    let input = lib.linker_input();
+    assert!(matches!(input, std::borrow::Cow::Borrowed(_)) && input.as_ptr() == lib.bytes().as_ptr());
+}
+
+#[test]
 fn lto_ir_needs_nvjitlink_and_everything_else_the_driver() {
     let ptx = ObjectCode::from_bytes(ObjectKind::Ptx, "a.ptx", b"x".to_vec());
     let lto = ObjectCode::from_bytes(ObjectKind::LtoIr, "a.ltoir", b"x".to_vec());
@@ -73,6 +84,12 @@ fn the_device_runtime_is_an_archive_or_a_clear_error() {
         Ok(o) => {
             assert_eq!(o.kind(), ObjectKind::Library);
             assert!(o.bytes().starts_with(b"!<arch>"), "an ar archive");
+            // Read once per process: a second call shares the bytes and, once hashed, the digest.
+            let again = ObjectCode::device_runtime().unwrap();
+            assert_eq!(again.bytes().as_ptr(), o.bytes().as_ptr());
+            let digest = *o.digest();
+            assert!(std::ptr::eq(again.digest(), o.digest()));
+            assert_eq!(digest, cuda_embed_source::key::sha256(again.bytes()));
         }
         Err(e) => assert!(e.to_string().contains("libcudadevrt.a was not found"), "{e}"),
     }

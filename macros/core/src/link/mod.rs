@@ -188,25 +188,6 @@ pub fn expand_with<R>(
     }
     instantiate(&mut module, &mut owners, &mut units)
         .map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
-    if input.link.lto() {
-        // Measured on an H100: with instances of a linked file's template, the LTO image lost
-        // other kernels of the module (`square_all` of the source was not found at load), which
-        // the same module without `lto` and the same files without the instances do not. Until
-        // that is understood, refused here rather than failing to load at run time.
-        if let Some(i) = (0..module.instances.len()).find(|&i| owners.instances.get(i).is_some_and(|&u| u != 0)) {
-            let inst = &module.instances[i];
-            let file = units.get(owners.instances[i]).map_or("a linked file", |u| u.name.as_str());
-            return Err(at(
-                &module,
-                inst.lit.span(),
-                format!(
-                    "`{}` instantiates a template kernel of `{file}`, and instances of a linked file's templates are \
-                     not built with `lto = true` yet: drop `lto`, or define the template in the module's own source",
-                    inst.expr
-                ),
-            ));
-        }
-    }
     let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
     let backend = match backend {
         Ok(b) => b,
@@ -621,22 +602,31 @@ fn consult(
                     .collect();
                 nvcc::compile_units(nvcc, mode, &jobs)
             }
-            // One unit after another: NVRTC in one process is not documented as safe to run
-            // from several threads at once.
-            Backend::Nvrtc(n, _) => units
-                .iter()
-                .zip(&texts)
-                .map(|(unit, text)| {
-                    let req = compile::Request {
-                        source: text,
-                        line_directive: &unit.prologue,
-                        options: &module.options,
-                        archs: &module.archs,
-                        include_dirs: &unit.include_dirs,
-                    };
-                    nvrtc::compile_unit(n, mode, &req, &unit.name)
-                })
-                .collect(),
+            // Every unit on a thread of its own (and each unit's architectures on threads of
+            // theirs): NVRTC compiles different programs at once.
+            // (What the threads read is taken out of `Unit` and `Module`, which hold spans.)
+            Backend::Nvrtc(n, _) => {
+                let (options, archs) = (&module.options, &module.archs);
+                nvrtc::parallel(
+                    units
+                        .iter()
+                        .zip(&texts)
+                        .map(|(unit, text)| {
+                            let (prologue, dirs, name) = (&unit.prologue, &unit.include_dirs, &unit.name);
+                            move || {
+                                let req = compile::Request {
+                                    source: text,
+                                    line_directive: prologue,
+                                    options,
+                                    archs,
+                                    include_dirs: dirs,
+                                };
+                                nvrtc::compile_unit(n, mode, &req, name)
+                            }
+                        })
+                        .collect(),
+                )
+            }
         };
         results
             .into_iter()

@@ -273,7 +273,13 @@ pub fn device_link(nvcc: &Nvcc, mode: Mode, archs: &[Arch], objects: &[(&str, &[
             cmd.arg(format!("-L{}", dir.display()));
         }
         if let Some(dir) = &nvvm {
-            cmd.arg("-dlto").arg(format!("-nvvmpath={}", dir.display()));
+            // `-ignore-host-info`: with LTO, nvlink by default keeps only the kernels that the
+            // units' host code refers to, once any unit's host code refers to one. The module is
+            // loaded by name through the driver, never through host stubs, so the only host
+            // references are the shadows of the address probes (`__device__ void* p =
+            // &scale_square<float, 3>;`): with one of those, every other kernel of the module
+            // was dropped from the image. Every kernel stays.
+            cmd.arg("-dlto").arg(format!("-nvvmpath={}", dir.display())).arg("-ignore-host-info");
         }
         cmd.args(&files);
         if devrt.is_some() {

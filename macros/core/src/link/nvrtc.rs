@@ -1,8 +1,16 @@
 //! The build-time NVRTC side of separate compilation, for builds with libnvrtc but no nvcc:
 //! each translation unit compiled by NVRTC for every architecture (`-rdc=true`: relocatable
-//! cubins; with LTO `-dlto`: LTO-IR), then linked per architecture by nvJitLink
-//! ([`super::nvjitlink`]) with `libcudadevrt.a` into one cubin each, which the module embeds as
-//! build-time NVRTC embeds a plain module's cubins.
+//! cubins; with LTO `-dlto`: LTO-IR), the units and architectures on threads of their own
+//! ([`parallel`]), then linked per architecture by nvJitLink ([`super::nvjitlink`]; with
+//! `libcudadevrt.a` where a unit needs a symbol no unit defines) into one cubin each, which the
+//! module embeds as build-time NVRTC embeds a plain module's cubins.
+//!
+//! NVRTC compiles different programs from several threads at once (each thread creates, compiles
+//! and destroys its own `nvrtcProgram`; with NVRTC 13.0 two threads built a two-unit module 1.6x
+//! as fast as one on a 2-core machine). The links stay one after another: nvJitLink is not
+//! relied on from several threads (cuda-python#1023 reports `nvJitLinkAddData` failing now and
+//! then while threads link with handles of their own), and without the device runtime library a
+//! small module's link takes about a millisecond.
 //!
 //! The probes are answered as for nvcc: every unit is also compiled with `-rdc=true` for the
 //! lowest architecture, and its PTX (with the kernel symbols NVRTC resolves as name expressions,
@@ -16,6 +24,7 @@
 
 use super::nvcc::{device_runtime_dir, Mode, Object};
 use super::nvjitlink::{Input, NvJitLink};
+use super::symbols;
 use crate::oracle::nvcc::{Arch, Request};
 use crate::oracle::nvrtc::{self, Emit, Nvrtc};
 use crate::oracle::probe;
@@ -72,16 +81,28 @@ pub fn compile_unit(n: &Nvrtc, mode: Mode, req: &Request<'_>, label: &str) -> Re
     }
     let text = format!("{}\n{}", req.line_directive, req.source);
     let fail = |log: String| log.replace("\"kernel.cu\"", &format!("\"{label}\""));
-    // The probes' PTX (and, without LTO, the lowest architecture's relocatable cubin).
-    let (lowest_bin, ptx, lowered) =
-        nvrtc::run(n, &text, &unit_args(n, &req, &lowest, Emit::Cubin), &exprs, Emit::Cubin).map_err(fail)?;
+    // The compiles: first the probes' PTX (and, without LTO, the lowest architecture's
+    // relocatable cubin), then every other architecture's code. The name expressions also
+    // instantiate the templates they name, in every image.
+    let mut jobs = vec![(unit_args(n, &req, &lowest, Emit::Cubin), Emit::Cubin)];
+    for a in &archs {
+        if !(*a == lowest && emit == Emit::Cubin) {
+            jobs.push((unit_args(n, &req, a, emit), emit));
+        }
+    }
+    let compile = |(args, emit): &(Vec<String>, Emit)| {
+        let _slot = Slot::take();
+        nvrtc::run(n, &text, args, &exprs, *emit)
+    };
+    let mut ran = parallel(jobs.iter().map(|job| move || compile(job)).collect());
+    let (lowest_bin, ptx, lowered) = ran.remove(0).map_err(fail)?;
+    let mut rest = ran.into_iter();
     let mut bins = Vec::new();
     for a in &archs {
         if *a == lowest && emit == Emit::Cubin {
             bins.push(lowest_bin.clone());
         } else {
-            // The name expressions also instantiate the templates they name, in every image.
-            bins.push(nvrtc::run(n, &text, &unit_args(n, &req, a, emit), &exprs, emit).map_err(fail)?.0);
+            bins.push(rest.next().ok_or("an NVRTC compile is missing")?.map_err(fail)?.0);
         }
     }
     let scan = Scanner::new(req.include_dirs).scan(req.source, req.include_dirs.first().map(PathBuf::as_path));
@@ -91,6 +112,63 @@ pub fn compile_unit(n: &Nvrtc, mode: Mode, req: &Request<'_>, label: &str) -> Re
     let entry = Entry { blobs: bins, strings, deps };
     store.write_or_warn(&key, &entry); // an unwritable cache only costs time
     object(entry, &archs, &addresses).ok_or_else(|| format!("NVRTC produced no relocatable code for `{label}`"))
+}
+
+/// Runs `jobs` on threads of their own (one alone on this thread) and returns their results in
+/// order. The units of a module and each unit's architectures compile this way: NVRTC compiles
+/// different programs at once (each thread creates, compiles and destroys its own program); a
+/// [`Slot`] held around each compile keeps at most [`slots`] running across the process.
+pub fn parallel<T: Send>(jobs: Vec<impl FnOnce() -> T + Send>) -> Vec<T> {
+    if jobs.len() < 2 {
+        return jobs.into_iter().map(|j| j()).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs.into_iter().map(|j| s.spawn(j)).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
+}
+
+/// How many NVRTC compiles run at once: the machine's available parallelism, unless
+/// [`set_slots`] said otherwise.
+pub fn slots() -> usize {
+    match SLOTS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// Sets how many NVRTC compiles run at once (`0`: the machine's available parallelism; `1`:
+/// one after another). For benchmarks that compare the two in one process.
+pub fn set_slots(n: usize) {
+    SLOTS.store(n, std::sync::atomic::Ordering::Relaxed);
+    FREED.notify_all();
+}
+
+static SLOTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One of the [`slots`], held while one NVRTC compile runs (never while waiting for others, so
+/// nested [`parallel`] calls cannot deadlock).
+struct Slot;
+
+static TAKEN: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+impl Slot {
+    fn take() -> Slot {
+        let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+        while *taken >= slots() {
+            taken = FREED.wait(taken).unwrap_or_else(|p| p.into_inner());
+        }
+        *taken += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *TAKEN.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        FREED.notify_one();
+    }
 }
 
 /// The object a cache entry holds: one non-empty binary per architecture, the PTX, and one
@@ -132,6 +210,12 @@ pub fn device_link(
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
         None => None,
     };
+    // The device runtime only where some unit uses a symbol no unit defines (a kernel launching
+    // kernels; `printf`'s `vprintf`): reading the library costs more than the rest of a small
+    // module's link, and with LTO nvJitLink keeps all of its code in the image. Should a link
+    // without it fail, it is linked again with it.
+    let syms: Vec<symbols::Symbols> = objects.iter().map(|(_, o)| symbols::read(&o.ptx)).collect();
+    let needed = !symbols::unresolved(&syms).is_empty();
     let kind = if mode == Mode::Lto { Input::LtoIr } else { Input::Cubin };
     let mut out = Vec::new();
     for arch in sorted(archs) {
@@ -141,10 +225,16 @@ pub fn device_link(
             let bin = o.per_arch.iter().find(|b| b.0 == sm).ok_or_else(|| format!("`{label}` has no code for {sm}"))?;
             inputs.push((kind, label, &bin.1));
         }
-        if let Some(b) = &devrt_bytes {
-            inputs.push((Input::Library, "libcudadevrt.a", b));
+        let library = devrt_bytes.as_deref().map(|b| (Input::Library, "libcudadevrt.a", b));
+        if needed {
+            inputs.extend(library);
         }
-        let cubin = jl.link(&sm, mode == Mode::Lto, &inputs).map_err(|mut log| {
+        let mut linked = jl.link(&sm, mode == Mode::Lto, &inputs);
+        if let (Err(_), false, Some(library)) = (&linked, needed, library) {
+            inputs.push(library);
+            linked = jl.link(&sm, mode == Mode::Lto, &inputs);
+        }
+        let cubin = linked.map_err(|mut log| {
             if devrt.is_none() && log.contains("__cudaCDP") {
                 log.push_str(&format!(
                     "\nno libcudadevrt.a was found next to {} or under a toolkit root (lib64/, lib/, targets/*/lib/): \

@@ -100,6 +100,22 @@ pub fn read(ptx: &str) -> Symbols {
     out
 }
 
+/// The symbols some unit uses and no unit defines: what a library (the device runtime's
+/// `cudaGetParameterBufferV2`, ...) must supply, or an undefined reference.
+pub fn unresolved(units: &[Symbols]) -> Vec<String> {
+    let defined = |name: &str| {
+        units.iter().any(|u| u.defined_funcs.iter().any(|f| f == name) || u.defined_vars.iter().any(|v| v.name == name))
+    };
+    let mut out: Vec<String> = units
+        .iter()
+        .flat_map(|u| u.extern_funcs.iter().cloned().chain(u.extern_vars.iter().map(|v| v.name.clone())))
+        .filter(|name| !defined(name))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The function's name in `.visible .func (.param .b32 func_retval0) name(` or `.extern .func name(`.
 fn func_name(line: &str) -> Option<String> {
     let at = line.find(".func").or_else(|| line.find(".entry"))?;

@@ -36,6 +36,19 @@ fn reads_the_symbols_of_relocatable_ptx() {
 }
 
 #[test]
+fn unresolved_symbols_are_the_externs_no_unit_defines() {
+    let main = symbols::read(
+        ".extern .func  (.param .b32 func_retval0) _Z2sqf\n(\n.extern .global .align 4 .u32 calls;\n\
+         .extern .func  (.param .b64 func_retval0) cudaGetParameterBufferV2\n(\n.visible .entry k(\n",
+    );
+    let math =
+        symbols::read(".visible .global .align 4 .u32 calls;\n.visible .func  (.param .b32 func_retval0) _Z2sqf(\n");
+    assert_eq!(symbols::unresolved(&[main.clone(), math.clone()]), ["cudaGetParameterBufferV2"]);
+    assert_eq!(symbols::unresolved(&[main]), ["_Z2sqf", "calls", "cudaGetParameterBufferV2"]);
+    assert!(symbols::unresolved(&[math]).is_empty());
+}
+
+#[test]
 fn undefined_symbols_from_nvlink_and_ptxas_logs() {
     let log = "nvlink error   : Undefined reference to '_Z2sqf' in 'unit0.fatbin' (target: sm_80)\n\
                nvlink error   : Undefined reference to 'counter' in 'unit0.fatbin' (target: sm_80)\n\
