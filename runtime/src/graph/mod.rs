@@ -364,10 +364,10 @@ impl<'a> Graph<'a> {
         r.map_err(|e| *e)
     }
 
-    /// [`Graph::add`], one copy for every kind of node (the driver call behind `dyn`): every
-    /// kernel node of every kernel runs this same code, kept short (a node's cost on the GPU
-    /// machine is mostly the instruction cache lines its code touches after the driver's call
-    /// evicted them). The error is boxed so that what each node passes back is three words, not a
+    /// [`Graph::add`], one copy per kind of node (the driver call a closure of that kind): every
+    /// kernel node of every kernel runs this same code, kept short: with the stand-in driver and
+    /// the caches flushed in each driver call (as a real one largely does), most of what a node
+    /// costs over the raw calls is instruction cache misses, one per line of code it runs. The error is boxed so that what each node passes back is three words, not a
     /// whole [`Error`].
     #[inline(never)]
     pub(crate) fn add_node(
@@ -376,7 +376,7 @@ impl<'a> Graph<'a> {
         label: Label,
         accesses: &[Access],
         call: &'static str,
-        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+        add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> std::result::Result<Node, Box<Error>> {
         let index = self.nodes.len();
         let mut deps = std::mem::take(&mut self.scratch.1);
