@@ -4,7 +4,8 @@
 //!
 //! - `embedded`: a `cuda_kernel!` module built by nvcc (fatbin in the binary).
 //! - `raw load`: the same-sized fatbin loaded by hand (`cuModuleLoadData` + `cuModuleGetFunction`
-//!   + `cuLaunchKernel` + sync): the driver's own floor.
+//!   + `cuLaunchKernel` + sync): the driver's own floor; `raw_attr` adds the one
+//!   `cuFuncGetAttribute` (block-size limit) the embedded path makes, to show what that read costs.
 //! - `nvrtc cold` / `nvrtc hit`: a `compiler = "nvrtc"` module with an empty, then a warm, disk
 //!   cache.
 //!
@@ -101,12 +102,21 @@ fn phases() -> cuda_embed::Result<()> {
     Ok(())
 }
 
+/// The process's minor page faults so far (field 10 of /proc/self/stat; 0 where unreadable).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 fn child(mode: &str) -> cuda_embed::Result<f64> {
     let ctx = cuda_embed::context(0)?;
     let stream = ctx.default_stream();
     let mut y = stream.alloc_zeros::<f32>(256)?;
     let cfg = LaunchConfig::for_num_elems(256);
     stream.synchronize()?;
+    let faults = minor_faults();
     let t0 = Instant::now();
     match mode {
         "embedded" => unsafe { first::launch(&stream, cfg, &mut y, 2.0, 256)? },
@@ -130,6 +140,12 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
                     sys::cuModuleGetFunction(&mut f, module, c"reference".as_ptr()),
                     sys::CUresult::CUDA_SUCCESS
                 );
+                if mode == "raw_attr" {
+                    // What the embedded path adds to the driver calls: the block-size limit read.
+                    let mut v = 0i32;
+                    let a = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+                    assert_eq!(sys::cuFuncGetAttribute(&mut v, a, f), sys::CUresult::CUDA_SUCCESS);
+                }
                 let r = sys::cuLaunchKernel(
                     f,
                     1,
@@ -149,6 +165,10 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
     }
     stream.synchronize()?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if std::env::var_os("FIRST_LAUNCH_FAULTS").is_some() {
+        // Page faults taken inside the timed region (code and data touched for the first time).
+        println!("FAULTS={}", minor_faults() - faults);
+    }
     if mode == "nvrtc" {
         println!("FROM_CACHE={}", jitted::module().loaded_from_disk_cache(&ctx));
     }
@@ -213,18 +233,21 @@ fn main() {
     // over the run weighs on both alike.
     const PAIRS: usize = 21;
     let scratch = tempfile::tempdir().unwrap();
-    let (mut embedded, mut raw) = (Vec::new(), Vec::new());
+    let (mut embedded, mut raw, mut raw_attr) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..PAIRS {
-        let order = if i % 2 == 0 { ["embedded", "raw"] } else { ["raw", "embedded"] };
+        // `raw_attr` (the raw sequence plus the limit read the embedded path makes) runs between
+        // the pair, so the pair's alternation is unchanged.
+        let order = if i % 2 == 0 { ["embedded", "raw_attr", "raw"] } else { ["raw", "raw_attr", "embedded"] };
         for mode in order {
             let ms = spawn(mode, scratch.path());
-            if mode == "raw" {
-                raw.push(ms)
-            } else {
-                embedded.push(ms)
+            match mode {
+                "raw" => raw.push(ms),
+                "raw_attr" => raw_attr.push(ms),
+                _ => embedded.push(ms),
             }
         }
     }
+    let attr_ratio = median(raw_attr.clone()).0 / median(raw.clone()).0;
     let ratios = {
         let (e, r) = (median(embedded.clone()).0, median(raw.clone()).0);
         e / r
@@ -244,6 +267,7 @@ fn main() {
     for (name, v) in [
         ("embedded fatbin (cuda_kernel!, nvcc)", embedded),
         ("raw cuModuleLoadData of a same-size fatbin", raw),
+        ("raw, plus one cuFuncGetAttribute (MAX_THREADS_PER_BLOCK)", raw_attr),
         ("NVRTC fallback, cold cache", cold),
         ("NVRTC fallback, disk-cache hit", hit),
     ] {
@@ -253,4 +277,5 @@ fn main() {
     }
     println!();
     println!("embedded / raw (medians of {PAIRS} alternating pairs): {ratios:.3}x");
+    println!("raw plus the limit read / raw (same children): {attr_ratio:.3}x");
 }
