@@ -3,9 +3,10 @@
 //! children alternate.
 //!
 //! - `embedded`: a `cuda_kernel!` module built by nvcc (fatbin in the binary).
-//! - `raw load`: the same-sized fatbin loaded by hand (`cuModuleLoadData` + `cuModuleGetFunction`
-//!   + `cuLaunchKernel` + sync): the driver's own floor; `raw_attr` adds the one
-//!   `cuFuncGetAttribute` (block-size limit) the embedded path makes, to show what that read costs.
+//! - `raw load`: the same-sized fatbin loaded by hand (`cuModuleLoadData`, `cuModuleGetFunction`,
+//!   `cuLaunchKernel`, sync): the driver's own floor.
+//! - `raw_attr`: the same plus the one `cuFuncGetAttribute` (block-size limit) the embedded path
+//!   makes, to show what that read costs.
 //! - `nvrtc cold` / `nvrtc hit`: a `compiler = "nvrtc"` module with an empty, then a warm, disk
 //!   cache.
 //!
