@@ -593,8 +593,8 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 
             #graph_fns
 
-            /// cudarc's own handle of this kernel on `ctx`'s device (the same loaded module), for
-            /// cudarc's launch builder and other cudarc APIs.
+            /// cudarc's own handle of this kernel on `ctx`'s device, for cudarc's launch builder and
+            /// other cudarc APIs (the same code; see `KernelRef::function` for which loaded module).
             pub fn function #tgenerics (ctx: &::std::sync::Arc<#context>) -> #result<#function_ty> #where_clause {
                 #handle.function(ctx)
             }
