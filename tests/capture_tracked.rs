@@ -30,9 +30,20 @@ const PROGRAM: &str = r#"
 extern "C" __global__ void twice(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2.0f; }
 "#;
 
+/// A capture in global mode makes every other thread's unsafe driver call (an allocation, say)
+/// fail and invalidate it, so the tests of this binary, which run on parallel threads, take turns
+/// (under compute-sanitizer, which slows each test, the reduction test's allocations fell inside
+/// the other test's global capture).
+static CAPTURES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_capture_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    CAPTURES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_launch_kind_is_capturable_with_event_tracking_on() {
+    let _turn = one_capture_at_a_time();
     let ctx = cuda_embed::context(0).expect("a CUDA GPU");
     assert!(ctx.is_event_tracking(), "cudarc's default: tracking on");
     let n = 4096usize;
@@ -104,6 +115,7 @@ fn every_launch_kind_is_capturable_with_event_tracking_on() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_reduction_captured_twice_in_one_graph_gets_two_scratch_buffers() {
+    let _turn = one_capture_at_a_time();
     let ctx = cuda_embed::context(0).expect("a CUDA GPU");
     let stream = ctx.new_stream().unwrap();
     let n = 1 << 20;
