@@ -115,9 +115,11 @@ pub fn compile_unit(n: &Nvrtc, mode: Mode, req: &Request<'_>, label: &str) -> Re
 }
 
 /// Runs `jobs` on threads of their own (one alone on this thread) and returns their results in
-/// order. The units of a module and each unit's architectures compile this way: NVRTC compiles
-/// different programs at once (each thread creates, compiles and destroys its own program); a
-/// [`Slot`] held around each compile keeps at most [`slots`] running across the process.
+/// order. The units of a module and each unit's architectures compile this way: NVRTC takes
+/// different programs on different threads (each thread creates, compiles and destroys its own
+/// program); a `Slot` held around each compile keeps at most [`slots`] running across the
+/// process. Whether they then run at once is NVRTC's affair: NVRTC 13.0 did on the 2-core build
+/// machine and did not on the GPU host (BENCHMARKS.md, issue 21 build time).
 pub fn parallel<T: Send>(jobs: Vec<impl FnOnce() -> T + Send>) -> Vec<T> {
     if jobs.len() < 2 {
         return jobs.into_iter().map(|j| j()).collect();
