@@ -2,6 +2,9 @@
 //! `__device__` function and variable of another file) and `lto = true`. GPU tests are
 //! `#[ignore]`d (run them on a GPU machine).
 
+#[path = "common/elf.rs"]
+mod elf;
+
 use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
 
 cuda_kernel!(
@@ -177,34 +180,6 @@ fn linked_files_give_typed_launchers_and_globals() {
     assert_eq!(linked_templates::lto::at_first_use::scale_square::kernel::<f32, 3>().name(), "scale_square<float, 3>");
 }
 
-/// The kernels (`.text.NAME` sections) of every ELF image in `blob`, a fatbin of uncompressed
-/// cubins as nvlink and fatbinary make them: one sorted list per image.
-fn kernels_in_images(blob: &[u8]) -> Vec<Vec<String>> {
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as usize;
-    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
-    let mut images = Vec::new();
-    let mut at = 0;
-    while let Some(i) = blob[at..].windows(4).position(|w| w == b"\x7fELF") {
-        let elf = &blob[at + i..];
-        let (shoff, entsize, count, names) =
-            (u64_at(elf, 0x28), u16_at(elf, 0x3a), u16_at(elf, 0x3c), u16_at(elf, 0x3e));
-        let header = |k: usize| shoff + k * entsize;
-        let strtab = u64_at(elf, header(names) + 0x18);
-        let mut kernels: Vec<String> = (0..count)
-            .filter_map(|k| {
-                let name = &elf[strtab + u32_at(elf, header(k))..];
-                let name = String::from_utf8_lossy(&name[..name.iter().position(|&c| c == 0)?]).into_owned();
-                name.strip_prefix(".text.").map(str::to_string)
-            })
-            .collect();
-        kernels.sort();
-        images.push(kernels);
-        at += i + shoff + count * entsize;
-    }
-    images
-}
-
 /// The LTO image of a module with instances of a linked file's template holds every kernel the
 /// module launches, for every architecture (before nvlink was given `-ignore-host-info` it held
 /// only the two instances, and loading the module failed on `square_all`).
@@ -220,7 +195,7 @@ fn the_lto_image_with_linked_template_instances_holds_every_kernel() {
     for s in ["square_all", "poly_loop", "add_calls", "_Z12scale_squareIfLi3EEvPT_i", "_Z12scale_squareIiLi2EEvPT_i"] {
         assert!(symbols.contains(&s), "{s} in {symbols:?}");
     }
-    let images = kernels_in_images(fatbin);
+    let images = elf::kernels_in_images(fatbin);
     assert!(!images.is_empty(), "the fatbin holds cubins");
     for kernels in &images {
         for s in &symbols {

@@ -6,6 +6,9 @@
 //! Needs nvcc and libnvrtc (run under `scripts/with-cuda`); skipped without them unless
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set.
 
+#[path = "../../../tests/common/elf.rs"]
+mod elf;
+
 use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc, CallSite};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::quote;
@@ -609,34 +612,6 @@ fn a_linked_template_instance_must_name_one_defined_template() {
     assert!(out.contains("templates.cu"), "{out}");
 }
 
-/// The kernels (`.text.NAME` sections) of every ELF image in `blob`: a cubin, or a fatbin of
-/// uncompressed cubins (what nvlink and fatbinary make here), one list per image.
-fn kernels_in_images(blob: &[u8]) -> Vec<Vec<String>> {
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as usize;
-    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
-    let mut images = Vec::new();
-    let mut at = 0;
-    while let Some(i) = blob[at..].windows(4).position(|w| w == b"\x7fELF") {
-        let elf = &blob[at + i..];
-        let (shoff, entsize, count, names) =
-            (u64_at(elf, 0x28), u16_at(elf, 0x3a), u16_at(elf, 0x3c), u16_at(elf, 0x3e));
-        let header = |k: usize| shoff + k * entsize;
-        let strtab = u64_at(elf, header(names) + 0x18);
-        let mut kernels: Vec<String> = (0..count)
-            .filter_map(|k| {
-                let name = &elf[strtab + u32_at(elf, header(k))..];
-                let name = String::from_utf8_lossy(&name[..name.iter().position(|&c| c == 0)?]).into_owned();
-                name.strip_prefix(".text.").map(str::to_string)
-            })
-            .collect();
-        kernels.sort();
-        images.push(kernels);
-        at += i + shoff + count * entsize;
-    }
-    images
-}
-
 /// `lto = true` keeps every kernel of every unit in the image (nvcc: `nvlink -dlto
 /// -ignore-host-info`; build-time NVRTC: nvJitLink), also where a unit's host code refers to a
 /// kernel: the address probe of a template instance (of a linked file's template or of the
@@ -677,7 +652,7 @@ fn lto_images_hold_every_kernel_of_every_unit() {
             let out = expand(quote!(#args, lto = true, compiler = #compiler, archs = [80, 90]), site()).to_string();
             assert!(!out.contains("compile_error"), "{compiler}: {out}");
             let images: Vec<Vec<String>> =
-                byte_strings(&out).iter().flat_map(|b| kernels_in_images(b)).filter(|k| !k.is_empty()).collect();
+                byte_strings(&out).iter().flat_map(|b| elf::kernels_in_images(b)).filter(|k| !k.is_empty()).collect();
             assert_eq!(images.len(), 2, "{compiler}: one image per architecture: {images:?}");
             for kernels in &images {
                 for k in expected {
