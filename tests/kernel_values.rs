@@ -122,7 +122,7 @@ fn cudarc_function_is_the_same_kernel() {
     unsafe { builder.launch(LaunchConfig::for_num_elems(n as u32)).unwrap() };
     let got = stream.clone_dtoh(&out).unwrap();
     assert!(got.iter().enumerate().all(|(i, v)| *v == 5 + i as i32 + 2));
-    assert_eq!(add_two::module().loads(), 1, "the cudarc function shares the loaded module");
+    assert_eq!(add_two::module().loads(), 1, "asking for the cudarc function is not a second module load");
 }
 
 /// A module built into the binary without globals is loaded in place, and its cudarc handles come

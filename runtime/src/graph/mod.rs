@@ -367,8 +367,8 @@ impl<'a> Graph<'a> {
     /// [`Graph::add`], one copy per kind of node (the driver call a closure of that kind): every
     /// kernel node of every kernel runs this same code, kept short: with the stand-in driver and
     /// the caches flushed in each driver call (as a real one largely does), most of what a node
-    /// costs over the raw calls is instruction cache misses, one per line of code it runs. The error is boxed so that what each node passes back is three words, not a
-    /// whole [`Error`].
+    /// costs over the raw calls is instruction cache misses, one per line of code it runs. The
+    /// error is boxed so that what each node passes back is three words, not a whole [`Error`].
     #[inline(never)]
     pub(crate) fn add_node(
         &mut self,

@@ -603,7 +603,8 @@ fn consult(
                 nvcc::compile_units(nvcc, mode, &jobs)
             }
             // Every unit on a thread of its own (and each unit's architectures on threads of
-            // theirs): NVRTC compiles different programs at once.
+            // theirs): NVRTC takes different programs on different threads (see
+            // `nvrtc::parallel` for when that made the link faster and when not).
             // (What the threads read is taken out of `Unit` and `Module`, which hold spans.)
             Backend::Nvrtc(n, _) => {
                 let (options, archs) = (&module.options, &module.archs);

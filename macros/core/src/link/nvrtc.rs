@@ -7,7 +7,7 @@
 //!
 //! NVRTC compiles different programs from several threads at once (each thread creates, compiles
 //! and destroys its own `nvrtcProgram`; with NVRTC 13.0 two threads built a two-unit module 1.6x
-//! as fast as one on a 2-core machine). The links stay one after another: nvJitLink is not
+//! as fast as one on a 2-core machine, and no faster than one on the 32-core GPU host). The links stay one after another: nvJitLink is not
 //! relied on from several threads (cuda-python#1023 reports `nvJitLinkAddData` failing now and
 //! then while threads link with handles of their own), and without the device runtime library a
 //! small module's link takes about a millisecond.
