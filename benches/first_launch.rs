@@ -135,6 +135,32 @@ fn prefault_own_code() -> usize {
     pages
 }
 
+/// The pages of this process's mappings (up to 256 MiB each) that are present in its page table,
+/// per mapping (`FIRST_LAUNCH_PAGES=1`: which mappings the timed region first touched, a
+/// diagnostic of its page faults).
+fn present_pages() -> Vec<(String, usize, Vec<bool>)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let Ok(mut pagemap) = std::fs::File::open("/proc/self/pagemap") else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some((a, b)) = fields.first().and_then(|r| r.split_once('-')) else { continue };
+        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else { continue };
+        if b - a > 256 << 20 {
+            continue;
+        }
+        let name = format!("{} {}", fields.get(5).copied().unwrap_or("[anon]"), fields.get(1).copied().unwrap_or(""));
+        let mut bytes = vec![0u8; (b - a) / 4096 * 8];
+        if pagemap.seek(SeekFrom::Start((a / 4096 * 8) as u64)).is_err() || pagemap.read_exact(&mut bytes).is_err() {
+            continue;
+        }
+        let present = bytes.chunks(8).map(|c| c[7] & 0x80 != 0).collect();
+        out.push((name, a, present));
+    }
+    out
+}
+
 fn child(mode: &str) -> cuda_embed::Result<f64> {
     let ctx = cuda_embed::context(0)?;
     let stream = ctx.default_stream();
@@ -144,6 +170,7 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
     if std::env::var_os("FIRST_LAUNCH_PREFAULT").is_some() {
         println!("PREFAULTED={}", prefault_own_code());
     }
+    let pages_before = std::env::var_os("FIRST_LAUNCH_PAGES").map(|_| present_pages());
     let faults = minor_faults();
     let t0 = Instant::now();
     match mode {
@@ -196,6 +223,19 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
     if std::env::var_os("FIRST_LAUNCH_FAULTS").is_some() {
         // Page faults taken inside the timed region (code and data touched for the first time).
         println!("FAULTS={}", minor_faults() - faults);
+    }
+    if let Some(before) = pages_before {
+        // Pages present now that were not before the timed region, per mapping.
+        for (name, start, present) in present_pages() {
+            let Some((_, _, was)) = before.iter().find(|(n, s, _)| *s == start && *n == name) else {
+                println!("NEW MAPPING {name} at {start:#x}: {} pages", present.iter().filter(|p| **p).count());
+                continue;
+            };
+            let new: Vec<usize> = (0..present.len()).filter(|&i| present[i] && !was.get(i).copied().unwrap_or(false)).collect();
+            if !new.is_empty() {
+                println!("NEW PAGES {name}: {} (page offsets {:?})", new.len(), &new[..new.len().min(12)]);
+            }
+        }
     }
     if mode == "nvrtc" {
         println!("FROM_CACHE={}", jitted::module().loaded_from_disk_cache(&ctx));

@@ -118,10 +118,7 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
         let cause = DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
         return Err(Error::NoDevice { ordinal, count, cause });
     }
-    let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })?;
-    // A one-time cost of the process, moved off the first launch (see the function).
-    module::load::map_first_launch_code();
-    Ok(ctx)
+    CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })
 }
 
 /// Support for generated code. Not a public API: may change in any release.

@@ -157,7 +157,7 @@ impl KernelRef {
     /// [`KernelRef::launch_raw`] the full way: load, limit checks with errors that explain, the
     /// context bound, globals ordered, every launch kind.
     #[inline(never)]
-    pub(crate) unsafe fn launch_checked(
+    unsafe fn launch_checked(
         &self,
         stream: &CudaStream,
         config: &LaunchConfig,

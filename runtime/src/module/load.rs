@@ -199,60 +199,6 @@ impl Trace {
     }
 }
 
-/// Maps the pages of the code a first launch runs (the launch's slow path, the registry's load,
-/// the in-place fatbin load) into the process, once, so that the first launch does not take its
-/// page faults. Called when [`crate::context`] opens a context: the mapping is a one-time cost of
-/// the process, and the context open (tens of milliseconds) hides it.
-///
-/// A first launch otherwise runs these functions for the first time: each sits on a code page the
-/// process has not touched yet, and each such page costs a page fault (measured in
-/// `benches/first_launch.rs`: two to three faults, 10-20% of an embedded first launch on an
-/// H200's virtual machine, and nothing else separated it from the raw driver sequence). One
-/// `madvise(MADV_POPULATE_READ)` per page maps them without faulting. Kernels older than Linux
-/// 5.14 refuse the advice; the launch then faults as before. Nothing else changes.
-pub(crate) fn map_first_launch_code() {
-    #[cfg(target_os = "linux")]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            extern "C" {
-                fn madvise(addr: *mut c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
-                fn sysconf(name: std::ffi::c_int) -> std::ffi::c_long;
-            }
-            const MADV_POPULATE_READ: std::ffi::c_int = 22;
-            const SC_PAGESIZE: std::ffi::c_int = 30;
-            // SAFETY: sysconf reads a constant of the system.
-            let page = match unsafe { sysconf(SC_PAGESIZE) } {
-                p if p > 0 && (p as usize).is_power_of_two() => p as usize,
-                _ => return,
-            };
-            let mut pages = [
-                crate::launch::kernel::KernelRef::launch_checked as *const () as usize,
-                crate::module::registry::Module::load_slow as *const () as usize,
-                load as *const () as usize,
-                fatbin_in_place as *const () as usize,
-                get_function as *const () as usize,
-                crate::launch::limits::func_attr as *const () as usize,
-            ]
-            .map(|addr| addr & !(page - 1));
-            pages.sort_unstable();
-            // The list of functions the load allocates runs std's vector allocation code, which
-            // may sit on a page of its own: run it once here.
-            drop(std::hint::black_box(Vec::<Function>::with_capacity(std::hint::black_box(1))));
-            let mut last = 0;
-            for start in pages {
-                if start != last {
-                    // SAFETY: advice only: MADV_POPULATE_READ maps (reads) pages of this
-                    // process's own code segment, page-aligned, and changes no memory; an error
-                    // (an old kernel, an unmapped page) leaves everything as it was.
-                    unsafe { madvise(start as *mut c_void, page, MADV_POPULATE_READ) };
-                    last = start;
-                }
-            }
-        });
-    }
-}
-
 pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
     match fatbin_in_place(spec, ctx) {
         Some(loaded) => Ok(loaded),

@@ -126,7 +126,7 @@ impl Module {
 
     #[cold]
     #[inline(never)]
-    pub(crate) fn load_slow(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
+    fn load_slow(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
         // One loader at a time per module: racing threads wait here and then find the slot set.
         let _guard = self.init.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = self.find(ctx) {
