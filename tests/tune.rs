@@ -338,8 +338,10 @@ fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() 
     spin(&stream, 0)?;
     stream.synchronize()?;
     // 20 kernels of 5 us each, queued behind the blocking kernel: at least 5 us each, plus the
-    // GPU's gap between kernels and the global timer's steps (6.7 us measured on an H100); the
-    // batch's time is the kernels', not the 200 ms the blocking kernel could have waited.
+    // GPU's gap between kernels and the global timer's steps (6.7 us measured on an H100). What
+    // this checks is that the batch's time is the kernels', not the wait of the blocking kernel
+    // (up to 200 ms, 10,000 us per kernel here): the upper bound sits far from both, so the
+    // test says nothing about speed and does not depend on the machine's.
     for _ in 0..2 {
         let t = tune::time_queued(&stream, || {
             for _ in 0..20 {
@@ -353,7 +355,7 @@ fn queued_timing_measures_the_kernels_releases_on_error_and_reports_a_timeout() 
         // Under compute-sanitizer every kernel is instrumented (22 us measured for these): only
         // the lower bound holds there.
         let sanitized = std::env::var_os("NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN").is_some();
-        let upper = if sanitized { f64::INFINITY } else { 8.5 };
+        let upper = if sanitized { f64::INFINITY } else { 500.0 };
         assert!(each >= 5.0 && each < upper, "{each} us per 5 us kernel");
     }
     // An error in the batch is returned, and the blocking kernel was released at once: the next
