@@ -231,7 +231,8 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
                 println!("NEW MAPPING {name} at {start:#x}: {} pages", present.iter().filter(|p| **p).count());
                 continue;
             };
-            let new: Vec<usize> = (0..present.len()).filter(|&i| present[i] && !was.get(i).copied().unwrap_or(false)).collect();
+            let new: Vec<usize> =
+                (0..present.len()).filter(|&i| present[i] && !was.get(i).copied().unwrap_or(false)).collect();
             if !new.is_empty() {
                 println!("NEW PAGES {name}: {} (page offsets {:?})", new.len(), &new[..new.len().min(12)]);
             }

@@ -132,3 +132,54 @@ pub fn describe(v: u64) -> String {
     let c = if p.pointee_const { "const " } else { "" };
     format!("{c}{base}{}", "*".repeat(usize::from(p.depth)))
 }
+
+/// The compile-time form of a first-load type check: `probe` (the probe C++ a module built
+/// without a compiler carries, one `__device__ unsigned long long SYMBOL = EXPR;` line per
+/// checked parameter) with each answer turned into a `static_assert` that its checked bits
+/// (`mask`) are `value`, for the checks given as `(symbol, mask, value)`.
+///
+/// Appended to the module's source, it makes the one NVRTC compile of the module also the check:
+/// a cubin exists only if every parameter is what its launcher was generated for, and the cubin
+/// has nothing of the probe in it (no `__device__` variables to allocate at every load). The
+/// whole text sits under `#ifndef CUDA_EMBED_PROBE_ANSWERS`, so a compile of the source that
+/// defines that macro (to read the answers themselves, and say what a parameter really is) can
+/// append the probe instead.
+///
+/// `None` when a probe line has no check, or a check no probe line: the probe and the checks do
+/// not belong together, and the caller checks the answers the slow way.
+///
+/// ```
+/// use cuda_embed_source::typecode::static_checks;
+/// let probe = "namespace p { template<class T> struct I { static const unsigned long long v = 7; }; }\n\
+///              __device__ unsigned long long __cuda_embed_probe_k0p1 = p::I<float*>::v;\n";
+/// let text = static_checks(probe, [("__cuda_embed_probe_k0p1", 0xff, 7)]).unwrap();
+/// assert!(text.contains("static_assert((p::I<float*>::v & 0xffull) == 0x7ull"));
+/// assert!(!text.contains("__device__"));
+/// assert!(static_checks(probe, []).is_none());
+/// ```
+pub fn static_checks<'a>(probe: &str, checks: impl IntoIterator<Item = (&'a str, u64, u64)>) -> Option<String> {
+    const LEAD: &str = "__device__ unsigned long long ";
+    let checks: Vec<(&str, u64, u64)> = checks.into_iter().collect();
+    let mut used = vec![false; checks.len()];
+    let mut out = String::with_capacity(probe.len() + 64);
+    out.push_str("\n#ifndef CUDA_EMBED_PROBE_ANSWERS\n");
+    for line in probe.split_inclusive('\n') {
+        let Some(rest) = line.strip_prefix(LEAD) else {
+            out.push_str(line);
+            continue;
+        };
+        let (symbol, expr) = rest.split_once(" = ")?;
+        let expr = expr.trim_end().strip_suffix(';')?;
+        let i = checks.iter().position(|c| c.0 == symbol)?;
+        used[i] = true;
+        let (_, mask, value) = checks[i];
+        out.push_str(&format!(
+            "static_assert(({expr} & {mask:#x}ull) == {value:#x}ull, \"cuda-embed first-load type check {symbol}\");\n"
+        ));
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("#endif\n");
+    used.iter().all(|u| *u).then_some(out)
+}
