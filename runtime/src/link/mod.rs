@@ -295,7 +295,7 @@ impl Program {
         let unit = Unit { name, source, options: &options, headers, name_expressions: exprs };
         let err = |cause: String| Error::Compile { origin: crate::program::origin_of(name), arch, cause };
         let identity = nvrtc::compiler_identity().map_err(err)?;
-        let key = unit.key(&format!("{identity}; output {kind:?}"), arch, &unit.scan());
+        let key = unit.key(&[format!("{identity}; output {kind:?}")], arch, &unit.scan());
         let store = Store::new(self.store_dir(), "obj");
         let object = |bytes: Vec<u8>, symbols: Vec<String>, from_cache: bool| ObjectCode {
             digest: Arc::default(),

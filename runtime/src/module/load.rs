@@ -392,11 +392,12 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // computed it; a hit does not hash the source and the probe again).
             let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
-            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, .. } = compiled;
+            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, compiler, .. } = compiled;
             if !checks_passed {
                 counts = crate::module::cubin::param_counts(&cubin);
                 if let Some(file) = cache_file {
-                    to_record = Some(CheckRecord { file, cubin: cubin.clone(), symbols: symbols.clone(), mark });
+                    let (cubin, symbols) = (cubin.clone(), symbols.clone());
+                    to_record = Some(CheckRecord { file, cubin, symbols, compiler, mark });
                 }
             }
             // Handed to cudarc without a copy.
@@ -467,8 +468,8 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some(CheckRecord { file, cubin, symbols, mark }) = to_record {
-        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, mark);
+    if let Some(CheckRecord { file, cubin, symbols, compiler, mark }) = to_record {
+        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, &compiler, mark);
         trace.lap("checks recorded");
     }
     trace.lap("done");
@@ -489,6 +490,8 @@ struct CheckRecord {
     file: std::path::PathBuf,
     cubin: Vec<u8>,
     symbols: Vec<String>,
+    /// The NVRTC build that compiled the cubin, as its entry records it.
+    compiler: String,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
 }

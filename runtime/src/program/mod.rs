@@ -223,10 +223,9 @@ impl Program {
     /// assert_ne!(a.cache_key(90), a.cache_key(80));
     /// ```
     pub fn cache_key(&self, arch: u32) -> String {
-        // With no NVRTC the key is still defined; compiling then fails with the reason.
-        let compiler = nvrtc::compiler_identity().unwrap_or_else(|_| "nvrtc not found".into());
-        let unit = self.unit();
-        unit.key(&compiler, arch, &unit.scan())
+        // The key names the NVRTC by the variables its search reads (the entry records the
+        // build itself): defined with no NVRTC too; compiling then fails with the reason.
+        self.unit().cache_key(arch)
     }
 
     /// Name, source, in-memory headers and name expressions, for [`crate::link`].
