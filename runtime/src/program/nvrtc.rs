@@ -629,6 +629,92 @@ mod tests {
         assert_ne!(library_identity(&env).unwrap(), first, "another build in the same place");
     }
 
+    /// The key names the NVRTC by the variables its search reads: another value (or a variable
+    /// set empty rather than unset) is another key.
+    #[test]
+    fn the_key_follows_the_search_variables() {
+        let u = unit(&[], &[], &["k"]);
+        let scan = u.scan();
+        let mut env = SearchEnv::default();
+        let k0 = u.module_key(&env, 90, &scan);
+        env[0] = Some("/opt/a".into());
+        let k1 = u.module_key(&env, 90, &scan);
+        env[0] = Some("/opt/b".into());
+        let k2 = u.module_key(&env, 90, &scan);
+        env[0] = None;
+        env[3] = Some("/opt/a".into());
+        let k3 = u.module_key(&env, 90, &scan);
+        env[3] = Some("".into());
+        let k4 = u.module_key(&env, 90, &scan);
+        let keys = [&k0, &k1, &k2, &k3, &k4];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(k1, {
+            env[3] = None;
+            env[0] = Some("/opt/a".into());
+            u.module_key(&env, 90, &scan)
+        });
+    }
+
+    #[test]
+    fn identities_of_files_are_told_from_versions() {
+        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some("/usr/lib/libnvrtc.so.13"));
+        assert_eq!(identity_file("/my libs/libnvrtc.so 1 2"), Some("/my libs/libnvrtc.so"), "spaces in the path");
+        assert_eq!(identity_file("nvrtc 13.0"), None);
+        assert_eq!(identity_file("a 13 x"), None);
+        assert_eq!(identity_file(" 1 2"), None);
+    }
+
+    /// A recorded library file is current while it is unchanged (one `stat`); another build in
+    /// its place (another size) is not, nor is a file that is gone, nor a version no search finds.
+    #[test]
+    fn a_recorded_library_is_current_while_its_file_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libnvrtc.so.13");
+        std::fs::write(&lib, b"one build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        assert!(is_current(&recorded, &env));
+        assert!(is_current(&recorded, &env), "again, from the process's memo");
+        // Another environment does not trust the memo: it looks at the file.
+        let mut other = env.clone();
+        other[1] = Some("/nonexistent-toolkit".into());
+        std::fs::write(&lib, b"another build").unwrap();
+        assert!(!is_current(&recorded, &other), "another build in the recorded place");
+        std::fs::remove_file(&lib).unwrap();
+        assert!(!is_current(&recorded, &other), "the recorded file is gone");
+        assert!(!is_current("nvrtc 0.1", &other), "no NVRTC here is version 0.1");
+    }
+
+    /// A hit returns the cubin only while the NVRTC build its entry records is current; once that
+    /// library changes, the entry is a miss (compiled again, or an error without NVRTC).
+    #[test]
+    fn an_entry_of_another_nvrtc_build_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("nvrtc"), "cubin");
+        let lib = dir.path().join("libnvrtc.so");
+        std::fs::write(&lib, b"recorded build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
+        let cubin = b"\x7fELF cubin".to_vec();
+        store.write_atomic(&u.cache_key(80), &module_entry(cubin.clone(), vec!["k".into()], &recorded, None)).unwrap();
+        let hit = u.compile(80, &store).unwrap();
+        assert!(hit.from_cache && hit.cubin == cubin && hit.symbols == ["k"] && hit.compiler == recorded);
+        std::fs::write(&lib, b"an upgraded build").unwrap();
+        // A process checks a library once, as it searches once: forget it, as a new process would.
+        *known() = None;
+        match u.compile(80, &store) {
+            Ok(c) => assert!(!c.from_cache && c.cubin != cubin, "the entry of the old build was used"),
+            Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
+        }
+    }
+
     #[test]
     fn a_foreign_entry_is_a_miss() {
         // Without NVRTC the compile fails after the cache lookup; with it, a garbage entry is

@@ -160,13 +160,13 @@ pub(crate) fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
     use std::io::Read as _;
     let f = std::fs::File::open(path).ok()?;
     let meta = f.metadata().ok()?;
-    // Exactly the size `fstat` gave: entries are written whole and renamed into place, so the
-    // open file never changes size, and a file edited in place is caught by the entry's hash.
-    // Reading no further saves the `read` that would return end-of-file (and std's own size query,
-    // a `statx` and an `lseek`, which `read_to_end` on the `File` makes).
+    // Exactly the size `fstat` gave, in one `read` of the whole size: entries are written whole
+    // and renamed into place, so the open file never changes size, and a file edited in place is
+    // caught by the entry's hash. `read_to_end` would add a `read` that returns end-of-file, read
+    // in 8 KiB steps at first, and (on the `File` itself) ask the size again.
     let len = usize::try_from(meta.len()).ok()?;
-    let mut bytes = Vec::with_capacity(len);
-    f.take(len as u64).read_to_end(&mut bytes).ok()?;
+    let mut bytes = vec![0u8; len];
+    (&f).read_exact(&mut bytes).ok()?;
     Some((bytes, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
 }
 
