@@ -373,19 +373,15 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, mark, .. } => {
+        ImageKind::Source { source, options, headers, probe, mark, unit, .. } => {
             let arch = read_arch()?;
-            // Kernels first, then globals: NVRTC lowers both kinds of name expression.
-            let exprs: Vec<&str> = spec
-                .kernels
-                .iter()
-                .map(|k| k.name_expression)
-                .chain(spec.globals.iter().map(|g| g.name_expression))
-                .collect();
+            let exprs = spec.name_expressions();
             // The module that runs is compiled without the macro's type probe: the probe's
             // `__device__` answers would make every load allocate and fill module globals (about
             // 0.6 ms on an H100). The probe is compiled and checked on its own, below.
-            let compiled = crate::program::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
+            let digest = Some(*unit).filter(|d| !d.is_empty());
+            let compiled =
+                crate::program::nvrtc::compile_module(spec.origin, source, options, headers, &exprs, digest, arch)?;
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
             // cubin and the probe, which includes the source: the mark names both (the macro

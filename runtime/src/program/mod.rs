@@ -246,6 +246,7 @@ impl Program {
             options: &self.options,
             headers: &self.headers,
             name_expressions: &self.name_expressions,
+            digest: None,
         }
     }
 

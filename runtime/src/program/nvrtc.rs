@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 const KEY_SCHEME: &str = "cuda-embed nvrtc module v3";
 
 /// The name NVRTC gives the source of a `cuda_kernel!` compiled at run time.
-const KERNEL_NAME: &str = "cuda_embed_kernel.cu";
+const KERNEL_NAME: &str = cuda_embed_source::key::NVRTC_KERNEL_NAME;
 
 /// The directory cuda-embed caches compiled code in: `CUDA_EMBED_CACHE_DIR` when set, else
 /// `$XDG_CACHE_HOME/cuda-embed`, else `$HOME/.cache/cuda-embed`, else `cuda-embed` under the
@@ -288,7 +288,21 @@ pub fn compile(
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
-    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions };
+    compile_module(origin, source, options, headers, name_expressions, None, arch)
+}
+
+/// [`compile`], with the unit's digest ([`cuda_embed_source::key::nvrtc_unit_digest`] of the
+/// inputs) when `cuda_kernel!` computed it at build time.
+pub(crate) fn compile_module(
+    origin: &'static str,
+    source: &str,
+    options: &[&str],
+    headers: &[(&str, &str)],
+    name_expressions: &[&str],
+    digest: Option<&str>,
+    arch: u32,
+) -> Result<Compiled> {
+    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
         arch,
@@ -310,6 +324,9 @@ pub(crate) struct Unit<'a, S> {
     /// In-memory headers: (name as included, text).
     pub(crate) headers: &'a [(S, S)],
     pub(crate) name_expressions: &'a [S],
+    /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the fields above, when it was computed at
+    /// build time (`None`: computed for the key).
+    pub(crate) digest: Option<&'a str>,
 }
 
 impl<S: AsRef<str>> Unit<'_, S> {
@@ -327,16 +344,22 @@ impl<S: AsRef<str>> Unit<'_, S> {
     /// headers by name and text, files reached on disk by canonical path and bytes, includes that
     /// resolved nowhere by name (a header appearing there later changes the key).
     pub(crate) fn key<C: AsRef<[u8]>>(&self, compiler: &[C], arch: u32, scan: &Scan) -> String {
-        let strs = |v: &[S]| v.iter().map(|s| s.as_ref().as_bytes().to_vec()).collect::<Vec<_>>();
+        let computed;
+        let unit = match self.digest {
+            Some(d) => d,
+            None => {
+                computed = cuda_embed_source::key::nvrtc_unit_digest(
+                    self.name,
+                    self.source,
+                    self.options,
+                    self.headers,
+                    self.name_expressions,
+                );
+                &computed
+            }
+        };
         let mut k = Key::new(KEY_SCHEME);
-        k.list("compiler", compiler)
-            .field("arch", arch.to_le_bytes())
-            .field("name", self.name)
-            .list("options", strs(self.options))
-            .list("name expressions", strs(self.name_expressions))
-            .field("source", self.source)
-            .list("header names", self.headers.iter().map(|(n, _)| n.as_ref()))
-            .list("header texts", self.headers.iter().map(|(_, t)| t.as_ref()));
+        k.list("compiler", compiler).field("arch", arch.to_le_bytes()).field("unit", unit);
         let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
         k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
             .list("file hashes", files.iter().map(|(_, d)| *d))
@@ -550,7 +573,7 @@ mod tests {
     use super::*;
 
     fn unit<'a>(options: &'a [&'a str], headers: &'a [(&'a str, &'a str)], names: &'a [&'a str]) -> Unit<'a, &'a str> {
-        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names }
+        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names, digest: None }
     }
 
     fn key(u: &Unit<'_, &str>, compiler: &str, arch: u32) -> String {
@@ -597,6 +620,7 @@ mod tests {
             options: &options[..],
             headers: &headers[..],
             name_expressions: &[],
+            digest: None,
         };
         let scan = u.scan();
         let names: Vec<&str> = scan.headers.iter().map(|h| h.include.as_str()).collect();
