@@ -212,8 +212,10 @@ impl Program {
         &self.options
     }
 
-    /// The disk-cache key of this program compiled for `sm_{arch}` with the NVRTC this process
-    /// would use, as hex. Equal keys mean the same cubin.
+    /// The disk-cache key of this program compiled for `sm_{arch}` in this process's environment,
+    /// as hex: the key covers the program and the variables the search for libnvrtc reads, and
+    /// the entry filed under it records the NVRTC build that compiled it (see
+    /// [`nvrtc`](crate::nvrtc)). Equal keys mean the same cubin from the same NVRTC build.
     ///
     /// ```
     /// use cuda_embed_runtime::Program;
