@@ -194,19 +194,19 @@ fn known() -> std::sync::MutexGuard<'static, Option<Known>> {
 
 /// Whether `recorded`, the NVRTC build a cache entry was compiled by, is still the one to use
 /// with the search variables `env` (see the module docs): the recorded library file unchanged
-/// (one `stat`, none when this process already knows it), or for a version record, the full
-/// search finding the same version.
+/// (one `stat`, none when this process already knows it), else (a version record, a changed
+/// file, a path that does not survive the round trip through text) the full search finding the
+/// same build. A miss needs that search anyway, for the compile.
 fn is_current(recorded: &str, env: &SearchEnv) -> bool {
     if known().as_ref().is_some_and(|k| k.env == *env && k.identity == recorded) {
         return true;
     }
-    let Some(file) = identity_file(recorded) else {
+    let unchanged = identity_file(recorded).is_some_and(|file| {
+        let file = Path::new(file);
+        std::fs::metadata(file).ok().and_then(|m| file_identity(file, &m)).as_deref() == Some(recorded)
+    });
+    if !unchanged {
         return compiler_identity_for(env).is_ok_and(|id| id == recorded);
-    };
-    let file = Path::new(file);
-    let current = std::fs::metadata(file).ok().and_then(|m| file_identity(file, &m));
-    if current.as_deref() != Some(recorded) {
-        return false;
     }
     let mut known = known();
     // What the full search found for these variables is kept (it is what a compile uses).
