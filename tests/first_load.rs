@@ -63,6 +63,43 @@ cuda_kernel!(
     archs = [80, 90]
 );
 
+mod templates_and_globals {
+    // Kernels by address (a template instance), a global: every kind of name expression.
+    cuda_embed::cuda_kernel!(
+        r#"
+        __device__ float bias;
+        __constant__ int table[4];
+        template <typename T> __global__ void shift(T* x, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] += (T)bias + (T)table[i % 4];
+        }
+        extern "C" __global__ void clear(float* x, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] = 0.0f;
+        }
+    "#,
+        compiler = "nvrtc",
+        instances = ["shift<float>", "shift<double>"],
+        defines = ["UNUSED=1"]
+    );
+}
+
+/// The macro embeds the digest of each run-time NVRTC compile's fixed inputs (so a cache hit
+/// does not hash the source): it must be the digest of what the runtime compiles, name
+/// expressions in the runtime's order included, or the cache key would not follow the source.
+#[test]
+fn the_embedded_unit_digest_is_that_of_what_the_runtime_compiles() {
+    for spec in [
+        misread::scale::module().spec(),
+        read_right::scale::module().spec(),
+        templates_and_globals::clear::module().spec(),
+    ] {
+        let (embedded, computed) = spec.nvrtc_unit_digests().expect("a module compiled at run time");
+        assert_eq!(embedded, computed, "{}", spec.origin);
+    }
+    assert!(add_one::module().spec().nvrtc_unit_digests().is_none(), "compiled at build time: nothing to digest");
+}
+
 mod ptx_only {
     // sm_75 runs on no GPU of another major version: newer GPUs JIT the compute_75 PTX.
     cuda_embed::cuda_kernel!(

@@ -159,15 +159,25 @@ enum Origin {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Scanner<'a> {
-    dirs: Vec<PathBuf>,
+    /// The include directories as given.
+    given: Vec<PathBuf>,
+    /// `given` less the toolkit and system directories, sorted out at the first include that
+    /// searches them: telling a toolkit directory apart costs a `stat` per name it may hold, and
+    /// a source without such an include (the common case of a cache hit at first launch) must
+    /// not pay them.
+    dirs: std::sync::OnceLock<Vec<PathBuf>>,
     memory: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Scanner<'a> {
     /// A scanner searching `include_dirs` in order (toolkit and system directories left out).
     pub fn new(include_dirs: &[PathBuf]) -> Scanner<'a> {
-        let dirs = include_dirs.iter().filter(|d| !is_system_include_dir(d)).cloned().collect();
-        Scanner { dirs, memory: Vec::new() }
+        Scanner { given: include_dirs.to_vec(), dirs: std::sync::OnceLock::new(), memory: Vec::new() }
+    }
+
+    /// The include directories searched: those given, less toolkit and system ones.
+    fn dirs(&self) -> &[PathBuf] {
+        self.dirs.get_or_init(|| self.given.iter().filter(|d| !is_system_include_dir(d)).cloned().collect())
     }
 
     /// Adds in-memory headers, `(name, text)`: an include of exactly `name` reads `text`.
@@ -192,7 +202,7 @@ impl<'a> Scanner<'a> {
         let next_to = if d.quoted { base } else { None };
         let path = next_to
             .into_iter()
-            .chain(self.dirs.iter().map(PathBuf::as_path))
+            .chain(self.dirs().iter().map(PathBuf::as_path))
             .map(|b| b.join(&d.name))
             .find(|p| p.is_file())?;
         Some(Origin::File(path.canonicalize().unwrap_or(path)))
@@ -305,6 +315,22 @@ mod tests {
         assert_eq!(scan.missing, ["x.cuh"]);
         let scan = Scanner::new(&[d.path().to_path_buf()]).scan("#include <x.cuh>\n", None);
         assert_eq!(names(&scan), ["x.cuh"]);
+    }
+
+    /// Which include directories are the toolkit's is found out with `stat`s, only once an
+    /// include needs the directories: a source without includes costs no file system call.
+    #[test]
+    fn include_dirs_are_sorted_out_only_when_an_include_needs_them() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("cuda_fp16.h"), "").unwrap();
+        let scanner = Scanner::new(&[d.path().to_path_buf()]);
+        let memory = [("m.cuh", "#define M 1\n")];
+        let with_memory = scanner.clone().memory(&memory);
+        assert_eq!(scanner.scan("__global__ void k() {}\n", Some(d.path())), Scan::default());
+        assert_eq!(with_memory.scan("#include \"m.cuh\"\n", None).headers.len(), 1);
+        assert!(scanner.dirs.get().is_none() && with_memory.dirs.get().is_none(), "no include searched the dirs");
+        assert_eq!(scanner.scan("#include <cuda_fp16.h>\n", None).missing, ["cuda_fp16.h"]);
+        assert_eq!(scanner.dirs.get().map(Vec::len), Some(0), "the toolkit directory is left out");
     }
 
     #[test]

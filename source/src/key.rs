@@ -103,6 +103,39 @@ impl Key {
     }
 }
 
+/// The program name NVRTC compiles the source of a `cuda_kernel!` under when no compiler ran at
+/// build time (its diagnostics name the Rust file through the source's `#line` directive).
+pub const NVRTC_KERNEL_NAME: &str = "cuda_embed_kernel.cu";
+
+/// The digest (hex SHA-256) of the inputs of an NVRTC compile that the program fixes: its name,
+/// options, name expressions, source and in-memory headers (names and texts). The NVRTC module
+/// key hashes it with what is only known at run time (the NVRTC, the architecture, the headers
+/// found on disk), so `cuda_kernel!` computes it at build time and a cache hit does not hash the
+/// source again.
+///
+/// ```
+/// use cuda_embed_source::key::nvrtc_unit_digest;
+/// let d = nvrtc_unit_digest("k.cu", "__global__ void k() {}", &["-O3"], &[("h.cuh", "")], &["k"]);
+/// assert_eq!(d.len(), 64);
+/// assert_ne!(d, nvrtc_unit_digest("k.cu", "__global__ void k() {}", &["-O2"], &[("h.cuh", "")], &["k"]));
+/// ```
+pub fn nvrtc_unit_digest<S: AsRef<str>>(
+    name: &str,
+    source: &str,
+    options: &[S],
+    headers: &[(S, S)],
+    name_expressions: &[S],
+) -> String {
+    let mut k = Key::new("cuda-embed nvrtc unit v1");
+    k.field("name", name)
+        .list("options", options.iter().map(|s| s.as_ref()))
+        .list("name expressions", name_expressions.iter().map(|s| s.as_ref()))
+        .field("source", source)
+        .list("header names", headers.iter().map(|(n, _)| n.as_ref()))
+        .list("header texts", headers.iter().map(|(_, t)| t.as_ref()));
+    k.finish()
+}
+
 /// What a passed load check of a `cuda_kernel!` module compiled by NVRTC at run time is recorded
 /// under in its cubin's cache entry: `checked <hash of the module's source and type probe>` (the
 /// cubin itself is what the entry holds). A pure function of text the macro embeds, so the macro
@@ -159,6 +192,27 @@ mod tests {
         let mut with_list = Key::new("s");
         with_list.list("l", Vec::<&str>::new());
         assert_ne!(with_list.finish(), Key::new("s").finish());
+    }
+
+    #[test]
+    fn every_input_of_a_unit_changes_its_digest() {
+        let d = |name, source, options: &[&str], headers: &[(&str, &str)], exprs: &[&str]| {
+            nvrtc_unit_digest(name, source, options, headers, exprs)
+        };
+        let base = d("n", "s", &["-O3"], &[("h", "t")], &["k"]);
+        assert_eq!(base, d("n", "s", &["-O3"], &[("h", "t")], &["k"]));
+        for other in [
+            d("m", "s", &["-O3"], &[("h", "t")], &["k"]),
+            d("n", "r", &["-O3"], &[("h", "t")], &["k"]),
+            d("n", "s", &["-O2"], &[("h", "t")], &["k"]),
+            d("n", "s", &["-O", "3"], &[("h", "t")], &["k"]),
+            d("n", "s", &["-O3"], &[("g", "t")], &["k"]),
+            d("n", "s", &["-O3"], &[("h", "u")], &["k"]),
+            d("n", "s", &["-O3"], &[("h", "t")], &["j"]),
+            d("n", "s", &["-O3"], &[("h", "t")], &[]),
+        ] {
+            assert_ne!(base, other);
+        }
     }
 
     #[test]

@@ -252,17 +252,27 @@ fn call_strings(tokens: &TokenStream, name: &str) -> Option<Vec<String>> {
 }
 
 /// A module compiled by NVRTC at first use carries the mark its passed load checks are recorded
-/// under, computed by the macro from the source and the probe it embeds (so a cache hit does not
-/// hash them): the mark the runtime would compute from the same text.
+/// under, computed by the macro from the source and the probe it embeds, and the digest of its
+/// compile's fixed inputs (so a cache hit hashes neither): what the runtime would compute from
+/// the same text.
 #[test]
-fn nvrtc_modules_embed_the_checks_mark_of_their_source_and_probe() {
+fn nvrtc_modules_embed_the_checks_mark_and_unit_digest_of_their_source() {
     setup();
     let expanded = expand(quote!(#SAXPY, compiler = "nvrtc"), site());
     let strings = call_strings(&expanded, "source_checked").expect("an NVRTC module's image");
-    // source, reason, probe, mark (options and headers are empty arrays here).
-    let [source, _reason, probe, mark] = &strings[..] else { panic!("unexpected arguments: {strings:?}") };
+    // source, reason, probe, mark, unit digest (options and headers are empty arrays here).
+    let [source, _reason, probe, mark, unit] = &strings[..] else { panic!("unexpected arguments: {strings:?}") };
     assert!(probe.contains("cuda_embed_probe"), "{probe}");
     assert_eq!(*mark, cuda_embed_source::key::checks_mark(source, probe));
+    let none: [&str; 0] = [];
+    let digest = cuda_embed_source::key::nvrtc_unit_digest(
+        cuda_embed_source::key::NVRTC_KERNEL_NAME,
+        source,
+        &none,
+        &[],
+        &["saxpy"],
+    );
+    assert_eq!(*unit, digest);
 }
 
 #[test]

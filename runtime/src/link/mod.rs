@@ -292,10 +292,10 @@ impl Program {
             options.push("-dlto".into());
         }
         let (name, source, headers, exprs) = self.parts();
-        let unit = Unit { name, source, options: &options, headers, name_expressions: exprs };
+        let unit = Unit { name, source, options: &options, headers, name_expressions: exprs, digest: None };
         let err = |cause: String| Error::Compile { origin: crate::program::origin_of(name), arch, cause };
         let identity = nvrtc::compiler_identity().map_err(err)?;
-        let key = unit.key(&format!("{identity}; output {kind:?}"), arch, &unit.scan());
+        let key = unit.key(&[format!("{identity}; output {kind:?}")], arch, &unit.scan());
         let store = Store::new(self.store_dir(), "obj");
         let object = |bytes: Vec<u8>, symbols: Vec<String>, from_cache: bool| ObjectCode {
             digest: Arc::default(),

@@ -373,30 +373,27 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, mark, .. } => {
+        ImageKind::Source { source, options, headers, probe, mark, unit, .. } => {
             let arch = read_arch()?;
-            // Kernels first, then globals: NVRTC lowers both kinds of name expression.
-            let exprs: Vec<&str> = spec
-                .kernels
-                .iter()
-                .map(|k| k.name_expression)
-                .chain(spec.globals.iter().map(|g| g.name_expression))
-                .collect();
+            let exprs = spec.name_expressions();
             // The module that runs is compiled without the macro's type probe: the probe's
             // `__device__` answers would make every load allocate and fill module globals (about
             // 0.6 ms on an H100). The probe is compiled and checked on its own, below.
-            let compiled = crate::program::nvrtc::compile(spec.origin, source, options, headers, &exprs, arch)?;
+            let digest = Some(*unit).filter(|d| !d.is_empty());
+            let compiled =
+                crate::program::nvrtc::compile_module(spec.origin, source, options, headers, &exprs, digest, arch)?;
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
             // cubin and the probe, which includes the source: the mark names both (the macro
             // computed it; a hit does not hash the source and the probe again).
             let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
-            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, .. } = compiled;
+            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, compiler, .. } = compiled;
             if !checks_passed {
                 counts = crate::module::cubin::param_counts(&cubin);
                 if let Some(file) = cache_file {
-                    to_record = Some(CheckRecord { file, cubin: cubin.clone(), symbols: symbols.clone(), mark });
+                    let (cubin, symbols) = (cubin.clone(), symbols.clone());
+                    to_record = Some(CheckRecord { file, cubin, symbols, compiler, mark });
                 }
             }
             // Handed to cudarc without a copy.
@@ -467,8 +464,8 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some(CheckRecord { file, cubin, symbols, mark }) = to_record {
-        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, mark);
+    if let Some(CheckRecord { file, cubin, symbols, compiler, mark }) = to_record {
+        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, &compiler, mark);
         trace.lap("checks recorded");
     }
     trace.lap("done");
@@ -489,6 +486,8 @@ struct CheckRecord {
     file: std::path::PathBuf,
     cubin: Vec<u8>,
     symbols: Vec<String>,
+    /// The NVRTC build that compiled the cubin, as its entry records it.
+    compiler: String,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
 }

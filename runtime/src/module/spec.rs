@@ -46,6 +46,10 @@ pub(crate) enum ImageKind {
         /// [`cuda_embed_source::key::checks_mark`] of `source` and `probe`, computed by the macro
         /// (empty: computed at load).
         mark: &'static str,
+        /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the module's NVRTC compile (program
+        /// name, options, name expressions of the kernels then the globals, source, headers),
+        /// computed by the macro (empty: computed at load).
+        unit: &'static str,
     },
     Linked {
         units: &'static [LinkedUnit],
@@ -126,7 +130,12 @@ impl Image {
     /// As [`source`](Image::source), with the type `probe` appended to the source at compile
     /// time and its answers held to `checks` at first load. `mark` is
     /// [`checks_mark`](cuda_embed_source::key::checks_mark)`(source, probe)`, which a passed check
-    /// is recorded under in the cubin's cache entry (empty: computed at load).
+    /// is recorded under in the cubin's cache entry, and `unit` the
+    /// [`nvrtc_unit_digest`](cuda_embed_source::key::nvrtc_unit_digest) of the module's compile
+    /// (the program name [`NVRTC_KERNEL_NAME`](cuda_embed_source::key::NVRTC_KERNEL_NAME), the
+    /// options, the name expressions of the kernels then of the globals, the source, the
+    /// headers), which its cache key hashes; either empty: computed at load.
+    #[allow(clippy::too_many_arguments)]
     pub const fn source_checked(
         source: &'static str,
         options: &'static [&'static str],
@@ -135,8 +144,9 @@ impl Image {
         probe: &'static str,
         checks: &'static [ParamCheck],
         mark: &'static str,
+        unit: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe, checks, mark })
+        Image(ImageKind::Source { source, options, headers, reason, probe, checks, mark, unit })
     }
 
     /// CUDA source compiled by NVRTC for the device at first use. `source` starts with a `#line`
@@ -149,7 +159,7 @@ impl Image {
         headers: &'static [(&'static str, &'static str)],
         reason: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[], mark: "" })
+        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[], mark: "", unit: "" })
     }
 
     /// Translation units compiled by NVRTC for the device and linked (with `libcudadevrt`, by the
@@ -245,6 +255,28 @@ impl std::fmt::Display for BuildPath {
 }
 
 impl ModuleSpec {
+    /// What NVRTC lowers for a module compiled at run time: the kernels' name expressions, then
+    /// the globals'.
+    pub(crate) fn name_expressions(&self) -> Vec<&'static str> {
+        self.kernels.iter().map(|k| k.name_expression).chain(self.globals.iter().map(|g| g.name_expression)).collect()
+    }
+
+    /// For tests of `cuda_kernel!`: for a module compiled by NVRTC at run time, the digest of its
+    /// compile's fixed inputs that the macro embedded (empty for none) and the one computed from
+    /// the spec now, which must be equal.
+    #[doc(hidden)]
+    pub fn nvrtc_unit_digests(&self) -> Option<(&'static str, String)> {
+        let ImageKind::Source { source, options, headers, unit, .. } = &self.image.0 else { return None };
+        let computed = cuda_embed_source::key::nvrtc_unit_digest(
+            cuda_embed_source::key::NVRTC_KERNEL_NAME,
+            source,
+            options,
+            headers,
+            &self.name_expressions(),
+        );
+        Some((unit, computed))
+    }
+
     pub(crate) fn build_path(&self) -> BuildPath {
         match &self.image.0 {
             ImageKind::Fatbin { targets, compiler, .. } => BuildPath::Nvcc {

@@ -212,8 +212,10 @@ impl Program {
         &self.options
     }
 
-    /// The disk-cache key of this program compiled for `sm_{arch}` with the NVRTC this process
-    /// would use, as hex. Equal keys mean the same cubin.
+    /// The disk-cache key of this program compiled for `sm_{arch}` in this process's environment,
+    /// as hex: the key covers the program and the variables the search for libnvrtc reads, and
+    /// the entry filed under it records the NVRTC build that compiled it (see
+    /// [`nvrtc`](crate::nvrtc)). Equal keys mean the same cubin from the same NVRTC build.
     ///
     /// ```
     /// use cuda_embed_runtime::Program;
@@ -223,10 +225,9 @@ impl Program {
     /// assert_ne!(a.cache_key(90), a.cache_key(80));
     /// ```
     pub fn cache_key(&self, arch: u32) -> String {
-        // With no NVRTC the key is still defined; compiling then fails with the reason.
-        let compiler = nvrtc::compiler_identity().unwrap_or_else(|_| "nvrtc not found".into());
-        let unit = self.unit();
-        unit.key(&compiler, arch, &unit.scan())
+        // The key names the NVRTC by the variables its search reads (the entry records the
+        // build itself): defined with no NVRTC too; compiling then fails with the reason.
+        self.unit().cache_key(arch)
     }
 
     /// Name, source, in-memory headers and name expressions, for [`crate::link`].
@@ -247,6 +248,7 @@ impl Program {
             options: &self.options,
             headers: &self.headers,
             name_expressions: &self.name_expressions,
+            digest: None,
         }
     }
 

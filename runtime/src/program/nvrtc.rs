@@ -4,15 +4,36 @@
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Both users go through one compilation unit and so share one cache: entries are
 //! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
-//! [`cuda_embed_source::key`] scheme over the NVRTC build (its library file's resolved name, which
-//! carries the full version, size and modification time — found without loading the library, so
-//! a cache hit never pays the ~10 ms NVRTC load), the target architecture, the program name, the
-//! options, the name expressions, the source, every in-memory header, and the bytes of every
-//! file on disk the source reaches through `#include` (found by the
+//! [`cuda_embed_source::key`] scheme over the variables the search for the NVRTC library reads
+//! (`LD_LIBRARY_PATH`, `CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`), the target architecture,
+//! the program name, the options, the name expressions, the source, every in-memory header, and
+//! the bytes of every file on disk the source reaches through `#include` (found by the
 //! [`cuda_embed_source::includes`] scanner in the include directories named by the options and
 //! next to the including file). Files are written to a temporary name and renamed into place, so
 //! parallel processes never see a torn entry; an unreadable or foreign entry is ignored and
 //! rewritten.
+//!
+//! # Which NVRTC compiled an entry
+//!
+//! Each entry records the NVRTC build that compiled it: the library file the search found
+//! (without loading it, so a cache hit never pays the ~10 ms NVRTC load) with its size and
+//! modification time, which change with any other build put there; or, where the search finds no
+//! file, the version the loaded library reports. A hit checks the record: one `stat` of the
+//! recorded file (none when this process already found or checked it), or for a version record
+//! the full search and the library's version. A record that no longer holds is a miss: the
+//! source is compiled again by the NVRTC found now and the entry rewritten.
+//!
+//! The key holds the search's inputs rather than its result, so a hit does not repeat the search
+//! (a `stat` per directory and name tried, each tens of microseconds on some virtual machines).
+//! What this no longer notices: with the variables unchanged and the recorded library file
+//! untouched, *another* libnvrtc appearing earlier in the search order (in a directory of
+//! `LD_LIBRARY_PATH` before the recorded one). The hit then returns the recorded NVRTC's cubin
+//! where a compile would now use the other build. That cubin is still a correct compile of the
+//! same source, options and headers for the same GPU by an NVRTC that is still installed, so the
+//! program behaves as it did; a change of the variables, or of the recorded file, is noticed.
+//! Machines that share a cache directory, have the same variables and different builds of NVRTC
+//! at the same path overwrite each other's entries (each compiles again after the other ran);
+//! give them separate `CUDA_EMBED_CACHE_DIR`s.
 
 use crate::error::{Error, Result};
 use cuda_embed_source::cache::{Entry, Store};
@@ -24,11 +45,12 @@ use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
 
-/// The key scheme of NVRTC modules (see [`Unit::key`]).
-const KEY_SCHEME: &str = "cuda-embed nvrtc module v2";
+/// The key scheme of NVRTC modules (see [`Unit::key`]). v3: the key holds the library search's
+/// inputs, and each entry records the NVRTC build (see the module docs).
+const KEY_SCHEME: &str = "cuda-embed nvrtc module v3";
 
 /// The name NVRTC gives the source of a `cuda_kernel!` compiled at run time.
-const KERNEL_NAME: &str = "cuda_embed_kernel.cu";
+const KERNEL_NAME: &str = cuda_embed_source::key::NVRTC_KERNEL_NAME;
 
 /// The directory cuda-embed caches compiled code in: `CUDA_EMBED_CACHE_DIR` when set, else
 /// `$XDG_CACHE_HOME/cuda-embed`, else `$HOME/.cache/cuda-embed`, else `cuda-embed` under the
@@ -56,18 +78,27 @@ pub struct Compiled {
     /// The record of checks a `cuda_kernel!` load passed on this cubin in an earlier process
     /// (see [`record_checked`]), when the cache entry carries one.
     pub(crate) checked: Option<Vec<u8>>,
+    /// The NVRTC build that compiled the cubin ([`compiler_identity`]), as its entry records it.
+    pub(crate) compiler: String,
 }
 
 /// Adds `mark` (what a `cuda_kernel!` load checked the cubin against, and passed) to the cache
-/// entry in `cache_file` that holds `cubin` and `symbols`, so a later process that reads the entry
-/// skips those checks without opening another file. A failed write only costs the next process
-/// the checks.
-pub(crate) fn record_checked(cache_file: &Path, cubin: &[u8], symbols: &[String], mark: Vec<u8>) {
+/// entry in `cache_file` that holds `cubin` and `symbols`, compiled by `compiler`, so a later
+/// process that reads the entry skips those checks without opening another file. A failed write
+/// only costs the next process the checks.
+pub(crate) fn record_checked(cache_file: &Path, cubin: &[u8], symbols: &[String], compiler: &str, mark: Vec<u8>) {
     let (Some(dir), Some(key)) = (cache_file.parent(), cache_file.file_stem().and_then(|s| s.to_str())) else {
         return;
     };
-    let entry = Entry { blobs: vec![cubin.to_vec(), mark], strings: symbols.to_vec(), deps: Vec::new() };
+    let entry = module_entry(cubin.to_vec(), symbols.to_vec(), compiler, Some(mark));
     Store::new(dir, "cubin").write_or_warn(key, &entry);
+}
+
+/// The cache entry of a module: blobs `[cubin, checks mark if any]`, strings
+/// `[symbols..., compiler]`.
+fn module_entry(cubin: Vec<u8>, mut symbols: Vec<String>, compiler: &str, mark: Option<Vec<u8>>) -> Entry {
+    symbols.push(compiler.to_string());
+    Entry { blobs: [cubin].into_iter().chain(mark).collect(), strings: symbols, deps: Vec::new() }
 }
 
 /// Whether the NVRTC library can be loaded on this machine.
@@ -120,6 +151,71 @@ fn search_env() -> SearchEnv {
     env
 }
 
+/// The variables of `env` as key items, `NAME=value` for each one set (raw bytes).
+fn search_inputs(env: &SearchEnv) -> Vec<Vec<u8>> {
+    let names = std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS);
+    names
+        .zip(env)
+        .filter_map(|(name, value)| {
+            let value = value.as_ref()?;
+            Some([name.as_bytes(), b"=", value.as_encoded_bytes()].concat())
+        })
+        .collect()
+}
+
+/// The identity of the library file at `path` with metadata `meta`: `"<path> <size> <mtime ns>"`.
+fn file_identity(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    Some(format!("{} {} {mtime}", path.display(), meta.len()))
+}
+
+/// The file a [`file_identity`] names, or `None` for another kind of identity (`"nvrtc 13.0"`).
+fn identity_file(identity: &str) -> Option<&str> {
+    let mut parts = identity.rsplitn(3, ' ');
+    let (mtime, len, path) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(mtime) && digits(len) && !path.is_empty()).then_some(path)
+}
+
+/// What this process knows of the NVRTC build for one value of the search variables.
+struct Known {
+    env: SearchEnv,
+    identity: String,
+    /// Found by the full search ([`compiler_identity`]), rather than checked as an entry's record.
+    searched: bool,
+}
+
+/// The process-wide memo of [`compiler_identity`] and [`is_current`].
+static KNOWN: std::sync::Mutex<Option<Known>> = std::sync::Mutex::new(None);
+
+fn known() -> std::sync::MutexGuard<'static, Option<Known>> {
+    KNOWN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `recorded`, the NVRTC build a cache entry was compiled by, is still the one to use
+/// with the search variables `env` (see the module docs): the recorded library file unchanged
+/// (one `stat`, none when this process already knows it), else (a version record, a changed
+/// file, a path that does not survive the round trip through text) the full search finding the
+/// same build. A miss needs that search anyway, for the compile.
+fn is_current(recorded: &str, env: &SearchEnv) -> bool {
+    if known().as_ref().is_some_and(|k| k.env == *env && k.identity == recorded) {
+        return true;
+    }
+    let unchanged = identity_file(recorded).is_some_and(|file| {
+        let file = Path::new(file);
+        std::fs::metadata(file).ok().and_then(|m| file_identity(file, &m)).as_deref() == Some(recorded)
+    });
+    if !unchanged {
+        return compiler_identity_for(env).is_ok_and(|id| id == recorded);
+    }
+    let mut known = known();
+    // What the full search found for these variables is kept (it is what a compile uses).
+    if !known.as_ref().is_some_and(|k| k.env == *env && k.searched) {
+        *known = Some(Known { env: env.clone(), identity: recorded.to_string(), searched: false });
+    }
+    true
+}
+
 /// Where the dynamic loader will find libnvrtc, approximated without loading it: the
 /// directories of `LD_LIBRARY_PATH`, then the toolkit roots (`CUDA_EMBED_TOOLKIT`, `CUDA_PATH`,
 /// `CUDA_HOME`, `/usr/local/cuda`),
@@ -145,8 +241,7 @@ fn library_identity(env: &SearchEnv) -> Option<String> {
             // versioned file name (a `realpath` walk over every component, which costs more than
             // all the misses together) is not needed.
             if let Ok(meta) = std::fs::metadata(&candidate) {
-                let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
-                return Some(format!("{} {} {mtime}", candidate.display(), meta.len()));
+                return file_identity(&candidate, &meta);
             }
         }
     }
@@ -160,22 +255,22 @@ fn library_identity(env: &SearchEnv) -> Option<String> {
 /// The answer is kept for the process, with the variables the search reads: a process that
 /// loads many modules looks for the library once (unless it changes those variables).
 pub(crate) fn compiler_identity() -> Result<String, String> {
-    static LAST: std::sync::Mutex<Option<(SearchEnv, String)>> = std::sync::Mutex::new(None);
-    let env = search_env();
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((seen, id)) = last.as_ref() {
-        if *seen == env {
-            return Ok(id.clone());
-        }
+    compiler_identity_for(&search_env())
+}
+
+/// [`compiler_identity`] with the search variables `env`.
+fn compiler_identity_for(env: &SearchEnv) -> Result<String, String> {
+    if let Some(k) = known().as_ref().filter(|k| k.env == *env && k.searched) {
+        return Ok(k.identity.clone());
     }
-    let id = match library_identity(&env) {
+    let id = match library_identity(env) {
         Some(id) => id,
         None => {
             let (major, minor) = version()?;
             format!("nvrtc {major}.{minor}")
         }
     };
-    *last = Some((env, id.clone()));
+    *known() = Some(Known { env: env.clone(), identity: id.clone(), searched: true });
     Ok(id)
 }
 
@@ -193,7 +288,21 @@ pub fn compile(
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
-    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions };
+    compile_module(origin, source, options, headers, name_expressions, None, arch)
+}
+
+/// [`compile`], with the unit's digest ([`cuda_embed_source::key::nvrtc_unit_digest`] of the
+/// inputs) when `cuda_kernel!` computed it at build time.
+pub(crate) fn compile_module(
+    origin: &'static str,
+    source: &str,
+    options: &[&str],
+    headers: &[(&str, &str)],
+    name_expressions: &[&str],
+    digest: Option<&str>,
+    arch: u32,
+) -> Result<Compiled> {
+    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
         arch,
@@ -215,6 +324,9 @@ pub(crate) struct Unit<'a, S> {
     /// In-memory headers: (name as included, text).
     pub(crate) headers: &'a [(S, S)],
     pub(crate) name_expressions: &'a [S],
+    /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the fields above, when it was computed at
+    /// build time (`None`: computed for the key).
+    pub(crate) digest: Option<&'a str>,
 }
 
 impl<S: AsRef<str>> Unit<'_, S> {
@@ -224,22 +336,30 @@ impl<S: AsRef<str>> Unit<'_, S> {
         Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(self.source, Some(dir))
     }
 
-    /// The cache key for `sm_{arch}` with the NVRTC build `compiler`, given the unit's `scan`.
+    /// The cache key for `sm_{arch}`, given the unit's `scan`; `compiler` says which NVRTC
+    /// compiles it (the search's inputs for a module, [`search_inputs`]; the build itself for
+    /// relocatable objects).
     ///
     /// Every input is a labelled field, so changing any of them changes the key: in-memory
     /// headers by name and text, files reached on disk by canonical path and bytes, includes that
     /// resolved nowhere by name (a header appearing there later changes the key).
-    pub(crate) fn key(&self, compiler: &str, arch: u32, scan: &Scan) -> String {
-        let strs = |v: &[S]| v.iter().map(|s| s.as_ref().as_bytes().to_vec()).collect::<Vec<_>>();
+    pub(crate) fn key<C: AsRef<[u8]>>(&self, compiler: &[C], arch: u32, scan: &Scan) -> String {
+        let computed;
+        let unit = match self.digest {
+            Some(d) => d,
+            None => {
+                computed = cuda_embed_source::key::nvrtc_unit_digest(
+                    self.name,
+                    self.source,
+                    self.options,
+                    self.headers,
+                    self.name_expressions,
+                );
+                &computed
+            }
+        };
         let mut k = Key::new(KEY_SCHEME);
-        k.field("compiler", compiler)
-            .field("arch", arch.to_le_bytes())
-            .field("name", self.name)
-            .list("options", strs(self.options))
-            .list("name expressions", strs(self.name_expressions))
-            .field("source", self.source)
-            .list("header names", self.headers.iter().map(|(n, _)| n.as_ref()))
-            .list("header texts", self.headers.iter().map(|(_, t)| t.as_ref()));
+        k.list("compiler", compiler).field("arch", arch.to_le_bytes()).field("unit", unit);
         let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
         k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
             .list("file hashes", files.iter().map(|(_, d)| *d))
@@ -248,33 +368,48 @@ impl<S: AsRef<str>> Unit<'_, S> {
         k.finish()
     }
 
+    /// The key of the unit's module entry for `sm_{arch}` with the search variables `env`.
+    fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> String {
+        self.key(&search_inputs(env), arch, scan)
+    }
+
+    /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment.
+    pub(crate) fn cache_key(&self, arch: u32) -> String {
+        self.module_key(&search_env(), arch, &self.scan())
+    }
+
     /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
     /// any include cycle through unguarded headers noted), or why NVRTC could not run.
     pub(crate) fn compile(&self, arch: u32, store: &Store) -> Result<Compiled, String> {
         let mut trace = crate::module::load::Trace::start("nvrtc unit");
-        let identity = compiler_identity()?;
-        trace.lap("compiler identity");
+        let env = search_env();
         let scan = self.scan();
         trace.lap("include scan");
-        let key = self.key(&identity, arch, &scan);
+        let key = self.module_key(&env, arch, &scan);
         trace.lap("key");
         let hit = store.read(&key);
         trace.lap("cache read");
         if let Some(entry) = hit {
-            // The cubin, and the record of passed load checks when a load added one.
+            // The cubin, and the record of passed load checks when a load added one; the
+            // symbols, then the NVRTC build that compiled it.
             let mut blobs = entry.blobs.into_iter();
-            if let (Some(cubin), checked, None) = (blobs.next(), blobs.next(), blobs.next()) {
-                if !cubin.is_empty() && entry.strings.len() == self.name_expressions.len() {
+            let mut symbols = entry.strings;
+            let compiler = symbols.pop();
+            if let (Some(cubin), checked, None, Some(compiler)) = (blobs.next(), blobs.next(), blobs.next(), compiler) {
+                if !cubin.is_empty() && symbols.len() == self.name_expressions.len() && is_current(&compiler, &env) {
+                    trace.lap("compiler check");
                     return Ok(Compiled {
                         cubin,
-                        symbols: entry.strings,
+                        symbols,
                         from_cache: true,
                         cache_file: Some(store.path(&key)),
                         checked,
+                        compiler,
                     });
                 }
             }
         }
+        let identity = compiler_identity_for(&env)?;
         let headers: Vec<(String, String)> =
             self.headers.iter().map(|(n, t)| (n.as_ref().to_string(), t.as_ref().to_string())).collect();
         let (cubin, symbols) = run_nvrtc(self.name, self.source, &headers, self.options, self.name_expressions, arch)
@@ -282,16 +417,18 @@ impl<S: AsRef<str>> Unit<'_, S> {
             let cycles: Vec<String> = scan.cycles.iter().map(|c| format!("\nnote: {c}")).collect();
             format!("{log}{}", cycles.concat())
         })?;
-        let entry = Entry { blobs: vec![cubin], strings: symbols, deps: Vec::new() };
+        let entry = module_entry(cubin, symbols, &identity, None);
         // A cache that cannot be written is not an error: the program still runs, only slower next time.
         let cache_file = store.write_or_warn(&key, &entry);
-        let Entry { blobs, strings, .. } = entry;
+        let Entry { blobs, mut strings, .. } = entry;
+        strings.pop(); // the compiler
         Ok(Compiled {
             cubin: blobs.into_iter().next().unwrap_or_default(),
             symbols: strings,
             from_cache: false,
             cache_file,
             checked: None,
+            compiler: identity,
         })
     }
 }
@@ -436,11 +573,11 @@ mod tests {
     use super::*;
 
     fn unit<'a>(options: &'a [&'a str], headers: &'a [(&'a str, &'a str)], names: &'a [&'a str]) -> Unit<'a, &'a str> {
-        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names }
+        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names, digest: None }
     }
 
     fn key(u: &Unit<'_, &str>, compiler: &str, arch: u32) -> String {
-        u.key(compiler, arch, &u.scan())
+        u.key(&[compiler], arch, &u.scan())
     }
 
     #[test]
@@ -483,6 +620,7 @@ mod tests {
             options: &options[..],
             headers: &headers[..],
             name_expressions: &[],
+            digest: None,
         };
         let scan = u.scan();
         let names: Vec<&str> = scan.headers.iter().map(|h| h.include.as_str()).collect();
@@ -515,6 +653,92 @@ mod tests {
         assert_ne!(library_identity(&env).unwrap(), first, "another build in the same place");
     }
 
+    /// The key names the NVRTC by the variables its search reads: another value (or a variable
+    /// set empty rather than unset) is another key.
+    #[test]
+    fn the_key_follows_the_search_variables() {
+        let u = unit(&[], &[], &["k"]);
+        let scan = u.scan();
+        let mut env = SearchEnv::default();
+        let k0 = u.module_key(&env, 90, &scan);
+        env[0] = Some("/opt/a".into());
+        let k1 = u.module_key(&env, 90, &scan);
+        env[0] = Some("/opt/b".into());
+        let k2 = u.module_key(&env, 90, &scan);
+        env[0] = None;
+        env[3] = Some("/opt/a".into());
+        let k3 = u.module_key(&env, 90, &scan);
+        env[3] = Some("".into());
+        let k4 = u.module_key(&env, 90, &scan);
+        let keys = [&k0, &k1, &k2, &k3, &k4];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(k1, {
+            env[3] = None;
+            env[0] = Some("/opt/a".into());
+            u.module_key(&env, 90, &scan)
+        });
+    }
+
+    #[test]
+    fn identities_of_files_are_told_from_versions() {
+        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some("/usr/lib/libnvrtc.so.13"));
+        assert_eq!(identity_file("/my libs/libnvrtc.so 1 2"), Some("/my libs/libnvrtc.so"), "spaces in the path");
+        assert_eq!(identity_file("nvrtc 13.0"), None);
+        assert_eq!(identity_file("a 13 x"), None);
+        assert_eq!(identity_file(" 1 2"), None);
+    }
+
+    /// A recorded library file is current while it is unchanged (one `stat`); another build in
+    /// its place (another size) is not, nor is a file that is gone, nor a version no search finds.
+    #[test]
+    fn a_recorded_library_is_current_while_its_file_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libnvrtc.so.13");
+        std::fs::write(&lib, b"one build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        assert!(is_current(&recorded, &env));
+        assert!(is_current(&recorded, &env), "again, from the process's memo");
+        // Another environment does not trust the memo: it looks at the file.
+        let mut other = env.clone();
+        other[1] = Some("/nonexistent-toolkit".into());
+        std::fs::write(&lib, b"another build").unwrap();
+        assert!(!is_current(&recorded, &other), "another build in the recorded place");
+        std::fs::remove_file(&lib).unwrap();
+        assert!(!is_current(&recorded, &other), "the recorded file is gone");
+        assert!(!is_current("nvrtc 0.1", &other), "no NVRTC here is version 0.1");
+    }
+
+    /// A hit returns the cubin only while the NVRTC build its entry records is current; once that
+    /// library changes, the entry is a miss (compiled again, or an error without NVRTC).
+    #[test]
+    fn an_entry_of_another_nvrtc_build_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("nvrtc"), "cubin");
+        let lib = dir.path().join("libnvrtc.so");
+        std::fs::write(&lib, b"recorded build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
+        let cubin = b"\x7fELF cubin".to_vec();
+        store.write_atomic(&u.cache_key(80), &module_entry(cubin.clone(), vec!["k".into()], &recorded, None)).unwrap();
+        let hit = u.compile(80, &store).unwrap();
+        assert!(hit.from_cache && hit.cubin == cubin && hit.symbols == ["k"] && hit.compiler == recorded);
+        std::fs::write(&lib, b"an upgraded build").unwrap();
+        // A process checks a library once, as it searches once: forget it, as a new process would.
+        *known() = None;
+        match u.compile(80, &store) {
+            Ok(c) => assert!(!c.from_cache && c.cubin != cubin, "the entry of the old build was used"),
+            Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
+        }
+    }
+
     #[test]
     fn a_foreign_entry_is_a_miss() {
         // Without NVRTC the compile fails after the cache lookup; with it, a garbage entry is
@@ -522,8 +746,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path(), "cubin");
         let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
-        let id = compiler_identity().unwrap_or_default();
-        let k = key(&u, &id, 80);
+        let k = u.cache_key(80);
         store.write_atomic(&k, &Entry { blobs: vec![b"\x7fELF".to_vec()], strings: vec![], deps: vec![] }).unwrap();
         match u.compile(80, &store) {
             Ok(c) => assert!(!c.from_cache, "an entry with the wrong symbol count is not a hit"),

@@ -25,6 +25,17 @@ fn round_trip() {
     assert_eq!(Store::new(d.path().join("nvrtc"), "bin").read("abc123"), None, "other extension");
 }
 
+/// An entry is read in one piece whatever its size (a cubin of a few MiB is common).
+#[test]
+fn a_large_entry_round_trips() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path(), "cubin");
+    let blob: Vec<u8> = (0..3 << 20).map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let entry = Entry { blobs: vec![blob], strings: vec!["k".into()], deps: vec![] };
+    store.write_atomic("big", &entry).unwrap();
+    assert_eq!(store.read("big"), Some(entry));
+}
+
 #[test]
 fn garbage_torn_and_foreign_entries_are_misses() {
     let d = tempfile::tempdir().unwrap();

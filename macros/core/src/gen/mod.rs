@@ -146,12 +146,27 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                         mask: #mask, value: #value }
                 }
             });
-            // What a passed first-load check is recorded under in the cubin's cache entry,
-            // computed here so a cache hit does not hash the source and the probe.
+            // What a passed first-load check is recorded under in the cubin's cache entry, and
+            // the digest of the compile's fixed inputs that its cache key hashes, computed here so
+            // a cache hit does not hash the source and the probe.
             let mark = cuda_embed_source::key::checks_mark(text, &probe);
+            // The name expressions as the runtime lists them: the kernels', then the globals'.
+            let exprs: Vec<String> = checked
+                .kernels
+                .iter()
+                .map(kernel_name_expression)
+                .chain(checked.globals.iter().map(global_name_expression))
+                .collect();
+            let unit = cuda_embed_source::key::nvrtc_unit_digest(
+                cuda_embed_source::key::NVRTC_KERNEL_NAME,
+                text,
+                options,
+                headers,
+                &exprs,
+            );
             let image = quote! {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
-                    #probe, &[#(#checks),*], #mark)
+                    #probe, &[#(#checks),*], #mark, #unit)
             };
             let warning = crate::expand::silent_fallback_warning(reason);
             if warning.is_empty() {
@@ -161,6 +176,20 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             }
         }
     }
+}
+
+/// The NVRTC name expression of a kernel: its name when `extern "C"`, else its address.
+fn kernel_name_expression(t: &crate::front::ir::TypedKernel) -> String {
+    if t.unit.kernel.extern_c {
+        t.unit.kernel.name.clone()
+    } else {
+        format!("&{}", t.unit.expr.trim_start_matches("::"))
+    }
+}
+
+/// The NVRTC name expression of a `__device__`/`__constant__` variable: its address.
+fn global_name_expression(g: &Global) -> String {
+    format!("&{}", g.var.qualified_name())
 }
 
 /// `Some("text")` or `None`, as an expression.
@@ -202,7 +231,7 @@ fn global_items(g: &Global, gi: usize, span: Span) -> (TokenStream, TokenStream)
     let id = rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name"));
     let qualified = g.var.qualified_name();
     let symbol = option(g.symbol.as_deref());
-    let expr = format!("&{qualified}");
+    let expr = global_name_expression(g);
     let bytes = match g.bytes {
         Some(b) => quote!(::core::option::Option::Some(#b)),
         None => quote!(::core::option::Option::None),
@@ -421,11 +450,7 @@ pub fn generate_hidden(
     let specs = checked.kernels.iter().map(|t| {
         let name = &t.unit.display;
         let symbol = option(t.symbol.as_deref());
-        let expr = if t.unit.kernel.extern_c {
-            t.unit.kernel.name.clone()
-        } else {
-            format!("&{}", t.unit.expr.trim_start_matches("::"))
-        };
+        let expr = kernel_name_expression(t);
         let sizes = t.params.iter().map(|m| match (m, m.size()) {
             (_, Some(s)) => quote!(#s),
             (Mapped::User { name, .. }, None) => {
