@@ -126,6 +126,44 @@ fn build_paths_are_reported() {
     }
 }
 
+/// NVRTC's verdict on a `compiler = "nvrtc"` module's source as the runtime compiles it (for
+/// sm_80, with `extra` options), in a fresh cache; `None` without libnvrtc.
+fn nvrtc_compile(spec: &cuda_embed::__private::ModuleSpec, extra: &[&str]) -> Option<Result<(), String>> {
+    if !cuda_embed::nvrtc::is_available() {
+        assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "libnvrtc cannot be loaded");
+        return None;
+    }
+    let (source, options, headers, exprs) = spec.nvrtc_inputs().expect("compiled by NVRTC at run time");
+    let cache = tempfile::tempdir().unwrap();
+    let mut p = cuda_embed::Program::new(source).cache_dir(cache.path());
+    for o in options.iter().chain(extra) {
+        p = p.option(*o);
+    }
+    for (name, text) in headers {
+        p = p.header(*name, *text);
+    }
+    for e in exprs {
+        p = p.name_expression(e);
+    }
+    Some(p.compile(80).map(|_| ()).map_err(|e| e.to_string()))
+}
+
+#[test]
+fn the_type_check_is_part_of_the_modules_one_compile() {
+    // The macro appends the first-load type check to the source as `static_assert`s, so the
+    // module's compile is its check: NVRTC refuses the misread module and compiles the other.
+    let misread = misread::scale::module().spec();
+    let (source, ..) = misread.nvrtc_inputs().unwrap();
+    assert!(cuda_embed_source::typecode::has_static_checks(source), "{source}");
+    let Some(verdict) = nvrtc_compile(misread, &[]) else { return };
+    let log = verdict.expect_err("the launcher takes f32 but NVRTC compiles double");
+    assert!(log.contains("cuda-embed first-load type check __cuda_embed_probe_"), "{log}");
+    assert_eq!(nvrtc_compile(read_right::scale::module().spec(), &[]), Some(Ok(())));
+    // With the asserts left out (what the probe compile that explains a failure does), it compiles.
+    let answers = format!("-D{}", cuda_embed_source::typecode::PROBE_ANSWERS);
+    assert_eq!(nvrtc_compile(misread, &[&answers]), Some(Ok(())));
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn first_load_catches_a_type_the_source_text_got_wrong() {

@@ -133,6 +133,15 @@ pub fn describe(v: u64) -> String {
     format!("{c}{base}{}", "*".repeat(usize::from(p.depth)))
 }
 
+/// The macro whose definition leaves out the [`static_checks`] appended to a source (the compile
+/// that reads the probe's answers instead defines it).
+pub const PROBE_ANSWERS: &str = "CUDA_EMBED_PROBE_ANSWERS";
+
+/// Whether `source` ends with [`static_checks`] (a module whose one compile is its type check).
+pub fn has_static_checks(source: &str) -> bool {
+    source.contains(&format!("\n#ifndef {PROBE_ANSWERS}\n")[..])
+}
+
 /// The compile-time form of a first-load type check: `probe` (the probe C++ a module built
 /// without a compiler carries, one `__device__ unsigned long long SYMBOL = EXPR;` line per
 /// checked parameter) with each answer turned into a `static_assert` that its checked bits
@@ -141,9 +150,9 @@ pub fn describe(v: u64) -> String {
 /// Appended to the module's source, it makes the one NVRTC compile of the module also the check:
 /// a cubin exists only if every parameter is what its launcher was generated for, and the cubin
 /// has nothing of the probe in it (no `__device__` variables to allocate at every load). The
-/// whole text sits under `#ifndef CUDA_EMBED_PROBE_ANSWERS`, so a compile of the source that
-/// defines that macro (to read the answers themselves, and say what a parameter really is) can
-/// append the probe instead.
+/// whole text sits under `#ifndef` [`PROBE_ANSWERS`], so a compile of the source that defines
+/// that macro (to read the answers themselves, and say what a parameter really is) can append
+/// the probe instead.
 ///
 /// `None` when a probe line has no check, or a check no probe line: the probe and the checks do
 /// not belong together, and the caller checks the answers the slow way.
@@ -162,7 +171,7 @@ pub fn static_checks<'a>(probe: &str, checks: impl IntoIterator<Item = (&'a str,
     let checks: Vec<(&str, u64, u64)> = checks.into_iter().collect();
     let mut used = vec![false; checks.len()];
     let mut out = String::with_capacity(probe.len() + 64);
-    out.push_str("\n#ifndef CUDA_EMBED_PROBE_ANSWERS\n");
+    out.push_str(&format!("\n#ifndef {PROBE_ANSWERS}\n"));
     for line in probe.split_inclusive('\n') {
         let Some(rest) = line.strip_prefix(LEAD) else {
             out.push_str(line);

@@ -292,7 +292,8 @@ impl Program {
             options.push("-dlto".into());
         }
         let (name, source, headers, exprs) = self.parts();
-        let unit = Unit { name, source, options: &options, headers, name_expressions: exprs, digest: None };
+        let unit =
+            Unit { name, source, options: &options, headers, name_expressions: exprs, digest: None, scanned: None };
         let err = |cause: String| Error::Compile { origin: crate::program::origin_of(name), arch, cause };
         let identity = nvrtc::compiler_identity().map_err(err)?;
         let key = unit.key(&[format!("{identity}; output {kind:?}")], arch, &unit.scan());

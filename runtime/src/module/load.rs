@@ -373,15 +373,35 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, mark, unit, .. } => {
+        ImageKind::Source { source, options, headers, probe, checks, mark, unit, .. } => {
             let arch = read_arch()?;
             let exprs = spec.name_expressions();
             // The module that runs is compiled without the macro's type probe: the probe's
             // `__device__` answers would make every load allocate and fill module globals (about
-            // 0.6 ms on an H100). The probe is compiled and checked on its own, below.
+            // 0.6 ms on an H100). The macro appends the check as `static_assert`s instead, which
+            // leave nothing in the cubin, so this one compile is also the type check; the probe
+            // is compiled on its own only to explain a failure (or, for a spec without the
+            // asserts, to check, below).
             let digest = Some(*unit).filter(|d| !d.is_empty());
-            let compiled =
-                crate::program::nvrtc::compile_module(spec.origin, source, options, headers, &exprs, digest, arch)?;
+            let compiled = match crate::program::nvrtc::compile_module(
+                spec.origin,
+                source,
+                options,
+                headers,
+                &exprs,
+                digest,
+                arch,
+            ) {
+                Ok(compiled) => compiled,
+                // The source carries the type check as `static_assert`s: a failed compile may
+                // be a parameter of the wrong type. The probe's answers say which, and what it
+                // is; with every type right, the error is the compile's own.
+                Err(e) if !probe.is_empty() && cuda_embed_source::typecode::has_static_checks(source) => {
+                    check_probe_of(spec, source, options, headers, probe, checks, arch, device)?;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
             // cubin and the probe, which includes the source: the mark names both (the macro
@@ -454,10 +474,10 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     };
     if let ImageKind::Source { source, options, headers, probe, checks, .. } = &spec.image.0 {
         trace.lap("functions and limits");
-        if !probe.is_empty() && !checks_passed {
-            let text = format!("{source}\n{probe}");
-            let unit = crate::module::typecheck::ProbeUnit { text: &text, options, headers, arch };
-            crate::module::typecheck::check_probe(spec, &unit, checks, device)?;
+        // A source that carries the type check as `static_assert`s passed it by compiling.
+        let compiled_checks = cuda_embed_source::typecode::has_static_checks(source);
+        if !probe.is_empty() && !checks_passed && !compiled_checks {
+            check_probe_of(spec, source, options, headers, probe, checks, arch, device)?;
         }
         trace.lap("first-load type check");
     }
@@ -478,6 +498,27 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
         from_disk_cache,
         order: (!spec.globals.is_empty()).then(Default::default),
     })
+}
+
+/// The first-load type check of a module compiled by NVRTC, by its probe: `source` with `probe`
+/// appended, compiled on its own with the source's `static_assert` form of the check left out
+/// ([`cuda_embed_source::typecode::PROBE_ANSWERS`]), and its answers held to `checks`.
+#[allow(clippy::too_many_arguments)]
+fn check_probe_of(
+    spec: &ModuleSpec,
+    source: &str,
+    options: &[&str],
+    headers: &[(&str, &str)],
+    probe: &str,
+    checks: &[crate::module::spec::ParamCheck],
+    arch: u32,
+    device: usize,
+) -> Result<()> {
+    let text = format!("{source}\n{probe}");
+    let define = format!("-D{}", cuda_embed_source::typecode::PROBE_ANSWERS);
+    let options: Vec<&str> = options.iter().copied().chain([define.as_str()]).collect();
+    let unit = crate::module::typecheck::ProbeUnit { text: &text, options: &options, headers, arch };
+    crate::module::typecheck::check_probe(spec, &unit, checks, device)
 }
 
 /// What an NVRTC-path load records in its cubin's cache entry once its checks passed.

@@ -277,6 +277,19 @@ impl ModuleSpec {
         Some((unit, computed))
     }
 
+    /// For tests of `cuda_kernel!`: for a module compiled by NVRTC at run time, what its compile
+    /// takes: the source (with the type check the macro appended), the options, the headers and
+    /// the name expressions.
+    #[doc(hidden)]
+    #[allow(clippy::type_complexity)]
+    pub fn nvrtc_inputs(
+        &self,
+    ) -> Option<(&'static str, &'static [&'static str], &'static [(&'static str, &'static str)], Vec<&'static str>)>
+    {
+        let ImageKind::Source { source, options, headers, .. } = &self.image.0 else { return None };
+        Some((source, options, headers, self.name_expressions()))
+    }
+
     pub(crate) fn build_path(&self) -> BuildPath {
         match &self.image.0 {
             ImageKind::Fatbin { targets, compiler, .. } => BuildPath::Nvcc {

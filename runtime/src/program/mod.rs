@@ -249,6 +249,7 @@ impl Program {
             headers: &self.headers,
             name_expressions: &self.name_expressions,
             digest: None,
+            scanned: None,
         }
     }
 

@@ -302,7 +302,10 @@ pub(crate) fn compile_module(
     digest: Option<&str>,
     arch: u32,
 ) -> Result<Compiled> {
-    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest };
+    // The type check the macro appended (see `load.rs`) holds no includes.
+    let scanned = source.rfind(&format!("\n#ifndef {}\n", cuda_embed_source::typecode::PROBE_ANSWERS)[..]);
+    let scanned = scanned.map(|end| &source[..end]);
+    let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest, scanned };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
         arch,
@@ -327,13 +330,18 @@ pub(crate) struct Unit<'a, S> {
     /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the fields above, when it was computed at
     /// build time (`None`: computed for the key).
     pub(crate) digest: Option<&'a str>,
+    /// The start of `source` that can hold `#include`s, when not all of it: a `cuda_kernel!`
+    /// source ends with its type check as `static_assert`s, which include nothing, and a cache
+    /// hit need not read them (`None`: the whole source).
+    pub(crate) scanned: Option<&'a str>,
 }
 
 impl<S: AsRef<str>> Unit<'_, S> {
     /// The headers the source reaches (see [`cuda_embed_source::includes`]).
     pub(crate) fn scan(&self) -> Scan {
         let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(self.source, Some(dir))
+        let text = self.scanned.unwrap_or(self.source);
+        Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(text, Some(dir))
     }
 
     /// The cache key for `sm_{arch}`, given the unit's `scan`; `compiler` says which NVRTC
@@ -573,7 +581,7 @@ mod tests {
     use super::*;
 
     fn unit<'a>(options: &'a [&'a str], headers: &'a [(&'a str, &'a str)], names: &'a [&'a str]) -> Unit<'a, &'a str> {
-        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names, digest: None }
+        Unit { name: "p.cu", source: "src", options, headers, name_expressions: names, digest: None, scanned: None }
     }
 
     fn key(u: &Unit<'_, &str>, compiler: &str, arch: u32) -> String {
@@ -621,6 +629,7 @@ mod tests {
             headers: &headers[..],
             name_expressions: &[],
             digest: None,
+            scanned: None,
         };
         let scan = u.scan();
         let names: Vec<&str> = scan.headers.iter().map(|h| h.include.as_str()).collect();
@@ -737,6 +746,17 @@ mod tests {
             Ok(c) => assert!(!c.from_cache && c.cubin != cubin, "the entry of the old build was used"),
             Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
         }
+    }
+
+    /// The include scan reads `scanned` when given (the part of a `cuda_kernel!` source before
+    /// its appended type check), the whole source otherwise.
+    #[test]
+    fn the_scan_reads_the_scanned_part_only() {
+        let source = "#include \"a.cuh\"\n#ifndef X\n#include \"b.cuh\"\n#endif\n";
+        let whole = Unit { source, ..unit(&[], &[], &[]) };
+        assert_eq!(whole.scan().missing, ["a.cuh", "b.cuh"]);
+        let part = Unit { scanned: Some(&source[..source.find("#ifndef").unwrap()]), ..whole };
+        assert_eq!(part.scan().missing, ["a.cuh"]);
     }
 
     #[test]

@@ -138,6 +138,17 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             let header_names = headers.iter().map(|h| &h.0);
             let header_texts = headers.iter().map(|h| &h.1);
             let (probe, checks) = crate::oracle::firstload::plan(checked);
+            // The type check as `static_assert`s after the source: the module's one NVRTC
+            // compile at first use is then also its check, and the probe is compiled (with the
+            // asserts left out) only to say what a parameter that failed it really is.
+            let statics = cuda_embed_source::typecode::static_checks(
+                &probe,
+                checks.iter().map(|c| (c.symbol.as_str(), c.mask, c.value)),
+            );
+            let text = &match statics {
+                Some(asserts) if !probe.is_empty() => format!("{text}{asserts}"),
+                _ => text.clone(),
+            };
             let check_ty = paths::param_check();
             let checks = checks.iter().map(|c| {
                 let crate::oracle::firstload::Check { kernel, param, name, cxx, rust, symbol, mask, value } = c;
