@@ -142,6 +142,36 @@ pub fn has_static_checks(source: &str) -> bool {
     source.contains(&format!("\n#ifndef {PROBE_ANSWERS}\n")[..])
 }
 
+/// `line` of the probe's header with each `static const u64 NAME = VALUE;` member turned into
+/// `enum : u64 { NAME = VALUE };`: the same constant in every expression, but no storage. NVRTC
+/// gives every `static const` member of the header's explicit specializations a `__device__`
+/// variable in the cubin, and a module with variables allocates them at every load (0.4-0.7 ms on
+/// an H100); the probe itself is only loaded to be read, so it keeps its form.
+fn as_enumerators(line: &str) -> std::borrow::Cow<'_, str> {
+    const MEMBER: &str = "static const u64 ";
+    if !line.contains(MEMBER) {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(at) = rest.find(MEMBER) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + MEMBER.len()..];
+        match tail.split_once(';') {
+            Some((decl, after)) => {
+                out.push_str(&format!("enum : u64 {{ {decl} }};"));
+                rest = after;
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// The compile-time form of a first-load type check: `probe` (the probe C++ a module built
 /// without a compiler carries, one `__device__ unsigned long long SYMBOL = EXPR;` line per
 /// checked parameter) with each answer turned into a `static_assert` that its checked bits
@@ -164,6 +194,10 @@ pub fn has_static_checks(source: &str) -> bool {
 /// let text = static_checks(probe, [("__cuda_embed_probe_k0p1", 0xff, 7)]).unwrap();
 /// assert!(text.contains("static_assert((p::I<float*>::v & 0xffull) == 0x7ull"));
 /// assert!(!text.contains("__device__"));
+/// // The header's constants become enumerators (no storage in the cubin).
+/// let header = "template<class T> struct K { static const u64 v = 2; static const u64 c = 0; };\n";
+/// let text = static_checks(header, []).unwrap();
+/// assert!(text.contains("struct K { enum : u64 { v = 2 }; enum : u64 { c = 0 }; };"), "{text}");
 /// assert!(static_checks(probe, []).is_none());
 /// ```
 pub fn static_checks<'a>(probe: &str, checks: impl IntoIterator<Item = (&'a str, u64, u64)>) -> Option<String> {
@@ -174,7 +208,7 @@ pub fn static_checks<'a>(probe: &str, checks: impl IntoIterator<Item = (&'a str,
     out.push_str(&format!("\n#ifndef {PROBE_ANSWERS}\n"));
     for line in probe.split_inclusive('\n') {
         let Some(rest) = line.strip_prefix(LEAD) else {
-            out.push_str(line);
+            out.push_str(&as_enumerators(line));
             continue;
         };
         let (symbol, expr) = rest.split_once(" = ")?;
