@@ -150,7 +150,10 @@ mod pin {
         if unsafe { sched_setaffinity(0, std::mem::size_of::<CpuSet>(), &set) } != 0 {
             return format!("CPU pinning: not done (sched_setaffinity: {})", std::io::Error::last_os_error());
         }
-        format!("CPU pinning: the timing thread runs on CPU {cpu} only (sched_setaffinity; the driver's own threads are not pinned)")
+        format!(
+            "CPU pinning: the timing thread runs on CPU {cpu} only (sched_setaffinity after the context exists: \
+             threads the driver started before keep their affinity, threads started later inherit this one)"
+        )
     }
 }
 
