@@ -208,6 +208,8 @@ fn run() -> cuda_embed::Result<()> {
         }
     }
     stream.synchronize()?;
+    // Round by round, the two passes ran back to back: the paired ratio (see benches/common).
+    let host_paired = common::Paired::new(&host_ew, &host_cxx);
     let (h_ew, h_cxx) = (common::median(host_ew), common::median(host_cxx));
 
     println!("elementwise bench on {name} (device 0), 2^28 elements");
@@ -231,6 +233,8 @@ fn run() -> cuda_embed::Result<()> {
         "host cost per launch at n = 1024: elementwise {h_ew:.3} us, cuda_kernel! {h_cxx:.3} us, ratio {:.3}",
         h_ew / h_cxx
     );
+    println!("{}", common::paired_header("host cost per launch at n = 1024", host_paired.rounds));
+    println!("| elementwise / cuda_kernel! | {} |", host_paired.cell());
     println!("EW_F32_GBS {ew_g:.1}");
     Ok(())
 }

@@ -11,7 +11,13 @@
 //!
 //! 2 and 3 are measured twice: with cudarc's per-buffer event tracking on (its default; our
 //! node arguments read each buffer's address through cudarc, which then makes a
-//! `cuStreamWaitEvent` call per buffer) and off (`disable_event_tracking`).
+//! `cuStreamWaitEvent` call per buffer) and off (`disable_event_tracking`). Each is printed with
+//! two estimators from the same rounds (raw and ours back to back in each round, the order
+//! rotated): the old one, each side's median over the rounds and their ratio, and the paired one,
+//! the median of the per-round ratios with their interquartile range and a 95% confidence
+//! interval of the median. `GRAPH_BUILD_ROUNDS` (3,000 builds each), `GRAPH_UPDATE_ROUNDS`
+//! (1,000) and `GRAPH_UPDATES_PER_ROUND` (2,000) change the sizes; the timing thread is pinned to
+//! one CPU (`BENCH_PIN=0` leaves it free).
 //!
 //! Run: `cargo bench --bench graph` (or `bash .gpu/run bench graph` on the GPU machine).
 
@@ -19,6 +25,9 @@ use cuda_embed::cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr};
 use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
 use std::ffi::c_void;
 use std::time::Instant;
+
+mod common;
+use common::Paired;
 
 cuda_kernel!(
     r#"
@@ -34,7 +43,8 @@ cuda_kernel!(
 const NODES: usize = 100;
 const ROUNDS: usize = 15;
 const REPLAYS: usize = 50;
-const UPDATES: usize = 20_000;
+/// Build and update rounds run first and not counted.
+const WARMUP: usize = 5;
 
 fn main() {
     if let Err(e) = run() {
@@ -43,9 +53,8 @@ fn main() {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
+fn median(v: &[f64]) -> f64 {
+    common::median(v.to_vec())
 }
 
 fn ok(r: sys::CUresult, call: &str) {
@@ -74,6 +83,7 @@ fn kparams(f: sys::CUfunction, params: &mut [*mut c_void]) -> sys::CUDA_KERNEL_N
 }
 
 /// A raw graph of `chains` chains of `per` kernel nodes `f(ptrs[c], arg)`; returns graph, exec.
+#[inline(never)]
 fn raw_graph(f: sys::CUfunction, ptrs: &[u64], per: usize, arg: &mut [u8; 8]) -> (sys::CUgraph, sys::CUgraphExec) {
     let mut g = std::ptr::null_mut();
     ok(unsafe { sys::cuGraphCreate(&mut g, 0) }, "cuGraphCreate");
@@ -105,6 +115,7 @@ fn raw_destroy((g, e): (sys::CUgraph, sys::CUgraphExec)) {
 }
 
 /// Our graph: `per` nodes on each buffer; dependencies inferred.
+#[inline(never)]
 fn our_graph<'a>(
     ctx: &std::sync::Arc<cuda_embed::CudaContext>,
     bufs: &'a [CudaSlice<f32>],
@@ -123,6 +134,36 @@ fn our_graph<'a>(
     Ok(g)
 }
 
+// The update loops, each in a function of its own so that a profile (callgrind on the stand-in
+// driver: `scripts/stub-libcuda`) can count each side's instructions per update.
+
+/// `count` raw `cuGraphExecKernelNodeSetParams` of `node` in `exec`: `empty1(p, i)`.
+#[inline(never)]
+fn raw_updates(f: sys::CUfunction, (exec, node): (sys::CUgraphExec, sys::CUgraphNode), p: u64, count: usize) {
+    for i in 0..count {
+        let mut p = p;
+        let mut v = i as i32;
+        let mut params = [&mut p as *mut u64 as *mut c_void, &mut v as *mut i32 as *mut c_void];
+        let kp = kparams(f, &mut params);
+        // SAFETY: `node` is an empty1 kernel node of `exec`; `params` match empty1's parameters.
+        ok(unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, &kp) }, "set");
+    }
+}
+
+/// `count` typed updates of `node` in `exec`: `empty1(buf, i)`.
+#[inline(never)]
+fn typed_updates<'g>(
+    exec: &mut cuda_embed::GraphExec<'g>,
+    node: &cuda_embed::KernelNode<(cuda_embed::__private::Out<f32>, i32)>,
+    buf: &'g CudaSlice<f32>,
+    count: usize,
+) -> cuda_embed::Result<()> {
+    for i in 0..count {
+        empty1::update(exec, node, cfg(), buf, i as i32)?;
+    }
+    Ok(())
+}
+
 fn replay_us(stream: &CudaStream, launch: &dyn Fn()) -> f64 {
     stream.synchronize().unwrap();
     let t = Instant::now();
@@ -134,7 +175,12 @@ fn replay_us(stream: &CudaStream, launch: &dyn Fn()) -> f64 {
 }
 
 fn run() -> cuda_embed::Result<()> {
+    let start = Instant::now();
+    let build_rounds = common::env_usize("GRAPH_BUILD_ROUNDS", 3_000).max(1);
+    let update_rounds = common::env_usize("GRAPH_UPDATE_ROUNDS", 1_000).max(1);
+    let updates = common::env_usize("GRAPH_UPDATES_PER_ROUND", 2_000).max(1);
     let ctx = cuda_embed::context(0)?;
+    let pinned = common::pin_to_one_cpu();
     let stream = ctx.default_stream();
     let bufs: Vec<CudaSlice<f32>> = (0..4).map(|_| stream.alloc_zeros::<f32>(64)).collect::<Result<_, _>>()?;
     let f_empty = empty1::KERNEL.function(&ctx)?.cu_function();
@@ -156,11 +202,12 @@ fn run() -> cuda_embed::Result<()> {
     let mut spin_arg = spin_cycles.to_ne_bytes();
 
     println!(
-        "graph bench on {} ({} SMs), {NODES}-node graphs; medians of {ROUNDS} rounds (replays), {} (build, update)",
+        "graph bench on {} ({} SMs), {NODES}-node graphs; medians of {ROUNDS} rounds (replays), \
+         {build_rounds} (build), {update_rounds} of {updates} updates (update)",
         ctx.name()?,
         ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-        ROUNDS * 2
     );
+    println!("{pinned}");
 
     // 1 + 4: replays.
     let raw_chain = raw_graph(f_empty, &ptrs[..1], NODES, &mut zero);
@@ -202,7 +249,7 @@ fn run() -> cuda_embed::Result<()> {
             }
         }
     }
-    let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
     println!("\n| replay (one graph launch) | us per graph | us per kernel | ratio |");
     println!("|---|---|---|---|");
     let rows = [
@@ -236,7 +283,7 @@ fn run() -> cuda_embed::Result<()> {
         }
         // 2: build + instantiate.
         let (mut raw_t, mut ours_t) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS * 2 + 1 {
+        for round in 0..build_rounds + WARMUP {
             for m in 0..2 {
                 let m = (m + round) % 2;
                 let t = Instant::now();
@@ -244,7 +291,7 @@ fn run() -> cuda_embed::Result<()> {
                     let r = raw_graph(f_empty, &ptrs[..1], NODES, &mut zero);
                     let e = t.elapsed().as_secs_f64() * 1e6;
                     raw_destroy(r);
-                    if round > 0 {
+                    if round >= WARMUP {
                         raw_t.push(e);
                     }
                 } else {
@@ -252,18 +299,21 @@ fn run() -> cuda_embed::Result<()> {
                     let x = g.instantiate()?;
                     let e = t.elapsed().as_secs_f64() * 1e6;
                     drop((x, g));
-                    if round > 0 {
+                    if round >= WARMUP {
                         ours_t.push(e);
                     }
                 }
             }
         }
-        let (r, o) = (median(&mut raw_t), median(&mut ours_t));
+        let (r, o) = (median(&raw_t), median(&ours_t));
+        let on = if tracking { "on" } else { "off" };
         println!("\nevent tracking {}:", if tracking { "on (cudarc default)" } else { "off" });
         println!("| build + instantiate {NODES}-node chain | us | ratio |");
         println!("|---|---|---|");
         println!("| raw driver calls (explicit edges) | {r:.1} | 1.000 |");
         println!("| Graph, inferred edges | {o:.1} | {:.3} |", o / r);
+        println!("{}", common::paired_header("ratio", build_rounds));
+        println!("| build + instantiate, Graph / raw, tracking {on} | {} |", Paired::new(&ours_t, &raw_t).cell());
 
         // 3: update one kernel node.
         let node = {
@@ -281,25 +331,17 @@ fn run() -> cuda_embed::Result<()> {
             nodes[0]
         };
         let (mut raw_u, mut ours_u) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS * 2 + 1 {
+        for round in 0..update_rounds + WARMUP {
             for m in 0..2 {
                 let m = (m + round) % 2;
                 let t = Instant::now();
                 if m == 0 {
-                    for i in 0..UPDATES {
-                        let mut p = ptrs[0];
-                        let mut v = i as i32;
-                        let mut params = [&mut p as *mut u64 as *mut c_void, &mut v as *mut i32 as *mut c_void];
-                        let kp = kparams(f_empty, &mut params);
-                        ok(unsafe { sys::cuGraphExecKernelNodeSetParams_v2(raw_exec, raw_node, &kp) }, "set");
-                    }
+                    raw_updates(f_empty, (raw_exec, raw_node), ptrs[0], updates);
                 } else {
-                    for i in 0..UPDATES {
-                        empty1::update(&mut exec, &kn, cfg(), &bufs[0], i as i32)?;
-                    }
+                    typed_updates(&mut exec, &kn, &bufs[0], updates)?;
                 }
-                let e = t.elapsed().as_secs_f64() * 1e9 / UPDATES as f64;
-                if round > 0 {
+                let e = t.elapsed().as_secs_f64() * 1e9 / updates as f64;
+                if round >= WARMUP {
                     if m == 0 {
                         raw_u.push(e)
                     } else {
@@ -308,12 +350,16 @@ fn run() -> cuda_embed::Result<()> {
                 }
             }
         }
-        let (r, o) = (median(&mut raw_u), median(&mut ours_u));
+        let (r, o) = (median(&raw_u), median(&ours_u));
         println!("| update one kernel node | ns per update | ratio |");
         println!("|---|---|---|");
         println!("| raw cuGraphExecKernelNodeSetParams | {r:.1} | 1.000 |");
         println!("| GraphExec::set (typed) | {o:.1} | {:.3} |", o / r);
+        println!("{}", common::paired_header("ratio", update_rounds));
+        println!("| typed update / raw, tracking {on} | {} |", Paired::new(&ours_u, &raw_u).cell());
         drop(exec);
     }
+    println!();
+    println!("bench time: {:.1} s", start.elapsed().as_secs_f64());
     Ok(())
 }

@@ -1,15 +1,19 @@
 //! A launch skips making its context current when this thread last did so; code that changes the
 //! current context behind its back (another library, cudarc for another device) must not break
-//! it: the launch binds and tries again.
+//! it: the launch binds and tries again. The same for the automatic launches of elementwise
+//! kernels, which skip the limit checks (their configuration is valid by construction) but not
+//! this.
 
 use cuda_embed::cudarc::driver::sys;
-use cuda_embed::{cuda_kernel, LaunchConfig};
+use cuda_embed::{cuda_kernel, elementwise_kernel, LaunchConfig};
 
 cuda_kernel!(
     r#"
     extern "C" __global__ void bump(int* y) { y[threadIdx.x] += 1; }
 "#
 );
+
+elementwise_kernel!(accumulate, inputs = "T x", outputs = "T y", operation = "y = y + x", types = ["int"]);
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -30,4 +34,26 @@ fn a_launch_after_someone_else_changed_the_current_context() {
         });
     }
     assert_eq!(stream.clone_dtoh(&y).unwrap(), [7; 32]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_elementwise_launch_after_someone_else_changed_the_current_context() {
+    let ctx = cuda_embed::context(0).expect("a CUDA GPU");
+    let stream = ctx.default_stream();
+    let n = 1000;
+    let x = stream.clone_htod(&vec![1i32; n]).unwrap();
+    let mut y = stream.alloc_zeros::<i32>(n).unwrap();
+    accumulate::launch(&stream, &x, &mut y).unwrap();
+    for _ in 0..3 {
+        // Another library leaves no context current on this thread.
+        // SAFETY: a null context is a valid argument (unbinds).
+        assert_eq!(unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) }, sys::CUresult::CUDA_SUCCESS);
+        accumulate::launch(&stream, &x, &mut y).unwrap();
+        // And from another thread, where nothing is current yet.
+        std::thread::scope(|s| {
+            s.spawn(|| accumulate::launch(&stream, &x, &mut y).unwrap());
+        });
+    }
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![7; n]);
 }

@@ -194,9 +194,37 @@ impl KernelRef {
         Ok(r)
     }
 
-    /// [`KernelRef::launch_raw`] of a plain launch without the limit checks.
+    /// [`KernelRef::launch_raw`] of a plain launch without the limit checks (the automatic
+    /// launches of elementwise kernels, whose configuration is valid by construction). As in
+    /// `launch_raw`, a loaded kernel on the context this thread last bound is a few loads and
+    /// compares and the driver call; anything else, and a launch the driver refuses (which
+    /// queued nothing), goes the full way, which binds, launches and explains.
     #[inline(always)]
     pub(crate) unsafe fn launch_unchecked(
+        &self,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let ctx = stream.context();
+        if let Some(f) = self.module.find(ctx).and_then(|l| l.functions.get(self.index)) {
+            if launch::bound_here(ctx) {
+                // SAFETY: `f` was loaded in the stream's context; the arguments are the
+                // caller's contract.
+                let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };
+                if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+                    return Ok(());
+                }
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.launch_unchecked_full(stream, config, args) }
+    }
+
+    /// [`KernelRef::launch_unchecked`] the full way: load, the context bound, the driver's
+    /// refusal explained.
+    #[inline(never)]
+    unsafe fn launch_unchecked_full(
         &self,
         stream: &CudaStream,
         config: &LaunchConfig,

@@ -120,7 +120,7 @@ impl Violation {
     /// name their own way to raise the limit.
     pub(crate) fn describe(self, cfg: &LaunchConfig) -> (String, String) {
         let (b, g) = (cfg.block_dim, cfg.grid_dim);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+        let threads = b.0 as u128 * b.1 as u128 * b.2 as u128; // exact, for the message
         match self {
             Violation::Empty => (
                 format!("empty launch: grid {g:?}, block {b:?}"),
@@ -145,11 +145,18 @@ impl Violation {
     }
 }
 
+/// Threads in a block of `b`; a product past `u64::MAX` (three dimensions near `u32::MAX`) is
+/// `u64::MAX`, over every limit, not an overflow.
+#[inline(always)]
+fn block_threads(b: (u32, u32, u32)) -> u64 {
+    (b.0 as u64 * b.1 as u64).saturating_mul(b.2 as u64)
+}
+
 /// Checks `cfg` against a kernel's thread and dynamic shared memory limits and the grid limits.
 #[inline(always)]
 pub(crate) fn check_config(cfg: &LaunchConfig, max_threads: u32, max_dyn_smem: u32) -> Result<(), Violation> {
     let (b, g) = (cfg.block_dim, cfg.grid_dim);
-    let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+    let threads = block_threads(b);
     if threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
         Err(Violation::Empty)
     } else if threads > u64::from(max_threads) {
@@ -180,5 +187,61 @@ mod tests {
         assert_eq!(check_config(&cfg((1, 1, 1), (32, 1, 1), 100), 1024, 64), Err(Violation::SharedMemory { max: 64 }));
         let (cause, fix) = Violation::Threads { max: 128 }.describe(&cfg((1, 1, 1), (256, 1, 1), 0));
         assert!(cause.contains("256 threads") && fix.contains("at most 128"), "{cause} / {fix}");
+    }
+
+    /// The check says what the limits, read one at a time with exact arithmetic, say: at and
+    /// around every bound (0, 1, the limit, one past it, `u32::MAX`), for every combination of
+    /// dimensions, limits and shared memory sizes; block sizes whose thread count does not fit
+    /// in 64 bits included (they overflowed before: a panic in a debug build).
+    #[test]
+    fn the_check_agrees_with_the_limits_read_one_by_one() {
+        fn plain(c: &LaunchConfig, max_threads: u32, max_smem: u32) -> Result<(), Violation> {
+            let (b, g) = (c.block_dim, c.grid_dim);
+            let threads = b.0 as u128 * b.1 as u128 * b.2 as u128;
+            if threads == 0 || g.0 == 0 || g.1 == 0 || g.2 == 0 {
+                Err(Violation::Empty)
+            } else if threads > u128::from(max_threads) {
+                Err(Violation::Threads { max: max_threads })
+            } else if g.0 > MAX_GRID_X || g.1 > MAX_GRID_YZ || g.2 > MAX_GRID_YZ {
+                Err(Violation::Grid)
+            } else if c.shared_mem_bytes > max_smem {
+                Err(Violation::SharedMemory { max: max_smem })
+            } else {
+                Ok(())
+            }
+        }
+        let around = |limit: u32| [0, 1, limit.saturating_sub(1), limit, limit.saturating_add(1), u32::MAX];
+        let (grid_x, grid_yz, block) = (around(MAX_GRID_X), around(MAX_GRID_YZ), around(1024));
+        let mut checked = 0;
+        for &gx in &grid_x {
+            for &gy in &grid_yz {
+                for &gz in &[0, 1, MAX_GRID_YZ, MAX_GRID_YZ + 1] {
+                    for &bx in &block {
+                        for &by in &[0, 1, 2, u32::MAX] {
+                            for &bz in &[0, 1, 64] {
+                                for &smem in &[0, 48 << 10, (48 << 10) + 1, u32::MAX] {
+                                    for &(max_threads, max_smem) in &[(1024, 48 << 10), (0, 0), (u32::MAX, u32::MAX)] {
+                                        let c = cfg((gx, gy, gz), (bx, by, bz), smem);
+                                        assert_eq!(
+                                            check_config(&c, max_threads, max_smem),
+                                            plain(&c, max_threads, max_smem),
+                                            "{c:?}, max_threads {max_threads}, max_smem {max_smem}"
+                                        );
+                                        checked += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 6 * 6 * 4 * 6 * 4 * 3 * 4 * 3);
+        // A block whose thread count does not fit in 64 bits is refused and described, not an
+        // arithmetic overflow (a panic in a debug build).
+        let huge = cfg((1, 1, 1), (u32::MAX, u32::MAX, 64), 0);
+        assert_eq!(check_config(&huge, 1024, 0), Err(Violation::Threads { max: 1024 }));
+        let (cause, _) = Violation::Threads { max: 1024 }.describe(&huge);
+        assert!(cause.contains(&(u32::MAX as u128 * u32::MAX as u128 * 64).to_string()), "{cause}");
     }
 }
