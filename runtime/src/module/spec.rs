@@ -75,9 +75,10 @@ pub struct LinkedUnit {
 }
 
 /// What the launcher of a module compiled at run time was generated for, for one kernel
-/// parameter: at first load the runtime compiles the module with the macro's type probe appended
-/// and checks the probe's answer (a `u64` type code, see the macro core's `probe` module) against
-/// `mask`/`value` before any launch.
+/// parameter: the probe's answer (a `u64` type code, see the macro core's `probe` module) must
+/// match `value` in the bits of `mask`. The macro appends this as a `static_assert` to the source,
+/// so the module's compile checks it; when that compile fails, the runtime compiles the probe and
+/// reads the answer to say what the parameter is.
 #[derive(Debug)]
 pub struct ParamCheck {
     /// Index of the kernel in [`ModuleSpec::kernels`].

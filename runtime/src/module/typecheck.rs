@@ -4,8 +4,9 @@
 //! - [`check_types`]: a module compiled at first use carries the macro's type probe (C++
 //!   appended to the source that encodes each kernel parameter's type, as the compiler resolves
 //!   it, into a `__device__` variable) and what each launcher parameter was generated for
-//!   ([`ParamCheck`]). Right after loading, before any launch, each answer is read back from the
-//!   module and compared.
+//!   ([`ParamCheck`]). The module's source also holds the same check as `static_assert`s, so its
+//!   compile checks it; the probe is compiled, loaded and its answers compared only when that
+//!   compile failed (to name the parameter and its real type), or for a spec without the asserts.
 //! - [`pick`]: the newest cubin the device runs, else the PTX.
 
 use crate::error::{DriverCode, Error, Result};

@@ -4,8 +4,11 @@
 //! cannot see through `#if`, macros or every typedef. So the module carries the same type probe
 //! the build-time compilers answer ([`crate::oracle::probe`]), appended to the source NVRTC compiles at
 //! first use, and for each kernel parameter what its launcher was generated for, as a mask and a
-//! value over the probe's type code ([`cuda_embed_source::typecode`]). The runtime reads each answer
-//! from the loaded module and compares before anything is launched.
+//! value over the probe's type code ([`cuda_embed_source::typecode`]). The code generator appends
+//! the checks to the source as `static_assert`s
+//! ([`cuda_embed_source::typecode::static_checks`]), so NVRTC's one compile of the module is the
+//! check; the runtime compiles the probe itself, and reads each answer from it, only to say what a
+//! parameter that failed is.
 
 use crate::check::types::{Builtin, Mapped, RustPath, RustType};
 use crate::front::ir::{Checked, TypedKernel};
