@@ -10,7 +10,15 @@
 //! - `nvrtc cold` / `nvrtc hit`: a `compiler = "nvrtc"` module with an empty, then a warm, disk
 //!   cache.
 //!
+//! Children run in alternating pairs (`FIRST_LAUNCH_PAIRS`, default 21): the ratios are printed
+//! both as a ratio of medians and as the paired estimator of `common` (the median of the
+//! per-pair ratios with its 95% confidence interval). Diagnostics: `FIRST_LAUNCH_FAULTS=1` (page
+//! faults in the timed region), `FIRST_LAUNCH_PAGES=1` (which mappings gained pages),
+//! `FIRST_LAUNCH_PREFAULT=1` (the executable's code mapped before the timed region).
+//!
 //! Run: `cargo bench --bench first_launch` (or `bash .gpu/run bench first_launch`).
+
+mod common;
 
 use cuda_embed::cudarc::driver::sys;
 use cuda_embed::{cuda_kernel, LaunchConfig};
@@ -300,10 +308,10 @@ fn main() {
     const RUNS: usize = 9;
     // The embedded and raw children alternate (and more of them run), so drift of the machine
     // over the run weighs on both alike.
-    const PAIRS: usize = 21;
+    let pairs = common::env_usize("FIRST_LAUNCH_PAIRS", 21);
     let scratch = tempfile::tempdir().unwrap();
     let (mut embedded, mut raw, mut raw_attr) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..PAIRS {
+    for i in 0..pairs {
         // `raw_attr` (the raw sequence plus the limit read the embedded path makes) runs between
         // the pair, so the pair's alternation is unchanged.
         let order = if i % 2 == 0 { ["embedded", "raw_attr", "raw"] } else { ["raw", "raw_attr", "embedded"] };
@@ -317,6 +325,8 @@ fn main() {
         }
     }
     let attr_ratio = median(raw_attr.clone()).0 / median(raw.clone()).0;
+    // Child `i` of each kind ran in pair `i` (back to back): one ratio per pair.
+    let (embedded_paired, attr_paired) = (common::Paired::new(&embedded, &raw), common::Paired::new(&raw_attr, &raw));
     let ratios = {
         let (e, r) = (median(embedded.clone()).0, median(raw.clone()).0);
         e / r
@@ -333,7 +343,7 @@ fn main() {
     // The hit against the embedded load as the target reads it: alternating pairs, like the
     // embedded and raw children above, so the machine's drift weighs on both alike.
     let (mut hit_pairs, mut embedded_pairs) = (Vec::new(), Vec::new());
-    for i in 0..PAIRS {
+    for i in 0..pairs {
         if i % 2 == 0 {
             hit_pairs.push(spawn_checked("nvrtc", warm.path(), Some(true)));
             embedded_pairs.push(spawn("embedded", scratch.path()));
@@ -342,6 +352,7 @@ fn main() {
             hit_pairs.push(spawn_checked("nvrtc", warm.path(), Some(true)));
         }
     }
+    let hit_paired = common::Paired::new(&hit_pairs, &embedded_pairs);
     let hit_ratio = median(hit_pairs).0 / median(embedded_pairs).0;
     println!("GPU: {gpu}");
     println!("| first launch (load + launch + sync) | median ms | min ms | runs |");
@@ -358,7 +369,12 @@ fn main() {
         println!("| {name} | {med:.3} | {min:.3} | {n} |");
     }
     println!();
-    println!("embedded / raw (medians of {PAIRS} alternating pairs): {ratios:.3}x");
+    println!("embedded / raw (medians of {pairs} alternating pairs): {ratios:.3}x");
     println!("raw plus the limit read / raw (same children): {attr_ratio:.3}x");
-    println!("NVRTC disk-cache hit / embedded (medians of {PAIRS} alternating pairs): {hit_ratio:.3}x");
+    println!("NVRTC disk-cache hit / embedded (medians of {pairs} alternating pairs): {hit_ratio:.3}x");
+    println!();
+    println!("{}", common::paired_header("ratio", pairs));
+    println!("| embedded / raw | {} |", embedded_paired.cell());
+    println!("| raw plus the limit read / raw | {} |", attr_paired.cell());
+    println!("| NVRTC disk-cache hit / embedded | {} |", hit_paired.cell());
 }
