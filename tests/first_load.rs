@@ -52,6 +52,19 @@ mod read_right {
     );
 }
 
+mod nvcc_only {
+    // Compiles with nvcc (the macro's check at build time) and fails under NVRTC at first use.
+    cuda_embed::cuda_kernel!(
+        r#"
+        #ifdef __CUDACC_RTC__
+        #error this kernel is for nvcc only
+        #endif
+        extern "C" __global__ void touch(float* x) { x[threadIdx.x] = 1.0f; }
+    "#,
+        compiler = "nvrtc"
+    );
+}
+
 cuda_kernel!(
     r#"
     extern "C" __global__ void add_one(float* x, int n) {
@@ -194,6 +207,22 @@ fn first_load_catches_a_type_the_source_text_got_wrong() {
     let mut y = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
     unsafe { read_right::scale::launch(&stream, LaunchConfig::for_num_elems(4), &mut y, 3.0, 4).unwrap() };
     assert_eq!(stream.clone_dtoh(&y).unwrap(), [3.0, 6.0, 9.0, 12.0]);
+}
+
+/// A module whose source NVRTC refuses reports NVRTC's log for the source (the compile of its
+/// type probe, which explains a failed type check, fails the same way and is not what is shown).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_source_nvrtc_refuses_reports_its_own_error() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let mut x = stream.alloc_zeros::<f32>(32).unwrap();
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    let e = unsafe { nvcc_only::touch::launch(&stream, cfg, &mut x) }.expect_err("NVRTC meets the #error");
+    let text = e.to_string();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(text.contains("this kernel is for nvcc only"), "{text}");
+    assert!(!text.contains("first-load type check"), "{text}");
 }
 
 #[test]

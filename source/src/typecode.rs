@@ -137,7 +137,7 @@ pub fn describe(v: u64) -> String {
 /// that reads the probe's answers instead defines it).
 pub const PROBE_ANSWERS: &str = "CUDA_EMBED_PROBE_ANSWERS";
 
-/// Whether `source` ends with [`static_checks`] (a module whose one compile is its type check).
+/// Whether `source` carries [`static_checks`] (a module whose one compile is its type check).
 pub fn has_static_checks(source: &str) -> bool {
     source.contains(&format!("\n#ifndef {PROBE_ANSWERS}\n")[..])
 }

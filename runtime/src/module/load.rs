@@ -395,10 +395,13 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
                 Ok(compiled) => compiled,
                 // The source carries the type check as `static_assert`s: a failed compile may
                 // be a parameter of the wrong type. The probe's answers say which, and what it
-                // is; with every type right, the error is the compile's own.
+                // is; anything else (every type right, or the probe failing as the source does)
+                // is the compile's own error, with its log.
                 Err(e) if !probe.is_empty() && cuda_embed_source::typecode::has_static_checks(source) => {
-                    check_probe_of(spec, source, options, headers, probe, checks, arch, device)?;
-                    return Err(e);
+                    return Err(match check_probe_of(spec, source, options, headers, probe, checks, arch, device) {
+                        Err(wrong @ Error::Signature { .. }) => wrong,
+                        _ => e,
+                    });
                 }
                 Err(e) => return Err(e),
             };
