@@ -13,6 +13,13 @@ cuda_kernel!(
 "#
 );
 
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void count_blocks(int* y) { if (threadIdx.x == 0) atomicAdd(&y[blockIdx.x], 1); }
+"#,
+    archs = [90]
+);
+
 elementwise_kernel!(accumulate, inputs = "T x", outputs = "T y", operation = "y = y + x", types = ["int"]);
 
 #[test]
@@ -56,4 +63,33 @@ fn an_elementwise_launch_after_someone_else_changed_the_current_context() {
         });
     }
     assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![7; n]);
+}
+
+/// Cluster launches skip the bind like plain ones (thread-block clusters need sm_90; the test says
+/// so and returns on an older GPU).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cluster_launch_after_someone_else_changed_the_current_context() {
+    let ctx = cuda_embed::context(0).expect("a CUDA GPU");
+    if ctx.compute_capability().unwrap().0 < 9 {
+        eprintln!("thread-block clusters need compute capability 9.0: skipped on this GPU");
+        return;
+    }
+    let stream = ctx.default_stream();
+    let mut y = stream.alloc_zeros::<i32>(4).unwrap();
+    let cfg = LaunchConfig { grid_dim: (4, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    unsafe { count_blocks::launch_cluster(&stream, cfg, (2, 1, 1), &mut y).unwrap() };
+    for _ in 0..3 {
+        // SAFETY: a null context is a valid argument (unbinds).
+        assert_eq!(unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) }, sys::CUresult::CUDA_SUCCESS);
+        unsafe { count_blocks::launch_cluster(&stream, cfg, (2, 1, 1), &mut y).unwrap() };
+        std::thread::scope(|s| {
+            s.spawn(|| unsafe { count_blocks::launch_cluster(&stream, cfg, (2, 1, 1), &mut y).unwrap() });
+        });
+    }
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7; 4]);
+    // A grid that is not a whole number of clusters is still refused before the driver.
+    let odd = LaunchConfig { grid_dim: (3, 1, 1), ..cfg };
+    let e = unsafe { count_blocks::launch_cluster(&stream, odd, (2, 1, 1), &mut y) }.unwrap_err();
+    assert!(e.to_string().contains("whole number of clusters"), "{e}");
 }

@@ -181,17 +181,27 @@ pub(crate) unsafe fn launch(
 ) -> Result<Option<f32>> {
     let ctx = stream.context();
     target.check(ctx.ordinal(), cfg)?;
-    if kind == LaunchKind::Plain && bound_here(ctx) {
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { cu_launch(target.f, stream, cfg, args) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            return Ok(None);
+    if bound_here(ctx) {
+        let r = match kind {
+            // SAFETY: forwarded from the caller.
+            LaunchKind::Plain => Some(unsafe { cu_launch(target.f, stream, cfg, args) }),
+            // SAFETY: forwarded from the caller.
+            LaunchKind::Cluster(c) => Some(unsafe { cluster_call(target, ctx, stream, cfg, c, args) }?),
+            LaunchKind::Timed | LaunchKind::Cooperative => None,
+        };
+        match r {
+            Some(sys::CUresult::CUDA_SUCCESS) => return Ok(None),
+            Some(r) if !wrong_context(r) => {
+                return Err(match kind {
+                    LaunchKind::Cluster(_) => cluster_refused(target, ctx, cfg, r),
+                    _ => target.refused(ctx.ordinal(), "cuLaunchKernel", cfg, r),
+                });
+            }
+            // Something else made another context current on this thread: bind and launch
+            // again (nothing was queued by the refused call). Timed and cooperative launches
+            // always bind (their own calls outweigh it).
+            _ => {}
         }
-        if !wrong_context(r) {
-            return Err(target.refused(ctx.ordinal(), "cuLaunchKernel", cfg, r));
-        }
-        // Something else made another context current on this thread: bind and launch again
-        // (nothing was queued by the refused call).
     }
     bind(ctx).map_err(|e| target.who.named(e))?;
     match kind {
@@ -224,7 +234,7 @@ pub(crate) unsafe fn launch_unchecked(
     unsafe { plain(target, stream, cfg, args) }
 }
 
-/// Whether this thread last made `ctx` current through [`bind`]: then a plain launch skips
+/// Whether this thread last made `ctx` current through [`bind`]: then a plain or cluster launch skips
 /// cudarc's `bind_to_thread` (a `cuCtxGetCurrent` per launch, the largest part of what a launch
 /// costs over a raw `cuLaunchKernel`). Code that makes another context current behind our back
 /// (cudarc itself for another device, other libraries) makes the launch fail with a context or
@@ -353,6 +363,10 @@ unsafe fn cooperative(
     Ok(())
 }
 
+/// A cluster launch ([`cluster_call`]), its refusal explained.
+///
+/// # Safety
+/// As for [`launch`].
 unsafe fn cluster(
     target: &Target<'_>,
     ctx: &CudaContext,
@@ -361,6 +375,27 @@ unsafe fn cluster(
     c: ClusterDim,
     args: &mut [*mut c_void],
 ) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    match unsafe { cluster_call(target, ctx, stream, cfg, c, args) }? {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        r => Err(cluster_refused(target, ctx, cfg, r)),
+    }
+}
+
+/// The checks of a cluster launch and its `cuLaunchKernelEx`: an error for a cluster shape that
+/// does not fit the grid or the portable maximum, else the driver's result.
+///
+/// # Safety
+/// As for [`launch`].
+#[inline(always)]
+unsafe fn cluster_call(
+    target: &Target<'_>,
+    ctx: &CudaContext,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    c: ClusterDim,
+    args: &mut [*mut c_void],
+) -> Result<sys::CUresult> {
     let device = ctx.ordinal();
     let who = &target.who;
     let g = cfg.grid_dim;
@@ -401,11 +436,7 @@ unsafe fn cluster(
     };
     // SAFETY: `config` and `attr` outlive the call; `f` belongs to the stream's context; args per
     // caller contract.
-    let r = unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(cluster_refused(target, ctx, cfg, r));
-    }
-    Ok(())
+    Ok(unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) })
 }
 
 /// Why a cluster launch was refused: a GPU older than clusters is named as such (asked only
