@@ -276,70 +276,56 @@ fn a_device_function_of_another_file_with_and_without_lto() {
     assert_eq!(stream.clone_dtoh(&y).unwrap(), vec![3.5f32; 64]);
 }
 
+/// The instances of the linked file's template `scale_square` in the module at `$m` (and its
+/// `by_nvrtc` and `at_first_use` twins) compute what they should: `f32` with 3 on every build
+/// path, `i32` with 2 from nvcc's image. The test of each module (with and without LTO) runs it.
+macro_rules! template_instances_run {
+    ($stream:expr, $($m:ident)::+) => {{
+        let stream = $stream;
+        let n = 500usize;
+        let cfg = LaunchConfig::for_num_elems(n as u32);
+        let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+        let want: Vec<f32> = xs.iter().map(|x| 3.0 * x * x).collect();
+        let run = |launch: &dyn Fn(&mut cuda_embed::CudaSlice<f32>), how: &str| {
+            let mut y = stream.clone_htod(&xs).unwrap();
+            launch(&mut y);
+            assert_eq!(stream.clone_dtoh(&y).unwrap(), want, "{how}");
+        };
+        // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
+        run(&|y| unsafe { $($m)::+::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
+        run(
+            &|y| unsafe { $($m)::+::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
+            "build-time NVRTC",
+        );
+        run(
+            &|y| unsafe { $($m)::+::at_first_use::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
+            "at first use",
+        );
+        let ints: Vec<i32> = (0..n as i32).map(|i| i % 50).collect();
+        let mut y = stream.clone_htod(&ints).unwrap();
+        // SAFETY: as above.
+        unsafe { $($m)::+::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
+        assert_eq!(stream.clone_dtoh(&y).unwrap(), ints.iter().map(|i| 2 * i * i).collect::<Vec<i32>>());
+        (stream, n, cfg, xs)
+    }};
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn instances_of_a_linked_files_template_run() {
-    let stream = stream();
-    let n = 500usize;
-    let cfg = LaunchConfig::for_num_elems(n as u32);
-    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
-    let want: Vec<f32> = xs.iter().map(|x| 3.0 * x * x).collect();
-    let run = |launch: &dyn Fn(&mut cuda_embed::CudaSlice<f32>), how: &str| {
-        let mut y = stream.clone_htod(&xs).unwrap();
-        launch(&mut y);
-        assert_eq!(stream.clone_dtoh(&y).unwrap(), want, "{how}");
-    };
-    // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
-    run(&|y| unsafe { linked_templates::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
-    run(
-        &|y| unsafe { linked_templates::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
-        "build-time NVRTC",
-    );
-    run(
-        &|y| unsafe {
-            linked_templates::at_first_use::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap()
-        },
-        "at first use",
-    );
-    let ints: Vec<i32> = (0..n as i32).map(|i| i % 50).collect();
-    let mut y = stream.clone_htod(&ints).unwrap();
-    // SAFETY: as above.
-    unsafe { linked_templates::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
-    let want: Vec<i32> = ints.iter().map(|i| 2 * i * i).collect();
-    assert_eq!(stream.clone_dtoh(&y).unwrap(), want);
+    template_instances_run!(stream(), linked_templates);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn instances_of_a_linked_files_template_run_with_lto() {
-    let stream = stream();
-    let n = 500usize;
-    let cfg = LaunchConfig::for_num_elems(n as u32);
-    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
-    let want: Vec<f32> = xs.iter().map(|x| 3.0 * x * x).collect();
-    let run = |launch: &dyn Fn(&mut cuda_embed::CudaSlice<f32>), how: &str| {
-        let mut y = stream.clone_htod(&xs).unwrap();
-        launch(&mut y);
-        assert_eq!(stream.clone_dtoh(&y).unwrap(), want, "{how}");
-    };
+    let (stream, n, cfg, xs) = template_instances_run!(stream(), linked_templates::lto);
     use linked_templates::lto;
-    // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
-    run(&|y| unsafe { lto::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "nvcc");
-    run(&|y| unsafe { lto::by_nvrtc::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() }, "NVRTC");
-    run(
-        &|y| unsafe { lto::at_first_use::scale_square::launch::<f32, 3>(&stream, cfg, y, n as i32).unwrap() },
-        "at first use",
-    );
-    let ints: Vec<i32> = (0..n as i32).map(|i| i % 50).collect();
-    let mut y = stream.clone_htod(&ints).unwrap();
-    // SAFETY: as above.
-    unsafe { lto::scale_square::launch::<i32, 2>(&stream, cfg, &mut y, n as i32).unwrap() };
-    assert_eq!(stream.clone_dtoh(&y).unwrap(), ints.iter().map(|i| 2 * i * i).collect::<Vec<i32>>());
     // The module's other kernels, the one the image once lost (`square_all`) first; each module has
     // its own `calls`, so the count is this module's alone.
     lto::calls.set(&stream, 0).unwrap();
     let mut y = stream.clone_htod(&xs).unwrap();
-    // SAFETY: as above.
+    // SAFETY (every launch below): the grid covers n elements and the buffers hold n.
     unsafe { lto::square_all::launch(&stream, cfg, &mut y, n as i32).unwrap() };
     assert_eq!(stream.clone_dtoh(&y).unwrap(), xs.iter().map(|x| x * x).collect::<Vec<f32>>());
     assert_eq!(lto::calls.get(&stream).unwrap(), n as u32);
