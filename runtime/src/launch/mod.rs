@@ -214,7 +214,10 @@ pub(crate) unsafe fn launch(
         // SAFETY: forwarded from the caller.
         LaunchKind::Cooperative => unsafe { cooperative(target, ctx, stream, cfg, args) }.map(|()| None),
         // SAFETY: forwarded from the caller.
-        LaunchKind::Cluster(c) => unsafe { cluster(target, ctx, stream, cfg, c, args) }.map(|()| None),
+        LaunchKind::Cluster(c) => match unsafe { cluster_call(target, ctx, stream, cfg, c, args) }? {
+            sys::CUresult::CUDA_SUCCESS => Ok(None),
+            r => Err(cluster_refused(target, ctx, cfg, r)),
+        },
     }
 }
 
@@ -361,25 +364,6 @@ unsafe fn cooperative(
         return Err(target.refused(device, "cuLaunchCooperativeKernel", cfg, r));
     }
     Ok(())
-}
-
-/// A cluster launch ([`cluster_call`]), its refusal explained.
-///
-/// # Safety
-/// As for [`launch`].
-unsafe fn cluster(
-    target: &Target<'_>,
-    ctx: &CudaContext,
-    stream: &CudaStream,
-    cfg: &LaunchConfig,
-    c: ClusterDim,
-    args: &mut [*mut c_void],
-) -> Result<()> {
-    // SAFETY: forwarded from the caller.
-    match unsafe { cluster_call(target, ctx, stream, cfg, c, args) }? {
-        sys::CUresult::CUDA_SUCCESS => Ok(()),
-        r => Err(cluster_refused(target, ctx, cfg, r)),
-    }
 }
 
 /// The checks of a cluster launch and its `cuLaunchKernelEx`: an error for a cluster shape that
