@@ -137,9 +137,20 @@ pub fn describe(v: u64) -> String {
 /// that reads the probe's answers instead defines it).
 pub const PROBE_ANSWERS: &str = "CUDA_EMBED_PROBE_ANSWERS";
 
+/// Where the [`static_checks`] appended to `source` start (`source[..at]` is the module's own
+/// text), if it carries them.
+pub fn static_checks_start(source: &str) -> Option<usize> {
+    source.rfind(&guard()[..])
+}
+
 /// Whether `source` carries [`static_checks`] (a module whose one compile is its type check).
 pub fn has_static_checks(source: &str) -> bool {
-    source.contains(&format!("\n#ifndef {PROBE_ANSWERS}\n")[..])
+    static_checks_start(source).is_some()
+}
+
+/// The line that opens [`static_checks`].
+fn guard() -> String {
+    format!("\n#ifndef {PROBE_ANSWERS}\n")
 }
 
 /// `line` of the probe's header with each `static const u64 NAME = VALUE;` member turned into
@@ -194,6 +205,9 @@ fn as_enumerators(line: &str) -> std::borrow::Cow<'_, str> {
 /// let text = static_checks(probe, [("__cuda_embed_probe_k0p1", 0xff, 7)]).unwrap();
 /// assert!(text.contains("static_assert((p::I<float*>::v & 0xffull) == 0x7ull"));
 /// assert!(!text.contains("__device__"));
+/// let module = format!("src{text}");
+/// assert_eq!(cuda_embed_source::typecode::static_checks_start(&module), Some(3));
+/// assert!(!cuda_embed_source::typecode::has_static_checks("src"));
 /// // The header's constants become enumerators (no storage in the cubin).
 /// let header = "template<class T> struct K { static const u64 v = 2; static const u64 c = 0; };\n";
 /// let text = static_checks(header, []).unwrap();
@@ -205,7 +219,7 @@ pub fn static_checks<'a>(probe: &str, checks: impl IntoIterator<Item = (&'a str,
     let checks: Vec<(&str, u64, u64)> = checks.into_iter().collect();
     let mut used = vec![false; checks.len()];
     let mut out = String::with_capacity(probe.len() + 64);
-    out.push_str(&format!("\n#ifndef {PROBE_ANSWERS}\n"));
+    out.push_str(&guard());
     for line in probe.split_inclusive('\n') {
         let Some(rest) = line.strip_prefix(LEAD) else {
             out.push_str(&as_enumerators(line));

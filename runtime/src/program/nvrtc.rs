@@ -303,8 +303,7 @@ pub(crate) fn compile_module(
     arch: u32,
 ) -> Result<Compiled> {
     // The type check the macro appended (see `load.rs`) holds no includes.
-    let scanned = source.rfind(&format!("\n#ifndef {}\n", cuda_embed_source::typecode::PROBE_ANSWERS)[..]);
-    let scanned = scanned.map(|end| &source[..end]);
+    let scanned = cuda_embed_source::typecode::static_checks_start(source).map(|end| &source[..end]);
     let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest, scanned };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
