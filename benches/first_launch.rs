@@ -119,22 +119,39 @@ fn minor_faults() -> u64 {
     rest.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
+/// One mapping of this process (a line of `/proc/self/maps`).
+struct Mapping {
+    start: usize,
+    end: usize,
+    perms: String,
+    /// The file mapped, or `[heap]`, `[stack]`, `[anon]` (nothing named).
+    path: String,
+}
+
+fn mappings() -> Vec<Mapping> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (a, b) = fields.first()?.split_once('-')?;
+            Some(Mapping {
+                start: usize::from_str_radix(a, 16).ok()?,
+                end: usize::from_str_radix(b, 16).ok()?,
+                perms: fields.get(1)?.to_string(),
+                path: fields.get(5).copied().unwrap_or("[anon]").to_string(),
+            })
+        })
+        .collect()
+}
+
 /// Maps every page of this executable's code (reads one byte of each), so the timed region takes
 /// no page faults in it: with `FIRST_LAUNCH_PREFAULT=1`, the children show what the first launch
 /// costs without the first touch of the code it runs (a diagnostic, not a figure to report).
 fn prefault_own_code() -> usize {
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut pages = 0;
-    for line in maps.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(range), Some(perms)) = (f.next(), f.next()) else { continue };
-        if !perms.starts_with("r-x") || line.split_whitespace().nth(5).map(std::path::Path::new) != Some(&exe) {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else { continue };
-        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else { continue };
-        for page in (a..b).step_by(4096) {
+    for m in mappings().iter().filter(|m| m.perms.starts_with("r-x") && std::path::Path::new(&m.path) == exe) {
+        for page in (m.start..m.end).step_by(4096) {
             // SAFETY: `page` lies in a readable mapping of this process (r-x, listed above).
             unsafe { std::ptr::read_volatile(page as *const u8) };
             pages += 1;
@@ -148,23 +165,16 @@ fn prefault_own_code() -> usize {
 /// diagnostic of its page faults).
 fn present_pages() -> Vec<(String, usize, Vec<bool>)> {
     use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let Ok(mut pagemap) = std::fs::File::open("/proc/self/pagemap") else { return Vec::new() };
     let mut out = Vec::new();
-    for line in maps.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some((a, b)) = fields.first().and_then(|r| r.split_once('-')) else { continue };
-        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else { continue };
-        if b - a > 256 << 20 {
-            continue;
-        }
-        let name = format!("{} {}", fields.get(5).copied().unwrap_or("[anon]"), fields.get(1).copied().unwrap_or(""));
-        let mut bytes = vec![0u8; (b - a) / 4096 * 8];
-        if pagemap.seek(SeekFrom::Start((a / 4096 * 8) as u64)).is_err() || pagemap.read_exact(&mut bytes).is_err() {
+    for m in mappings().into_iter().filter(|m| m.end - m.start <= 256 << 20) {
+        let mut bytes = vec![0u8; (m.end - m.start) / 4096 * 8];
+        let at = (m.start / 4096 * 8) as u64;
+        if pagemap.seek(SeekFrom::Start(at)).is_err() || pagemap.read_exact(&mut bytes).is_err() {
             continue;
         }
         let present = bytes.chunks(8).map(|c| c[7] & 0x80 != 0).collect();
-        out.push((name, a, present));
+        out.push((format!("{} {}", m.path, m.perms), m.start, present));
     }
     out
 }
