@@ -107,6 +107,11 @@ impl Access {
     pub(crate) fn overlaps(&self, other: &Access) -> bool {
         (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }
+
+    /// Whether this range contains all of `other` (in the same memory).
+    pub(crate) fn covers(&self, other: &Access) -> bool {
+        (self.space == other.space) & (self.lo <= other.lo) & (other.hi <= self.hi)
+    }
 }
 
 /// The device address of `buffer` and its access record, after checking that the buffer lives in

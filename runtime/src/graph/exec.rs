@@ -24,10 +24,11 @@ pub struct GraphExec<'a> {
     /// The graph it was instantiated from: its node handles address the nodes in updates.
     _graph: std::rc::Rc<RawGraph>,
     graph_id: u64,
-    nodes: Vec<sys::CUgraphNode>,
-    /// The kinds of the nodes and the sorted edges it was instantiated with: a whole-graph
-    /// update with another topology is refused before the driver is asked.
-    topology: (Vec<NodeKind>, Vec<(usize, usize)>),
+    /// Each node's driver handle and kind, in the order added.
+    nodes: Vec<(sys::CUgraphNode, NodeKind)>,
+    /// The edges it was instantiated with, in the order added (sorted only by a whole-graph
+    /// update, which refuses another topology before the driver is asked).
+    edges: Vec<(usize, usize)>,
     hosts: Vec<Arc<HostCell>>,
     /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
     owned: Vec<Arc<CudaSlice<u8>>>,
@@ -78,8 +79,8 @@ impl<'a> GraphExec<'a> {
             raw,
             _graph: g.raw.clone(),
             graph_id: g.id,
-            nodes: g.nodes.iter().map(|n| n.raw).collect(),
-            topology: topology(g),
+            nodes: g.nodes.iter().map(|n| (n.raw, n.kind)).collect(),
+            edges: g.edges.clone(),
             hosts: g.hosts.clone(),
             owned: g.owned.clone(),
             launched: std::cell::Cell::new(false),
@@ -167,7 +168,7 @@ impl<'a> GraphExec<'a> {
     #[inline(always)]
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {
         match self.nodes.get(node.index) {
-            Some(&n) if node.graph == self.graph_id => Ok(n),
+            Some(&(n, _)) if node.graph == self.graph_id => Ok(n),
             _ => Err(self.foreign_node()),
         }
     }
@@ -294,9 +295,10 @@ impl<'a> GraphExec<'a> {
         if graph.ctx.cu_ctx() != self.ctx.cu_ctx() {
             return Err(other_device(&self.ctx, graph.ctx.ordinal()));
         }
-        let (kinds, edges) = topology(graph);
-        if (&kinds, &edges) != (&self.topology.0, &self.topology.1) {
-            return Err(self.topology_changed(&kinds, &edges));
+        let (kinds, edges) = topology(graph.nodes.iter().map(|n| n.kind), &graph.edges);
+        let (old_kinds, old_edges) = topology(self.nodes.iter().map(|n| n.1), &self.edges);
+        if (&kinds, &edges) != (&old_kinds, &old_edges) {
+            return Err(self.topology_changed((&kinds, &edges), (&old_kinds, &old_edges)));
         }
         bind(&self.ctx)?;
         // SAFETY: all-zero is a valid result record (SUCCESS, null nodes) the driver fills.
@@ -339,8 +341,11 @@ impl<'a> GraphExec<'a> {
 
     /// What differs between the instantiated topology and `kinds`/`edges` (see `update`).
     #[cold]
-    fn topology_changed(&self, kinds: &[NodeKind], edges: &[(usize, usize)]) -> Error {
-        let (old_kinds, old_edges) = &self.topology;
+    fn topology_changed(
+        &self,
+        (kinds, edges): (&[NodeKind], &[(usize, usize)]),
+        (old_kinds, old_edges): (&[NodeKind], &[(usize, usize)]),
+    ) -> Error {
         let why = if kinds.len() != old_kinds.len() {
             format!("the graph has {} nodes, the instantiated one {}", kinds.len(), old_kinds.len())
         } else if let Some(i) = (0..kinds.len()).find(|&i| kinds[i] != old_kinds[i]) {
@@ -381,7 +386,7 @@ impl<'a> GraphExec<'a> {
     #[doc(hidden)]
     pub fn __nd_update(&mut self, node: Node) -> Result<NdUpdate<'_, 'a>> {
         let raw = self.node(node)?;
-        let kind = self.topology.0[node.index];
+        let kind = self.nodes[node.index].1;
         Ok(NdUpdate { exec: self, node, raw, kind })
     }
 }
@@ -519,11 +524,12 @@ fn describe(name: &str) -> String {
     }
 }
 
-/// The node kinds and the sorted edges of `g`.
-fn topology(g: &Graph<'_>) -> (Vec<NodeKind>, Vec<(usize, usize)>) {
-    let mut edges = g.edges.clone();
+/// The node kinds and the sorted edges of a graph (or an instantiation): what a whole-graph
+/// update compares.
+fn topology(kinds: impl Iterator<Item = NodeKind>, edges: &[(usize, usize)]) -> (Vec<NodeKind>, Vec<(usize, usize)>) {
+    let mut edges = edges.to_vec();
     edges.sort_unstable();
-    (g.nodes.iter().map(|n| n.kind).collect(), edges)
+    (kinds.collect(), edges)
 }
 
 #[cfg(test)]

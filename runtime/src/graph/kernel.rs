@@ -103,7 +103,73 @@ pub(crate) fn check(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig) 
     target.check(ctx.ordinal(), cfg)
 }
 
+/// The kernel of the last kernel node a graph added, its function on the graph's context, and
+/// the grid and block it was checked with (`None` until a configuration passed the checks): the
+/// next node of the same kernel takes the function from here, and with the same grid and block
+/// only compares the dynamic shared memory (the only limit that can change) instead of checking
+/// the whole configuration again. Loaded modules stay loaded, so the function stays valid.
+#[derive(Clone, Copy)]
+pub(crate) struct LastKernel {
+    kernel: KernelRef,
+    func: &'static Function,
+    dims: Option<[u32; 6]>,
+}
+
+/// `cfg`'s grid and block, for [`LastKernel`].
+#[inline(always)]
+fn dims(cfg: &LaunchConfig) -> [u32; 6] {
+    let (g, b) = (cfg.grid_dim, cfg.block_dim);
+    [g.0, g.1, g.2, b.0, b.1, b.2]
+}
+
 impl<'a> Graph<'a> {
+    /// `kernel`'s function on the graph's context (loading its module there first if needed).
+    #[inline(always)]
+    pub(crate) fn function(&mut self, kernel: KernelRef) -> Result<&'static Function> {
+        match self.last_kernel {
+            Some(last) if last.kernel.same(&kernel) => Ok(last.func),
+            _ => self.look_up(kernel),
+        }
+    }
+
+    #[inline(never)]
+    fn look_up(&mut self, kernel: KernelRef) -> Result<&'static Function> {
+        let func = kernel.function_on(&self.ctx)?;
+        self.last_kernel = Some(LastKernel { kernel, func, dims: None });
+        Ok(func)
+    }
+
+    /// Refuses a configuration `kernel` (loaded as `func` on the graph's context, as
+    /// [`Graph::function`] returned it) cannot take, as a launch would: the checks of
+    /// [`check_function`], or for the grid and block last checked for the same kernel, only the
+    /// dynamic shared memory.
+    #[inline(always)]
+    pub(crate) fn check_kernel(
+        &mut self,
+        kernel: KernelRef,
+        func: &'static Function,
+        cfg: &LaunchConfig,
+    ) -> Result<()> {
+        let smem = cfg.shared_mem_bytes;
+        match self.last_kernel {
+            Some(last)
+                if std::ptr::eq(last.func, func)
+                    && last.dims == Some(dims(cfg))
+                    && (smem == 0 || smem <= func.max_dyn_smem.load(Ordering::Relaxed)) =>
+            {
+                Ok(())
+            }
+            _ => self.check_again(kernel, func, cfg),
+        }
+    }
+
+    #[inline(never)]
+    fn check_again(&mut self, kernel: KernelRef, func: &'static Function, cfg: &LaunchConfig) -> Result<()> {
+        check_function(kernel, func, &self.ctx, cfg)?;
+        self.last_kernel = Some(LastKernel { kernel, func, dims: Some(dims(cfg)) });
+        Ok(())
+    }
+
     /// Adds a kernel node for `target` with `params` (one pointer per parameter).
     ///
     /// # Safety
@@ -119,32 +185,31 @@ impl<'a> Graph<'a> {
         label: Label,
     ) -> Result<Node> {
         check(target, &self.ctx, cfg)?;
+        let p = node_params(target.f, cfg, params);
         // SAFETY: forwarded.
-        let r = unsafe { self.kernel_checked(target.f, cfg, params, &accesses, label) };
+        let r = unsafe { self.kernel_node(&p, &accesses, label) };
         self.scratch.0 = accesses;
-        r.map_err(|e| *e)
+        r.map(|index| self.node_at(index)).map_err(|e| *e)
     }
 
-    /// [`Graph::kernel_raw`] after the limit checks: one copy for every kernel (the typed
-    /// `Kernel::node` of each signature ends here).
+    /// Adds the kernel node `p` after the limit checks; returns its index. One copy for every
+    /// kernel (the typed `Kernel::node` of each signature ends here).
     ///
     /// # Safety
-    /// As for [`Graph::kernel_raw`], `f` for `target.f`.
+    /// `p.func` belongs to the graph's context; `p.kernelParams` holds one pointer per kernel
+    /// parameter to a value of its exact type; `accesses` lists the ranges the arguments name.
     #[inline(never)]
-    pub(crate) unsafe fn kernel_checked(
+    pub(crate) unsafe fn kernel_node(
         &mut self,
-        f: sys::CUfunction,
-        cfg: &LaunchConfig,
-        params: &mut [*mut c_void],
+        p: &sys::CUDA_KERNEL_NODE_PARAMS,
         accesses: &[Access],
         label: Label,
-    ) -> std::result::Result<Node, Box<Error>> {
-        let p = node_params(f, cfg, params);
-        let graph = self.raw.0;
+    ) -> std::result::Result<usize, Box<Error>> {
+        let graph = self.cu;
         self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut |deps| {
             let mut n = std::ptr::null_mut();
             // SAFETY: the caller's contract; the driver copies the parameter values now.
-            let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), &p) };
+            let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), p) };
             (r, n)
         })
     }
@@ -165,18 +230,19 @@ impl<Sig> Kernel<Sig> {
         args: impl NodeArgs<'a, Sig>,
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
-        let func = raw.function_on(&graph.ctx)?;
+        let func = graph.function(raw)?;
         let mut acc = StackAccesses::new();
         // SAFETY: the context lives in the `Arc`'s allocation, not in `graph`, and adding a node
         // never replaces or drops `graph.ctx`: the reference stays valid while `graph` is
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
         let r = args.with_params(ctx, &mut acc, |params, acc| {
-            check_function(raw, func, ctx, &config)?;
+            graph.check_kernel(raw, func, &config)?;
+            let p = node_params(func.raw, &config, params);
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
-            let r = unsafe { graph.kernel_checked(func.raw, &config, params, acc.as_slice(), Label::Kernel(raw)) };
-            r.map_err(|e| *e)
+            let r = unsafe { graph.kernel_node(&p, acc.as_slice(), Label::Kernel(raw)) };
+            r.map(|index| graph.node_at(index)).map_err(|e| *e)
         });
         r.map(|node| KernelNode { node, kernel: raw, func, _sig: PhantomData })
     }

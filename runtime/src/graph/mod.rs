@@ -161,7 +161,11 @@ impl Drop for RawGraph {
 /// ```
 pub struct Graph<'a> {
     pub(crate) ctx: Arc<CudaContext>,
+    /// The context's handle, to compare with the one this thread last bound.
+    cu_ctx: usize,
     pub(crate) raw: Rc<RawGraph>,
+    /// `raw`'s handle (one load less per node).
+    pub(crate) cu: sys::CUgraph,
     pub(crate) id: u64,
     pub(crate) nodes: Vec<NodeInfo>,
     pub(crate) edges: Vec<(usize, usize)>,
@@ -175,6 +179,8 @@ pub struct Graph<'a> {
     pub(crate) owned: Vec<Arc<CudaSlice<u8>>>,
     /// Scratch for one node's accesses and dependencies (no allocation per node).
     scratch: (Vec<Access>, Vec<usize>),
+    /// The kernel of the last kernel node added and what was checked for it.
+    pub(crate) last_kernel: Option<kernel::LastKernel>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -198,7 +204,9 @@ impl<'a> Graph<'a> {
         driver(ctx, "cuGraphCreate", r)?;
         Ok(Graph {
             ctx: ctx.clone(),
+            cu_ctx: ctx.cu_ctx() as usize,
             raw: Rc::new(RawGraph(raw)),
+            cu: raw,
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
             // Room for the nodes and edges of a typical graph up front: growing from empty cost
             // a dozen reallocations (and copies) over the first hundred nodes.
@@ -210,6 +218,7 @@ impl<'a> Graph<'a> {
             hosts: Vec::new(),
             owned: Vec::new(),
             scratch: (Vec::new(), Vec::new()),
+            last_kernel: None,
             _borrows: PhantomData,
         })
     }
@@ -348,8 +357,15 @@ impl<'a> Graph<'a> {
         v
     }
 
-    /// Adds one node. `accesses` are its memory ranges; `add` calls the driver with the
-    /// dependency list and returns the new node. The list goes back to the scratch for reuse.
+    /// The handle of this graph's node `index`.
+    #[inline(always)]
+    pub(crate) fn node_at(&self, index: usize) -> Node {
+        Node { graph: self.id, index }
+    }
+
+    /// Adds one node that is not a kernel node. `accesses` are its memory ranges; `add` calls
+    /// the driver with the dependency list and returns the new node. The list goes back to the
+    /// scratch for reuse.
     #[inline]
     pub(crate) fn add(
         &mut self,
@@ -359,17 +375,32 @@ impl<'a> Graph<'a> {
         call: &'static str,
         mut add: impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> Result<Node> {
-        let r = self.add_node(kind, Label::Text(label()), &accesses, call, &mut add);
+        let r = self.add_other(kind, Label::Text(label()), &accesses, call, &mut add);
         self.scratch.0 = accesses;
-        r.map_err(|e| *e)
+        r.map(|index| self.node_at(index)).map_err(|e| *e)
     }
 
-    /// [`Graph::add`], one copy per kind of node (the driver call a closure of that kind): every
-    /// kernel node of every kernel runs this same code, kept short: with the stand-in driver and
-    /// the caches flushed in each driver call (as a real one largely does), most of what a node
-    /// costs over the raw calls is instruction cache misses, one per line of code it runs. The
-    /// error is boxed so that what each node passes back is three words, not a whole [`Error`].
+    /// [`Graph::add`]'s node, one copy per kind of node.
     #[inline(never)]
+    fn add_other(
+        &mut self,
+        kind: NodeKind,
+        label: Label,
+        accesses: &[Access],
+        call: &'static str,
+        add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+    ) -> std::result::Result<usize, Box<Error>> {
+        self.add_node(kind, label, accesses, call, add)
+    }
+
+    /// Adds one node: its dependencies (explicit, then inferred from `accesses`), the driver call
+    /// `add` with their handles, then the node, its edges and its ranges on record; returns its
+    /// index. Inlined into one function per kind of node ([`Graph::add_other`], and
+    /// `Graph::kernel_node` for every kernel node of every kernel), kept short: with a real
+    /// driver, whose calls evict most of the caches, most of what a node costs over the raw
+    /// calls is cache misses, one per line of code and data it touches. The error is boxed so
+    /// that what each node passes back fits in two registers.
+    #[inline(always)]
     pub(crate) fn add_node(
         &mut self,
         kind: NodeKind,
@@ -377,19 +408,15 @@ impl<'a> Graph<'a> {
         accesses: &[Access],
         call: &'static str,
         add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> std::result::Result<Node, Box<Error>> {
+    ) -> std::result::Result<usize, Box<Error>> {
         let index = self.nodes.len();
-        let mut deps = std::mem::take(&mut self.scratch.1);
+        // The dependencies, in the graph's scratch list (no allocation per node).
+        let deps = &mut self.scratch.1;
         deps.clear();
-        if !self.pending.is_empty() {
-            if let Err(e) = self.take_pending(&mut deps) {
-                self.scratch.1 = deps;
-                return Err(e);
-            }
+        if !self.pending.is_empty() && !take_pending(&mut self.pending, deps, index) {
+            return Err(Box::new(self.foreign()));
         }
-        if self.infer {
-            self.tracker.deps(accesses, &mut deps);
-        }
+        let covered = if self.infer { self.tracker.deps(accesses, deps) } else { deps::Covered::UNKNOWN };
         // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
         // without repeats, in a list of their own.
         let one;
@@ -401,69 +428,60 @@ impl<'a> Graph<'a> {
                 &one
             }
             _ => {
-                many = self.raw_nodes(&mut deps);
+                many = raw_nodes(&self.nodes, deps);
                 &many
             }
         };
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
         // context was changed behind our back (a refused add creates no node).
-        let fast = crate::launch::bound_here(&self.ctx);
+        let fast = crate::launch::limits::BOUND.with(|b| b.get()) == self.cu_ctx;
         let (r, raw) =
             if fast { add(raw_deps) } else { (sys::CUresult::CUDA_ERROR_INVALID_CONTEXT, std::ptr::null_mut()) };
-        let result =
-            if r == sys::CUresult::CUDA_SUCCESS { Ok(raw) } else { self.add_again(fast, r, call, raw_deps, add) };
-        let result = result.map(|raw| {
-            self.nodes.push(NodeInfo { raw, kind, label });
-            for &d in &deps {
-                self.edges.push((d, index));
-            }
-            self.tracker.record(index, accesses);
-            Node { graph: self.id, index }
-        });
-        self.scratch.1 = deps;
-        result
+        let raw =
+            if r == sys::CUresult::CUDA_SUCCESS { raw } else { add_again(&self.ctx, fast, r, call, raw_deps, add)? };
+        self.nodes.push(NodeInfo { raw, kind, label });
+        self.edges.extend(deps.iter().map(|&d| (d, index)));
+        self.tracker.record(index, accesses, covered);
+        Ok(index)
     }
+}
 
-    /// Moves the explicit dependencies ([`Graph::after`]) into `deps`; a node of another graph
-    /// among them is an error.
-    #[inline(never)]
-    fn take_pending(&mut self, deps: &mut Vec<usize>) -> std::result::Result<(), Box<Error>> {
-        deps.append(&mut self.pending);
-        if deps.iter().any(|&d| d >= self.nodes.len()) {
-            return Err(Box::new(self.foreign()));
-        }
-        Ok(())
-    }
+/// Moves the explicit dependencies ([`Graph::after`]) into `deps`; false if one is a node of
+/// another graph (not below `len`).
+#[inline(never)]
+fn take_pending(pending: &mut Vec<usize>, deps: &mut Vec<usize>, len: usize) -> bool {
+    deps.append(pending);
+    deps.iter().all(|&d| d < len)
+}
 
-    /// The driver handles of nodes `deps` (more than one: sorted first, repeats dropped).
-    #[inline(never)]
-    fn raw_nodes(&self, deps: &mut Vec<usize>) -> Vec<sys::CUgraphNode> {
-        deps.sort_unstable();
-        deps.dedup();
-        deps.iter().map(|&d| self.nodes[d].raw).collect()
-    }
+/// The driver handles of nodes `deps` (more than one: sorted first, repeats dropped).
+#[inline(never)]
+fn raw_nodes(nodes: &[NodeInfo], deps: &mut Vec<usize>) -> Vec<sys::CUgraphNode> {
+    deps.sort_unstable();
+    deps.dedup();
+    deps.iter().map(|&d| nodes[d].raw).collect()
+}
 
-    /// A node the driver refused to add, or one to add with the context bound first (`fast`
-    /// false): bound and added (once more); else the driver's error.
-    #[cold]
-    #[inline(never)]
-    fn add_again(
-        &self,
-        fast: bool,
-        r: sys::CUresult,
-        call: &'static str,
-        raw_deps: &[sys::CUgraphNode],
-        add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
-        let (mut r, mut raw) = (r, std::ptr::null_mut());
-        if !fast || crate::launch::wrong_context(r) {
-            bind(&self.ctx)?;
-            (r, raw) = add(raw_deps);
-        }
-        driver(&self.ctx, call, r)?;
-        Ok(raw)
+/// A node the driver refused to add, or one to add with the context bound first (`fast`
+/// false): bound and added (once more); else the driver's error.
+#[cold]
+#[inline(never)]
+fn add_again(
+    ctx: &CudaContext,
+    fast: bool,
+    r: sys::CUresult,
+    call: &'static str,
+    raw_deps: &[sys::CUgraphNode],
+    add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
+) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
+    let (mut r, mut raw) = (r, std::ptr::null_mut());
+    if !fast || crate::launch::wrong_context(r) {
+        bind(ctx)?;
+        (r, raw) = add(raw_deps);
     }
+    driver(ctx, call, r)?;
+    Ok(raw)
 }
 
 /// `Ok` for success, else an [`Error::Driver`] naming `call` and the context's device.

@@ -44,6 +44,12 @@ impl KernelRef {
         KernelRef { module, index }
     }
 
+    /// Whether both handles name the same kernel of the same module.
+    #[inline(always)]
+    pub(crate) fn same(&self, other: &KernelRef) -> bool {
+        std::ptr::eq(self.module, other.module) && self.index == other.index
+    }
+
     /// The kernel's C++ name (`saxpy`, `ns::scale`, `axpy<float>`).
     #[inline]
     pub fn name(&self) -> &'static str {
