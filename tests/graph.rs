@@ -321,6 +321,42 @@ fn a_typed_update_checks_what_adding_the_node_checks() {
     assert_eq!(run(&exec), 6.0);
 }
 
+/// A graph and an instantiation remember the last kernel and configuration that passed the
+/// checks, and for the same grid and block only compare the dynamic shared memory again: more
+/// than the kernel allows is still refused there (and nothing added or changed), another
+/// kernel or block in between is checked in full, and the next valid node and update apply.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_repeated_kernel_and_configuration_is_still_checked() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let n = N as i32;
+    let a = stream.alloc_zeros::<f32>(N).unwrap();
+    let too_much = LaunchConfig { shared_mem_bytes: 1 << 30, ..cfg() };
+    let too_wide = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4096, 1, 1), shared_mem_bytes: 0 };
+    let smem_error = |r: cuda_embed::Result<()>| match r {
+        Err(Error::Launch { cause, .. }) => assert!(cause.contains("dynamic shared memory"), "{cause}"),
+        other => panic!("expected a shared-memory error, got {other:?}"),
+    };
+    let mut g = Graph::new(&ctx).unwrap();
+    let k = fill_f::node(&mut g, cfg(), &a, 1.0, n).unwrap();
+    smem_error(fill_f::node(&mut g, too_much, &a, 2.0, n).map(drop));
+    scale_f::node(&mut g, cfg(), &a, 3.0, n).unwrap();
+    assert!(matches!(fill_f::node(&mut g, too_wide, &a, 2.0, n), Err(Error::Launch { .. })));
+    smem_error(fill_f::node(&mut g, too_much, &a, 2.0, n).map(drop));
+    assert_eq!(g.len(), 2, "a refused node was added");
+    assert_eq!(idx(&g), [(0, 1)]);
+    let mut exec = g.instantiate().unwrap();
+    fill_f::update(&mut exec, &k, cfg(), &a, 4.0, n).unwrap();
+    smem_error(fill_f::update(&mut exec, &k, too_much, &a, 5.0, n));
+    assert!(matches!(fill_f::update(&mut exec, &k, too_wide, &a, 5.0, n), Err(Error::Launch { .. })));
+    smem_error(fill_f::update(&mut exec, &k, too_much, &a, 5.0, n));
+    // SAFETY: both kernels stay within N elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert_eq!(stream.clone_dtoh(&a).unwrap()[7], 12.0, "fill 4, then scale by 3");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn host_node_panic_is_an_error_on_the_next_sync_and_launch() {

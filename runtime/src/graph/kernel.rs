@@ -22,6 +22,9 @@ use std::sync::Arc;
 /// node itself.
 pub struct KernelNode<Sig> {
     pub(crate) node: Node,
+    /// The node's driver handle in the graph it was added to (an update of an instantiation of
+    /// that graph addresses the node with it).
+    pub(crate) raw: sys::CUgraphNode,
     pub(crate) kernel: KernelRef,
     /// The kernel's function and launch limits on the graph's context, looked up once when the
     /// node was added: an update (on an instantiation of that graph, so of that context) reuses
@@ -115,9 +118,9 @@ pub(crate) struct LastKernel {
     dims: Option<[u32; 6]>,
 }
 
-/// `cfg`'s grid and block, for [`LastKernel`].
+/// `cfg`'s grid and block, for [`LastKernel`] (and the same cache of an instantiation).
 #[inline(always)]
-fn dims(cfg: &LaunchConfig) -> [u32; 6] {
+pub(crate) fn dims(cfg: &LaunchConfig) -> [u32; 6] {
     let (g, b) = (cfg.grid_dim, cfg.block_dim);
     [g.0, g.1, g.2, b.0, b.1, b.2]
 }
@@ -189,11 +192,12 @@ impl<'a> Graph<'a> {
         // SAFETY: forwarded.
         let r = unsafe { self.kernel_node(&p, &accesses, label) };
         self.scratch.0 = accesses;
-        r.map(|index| self.node_at(index)).map_err(|e| *e)
+        r.map(|_| self.node_at(self.nodes.len() - 1)).map_err(|e| *e)
     }
 
-    /// Adds the kernel node `p` after the limit checks; returns its index. One copy for every
-    /// kernel (the typed `Kernel::node` of each signature ends here).
+    /// Adds the kernel node `p` after the limit checks (the graph's last node then); returns its
+    /// driver handle. One copy for every kernel (the typed `Kernel::node` of each signature ends
+    /// here).
     ///
     /// # Safety
     /// `p.func` belongs to the graph's context; `p.kernelParams` holds one pointer per kernel
@@ -204,7 +208,7 @@ impl<'a> Graph<'a> {
         p: &sys::CUDA_KERNEL_NODE_PARAMS,
         accesses: &[Access],
         label: Label,
-    ) -> std::result::Result<usize, Box<Error>> {
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         let graph = self.cu;
         self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut |deps| {
             let mut n = std::ptr::null_mut();
@@ -242,9 +246,9 @@ impl<Sig> Kernel<Sig> {
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).
             let r = unsafe { graph.kernel_node(&p, acc.as_slice(), Label::Kernel(raw)) };
-            r.map(|index| graph.node_at(index)).map_err(|e| *e)
+            r.map(|handle| (graph.node_at(graph.nodes.len() - 1), handle)).map_err(|e| *e)
         });
-        r.map(|node| KernelNode { node, kernel: raw, func, _sig: PhantomData })
+        r.map(|(node, handle)| KernelNode { node, raw: handle, kernel: raw, func, _sig: PhantomData })
     }
 }
 

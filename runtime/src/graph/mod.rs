@@ -377,7 +377,7 @@ impl<'a> Graph<'a> {
     ) -> Result<Node> {
         let r = self.add_other(kind, Label::Text(label()), &accesses, call, &mut add);
         self.scratch.0 = accesses;
-        r.map(|index| self.node_at(index)).map_err(|e| *e)
+        r.map(|_| self.node_at(self.nodes.len() - 1)).map_err(|e| *e)
     }
 
     /// [`Graph::add`]'s node, one copy per kind of node.
@@ -389,13 +389,13 @@ impl<'a> Graph<'a> {
         accesses: &[Access],
         call: &'static str,
         add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> std::result::Result<usize, Box<Error>> {
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         self.add_node(kind, label, accesses, call, add)
     }
 
     /// Adds one node: its dependencies (explicit, then inferred from `accesses`), the driver call
-    /// `add` with their handles, then the node, its edges and its ranges on record; returns its
-    /// index. Inlined into one function per kind of node ([`Graph::add_other`], and
+    /// `add` with their handles, then the node (the graph's last now), its edges and its ranges
+    /// on record; returns its driver handle. Inlined into one function per kind of node ([`Graph::add_other`], and
     /// `Graph::kernel_node` for every kernel node of every kernel), kept short: with a real
     /// driver, whose calls evict most of the caches, most of what a node costs over the raw
     /// calls is cache misses, one per line of code and data it touches. The error is boxed so
@@ -408,7 +408,7 @@ impl<'a> Graph<'a> {
         accesses: &[Access],
         call: &'static str,
         add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
-    ) -> std::result::Result<usize, Box<Error>> {
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         let index = self.nodes.len();
         // The dependencies, in the graph's scratch list (no allocation per node).
         let deps = &mut self.scratch.1;
@@ -443,7 +443,7 @@ impl<'a> Graph<'a> {
         self.nodes.push(NodeInfo { raw, kind, label });
         self.edges.extend(deps.iter().map(|&d| (d, index)));
         self.tracker.record(index, accesses, covered);
-        Ok(index)
+        Ok(raw)
     }
 }
 
