@@ -51,8 +51,8 @@ impl Tracker {
             if conflict {
                 deps.push(r.node);
             }
-            if i < 64 {
-                covered |= u64::from(cover) << i;
+            if cover && i < 64 {
+                covered |= 1 << i;
             }
         }
         Covered(covered)

@@ -227,6 +227,7 @@ impl<Sig> Kernel<Sig> {
     /// The configuration is checked against the kernel's limits as a launch is; a buffer of
     /// another device is an [`Error::Graph`]. Creating the node runs nothing; launching the
     /// instantiated graph is what is `unsafe`.
+    #[inline]
     pub fn node<'a>(
         &self,
         graph: &mut Graph<'a>,

@@ -441,7 +441,11 @@ impl<'a> Graph<'a> {
         let raw =
             if r == sys::CUresult::CUDA_SUCCESS { raw } else { add_again(&self.ctx, fast, r, call, raw_deps, add)? };
         self.nodes.push(NodeInfo { raw, kind, label });
-        self.edges.extend(deps.iter().map(|&d| (d, index)));
+        match deps[..] {
+            [] => {}
+            [d] => self.edges.push((d, index)),
+            _ => self.edges.extend(deps.iter().map(|&d| (d, index))),
+        }
         self.tracker.record(index, accesses, covered);
         Ok(raw)
     }
