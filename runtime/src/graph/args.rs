@@ -104,6 +104,9 @@ impl Record for StackAccesses {
 }
 
 impl Access {
+    /// Whether the two ranges share a byte (in the same memory); the tracker's pass spells
+    /// this out with the bounds it has loaded.
+    #[cfg(test)]
     pub(crate) fn overlaps(&self, other: &Access) -> bool {
         (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }

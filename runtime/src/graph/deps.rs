@@ -43,9 +43,12 @@ impl Tracker {
             for a in accesses {
                 // Touching or overlapping: what both an overlap and a cover need (the common
                 // case, another buffer, is this one branch).
-                if (a.space == r.access.space) & (a.lo <= r.access.hi) & (r.access.lo <= a.hi) {
-                    conflict |= (a.write | r.access.write) & a.overlaps(&r.access);
-                    cover |= a.write & a.covers(&r.access);
+                let (lo, hi) = (r.access.lo, r.access.hi);
+                if (a.space == r.access.space) & (a.lo <= hi) & (lo <= a.hi) {
+                    // Overlapping (`Access::overlaps`) and covering (`Access::covers`), in the
+                    // same memory.
+                    conflict |= (a.write | r.access.write) & (a.lo < hi) & (lo < a.hi);
+                    cover |= a.write & (a.lo <= lo) & (hi <= a.hi);
                 }
             }
             if conflict {
@@ -73,15 +76,16 @@ impl Tracker {
     /// cover (not its own), then adds its own. The order of the records does not matter.
     #[inline]
     pub(crate) fn record(&mut self, node: usize, accesses: &[Access], covered: Covered) {
-        let n = self.records.len();
-        let known = n <= 64 && covered.0 != Covered::UNKNOWN.0;
-        if known && covered.0 == 0 {
+        // With more than 64 records the bits do not say everything; `UNKNOWN` is neither 0 nor
+        // a power of two.
+        let (n, bits) = (self.records.len(), covered.0);
+        if n <= 64 && bits == 0 {
             self.records.extend(accesses.iter().map(|&access| Record { access, node }));
-        } else if known && accesses.len() == 1 && covered.0.is_power_of_two() {
+        } else if n <= 64 && accesses.len() == 1 && bits.is_power_of_two() {
             // One write covering one record (a chain): it takes that record's place.
-            self.records[covered.0.trailing_zeros() as usize] = Record { access: accesses[0], node };
+            self.records[bits.trailing_zeros() as usize] = Record { access: accesses[0], node };
         } else {
-            self.drop_covered(accesses, if known { Some(covered.0) } else { None });
+            self.drop_covered(accesses, if n <= 64 && bits != Covered::UNKNOWN.0 { Some(bits) } else { None });
             self.records.extend(accesses.iter().map(|&access| Record { access, node }));
         }
     }
