@@ -210,7 +210,7 @@ impl<'a> Graph<'a> {
         label: Label,
     ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         let graph = self.cu;
-        self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut |deps| {
+        self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut move |deps| {
             let mut n = std::ptr::null_mut();
             // SAFETY: the caller's contract; the driver copies the parameter values now.
             let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), p) };
