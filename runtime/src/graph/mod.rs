@@ -395,11 +395,11 @@ impl<'a> Graph<'a> {
 
     /// Adds one node: its dependencies (explicit, then inferred from `accesses`), the driver call
     /// `add` with their handles, then the node (the graph's last now), its edges and its ranges
-    /// on record; returns its driver handle. Inlined into one function per kind of node ([`Graph::add_other`], and
-    /// `Graph::kernel_node` for every kernel node of every kernel), kept short: with a real
-    /// driver, whose calls evict most of the caches, most of what a node costs over the raw
-    /// calls is cache misses, one per line of code and data it touches. The error is boxed so
-    /// that what each node passes back fits in two registers.
+    /// on record; returns its driver handle. Inlined into one function per kind of node
+    /// ([`Graph::add_other`], and `Graph::kernel_node` for every kernel node of every kernel),
+    /// kept short: with a real driver, whose calls evict most of the caches, most of what a node
+    /// costs over the raw calls is cache misses, one per line of code and data it touches. The
+    /// error is boxed so that what each node passes back fits in two registers.
     #[inline(always)]
     pub(crate) fn add_node(
         &mut self,
