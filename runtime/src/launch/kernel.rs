@@ -138,7 +138,7 @@ impl KernelRef {
                 self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
             {
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
-                if crate::launch::limits::check_config(config, f.max_threads, max_dyn_smem).is_ok()
+                if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem)
                     && launch::bound_here(ctx)
                 {
                     // SAFETY: `f` was loaded in the stream's context; the arguments are the
