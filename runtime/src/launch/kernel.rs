@@ -134,9 +134,7 @@ impl KernelRef {
         // explains.
         if kind == LaunchKind::Plain {
             let ctx = stream.context();
-            if let Some(f) =
-                self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
-            {
+            if let Some(f) = self.module.plain_function(ctx, self.index) {
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
                 if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem)
                     && launch::bound_here(ctx)
@@ -158,7 +156,7 @@ impl KernelRef {
     /// context bound, globals ordered, every launch kind.
     #[inline(never)]
     unsafe fn launch_checked(
-        &self,
+        self,
         stream: &CudaStream,
         config: &LaunchConfig,
         kind: LaunchKind,
