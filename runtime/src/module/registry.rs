@@ -122,7 +122,7 @@ impl Module {
     #[inline(always)]
     pub(crate) fn plain_function(&'static self, ctx: &CudaContext, index: usize) -> Option<&'static Function> {
         let l = self.slots[ctx.ordinal() % FAST_DEVICE_SLOTS].get()?;
-        if l.cu_ctx != ctx.cu_ctx() || l.order.is_some() {
+        if l.cu_ctx != ctx.cu_ctx() || !l.plain {
             return None;
         }
         l.functions.get(index)
