@@ -136,9 +136,7 @@ impl KernelRef {
             let ctx = stream.context();
             if let Some(f) = self.module.plain_function(ctx, self.index) {
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
-                if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem)
-                    && launch::bound_here(ctx)
-                {
+                if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem) && launch::bound_here(ctx) {
                     // SAFETY: `f` was loaded in the stream's context; the arguments are the
                     // caller's contract.
                     let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };
