@@ -69,7 +69,7 @@ pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<B
 /// A buffer's device address for a launch that reads it, taken on `binding` with cudarc's
 /// `device_ptr` (the binding stream waits on the buffer's last write when its context tracks
 /// events across streams), and cudarc's ordering guard for the launch to hold until it is
-/// queued, or `None` where dropping the guard has nothing to do (see [`keep`]). Support for
+/// queued, or `None` where dropping the guard has nothing to do (see `keep`). Support for
 /// generated code.
 #[inline(always)]
 pub fn buffer_ptr<'a, T, B: DevicePtr<T> + ?Sized>(
@@ -109,6 +109,7 @@ pub fn buffer_ptr_mut<'a, T, B: DevicePtrMut<T> + ?Sized>(
 #[inline(always)]
 fn keep<'a>(binding: &Binding<'_>, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
     if matches!(binding, Binding::Untracked(_)) && matches!(guard, SyncOnDrop::Record(_)) {
+        // Not recording is what the drop would do (see above); the guard owns nothing.
         std::mem::forget(guard);
         None
     } else {
