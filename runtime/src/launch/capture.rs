@@ -24,7 +24,9 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 /// The stream buffers are bound on for one launch: the launch stream itself, or, while it is
-/// being captured with event tracking on, the context's side stream.
+/// being captured with event tracking on, the context's side stream. `Copy`, references only:
+/// a launch keeps it in registers and has nothing to drop.
+#[derive(Clone, Copy)]
 pub enum Binding<'a> {
     /// The launch stream, in a context that did not manage stream synchronisation when the
     /// launch asked (event tracking off, or a single stream): cudarc's buffer guards have nothing
@@ -32,8 +34,9 @@ pub enum Binding<'a> {
     Untracked(&'a CudaStream),
     /// The launch stream, in a context that manages stream synchronisation.
     Stream(&'a CudaStream),
-    /// The context's side stream (the launch stream is capturing).
-    Side(Arc<CudaStream>),
+    /// The context's side stream (the launch stream is capturing); side streams live for the
+    /// rest of the process.
+    Side(&'static CudaStream),
 }
 
 impl Deref for Binding<'_> {
@@ -123,7 +126,7 @@ fn binding_tracked(stream: &CudaStream) -> Result<Binding<'_>> {
     if !is_capturing(stream) {
         return Ok(Binding::Stream(stream));
     }
-    Ok(Binding::Side(side_stream(stream.context())?))
+    Ok(Binding::Side(side_stream_ref(stream.context())?))
 }
 
 /// Whether `stream` is being captured (an invalidated capture counts: it has not ended). A
@@ -136,23 +139,31 @@ pub fn is_capturing(stream: &CudaStream) -> bool {
     r == sys::CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
 }
 
-type Sides = HashMap<usize, Arc<CudaStream>>;
+type Sides = HashMap<usize, &'static Arc<CudaStream>>;
 static SIDES: Mutex<Option<Sides>> = Mutex::new(None);
 
 /// The side stream of `ctx`, created the first time a launch is captured on the context
 /// (creating a stream is allowed during capture; nothing else pays for it).
 pub(crate) fn side_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>> {
+    side_stream_ref(ctx).cloned()
+}
+
+/// [`side_stream`] as a reference: each side stream is kept for the rest of the process (one
+/// per context a capture launched on), so it can be lent for as long as anyone likes.
+fn side_stream_ref(ctx: &Arc<CudaContext>) -> Result<&'static Arc<CudaStream>> {
     let mut guard = SIDES.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     if let Some(s) = map.get(&(ctx.cu_ctx() as usize)) {
-        return Ok(s.clone());
+        return Ok(s);
     }
     let s = ctx.new_stream().map_err(|e| Error::Driver {
         call: "cuStreamCreate (the side stream for launches under capture)",
         device: ctx.ordinal(),
         cause: DriverCode(e.0),
     })?;
-    // The stream holds its context, so the key cannot be reused by another context.
-    map.insert(ctx.cu_ctx() as usize, s.clone());
+    // The stream holds its context, so the key cannot be reused by another context; it is never
+    // removed (leaked on purpose: one small box per context).
+    let s: &'static Arc<CudaStream> = Box::leak(Box::new(s));
+    map.insert(ctx.cu_ctx() as usize, s);
     Ok(s)
 }
