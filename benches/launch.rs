@@ -198,8 +198,9 @@ fn ours_batch(
     Ok(())
 }
 
-/// The generated launcher's body with the limit checks left out: what `launch` costs minus what
-/// the checks cost.
+/// The generated launcher's body with the limit checks (and the buffers' device checks) left
+/// out: what `launch` costs minus what the checks cost. The buffers' pointers are taken as the
+/// generated launcher takes them (`buffer_ptr` on the launch's binding).
 #[inline(never)]
 fn unchecked_batch(
     stream: &Arc<CudaStream>,
@@ -209,8 +210,9 @@ fn unchecked_batch(
     (n, s): (i32, f32),
 ) -> cuda_embed::Result<()> {
     for _ in 0..BATCH {
-        let (pa, _sa) = a.device_ptr(stream);
-        let (pb, _sb) = b.device_ptr_mut(stream);
+        let binding = cuda_embed::__private::kernel_binding(stream, *empty4::KERNEL)?;
+        let (pa, _sa) = cuda_embed::__private::buffer_ptr(a, &binding);
+        let (pb, _sb) = cuda_embed::__private::buffer_ptr_mut(b, &binding);
         let mut args: [*mut c_void; 4] = [
             &pa as *const u64 as *mut c_void,
             &pb as *const u64 as *mut c_void,

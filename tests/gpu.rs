@@ -420,3 +420,40 @@ fn build_path_is_reported() {
         other => panic!("the test suite is built with nvcc: {other:?}"),
     }
 }
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void slow_fill(int* out, int value, long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) {}
+        out[threadIdx.x] = value;
+    }
+    extern "C" __global__ void copy_ints(const int* in, int* out) {
+        out[threadIdx.x] = in[threadIdx.x];
+    }
+"#
+);
+
+/// With cudarc's event tracking on and several streams, a launch that writes a buffer records
+/// the buffer's write event on its stream, and a launch on another stream that reads the buffer
+/// waits on it: the generated launchers keep cudarc's ordering (they skip the guard protocol only
+/// where the context manages no synchronisation). The writer spins for tens of milliseconds
+/// first, so a reader that did not wait would copy the zeros.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn launches_on_two_streams_are_ordered_by_cudarcs_events() {
+    let ctx = ctx();
+    assert!(ctx.is_event_tracking(), "cudarc's default: event tracking on");
+    let (writer, reader) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    assert!(ctx.is_managing_stream_synchronization());
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    for round in 1..=3 {
+        let mut buf = writer.alloc_zeros::<i32>(32).unwrap();
+        let mut out = reader.alloc_zeros::<i32>(32).unwrap();
+        writer.synchronize().unwrap();
+        reader.synchronize().unwrap();
+        unsafe { slow_fill::launch(&writer, cfg, &mut buf, round, 50_000_000).unwrap() };
+        unsafe { copy_ints::launch(&reader, cfg, &buf, &mut out).unwrap() };
+        assert_eq!(reader.clone_dtoh(&out).unwrap(), vec![round; 32], "round {round}");
+    }
+}

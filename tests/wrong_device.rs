@@ -137,3 +137,22 @@ fn memory_of_another_context_on_the_same_gpu_is_an_error() {
     // Rebind the primary context for whatever runs next on this thread.
     primary.bind_to_thread().unwrap();
 }
+
+/// Two `CudaContext` handles of the same primary context (each `context(0)` call makes one) are
+/// the same context: memory of either is taken by launches on the other's streams. The launch
+/// compares the handles first and, when they differ, the driver's contexts.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn memory_of_another_handle_of_the_same_context_is_taken() {
+    let (a, b) = (cuda_embed::context(0).unwrap(), cuda_embed::context(0).unwrap());
+    assert!(!Arc::ptr_eq(&a, &b) && a.cu_ctx() == b.cu_ctx(), "two handles of the primary context");
+    let (sa, sb) = (a.default_stream(), b.default_stream());
+    let cfg = LaunchConfig::for_num_elems(N as u32);
+    let x = sb.clone_htod(&vec![1.0f32; N]).unwrap();
+    let mut y = sb.alloc_zeros::<f32>(N).unwrap();
+    sb.synchronize().unwrap();
+    unsafe { saxpy::launch(&sa, cfg, 2.0, &x, &mut y, N as i32) }.unwrap();
+    let k: Kernel<(f32, In<f32>, Out<f32>, i32)> = saxpy::KERNEL;
+    unsafe { k.launch(&sa, cfg, (2.0f32, &x, &mut y, N as i32)) }.unwrap();
+    assert!(sa.clone_dtoh(&y).unwrap().iter().all(|&v| v == 4.0));
+}

@@ -128,7 +128,7 @@ pub mod __private {
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
     pub use crate::graph::NdUpdate;
-    pub use crate::launch::capture::kernel_binding;
+    pub use crate::launch::capture::{buffer_ptr, buffer_ptr_mut, kernel_binding};
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;

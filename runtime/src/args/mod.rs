@@ -15,7 +15,7 @@ pub(crate) mod typed; // TypedArg, CudaType
 
 use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
-use cudarc::driver::{sys, CudaStream, DeviceSlice};
+use cudarc::driver::{sys, CudaContext, CudaStream, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
@@ -77,11 +77,25 @@ pub fn check_device<T, S: DeviceSlice<T> + ?Sized>(
     kernel: crate::KernelRef,
     param: &'static str,
 ) -> Result<()> {
-    let (ctx, device) = placement_of(buffer);
-    if ctx == stream.context().cu_ctx() {
+    // The same `CudaContext` object (the common case: one `Arc` shared by the buffer's stream
+    // and the launch stream) is the same context; anything else compares the driver's handles.
+    let ctx = buffer.stream().context();
+    if std::ptr::eq::<CudaContext>(&**ctx, &**stream.context()) {
         Ok(())
     } else {
-        Err(wrong_device(kernel.name(), kernel.module().origin(), param, device, stream))
+        check_context(ctx, stream, kernel, param)
+    }
+}
+
+/// [`check_device`] for a buffer whose `CudaContext` object is not the stream's: the same driver
+/// context through another `CudaContext` is fine, another context is an error.
+#[cold]
+#[inline(never)]
+fn check_context(ctx: &CudaContext, stream: &CudaStream, kernel: crate::KernelRef, param: &'static str) -> Result<()> {
+    if ctx.cu_ctx() == stream.context().cu_ctx() {
+        Ok(())
+    } else {
+        Err(wrong_device(kernel.name(), kernel.module().origin(), param, ctx.ordinal(), stream))
     }
 }
 

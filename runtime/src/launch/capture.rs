@@ -18,18 +18,25 @@
 //! tracking off, launches are as before.
 
 use crate::error::{DriverCode, Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 /// The stream buffers are bound on for one launch: the launch stream itself, or, while it is
-/// being captured with event tracking on, the context's side stream.
+/// being captured with event tracking on, the context's side stream. `Copy`, references only:
+/// a launch keeps it in registers and has nothing to drop.
+#[derive(Clone, Copy)]
 pub enum Binding<'a> {
-    /// The launch stream.
+    /// The launch stream, in a context that did not manage stream synchronisation when the
+    /// launch asked (event tracking off, or a single stream): cudarc's buffer guards have nothing
+    /// to record, and [`buffer_ptr`] forgets them without asking again.
+    Untracked(&'a CudaStream),
+    /// The launch stream, in a context that manages stream synchronisation.
     Stream(&'a CudaStream),
-    /// The context's side stream (the launch stream is capturing).
-    Side(Arc<CudaStream>),
+    /// The context's side stream (the launch stream is capturing); side streams live for the
+    /// rest of the process.
+    Side(&'static CudaStream),
 }
 
 impl Deref for Binding<'_> {
@@ -37,7 +44,7 @@ impl Deref for Binding<'_> {
     #[inline(always)]
     fn deref(&self) -> &CudaStream {
         match self {
-            Binding::Stream(s) => s,
+            Binding::Untracked(s) | Binding::Stream(s) => s,
             Binding::Side(s) => s,
         }
     }
@@ -47,7 +54,7 @@ impl Deref for Binding<'_> {
 #[inline(always)]
 pub fn binding(stream: &CudaStream) -> Result<Binding<'_>> {
     if !stream.context().is_managing_stream_synchronization() {
-        return Ok(Binding::Stream(stream));
+        return Ok(Binding::Untracked(stream));
     }
     binding_tracked(stream)
 }
@@ -62,12 +69,64 @@ pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<B
     }
 }
 
+/// A buffer's device address for a launch that reads it, taken on `binding` with cudarc's
+/// `device_ptr` (the binding stream waits on the buffer's last write when its context tracks
+/// events across streams), and cudarc's ordering guard for the launch to hold until it is
+/// queued, or `None` where dropping the guard has nothing to do (see `keep`). Support for
+/// generated code.
+#[inline(always)]
+pub fn buffer_ptr<'a, T, B: DevicePtr<T> + ?Sized>(
+    buffer: &'a B,
+    binding: &'a Binding<'_>,
+) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
+    let (ptr, guard) = buffer.device_ptr(binding);
+    (ptr, keep(binding, guard))
+}
+
+/// [`buffer_ptr`] for a launch that may write the buffer (`device_ptr_mut`: the binding stream
+/// also waits on the buffer's reads).
+#[inline(always)]
+pub fn buffer_ptr_mut<'a, T, B: DevicePtrMut<T> + ?Sized>(
+    buffer: &'a mut B,
+    binding: &'a Binding<'_>,
+) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
+    let (ptr, guard) = buffer.device_ptr_mut(binding);
+    (ptr, keep(binding, guard))
+}
+
+/// The guard cudarc's `device_ptr` returned on `binding`, if dropping it after the launch can do
+/// anything.
+///
+/// Dropping a guard of cudarc's `Record` kind asks, an out-of-line call each, whether the binding
+/// stream's context manages stream synchronisation (event tracking on and several streams), and
+/// only then records the buffer's event on the binding stream. [`binding`] already asked that
+/// context, before the buffer's pointer was taken: when it did not manage synchronisation then
+/// ([`Binding::Untracked`]), the `Record` guard is forgotten here. It holds references only, so
+/// nothing leaks, and not recording is what its drop does when the answer is the same. Were the
+/// answer to change during the launch (another thread making the context's first stream, or
+/// turning event tracking on), the launch is ordered as if the change came just after it, as
+/// cudarc's own drop does for any change after the drop (a `device_ptr` that saw the change
+/// only adds a wait). In every other case, and for any other kind of guard (`Sync`, which
+/// synchronises the stream whatever the context says, from a buffer type of someone else's),
+/// the guard is kept and its drop does what it always does.
+#[inline(always)]
+fn keep<'a>(binding: &Binding<'_>, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
+    if matches!(binding, Binding::Untracked(_)) && matches!(guard, SyncOnDrop::Record(_)) {
+        // Not recording is what the drop would do (see above); the guard owns nothing.
+        std::mem::forget(guard);
+        None
+    } else {
+        Some(guard)
+    }
+}
+
+#[cold]
 #[inline(never)]
 fn binding_tracked(stream: &CudaStream) -> Result<Binding<'_>> {
     if !is_capturing(stream) {
         return Ok(Binding::Stream(stream));
     }
-    Ok(Binding::Side(side_stream(stream.context())?))
+    Ok(Binding::Side(side_stream_ref(stream.context())?))
 }
 
 /// Whether `stream` is being captured (an invalidated capture counts: it has not ended). A
@@ -80,23 +139,31 @@ pub fn is_capturing(stream: &CudaStream) -> bool {
     r == sys::CUresult::CUDA_SUCCESS && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
 }
 
-type Sides = HashMap<usize, Arc<CudaStream>>;
+type Sides = HashMap<usize, &'static Arc<CudaStream>>;
 static SIDES: Mutex<Option<Sides>> = Mutex::new(None);
 
 /// The side stream of `ctx`, created the first time a launch is captured on the context
 /// (creating a stream is allowed during capture; nothing else pays for it).
 pub(crate) fn side_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>> {
+    side_stream_ref(ctx).cloned()
+}
+
+/// [`side_stream`] as a reference: each side stream is kept for the rest of the process (one
+/// per context a capture launched on), so it can be lent for as long as anyone likes.
+fn side_stream_ref(ctx: &Arc<CudaContext>) -> Result<&'static Arc<CudaStream>> {
     let mut guard = SIDES.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     if let Some(s) = map.get(&(ctx.cu_ctx() as usize)) {
-        return Ok(s.clone());
+        return Ok(s);
     }
     let s = ctx.new_stream().map_err(|e| Error::Driver {
         call: "cuStreamCreate (the side stream for launches under capture)",
         device: ctx.ordinal(),
         cause: DriverCode(e.0),
     })?;
-    // The stream holds its context, so the key cannot be reused by another context.
-    map.insert(ctx.cu_ctx() as usize, s.clone());
+    // The stream holds its context, so the key cannot be reused by another context; it is never
+    // removed (leaked on purpose: one small box per context).
+    let s: &'static Arc<CudaStream> = Box::leak(Box::new(s));
+    map.insert(ctx.cu_ctx() as usize, s);
     Ok(s)
 }

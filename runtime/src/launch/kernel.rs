@@ -140,13 +140,9 @@ impl KernelRef {
         // explains.
         if kind == LaunchKind::Plain {
             let ctx = stream.context();
-            if let Some(f) =
-                self.module.find(ctx).filter(|l| l.order.is_none()).and_then(|l| l.functions.get(self.index))
-            {
+            if let Some(f) = self.module.plain_function(ctx, self.index) {
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
-                if crate::launch::limits::check_config(config, f.max_threads, max_dyn_smem).is_ok()
-                    && launch::bound_here(ctx)
-                {
+                if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem) && launch::bound_here(ctx) {
                     // SAFETY: `f` was loaded in the stream's context; the arguments are the
                     // caller's contract.
                     let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };
@@ -164,7 +160,7 @@ impl KernelRef {
     /// context bound, globals ordered, every launch kind.
     #[inline(never)]
     unsafe fn launch_checked(
-        &self,
+        self,
         stream: &CudaStream,
         config: &LaunchConfig,
         kind: LaunchKind,

@@ -170,6 +170,19 @@ pub(crate) fn check_config(cfg: &LaunchConfig, max_threads: u32, max_dyn_smem: u
     }
 }
 
+/// Whether `cfg` passes [`check_config`]: the same answer in fewer compares, for the launch's
+/// fast path (the violation itself is found by `check_config`, off that path). `x - 1` wraps 0
+/// to the top of the range, so one unsigned compare tests "at least 1 and at most the limit".
+#[inline(always)]
+pub(crate) fn fits(cfg: &LaunchConfig, max_threads: u32, max_dyn_smem: u32) -> bool {
+    let (b, g) = (cfg.block_dim, cfg.grid_dim);
+    (block_threads(b).wrapping_sub(1) < u64::from(max_threads))
+        & (g.0.wrapping_sub(1) < MAX_GRID_X)
+        & (g.1.wrapping_sub(1) < MAX_GRID_YZ)
+        & (g.2.wrapping_sub(1) < MAX_GRID_YZ)
+        & (cfg.shared_mem_bytes <= max_dyn_smem)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,10 +235,17 @@ mod tests {
                                 for &smem in &[0, 48 << 10, (48 << 10) + 1, u32::MAX] {
                                     for &(max_threads, max_smem) in &[(1024, 48 << 10), (0, 0), (u32::MAX, u32::MAX)] {
                                         let c = cfg((gx, gy, gz), (bx, by, bz), smem);
+                                        let expected = plain(&c, max_threads, max_smem);
                                         assert_eq!(
                                             check_config(&c, max_threads, max_smem),
-                                            plain(&c, max_threads, max_smem),
+                                            expected,
                                             "{c:?}, max_threads {max_threads}, max_smem {max_smem}"
+                                        );
+                                        // The fast path's predicate says the same.
+                                        assert_eq!(
+                                            fits(&c, max_threads, max_smem),
+                                            expected.is_ok(),
+                                            "fits: {c:?}, max_threads {max_threads}, max_smem {max_smem}"
                                         );
                                         checked += 1;
                                     }
@@ -241,6 +261,7 @@ mod tests {
         // arithmetic overflow (a panic in a debug build).
         let huge = cfg((1, 1, 1), (u32::MAX, u32::MAX, 64), 0);
         assert_eq!(check_config(&huge, 1024, 0), Err(Violation::Threads { max: 1024 }));
+        assert!(!fits(&huge, u32::MAX, u32::MAX));
         let (cause, _) = Violation::Threads { max: 1024 }.describe(&huge);
         assert!(cause.contains(&(u32::MAX as u128 * u32::MAX as u128 * 64).to_string()), "{cause}");
     }

@@ -63,8 +63,16 @@ enum Owner {
 }
 
 /// A module loaded in one context. Lives for the rest of the process once published.
+///
+/// `repr(C)` keeps the fields a launch's common path reads (`functions`, `cu_ctx`, `plain`:
+/// [`Module::plain_function`](crate::module::registry::Module)) together at the start, in one or
+/// two cache lines, instead of wherever the compiler would put them.
+#[repr(C)]
 pub(crate) struct Loaded {
+    pub(crate) functions: Box<[Function]>,
     pub(crate) cu_ctx: sys::CUcontext,
+    /// No globals, so launches need no ordering (`order` is `None`): what the common path checks.
+    pub(crate) plain: bool,
     // Holds the context (and so the primary context and the module) alive for the life of the
     // process, even if the user drops every `CudaContext` they made.
     owner: Owner,
@@ -73,7 +81,6 @@ pub(crate) struct Loaded {
     pub(crate) raw_module: sys::CUmodule,
     /// Symbol of each global variable (NVRTC path: lowered at load; nvcc path: from the spec).
     pub(crate) global_symbols: Box<[String]>,
-    pub(crate) functions: Box<[Function]>,
     pub(crate) from_disk_cache: bool,
     /// Stream ordering of global copies and launches, for modules with globals.
     pub(crate) order: Option<crate::module::order::GlobalOrder>,
@@ -239,6 +246,7 @@ fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<
     }
     Some(Loaded {
         cu_ctx: ctx.cu_ctx(),
+        plain: true,
         owner: Owner::InPlace { _ctx: ctx.clone(), image: bytes, twin: Mutex::new(None) },
         raw_module: module,
         global_symbols: Box::default(),
@@ -494,6 +502,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     trace.lap("done");
     Ok(Loaded {
         cu_ctx: ctx.cu_ctx(),
+        plain: spec.globals.is_empty(),
         owner,
         raw_module,
         global_symbols: global_symbols.into_boxed_slice(),

@@ -6,7 +6,7 @@
 //! device ordinal — no lock, no map lookup, no allocation.
 
 use crate::error::Result;
-use crate::module::load::{self, Loaded};
+use crate::module::load::{self, Function, Loaded};
 use crate::module::spec::{BuildPath, ModuleSpec};
 use cudarc::driver::CudaContext;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -113,6 +113,19 @@ impl Module {
             }
         }
         None
+    }
+
+    /// Kernel `index` as loaded in `ctx`, for a launch's common path: a module without globals
+    /// (whose launches need no ordering) loaded in `ctx`, on a device with a lock-free slot.
+    /// `None` sends the launch the full way. The ordinal is masked instead of bounds-checked: a
+    /// device past the slots lands on another device's slot, whose context is not `ctx`.
+    #[inline(always)]
+    pub(crate) fn plain_function(&'static self, ctx: &CudaContext, index: usize) -> Option<&'static Function> {
+        let l = self.slots[ctx.ordinal() % FAST_DEVICE_SLOTS].get()?;
+        if l.cu_ctx != ctx.cu_ctx() || !l.plain {
+            return None;
+        }
+        l.functions.get(index)
     }
 
     /// The module as loaded in `ctx`, loading it first if needed.

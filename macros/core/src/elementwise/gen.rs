@@ -59,7 +59,6 @@ pub fn module(
     let (stream_ty, config_ty, result, c_void) =
         (paths::stream(), paths::launch_config(), paths::result(), paths::c_void());
     let (kernel_ref, kind) = (paths::kernel_ref(), paths::launch_kind());
-    let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
     // The arguments' bounds: this crate's `unsafe` buffer traits, whose implementations vouch
     // for `len()` (the length the safe launchers' checks rely on), not cudarc's safe ones.
     let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
@@ -131,9 +130,9 @@ pub fn module(
                 prelude.push(quote!(#private::check_device::<#ty, _>(#id, stream, __kernel, #pshown)?;));
                 // Bound on `__binding`: the stream, or a side stream under capture (launch/capture.rs).
                 prelude.push(if p.role == Role::Input {
-                    quote!(let (#id, #guard) = #dptr::device_ptr(#id, &__binding);)
+                    quote!(let (#id, #guard) = #private::buffer_ptr(#id, &__binding);)
                 } else {
-                    quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);)
+                    quote!(let (#id, #guard) = #private::buffer_ptr_mut(#id, &__binding);)
                 });
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }

@@ -189,7 +189,7 @@ struct Lowered {
 fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
     let c_void = paths::c_void();
     let raw = paths::raw_device_ptr();
-    let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let kernel_ref = paths::kernel_ref();
     let k = gen.decl;
@@ -276,10 +276,10 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 }
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, &__binding);));
+                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, &__binding);));
+                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }

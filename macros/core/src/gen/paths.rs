@@ -113,6 +113,16 @@ pub fn binding() -> TokenStream {
     private("kernel_binding", Span::call_site())
 }
 
+/// A buffer's address and ordering guard for a launch that reads it (`buffer_ptr`).
+pub fn buffer_ptr() -> TokenStream {
+    private("buffer_ptr", Span::call_site())
+}
+
+/// A buffer's address and ordering guard for a launch that may write it (`buffer_ptr_mut`).
+pub fn buffer_ptr_mut() -> TokenStream {
+    private("buffer_ptr_mut", Span::call_site())
+}
+
 /// Read-only device memory a kernel takes (`const T*`).
 pub fn device_ptr() -> TokenStream {
     private("DevicePtr", Span::call_site())

@@ -57,6 +57,7 @@ pub fn operands(
     let private = quote!(::cuda_embed::__private);
     let (c_void, kernel_ref) = (paths::c_void(), paths::kernel_ref());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     // Raw arrays' bounds in `launch_nd`: this crate's `unsafe` buffer traits, which vouch for `len()`.
     let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let mut target = target;
@@ -128,14 +129,11 @@ pub fn operands(
                 let (arg, take) = match (&mut target, input) {
                     (Target::Launch(params), true) => {
                         let bound = params.bound(p, &id, ty, Family::Flat, &dbuf);
-                        (quote!(#id: &impl #bound), quote!(let (#id, #guard) = #dptr::device_ptr(#id, &__binding);))
+                        (quote!(#id: &impl #bound), quote!(let (#id, #guard) = #buffer_ptr(#id, &__binding);))
                     }
                     (Target::Launch(params), false) => {
                         let bound = params.bound(p, &id, ty, Family::Flat, &dbuf_mut);
-                        (
-                            quote!(#id: &mut impl #bound),
-                            quote!(let (#id, #guard) = #dptr_mut::device_ptr_mut(#id, &__binding);),
-                        )
+                        (quote!(#id: &mut impl #bound), quote!(let (#id, #guard) = #buffer_ptr_mut(#id, &__binding);))
                     }
                     (Target::Node | Target::Update, true) => {
                         (quote!(#id: &'__g impl #dptr<#ty>), quote!(let #id: u64 = __b.read::<#ty, _>(#id)?;))

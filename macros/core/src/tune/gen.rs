@@ -183,7 +183,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     }
     let (c_void, stream_ty, result, kernel_ref) =
         (paths::c_void(), paths::stream(), paths::result(), paths::kernel_ref());
-    let (device_ptr, device_ptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
+    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (check, raw, kind) = (paths::check_device(), paths::raw_device_ptr(), paths::launch_kind());
     let launch_config = paths::launch_config();
@@ -240,10 +240,10 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                     bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
                     outputs.push(quote!(#id));
                     rebind.push(quote!(let #id: u64 = __o[#j];));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr_mut::device_ptr_mut(#id, &__binding);));
+                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #device_ptr::device_ptr(#id, &__binding);));
+                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
