@@ -373,7 +373,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, checks, mark, unit, .. } => {
+        ImageKind::Source { source, options, headers, probe, checks, mark, unit, own_len, .. } => {
             let arch = read_arch()?;
             let exprs = spec.name_expressions();
             // The module that runs is compiled without the macro's type probe: the probe's
@@ -386,6 +386,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let compiled = match crate::program::nvrtc::compile_module(
                 spec.origin,
                 source,
+                *own_len,
                 options,
                 headers,
                 &exprs,
@@ -397,7 +398,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
                 // be a parameter of the wrong type. The probe's answers say which, and what it
                 // is; anything else (every type right, or the probe failing as the source does)
                 // is the compile's own error, with its log.
-                Err(e) if !probe.is_empty() && cuda_embed_source::typecode::has_static_checks(source) => {
+                Err(e) if !probe.is_empty() && *own_len < source.len() => {
                     return Err(match check_probe_of(spec, source, options, headers, probe, checks, arch, device) {
                         Err(wrong @ Error::Signature { .. }) => wrong,
                         _ => e,
@@ -475,10 +476,10 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
         }
         None => raw_module,
     };
-    if let ImageKind::Source { source, options, headers, probe, checks, .. } = &spec.image.0 {
+    if let ImageKind::Source { source, options, headers, probe, checks, own_len, .. } = &spec.image.0 {
         trace.lap("functions and limits");
         // A source that carries the type check as `static_assert`s passed it by compiling.
-        let compiled_checks = cuda_embed_source::typecode::has_static_checks(source);
+        let compiled_checks = *own_len < source.len();
         if !probe.is_empty() && !checks_passed && !compiled_checks {
             check_probe_of(spec, source, options, headers, probe, checks, arch, device)?;
         }

@@ -288,22 +288,25 @@ pub fn compile(
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
-    compile_module(origin, source, options, headers, name_expressions, None, arch)
+    compile_module(origin, source, source.len(), options, headers, name_expressions, None, arch)
 }
 
 /// [`compile`], with the unit's digest ([`cuda_embed_source::key::nvrtc_unit_digest`] of the
-/// inputs) when `cuda_kernel!` computed it at build time.
+/// inputs) when `cuda_kernel!` computed it at build time, and the length of the module's own
+/// text, `own_len`: the rest of `source` is the type check the macro appended (see `load.rs`),
+/// which holds no includes.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compile_module(
     origin: &'static str,
     source: &str,
+    own_len: usize,
     options: &[&str],
     headers: &[(&str, &str)],
     name_expressions: &[&str],
     digest: Option<&str>,
     arch: u32,
 ) -> Result<Compiled> {
-    // The type check the macro appended (see `load.rs`) holds no includes.
-    let scanned = cuda_embed_source::typecode::static_checks_start(source).map(|end| &source[..end]);
+    let scanned = source.get(..own_len).filter(|s| s.len() < source.len());
     let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest, scanned };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
