@@ -151,30 +151,44 @@ fn search_env() -> SearchEnv {
     env
 }
 
-/// The variables of `env` as key items, `NAME=value` for each one set (raw bytes).
-fn search_inputs(env: &SearchEnv) -> Vec<Vec<u8>> {
-    let names = std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS);
-    names
-        .zip(env)
-        .filter_map(|(name, value)| {
-            let value = value.as_ref()?;
-            Some([name.as_bytes(), b"=", value.as_encoded_bytes()].concat())
-        })
-        .collect()
+/// Adds the variables of `env` to a key as the items of its `compiler` list: `NAME=value` for
+/// each one set (raw bytes).
+fn add_search_inputs(k: &mut Key, env: &SearchEnv) {
+    k.count("compiler", env.iter().flatten().count());
+    for (name, value) in std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).zip(env) {
+        if let Some(value) = value {
+            k.item(&[name.as_bytes(), b"=", value.as_encoded_bytes()]);
+        }
+    }
 }
 
 /// The identity of the library file at `path` with metadata `meta`: `"<path> <size> <mtime ns>"`.
 fn file_identity(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
-    Some(format!("{} {} {mtime}", path.display(), meta.len()))
+    Some(format!("{} {} {}", path.display(), meta.len(), modified_ns(meta)?))
 }
 
-/// The file a [`file_identity`] names, or `None` for another kind of identity (`"nvrtc 13.0"`).
-fn identity_file(identity: &str) -> Option<&str> {
-    let mut parts = identity.rsplitn(3, ' ');
-    let (mtime, len, path) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(mtime) && digits(len) && !path.is_empty()).then_some(path)
+/// The modification time in `meta`, in nanoseconds since the Unix epoch.
+fn modified_ns(meta: &std::fs::Metadata) -> Option<u128> {
+    Some(meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
+}
+
+/// The file a [`file_identity`] names with the size and modification time it records, or `None`
+/// for another kind of identity (`"nvrtc 13.0"`). The numbers are taken only in the form
+/// `file_identity` writes them (decimal digits, no leading zero), so the file at the path matches
+/// the record exactly when `file_identity` of it would write the record: a hit compares numbers
+/// and formats nothing.
+fn identity_file(identity: &str) -> Option<(&str, u64, u128)> {
+    fn decimal(s: &str) -> Option<u128> {
+        let canonical = !s.is_empty() && (s == "0" || !s.starts_with('0'));
+        canonical.then_some(())?;
+        s.bytes().try_fold(0u128, |n, b| {
+            n.checked_mul(10)?.checked_add(u128::from(b.checked_sub(b'0').filter(|d| *d < 10)?))
+        })
+    }
+    let (rest, mtime) = identity.rsplit_once(' ')?;
+    let (path, len) = rest.rsplit_once(' ')?;
+    let (len, mtime) = (u64::try_from(decimal(len)?).ok()?, decimal(mtime)?);
+    (!path.is_empty()).then_some((path, len, mtime))
 }
 
 /// What this process knows of the NVRTC build for one value of the search variables.
@@ -201,9 +215,8 @@ fn is_current(recorded: &str, env: &SearchEnv) -> bool {
     if known().as_ref().is_some_and(|k| k.env == *env && k.identity == recorded) {
         return true;
     }
-    let unchanged = identity_file(recorded).is_some_and(|file| {
-        let file = Path::new(file);
-        std::fs::metadata(file).ok().and_then(|m| file_identity(file, &m)).as_deref() == Some(recorded)
+    let unchanged = identity_file(recorded).is_some_and(|(file, len, mtime)| {
+        std::fs::metadata(file).is_ok_and(|m| m.len() == len && modified_ns(&m) == Some(mtime))
     });
     if !unchanged {
         return compiler_identity_for(env).is_ok_and(|id| id == recorded);
@@ -341,19 +354,32 @@ pub(crate) struct Unit<'a, S> {
 impl<S: AsRef<str>> Unit<'_, S> {
     /// The headers the source reaches (see [`cuda_embed_source::includes`]).
     pub(crate) fn scan(&self) -> Scan {
-        let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let text = self.scanned.unwrap_or(self.source);
+        // A source that includes nothing reaches no header, in memory or on disk (the usual case
+        // of a cache hit): no scanner is set up for it.
+        if !cuda_embed_source::includes::may_include(text) {
+            return Scan::default();
+        }
+        let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(text, Some(dir))
     }
 
     /// The cache key for `sm_{arch}`, given the unit's `scan`; `compiler` says which NVRTC
-    /// compiles it (the search's inputs for a module, [`search_inputs`]; the build itself for
+    /// compiles it (the search's inputs for a module, [`add_search_inputs`]; the build itself for
     /// relocatable objects).
     ///
     /// Every input is a labelled field, so changing any of them changes the key: in-memory
     /// headers by name and text, files reached on disk by canonical path and bytes, includes that
     /// resolved nowhere by name (a header appearing there later changes the key).
     pub(crate) fn key<C: AsRef<[u8]>>(&self, compiler: &[C], arch: u32, scan: &Scan) -> String {
+        let mut k = Key::new(KEY_SCHEME);
+        k.list("compiler", compiler);
+        self.finish_key(k, arch, scan)
+    }
+
+    /// The fields of the key after the compiler (see [`key`](Self::key)), each list counted
+    /// and its items added one by one: the same bytes as `Key::list`, without collecting them.
+    fn finish_key(&self, mut k: Key, arch: u32, scan: &Scan) -> String {
         let computed;
         let unit = match self.digest {
             Some(d) => d,
@@ -368,19 +394,33 @@ impl<S: AsRef<str>> Unit<'_, S> {
                 &computed
             }
         };
-        let mut k = Key::new(KEY_SCHEME);
-        k.list("compiler", compiler).field("arch", arch.to_le_bytes()).field("unit", unit);
-        let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
-        k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
-            .list("file hashes", files.iter().map(|(_, d)| *d))
-            .list("not found", &scan.missing)
-            .list("cycles", scan.cycles.iter().map(|c| c.chain.join("\0")));
+        k.field("arch", arch.to_le_bytes()).field("unit", unit);
+        let files = || scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, &h.sha256)));
+        k.count("files", files().count());
+        for (path, _) in files() {
+            k.item(&[path.to_string_lossy().as_bytes()]);
+        }
+        k.count("file hashes", files().count());
+        for (_, digest) in files() {
+            k.item(&[digest]);
+        }
+        k.count("not found", scan.missing.len());
+        for name in &scan.missing {
+            k.item(&[name.as_bytes()]);
+        }
+        k.count("cycles", scan.cycles.len());
+        for cycle in &scan.cycles {
+            k.item(&[cycle.chain.join("\0").as_bytes()]);
+        }
         k.finish()
     }
 
-    /// The key of the unit's module entry for `sm_{arch}` with the search variables `env`.
+    /// The key of the unit's module entry for `sm_{arch}` with the search variables `env`: the
+    /// [`key`](Self::key) whose compiler items are `NAME=value` of each variable set.
     fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> String {
-        self.key(&search_inputs(env), arch, scan)
+        let mut k = Key::new(KEY_SCHEME);
+        add_search_inputs(&mut k, env);
+        self.finish_key(k, arch, scan)
     }
 
     /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment.
@@ -396,8 +436,9 @@ impl<S: AsRef<str>> Unit<'_, S> {
         let scan = self.scan();
         trace.lap("include scan");
         let key = self.module_key(&env, arch, &scan);
+        let file = store.path(&key);
         trace.lap("key");
-        let hit = store.read(&key);
+        let hit = store.read_file(&file, &key);
         trace.lap("cache read");
         if let Some(entry) = hit {
             // The cubin, and the record of passed load checks when a load added one; the
@@ -412,7 +453,7 @@ impl<S: AsRef<str>> Unit<'_, S> {
                         cubin,
                         symbols,
                         from_cache: true,
-                        cache_file: Some(store.path(&key)),
+                        cache_file: Some(file),
                         checked,
                         compiler,
                     });
@@ -696,11 +737,57 @@ mod tests {
 
     #[test]
     fn identities_of_files_are_told_from_versions() {
-        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some("/usr/lib/libnvrtc.so.13"));
-        assert_eq!(identity_file("/my libs/libnvrtc.so 1 2"), Some("/my libs/libnvrtc.so"), "spaces in the path");
+        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some(("/usr/lib/libnvrtc.so.13", 1000, 123)));
+        assert_eq!(
+            identity_file("/my libs/libnvrtc.so 1 2"),
+            Some(("/my libs/libnvrtc.so", 1, 2)),
+            "spaces in the path"
+        );
         assert_eq!(identity_file("nvrtc 13.0"), None);
         assert_eq!(identity_file("a 13 x"), None);
         assert_eq!(identity_file(" 1 2"), None);
+        // Only the form `file_identity` writes: another spelling of the same numbers is not it.
+        assert_eq!(identity_file("/l 0 0"), Some(("/l", 0, 0)));
+        for other in ["/l 01 2", "/l 1 02", "/l +1 2", "/l 1  2", "/l 1 2 ", "/l 18446744073709551616 2"] {
+            assert_eq!(identity_file(other), None, "{other:?}");
+        }
+    }
+
+    /// A record matches a file exactly when `file_identity` of the file writes the record.
+    #[test]
+    fn a_record_is_read_back_as_the_file_identity_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib nvrtc.so");
+        std::fs::write(&lib, b"some build").unwrap();
+        let meta = std::fs::metadata(&lib).unwrap();
+        let record = file_identity(&lib, &meta).unwrap();
+        let (path, len, mtime) = identity_file(&record).unwrap();
+        assert_eq!((Path::new(path), len, Some(mtime)), (lib.as_path(), meta.len(), modified_ns(&meta)));
+    }
+
+    /// The module key names the compiler by the search variables set, as `NAME=value` items.
+    #[test]
+    fn the_module_key_lists_the_variables_set_as_its_compiler() {
+        let u = unit(&[], &[], &["k"]);
+        let scan = u.scan();
+        let mut env = SearchEnv::default();
+        assert_eq!(u.module_key(&env, 90, &scan), u.key::<&str>(&[], 90, &scan));
+        env[0] = Some("/opt/a:/opt/b".into());
+        env[2] = Some("/usr/local/cuda".into());
+        let items = ["LD_LIBRARY_PATH=/opt/a:/opt/b", "CUDA_PATH=/usr/local/cuda"];
+        assert_eq!(options::TOOLKIT_ROOT_VARS[1], "CUDA_PATH");
+        assert_eq!(u.module_key(&env, 90, &scan), u.key(&items, 90, &scan));
+    }
+
+    /// A source without the word `include` is not scanned at all; one with it is.
+    #[test]
+    fn a_source_that_includes_nothing_is_not_scanned() {
+        let plain = unit(&["--include-path=/nonexistent"], &[("h.cuh", "x")], &[]);
+        assert_eq!(plain.scan(), Scan::default());
+        let including = Unit { source: "#include \"h.cuh\"\n#include \"gone.cuh\"\n", ..plain };
+        let scan = including.scan();
+        assert_eq!(scan.headers.len(), 1);
+        assert_eq!(scan.missing, ["gone.cuh"]);
     }
 
     /// A recorded library file is current while it is unchanged (one `stat`); another build in

@@ -161,7 +161,18 @@ impl Store {
 
     /// The file of the entry with `key`.
     pub fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.{}", self.extension))
+        // Joined by hand (one allocation of the final size, no formatting): a cache hit asks
+        // for it on the first launch of a module.
+        let dir = self.dir.as_os_str();
+        let mut path = std::ffi::OsString::with_capacity(dir.len() + 1 + key.len() + 1 + self.extension.len());
+        path.push(dir);
+        if dir.as_encoded_bytes().last().is_some_and(|&b| !std::path::is_separator(char::from(b))) {
+            path.push(std::path::MAIN_SEPARATOR_STR);
+        }
+        path.push(key);
+        path.push(".");
+        path.push(self.extension);
+        PathBuf::from(path)
     }
 
     /// Writes `entry` under `key` atomically (temporary file + rename), returning its file. A key
@@ -226,10 +237,16 @@ impl Store {
     /// module docs); anything else is `None`. A hit marks the entry as recently used; a corrupt
     /// entry is reported on stderr.
     pub fn read(&self, key: &str) -> Option<Entry> {
-        match self.lookup(key) {
+        self.read_file(&self.path(key), key)
+    }
+
+    /// [`read`](Self::read) of the entry under `key` whose file, [`path`](Self::path)`(key)`,
+    /// the caller already has.
+    pub fn read_file(&self, file: &Path, key: &str) -> Option<Entry> {
+        match Store::lookup_file(file, key) {
             Lookup::Hit(e) => Some(e),
             Lookup::Corrupt(why) => {
-                eprintln!("cuda-embed: cache entry {} is corrupt ({why}); rebuilding it", self.path(key).display());
+                eprintln!("cuda-embed: cache entry {} is corrupt ({why}); rebuilding it", file.display());
                 None
             }
             Lookup::Missing | Lookup::Stale => None,
@@ -238,8 +255,12 @@ impl Store {
 
     /// What is filed under `key`, and if it cannot be used, why.
     pub fn lookup(&self, key: &str) -> Lookup {
-        let path = self.path(key);
-        let Some((bytes, last_used)) = manage::read_entry(&path) else { return Lookup::Missing };
+        Store::lookup_file(&self.path(key), key)
+    }
+
+    /// [`lookup`](Self::lookup) of `key` in the entry file `path`.
+    fn lookup_file(path: &Path, key: &str) -> Lookup {
+        let Some((bytes, last_used)) = manage::read_entry(path) else { return Lookup::Missing };
         // Another version's entry (an older cuda-embed sharing the directory) is not corrupt:
         // it is replaced without a report.
         if !bytes.starts_with(MAGIC.as_bytes()) || bytes.get(MAGIC.len()) != Some(&b'\n') {
@@ -256,7 +277,7 @@ impl Store {
         if !entry.deps.iter().all(Dep::is_fresh) {
             return Lookup::Stale;
         }
-        manage::touch_if_old(&path, last_used);
+        manage::touch_if_old(path, last_used);
         Lookup::Hit(entry)
     }
 }
@@ -276,69 +297,96 @@ pub enum Lookup {
 }
 
 /// Parses an entry file written for `key`; the error says what is malformed.
+///
+/// Byte compares and hand-read numbers only (no text conversion of the headers, no formatting):
+/// a cache hit parses one entry on the first launch of a module, where every line of code run
+/// for the first time in the process counts.
 fn parse(bytes: &[u8], key: &str) -> Result<Entry, &'static str> {
     // The trailer first: `end <sha256 of everything before it>` and nothing after.
     let body_len = bytes.len().checked_sub(1).filter(|&n| bytes[n] == b'\n').ok_or("no end line")?;
     let trailer_at = bytes[..body_len].iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
-    let trailer = std::str::from_utf8(&bytes[trailer_at..body_len]).map_err(|_| "no end line")?;
-    let digest = trailer.strip_prefix("end ").and_then(parse_digest).ok_or("no end line with a hash")?;
+    let digest =
+        bytes[trailer_at..body_len].strip_prefix(b"end ").and_then(parse_digest).ok_or("no end line with a hash")?;
     let mut rest = &bytes[..trailer_at];
     if sha256(rest) != digest {
         return Err("its contents do not match their hash");
     }
-    let mut line = || -> Option<&str> {
-        let at = rest.iter().position(|&b| b == b'\n')?;
-        let l = std::str::from_utf8(&rest[..at]).ok()?;
-        rest = &rest[at + 1..];
-        Some(l)
-    };
-    if line() != Some(MAGIC) {
+    if line(&mut rest) != Some(MAGIC.as_bytes()) {
         return Err("not a cache entry of this version");
     }
-    if line().and_then(|l| l.strip_prefix("key ")) != Some(key) {
+    if line(&mut rest).and_then(|l| l.strip_prefix(b"key ")) != Some(key.as_bytes()) {
         return Err("it is filed under another key");
     }
     let mut entry = Entry::default();
-    // Each field: a header line, then `len` raw bytes and a newline.
-    fn take(rest: &mut &[u8], len: usize) -> Option<Vec<u8>> {
-        if rest.len() <= len || rest[len] != b'\n' {
-            return None;
-        }
-        let value = rest[..len].to_vec();
-        *rest = &rest[len + 1..];
-        Some(value)
-    }
-    let mut field = |rest: &mut &[u8]| -> Option<()> {
-        let at = rest.iter().position(|&b| b == b'\n')?;
-        let header = std::str::from_utf8(&rest[..at]).ok()?.to_string();
-        *rest = &rest[at + 1..];
-        let (tag, args) = header.split_once(' ').unwrap_or((header.as_str(), ""));
-        match tag {
-            "dep" => {
-                let (hash, len) = args.split_once(' ')?;
-                let sha = parse_digest(hash)?;
-                let path = String::from_utf8(take(rest, len.parse().ok()?)?).ok()?;
-                entry.deps.push(Dep { path: PathBuf::from(path), sha256: sha });
-            }
-            "str" => entry.strings.push(String::from_utf8(take(rest, args.parse().ok()?)?).ok()?),
-            "blob" => entry.blobs.push(take(rest, args.parse().ok()?)?),
-            _ => return None,
-        }
-        Some(())
-    };
     while !rest.is_empty() {
-        field(&mut rest).ok_or("a malformed field")?;
+        field(&mut rest, &mut entry).ok_or("a malformed field")?;
     }
     Ok(entry)
 }
 
-fn parse_digest(hex: &str) -> Option<Digest> {
+/// The next line of `rest` (without its newline), which moves past it.
+fn line<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let at = rest.iter().position(|&b| b == b'\n')?;
+    let (line, tail) = rest.split_at(at);
+    *rest = &tail[1..];
+    Some(line)
+}
+
+/// The next field of `rest` (a header line, then `len` raw bytes and a newline), added to `entry`.
+fn field(rest: &mut &[u8], entry: &mut Entry) -> Option<()> {
+    let header = line(rest)?;
+    if let Some(len) = header.strip_prefix(b"blob ") {
+        entry.blobs.push(take(rest, number(len)?)?.to_vec());
+    } else if let Some(len) = header.strip_prefix(b"str ") {
+        entry.strings.push(String::from_utf8(take(rest, number(len)?)?.to_vec()).ok()?);
+    } else {
+        let args = header.strip_prefix(b"dep ")?;
+        let space = args.iter().position(|&b| b == b' ')?;
+        let sha256 = parse_digest(&args[..space])?;
+        let path = String::from_utf8(take(rest, number(&args[space + 1..])?)?.to_vec()).ok()?;
+        entry.deps.push(Dep { path: PathBuf::from(path), sha256 });
+    }
+    Some(())
+}
+
+/// The first `len` bytes of `rest`, which must be followed by a newline; moves past both.
+fn take<'a>(rest: &mut &'a [u8], len: usize) -> Option<&'a [u8]> {
+    if rest.len() <= len || rest[len] != b'\n' {
+        return None;
+    }
+    let value = &rest[..len];
+    *rest = &rest[len + 1..];
+    Some(value)
+}
+
+/// A length written in decimal: digits only, at least one.
+fn number(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &d| {
+        let digit = usize::from(d.wrapping_sub(b'0'));
+        (digit < 10).then_some(())?;
+        n.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// A SHA-256 written as 64 hexadecimal digits.
+fn parse_digest(hex: &[u8]) -> Option<Digest> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
     if hex.len() != 64 {
         return None;
     }
     let mut d = [0u8; 32];
-    for (i, byte) in d.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    for (byte, pair) in d.iter_mut().zip(hex.chunks_exact(2)) {
+        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
     }
     Some(d)
 }

@@ -204,3 +204,29 @@ fn a_private_temp_dir_is_created_0700_and_others_are_refused() {
     std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
     assert!(super::manage::check_private(&mine, uid + 1).unwrap_err().contains("belongs to user"));
 }
+
+/// The entry's file is `<dir>/<key>.<extension>`, as `Path::join` makes it, whatever the
+/// directory's form.
+#[test]
+fn an_entrys_file_is_its_key_in_the_directory() {
+    for dir in ["", "rel", "rel/", "/abs/dir", "/abs/dir/", "/", "./x", "a b/c"] {
+        let store = Store::new(dir, "cubin");
+        assert_eq!(store.path("0a1b"), Path::new(dir).join("0a1b.cubin"), "{dir:?}");
+    }
+}
+
+/// Lengths are plain decimal digits, and hashes 64 hexadecimal digits: anything else in a
+/// header is a malformed entry.
+#[test]
+fn field_lengths_and_hashes_are_read_strictly() {
+    assert_eq!(number(b"0"), Some(0));
+    assert_eq!(number(b"4191"), Some(4191));
+    for bad in [&b""[..], b"+5", b"-1", b" 5", b"5 ", b"0x10", b"99999999999999999999999"] {
+        assert_eq!(number(bad), None, "{:?}", String::from_utf8_lossy(bad));
+    }
+    let d = crate::key::sha256(b"x");
+    assert_eq!(parse_digest(crate::key::hex(&d).as_bytes()), Some(d));
+    assert_eq!(parse_digest(crate::key::hex(&d).to_uppercase().as_bytes()), Some(d));
+    assert_eq!(parse_digest(&crate::key::hex(&d).as_bytes()[1..]), None);
+    assert_eq!(parse_digest(&[b'g'; 64]), None);
+}
