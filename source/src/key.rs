@@ -90,34 +90,9 @@ impl Key {
         I::Item: AsRef<[u8]>,
     {
         let items: Vec<I::Item> = items.into_iter().collect();
-        self.count(label, items.len());
+        self.field(label, (items.len() as u64).to_le_bytes());
         for item in &items {
             self.raw(item.as_ref());
-        }
-        self
-    }
-
-    /// Begins a list of `count` items without collecting them: its label and item count, as
-    /// [`list`](Self::list) adds them; the caller then adds exactly `count` [`item`](Self::item)s.
-    ///
-    /// ```
-    /// use cuda_embed_source::key::Key;
-    /// let (mut listed, mut counted) = (Key::new("s"), Key::new("s"));
-    /// listed.list("vars", ["A=1", "B=2"]);
-    /// counted.count("vars", 2).item(&[b"A", b"=", b"1"]).item(&[b"B=2"]);
-    /// assert_eq!(listed.finish(), counted.finish());
-    /// ```
-    pub fn count(&mut self, label: &str, count: usize) -> &mut Self {
-        self.field(label, (count as u64).to_le_bytes())
-    }
-
-    /// Adds one item of a list begun with [`count`](Self::count): the bytes of `parts` one after
-    /// the other, hashed as one item of their joined bytes (no copy is made to join them).
-    pub fn item(&mut self, parts: &[&[u8]]) -> &mut Self {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        self.hasher.update((len as u64).to_le_bytes());
-        for part in parts {
-            self.hasher.update(part);
         }
         self
     }

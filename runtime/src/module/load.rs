@@ -412,14 +412,14 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // computed it; a hit does not hash the source and the probe again).
             let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
-            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, compiler, .. } = compiled;
+            let from_cache = compiled.from_cache;
             if !checks_passed {
-                counts = crate::module::cubin::param_counts(&cubin);
-                if let Some(file) = cache_file {
-                    let (cubin, symbols) = (cubin.clone(), symbols.clone());
-                    to_record = Some(CheckRecord { file, cubin, symbols, compiler, mark });
+                counts = crate::module::cubin::param_counts(&compiled.cubin);
+                if let Some(file) = compiled.cache_file.clone() {
+                    to_record = Some(CheckRecord { file, compiled: compiled.clone(), mark });
                 }
             }
+            let crate::program::nvrtc::Compiled { cubin, mut symbols, .. } = compiled;
             // Handed to cudarc without a copy.
             let module =
                 load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
@@ -488,8 +488,8 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some(CheckRecord { file, cubin, symbols, compiler, mark }) = to_record {
-        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, &compiler, mark);
+    if let Some(CheckRecord { file, compiled, mark }) = to_record {
+        crate::program::nvrtc::record_checked(&file, compiled, mark);
         trace.lap("checks recorded");
     }
     trace.lap("done");
@@ -529,10 +529,8 @@ fn check_probe_of(
 struct CheckRecord {
     /// The cache file.
     file: std::path::PathBuf,
-    cubin: Vec<u8>,
-    symbols: Vec<String>,
-    /// The NVRTC build that compiled the cubin, as its entry records it.
-    compiler: String,
+    /// What the entry holds (the cubin, symbols, compiler and run-time inputs).
+    compiled: crate::program::nvrtc::Compiled,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
 }

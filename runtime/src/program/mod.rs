@@ -212,9 +212,9 @@ impl Program {
         &self.options
     }
 
-    /// The disk-cache key of this program compiled for `sm_{arch}` in this process's environment,
-    /// as hex: the key covers the program and the variables the search for libnvrtc reads, and
-    /// the entry filed under it records the NVRTC build that compiled it (see
+    /// The identity of this program's disk-cache entry for `sm_{arch}` in this process's
+    /// environment, as hex (a SHA-256): it covers the program and the variables the search for
+    /// libnvrtc reads, and the entry records the NVRTC build that compiled it (see
     /// [`nvrtc`](crate::nvrtc)). Equal keys mean the same cubin from the same NVRTC build.
     ///
     /// ```

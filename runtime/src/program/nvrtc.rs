@@ -3,15 +3,18 @@
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Both users go through one compilation unit and so share one cache: entries are
-//! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
-//! [`cuda_embed_source::key`] scheme over the variables the search for the NVRTC library reads
-//! (`LD_LIBRARY_PATH`, `CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`), the target architecture,
-//! the program name, the options, the name expressions, the source, every in-memory header, and
-//! the bytes of every file on disk the source reaches through `#include` (found by the
-//! [`cuda_embed_source::includes`] scanner in the include directories named by the options and
-//! next to the including file). Files are written to a temporary name and renamed into place, so
-//! parallel processes never see a torn entry; an unreadable or foreign entry is ignored and
-//! rewritten.
+//! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`. An entry depends on the
+//! program name, the options, the name expressions, the source and every in-memory header (the
+//! unit's SHA-256 [digest](cuda_embed_source::key::nvrtc_unit_digest), which `cuda_kernel!`
+//! computes at build time), and on what only the run time knows: the variables the search for
+//! the NVRTC library reads (`LD_LIBRARY_PATH`, `CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`),
+//! the target architecture, and the bytes of every file on disk the source reaches through
+//! `#include` (found by the [`cuda_embed_source::includes`] scanner in the include directories
+//! named by the options and next to the including file). It is filed under the digest and a
+//! [checksum](cuda_embed_source::cache::checksum) of the run-time inputs, and records those
+//! inputs, which a hit must find equal: a cache hit of a `cuda_kernel!` module computes no
+//! SHA-256. Files are written to a temporary name and renamed into place, so parallel processes
+//! never see a torn entry; an unreadable or foreign entry is ignored and rewritten.
 //!
 //! # Which NVRTC compiled an entry
 //!
@@ -45,9 +48,11 @@ use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
 
-/// The key scheme of NVRTC modules (see [`Unit::key`]). v3: the key holds the library search's
-/// inputs, and each entry records the NVRTC build (see the module docs).
-const KEY_SCHEME: &str = "cuda-embed nvrtc module v3";
+/// The key scheme of NVRTC modules and objects (see [`Unit::module_key`], [`Unit::key`]). v3:
+/// the key holds the library search's inputs, and each entry records the NVRTC build (see the
+/// module docs). v4: a module's entry is filed under the unit's digest and a checksum of the
+/// inputs known at run time, which it records (no SHA-256 at run time on a cache hit).
+const KEY_SCHEME: &str = "cuda-embed nvrtc module v4";
 
 /// The name NVRTC gives the source of a `cuda_kernel!` compiled at run time.
 const KERNEL_NAME: &str = cuda_embed_source::key::NVRTC_KERNEL_NAME;
@@ -80,25 +85,49 @@ pub struct Compiled {
     pub(crate) checked: Option<Vec<u8>>,
     /// The NVRTC build that compiled the cubin ([`compiler_identity`]), as its entry records it.
     pub(crate) compiler: String,
+    /// The run-time inputs of the compile ([`ModuleKey::inputs`]), as its entry records them.
+    pub(crate) inputs: Vec<u8>,
 }
 
 /// Adds `mark` (what a `cuda_kernel!` load checked the cubin against, and passed) to the cache
-/// entry in `cache_file` that holds `cubin` and `symbols`, compiled by `compiler`, so a later
-/// process that reads the entry skips those checks without opening another file. A failed write
-/// only costs the next process the checks.
-pub(crate) fn record_checked(cache_file: &Path, cubin: &[u8], symbols: &[String], compiler: &str, mark: Vec<u8>) {
+/// entry in `cache_file` that holds `compiled` (its cubin, symbols, compiler and inputs), so a
+/// later process that reads the entry skips those checks without opening another file. A failed
+/// write only costs the next process the checks.
+pub(crate) fn record_checked(cache_file: &Path, compiled: Compiled, mark: Vec<u8>) {
     let (Some(dir), Some(key)) = (cache_file.parent(), cache_file.file_stem().and_then(|s| s.to_str())) else {
         return;
     };
-    let entry = module_entry(cubin.to_vec(), symbols.to_vec(), compiler, Some(mark));
+    let Compiled { cubin, symbols, compiler, inputs, .. } = compiled;
+    let entry = module_entry(cubin, symbols, &compiler, inputs, Some(mark));
     Store::new(dir, "cubin").write_or_warn(key, &entry);
 }
 
-/// The cache entry of a module: blobs `[cubin, checks mark if any]`, strings
+/// The cache entry of a module: blobs `[cubin, run-time inputs, checks mark if any]`, strings
 /// `[symbols..., compiler]`.
-fn module_entry(cubin: Vec<u8>, mut symbols: Vec<String>, compiler: &str, mark: Option<Vec<u8>>) -> Entry {
+fn module_entry(
+    cubin: Vec<u8>,
+    mut symbols: Vec<String>,
+    compiler: &str,
+    inputs: Vec<u8>,
+    mark: Option<Vec<u8>>,
+) -> Entry {
     symbols.push(compiler.to_string());
-    Entry { blobs: [cubin].into_iter().chain(mark).collect(), strings: symbols, deps: Vec::new() }
+    Entry { blobs: [cubin, inputs].into_iter().chain(mark).collect(), strings: symbols, deps: Vec::new() }
+}
+
+/// What a module's cache entry is filed under and must record (see [`Unit::module_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModuleKey {
+    /// The entry's key: the unit's digest (SHA-256 hex, computed by `cuda_kernel!` at build
+    /// time), `-`, then the [`checksum`](cuda_embed_source::cache::checksum) of `inputs` (16 hex
+    /// digits).
+    pub(crate) file: String,
+    /// What else the cubin depends on, known only at run time, each part length-prefixed: the
+    /// key scheme, the search variables set (`NAME=value`), the architecture, the headers
+    /// reached on disk (path and SHA-256 of the bytes), the includes found nowhere and the
+    /// include cycles. The entry records them, and a hit needs them equal: the checksum in the
+    /// file name only files different inputs apart, it decides nothing.
+    pub(crate) inputs: Vec<u8>,
 }
 
 /// Whether the NVRTC library can be loaded on this machine.
@@ -151,14 +180,12 @@ fn search_env() -> SearchEnv {
     env
 }
 
-/// Adds the variables of `env` to a key as the items of its `compiler` list: `NAME=value` for
-/// each one set (raw bytes).
-fn add_search_inputs(k: &mut Key, env: &SearchEnv) {
-    k.count("compiler", env.iter().flatten().count());
-    for (name, value) in std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).zip(env) {
-        if let Some(value) = value {
-            k.item(&[name.as_bytes(), b"=", value.as_encoded_bytes()]);
-        }
+/// Appends `parts` to `out` as one length-prefixed item (their joined length, then each).
+fn put(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    out.extend_from_slice(&(len as u64).to_le_bytes());
+    for part in parts {
+        out.extend_from_slice(part);
     }
 }
 
@@ -364,9 +391,9 @@ impl<S: AsRef<str>> Unit<'_, S> {
         Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(text, Some(dir))
     }
 
-    /// The cache key for `sm_{arch}`, given the unit's `scan`; `compiler` says which NVRTC
-    /// compiles it (the search's inputs for a module, [`add_search_inputs`]; the build itself for
-    /// relocatable objects).
+    /// The cache key for `sm_{arch}` of a relocatable object (a module's entry is filed by
+    /// [`module_key`](Self::module_key)), given the unit's `scan`; `compiler` says which NVRTC
+    /// compiles it (the build itself).
     ///
     /// Every input is a labelled field, so changing any of them changes the key: in-memory
     /// headers by name and text, files reached on disk by canonical path and bytes, includes that
@@ -377,55 +404,86 @@ impl<S: AsRef<str>> Unit<'_, S> {
         self.finish_key(k, arch, scan)
     }
 
-    /// The fields of the key after the compiler (see [`key`](Self::key)), each list counted
-    /// and its items added one by one: the same bytes as `Key::list`, without collecting them.
+    /// The fields of the key after the compiler (see [`key`](Self::key)).
     fn finish_key(&self, mut k: Key, arch: u32, scan: &Scan) -> String {
-        let computed;
-        let unit = match self.digest {
-            Some(d) => d,
-            None => {
-                computed = cuda_embed_source::key::nvrtc_unit_digest(
-                    self.name,
-                    self.source,
-                    self.options,
-                    self.headers,
-                    self.name_expressions,
-                );
-                &computed
-            }
-        };
-        k.field("arch", arch.to_le_bytes()).field("unit", unit);
-        let files = || scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, &h.sha256)));
-        k.count("files", files().count());
-        for (path, _) in files() {
-            k.item(&[path.to_string_lossy().as_bytes()]);
-        }
-        k.count("file hashes", files().count());
-        for (_, digest) in files() {
-            k.item(&[digest]);
-        }
-        k.count("not found", scan.missing.len());
-        for name in &scan.missing {
-            k.item(&[name.as_bytes()]);
-        }
-        k.count("cycles", scan.cycles.len());
-        for cycle in &scan.cycles {
-            k.item(&[cycle.chain.join("\0").as_bytes()]);
-        }
+        k.field("arch", arch.to_le_bytes()).field("unit", self.unit_digest().as_bytes());
+        let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
+        k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
+            .list("file hashes", files.iter().map(|(_, d)| *d))
+            .list("not found", &scan.missing)
+            .list("cycles", scan.cycles.iter().map(|c| c.chain.join("\0")));
         k.finish()
     }
 
-    /// The key of the unit's module entry for `sm_{arch}` with the search variables `env`: the
-    /// [`key`](Self::key) whose compiler items are `NAME=value` of each variable set.
-    fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> String {
-        let mut k = Key::new(KEY_SCHEME);
-        add_search_inputs(&mut k, env);
-        self.finish_key(k, arch, scan)
+    /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the unit: the one `cuda_kernel!`
+    /// embedded, else computed now.
+    fn unit_digest(&self) -> std::borrow::Cow<'_, str> {
+        match self.digest {
+            Some(d) => d.into(),
+            None => cuda_embed_source::key::nvrtc_unit_digest(
+                self.name,
+                self.source,
+                self.options,
+                self.headers,
+                self.name_expressions,
+            )
+            .into(),
+        }
     }
 
-    /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment.
+    /// What the unit's module entry for `sm_{arch}` with the search variables `env` is filed
+    /// under and must record ([`ModuleKey`]).
+    ///
+    /// The entry of a `cuda_kernel!` module is found and checked without SHA-256 at run time:
+    /// the unit's digest (everything fixed at build time: the source, options, headers, name
+    /// expressions, program name) was computed by the macro, and what only the run time knows is
+    /// compared byte for byte with the entry's record. (Headers on disk are hashed by the scan,
+    /// when the source includes any.)
+    fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> ModuleKey {
+        let mut inputs = Vec::with_capacity(256);
+        put(&mut inputs, &[KEY_SCHEME.as_bytes()]);
+        let set = env.iter().flatten().count();
+        put(&mut inputs, &[&(set as u64).to_le_bytes()]);
+        for (name, value) in std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).zip(env) {
+            if let Some(value) = value {
+                put(&mut inputs, &[name.as_bytes(), b"=", value.as_encoded_bytes()]);
+            }
+        }
+        put(&mut inputs, &[&arch.to_le_bytes()]);
+        let files = || scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, &h.sha256)));
+        put(&mut inputs, &[&(files().count() as u64).to_le_bytes()]);
+        for (path, digest) in files() {
+            put(&mut inputs, &[path.as_os_str().as_encoded_bytes()]);
+            put(&mut inputs, &[digest]);
+        }
+        put(&mut inputs, &[&(scan.missing.len() as u64).to_le_bytes()]);
+        for name in &scan.missing {
+            put(&mut inputs, &[name.as_bytes()]);
+        }
+        put(&mut inputs, &[&(scan.cycles.len() as u64).to_le_bytes()]);
+        for cycle in &scan.cycles {
+            put(&mut inputs, &[&(cycle.chain.len() as u64).to_le_bytes()]);
+            for name in &cycle.chain {
+                put(&mut inputs, &[name.as_bytes()]);
+            }
+        }
+        let sum = cuda_embed_source::cache::checksum(&inputs).to_be_bytes();
+        let unit = self.unit_digest();
+        let mut file = String::with_capacity(unit.len() + 1 + 16);
+        file.push_str(&unit);
+        file.push('-');
+        file.push_str(&cuda_embed_source::key::hex(&sum));
+        ModuleKey { file, inputs }
+    }
+
+    /// The identity of the unit's cubin for `sm_{arch}` in this process's environment: the hex
+    /// SHA-256 of its [`module_key`](Self::module_key) (the file and every run-time input), so
+    /// equal identities mean the same entry with the same inputs.
     pub(crate) fn cache_key(&self, arch: u32) -> String {
-        self.module_key(&search_env(), arch, &self.scan())
+        let key = self.module_key(&search_env(), arch, &self.scan());
+        let mut k = Key::new(KEY_SCHEME);
+        k.field("file", &key.file).field("inputs", &key.inputs);
+        k.finish()
     }
 
     /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
@@ -435,19 +493,24 @@ impl<S: AsRef<str>> Unit<'_, S> {
         let env = search_env();
         let scan = self.scan();
         trace.lap("include scan");
-        let key = self.module_key(&env, arch, &scan);
+        let ModuleKey { file: key, inputs } = self.module_key(&env, arch, &scan);
         let file = store.path(&key);
         trace.lap("key");
         let hit = store.read_file(&file, &key);
         trace.lap("cache read");
         if let Some(entry) = hit {
-            // The cubin, and the record of passed load checks when a load added one; the
-            // symbols, then the NVRTC build that compiled it.
+            // The cubin, the run-time inputs it was compiled with, and the record of passed load
+            // checks when a load added one; the symbols, then the NVRTC build that compiled it.
             let mut blobs = entry.blobs.into_iter();
             let mut symbols = entry.strings;
             let compiler = symbols.pop();
-            if let (Some(cubin), checked, None, Some(compiler)) = (blobs.next(), blobs.next(), blobs.next(), compiler) {
-                if !cubin.is_empty() && symbols.len() == self.name_expressions.len() && is_current(&compiler, &env) {
+            let (cubin, recorded, checked, extra) = (blobs.next(), blobs.next(), blobs.next(), blobs.next());
+            if let (Some(cubin), Some(recorded), None, Some(compiler)) = (cubin, recorded, extra, compiler) {
+                if !cubin.is_empty()
+                    && recorded == inputs
+                    && symbols.len() == self.name_expressions.len()
+                    && is_current(&compiler, &env)
+                {
                     trace.lap("compiler check");
                     return Ok(Compiled {
                         cubin,
@@ -456,6 +519,7 @@ impl<S: AsRef<str>> Unit<'_, S> {
                         cache_file: Some(file),
                         checked,
                         compiler,
+                        inputs,
                     });
                 }
             }
@@ -468,18 +532,20 @@ impl<S: AsRef<str>> Unit<'_, S> {
             let cycles: Vec<String> = scan.cycles.iter().map(|c| format!("\nnote: {c}")).collect();
             format!("{log}{}", cycles.concat())
         })?;
-        let entry = module_entry(cubin, symbols, &identity, None);
+        let entry = module_entry(cubin, symbols, &identity, inputs, None);
         // A cache that cannot be written is not an error: the program still runs, only slower next time.
         let cache_file = store.write_or_warn(&key, &entry);
         let Entry { blobs, mut strings, .. } = entry;
         strings.pop(); // the compiler
+        let mut blobs = blobs.into_iter();
         Ok(Compiled {
-            cubin: blobs.into_iter().next().unwrap_or_default(),
+            cubin: blobs.next().unwrap_or_default(),
             symbols: strings,
             from_cache: false,
             cache_file,
             checked: None,
             compiler: identity,
+            inputs: blobs.next().unwrap_or_default(),
         })
     }
 }
@@ -725,7 +791,8 @@ mod tests {
         let keys = [&k0, &k1, &k2, &k3, &k4];
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {
-                assert_ne!(a, b);
+                assert_ne!(a.inputs, b.inputs);
+                assert_ne!(a.file, b.file, "other inputs are filed apart");
             }
         }
         assert_eq!(k1, {
@@ -765,18 +832,59 @@ mod tests {
         assert_eq!((Path::new(path), len, Some(mtime)), (lib.as_path(), meta.len(), modified_ns(&meta)));
     }
 
-    /// The module key names the compiler by the search variables set, as `NAME=value` items.
+    /// A module's entry is filed under the unit's digest and the checksum of its run-time
+    /// inputs, which name the search variables set as `NAME=value` and the architecture.
     #[test]
-    fn the_module_key_lists_the_variables_set_as_its_compiler() {
+    fn the_module_key_is_the_unit_digest_and_the_checksum_of_the_run_time_inputs() {
         let u = unit(&[], &[], &["k"]);
         let scan = u.scan();
         let mut env = SearchEnv::default();
-        assert_eq!(u.module_key(&env, 90, &scan), u.key::<&str>(&[], 90, &scan));
         env[0] = Some("/opt/a:/opt/b".into());
         env[2] = Some("/usr/local/cuda".into());
-        let items = ["LD_LIBRARY_PATH=/opt/a:/opt/b", "CUDA_PATH=/usr/local/cuda"];
+        let key = u.module_key(&env, 90, &scan);
+        let sum = cuda_embed_source::cache::checksum(&key.inputs).to_be_bytes();
+        assert_eq!(key.file, format!("{}-{}", u.unit_digest(), cuda_embed_source::key::hex(&sum)));
+        let has = |item: &[u8]| key.inputs.windows(item.len()).any(|w| w == item);
         assert_eq!(options::TOOLKIT_ROOT_VARS[1], "CUDA_PATH");
-        assert_eq!(u.module_key(&env, 90, &scan), u.key(&items, 90, &scan));
+        assert!(
+            has(b"LD_LIBRARY_PATH=/opt/a:/opt/b") && has(b"CUDA_PATH=/usr/local/cuda") && has(KEY_SCHEME.as_bytes())
+        );
+        let other_arch = u.module_key(&env, 80, &scan);
+        assert!(other_arch.inputs != key.inputs && other_arch.file != key.file);
+        let other_unit = Unit { source: "src2", ..u }.module_key(&env, 90, &scan);
+        assert_eq!(other_unit.inputs, key.inputs, "the unit is in the file name, not the inputs");
+        assert_ne!(other_unit.file, key.file);
+        // The embedded digest is used as given: a hit hashes nothing of the source.
+        let embedded = Unit { digest: Some("0123"), ..u }.module_key(&env, 90, &scan);
+        assert!(embedded.file.starts_with("0123-"), "{}", embedded.file);
+    }
+
+    /// An entry whose recorded run-time inputs are not this process's (what a checksum
+    /// collision in the file name would look like) is a miss.
+    #[test]
+    fn an_entry_recording_other_run_time_inputs_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path(), "cubin");
+        let lib = dir.path().join("libnvrtc.so");
+        std::fs::write(&lib, b"a build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
+        let key = u.module_key(&search_env(), 80, &u.scan());
+        let cubin = b"\x7fELF cubin".to_vec();
+        let mut other = key.inputs.clone();
+        other.push(0);
+        store.write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, other, None)).unwrap();
+        match u.compile(80, &store) {
+            Ok(c) => assert!(!c.from_cache && c.cubin != cubin, "an entry of other inputs was used"),
+            Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
+        }
+        store
+            .write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, key.inputs, None))
+            .unwrap();
+        let hit = u.compile(80, &store).unwrap();
+        assert!(hit.from_cache && hit.cubin == cubin, "the same inputs: a hit");
     }
 
     /// A source without the word `include` is not scanned at all; one with it is.
@@ -825,7 +933,10 @@ mod tests {
         let recorded = library_identity(&env).unwrap();
         let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
         let cubin = b"\x7fELF cubin".to_vec();
-        store.write_atomic(&u.cache_key(80), &module_entry(cubin.clone(), vec!["k".into()], &recorded, None)).unwrap();
+        let key = u.module_key(&search_env(), 80, &u.scan());
+        store
+            .write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, key.inputs, None))
+            .unwrap();
         let hit = u.compile(80, &store).unwrap();
         assert!(hit.from_cache && hit.cubin == cubin && hit.symbols == ["k"] && hit.compiler == recorded);
         std::fs::write(&lib, b"an upgraded build").unwrap();
@@ -855,7 +966,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path(), "cubin");
         let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
-        let k = u.cache_key(80);
+        let k = u.module_key(&search_env(), 80, &u.scan()).file;
         store.write_atomic(&k, &Entry { blobs: vec![b"\x7fELF".to_vec()], strings: vec![], deps: vec![] }).unwrap();
         match u.compile(80, &store) {
             Ok(c) => assert!(!c.from_cache, "an entry with the wrong symbol count is not a hit"),
