@@ -476,14 +476,10 @@ impl<S: AsRef<str>> Unit<'_, S> {
         ModuleKey { file, inputs }
     }
 
-    /// The identity of the unit's cubin for `sm_{arch}` in this process's environment: the hex
-    /// SHA-256 of its [`module_key`](Self::module_key) (the file and every run-time input), so
-    /// equal identities mean the same entry with the same inputs.
+    /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment
+    /// ([`ModuleKey::file`]).
     pub(crate) fn cache_key(&self, arch: u32) -> String {
-        let key = self.module_key(&search_env(), arch, &self.scan());
-        let mut k = Key::new(KEY_SCHEME);
-        k.field("file", &key.file).field("inputs", &key.inputs);
-        k.finish()
+        self.module_key(&search_env(), arch, &self.scan()).file
     }
 
     /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
