@@ -50,8 +50,8 @@
 //! (the cache directory is private to its user, and anyone who can write an entry can write the
 //! code it holds), and a cache hit checks every byte of a cubin on a module's first launch,
 //! where SHA-256 cost 3 us for a 4 KiB entry (SHA-NI; 0.7 ms for 1 MiB) plus its CPU feature
-//! detection (two `cpuid`, each a trap to the hypervisor in a virtual machine). Keys stay SHA-256
-//! (see [`key`](crate::key)).
+//! detection (two `cpuid`, each a trap to the hypervisor in a virtual machine). What an entry
+//! is filed under is its writer's choice (content-addressed keys: see [`key`](crate::key)).
 
 use crate::key::{hex, sha256, Digest};
 use std::io::{Read, Seek, SeekFrom, Write};
