@@ -113,6 +113,23 @@ fn the_embedded_unit_digest_is_that_of_what_the_runtime_compiles() {
     assert!(add_one::module().spec().nvrtc_unit_digests().is_none(), "compiled at build time: nothing to digest");
 }
 
+/// The macro embeds where the type check it appended starts, so a load neither searches the
+/// source for it nor scans it for includes: it must be where the check really starts.
+#[test]
+fn the_embedded_length_of_the_modules_own_text_is_where_its_check_starts() {
+    for spec in [
+        misread::scale::module().spec(),
+        read_right::scale::module().spec(),
+        templates_and_globals::clear::module().spec(),
+    ] {
+        let (source, ..) = spec.nvrtc_inputs().expect("a module compiled at run time");
+        let start = cuda_embed_source::typecode::static_checks_start(source);
+        assert!(start.is_some(), "{}: the macro appended a check", spec.origin);
+        assert_eq!(spec.nvrtc_own_len(), start, "{}", spec.origin);
+    }
+    assert!(add_one::module().spec().nvrtc_own_len().is_none(), "compiled at build time");
+}
+
 mod ptx_only {
     // sm_75 runs on no GPU of another major version: newer GPUs JIT the compute_75 PTX.
     cuda_embed::cuda_kernel!(

@@ -45,7 +45,8 @@ fn axpy_program() -> Program {
 fn same_inputs_same_key_every_input_changes_it() {
     let base = axpy_program();
     let key = base.cache_key(90);
-    assert_eq!(key.len(), 64, "sha-256 hex");
+    let (program, inputs) = key.split_once('-').expect("<program digest>-<inputs checksum>");
+    assert_eq!((program.len(), inputs.len()), (64, 16), "sha-256 hex, then 64 bits in hex: {key}");
     assert_eq!(key, axpy_program().cache_key(90), "deterministic");
     let variants = [
         ("arch", base.cache_key(80)),

@@ -47,9 +47,7 @@ pub struct Directive {
 /// assert_eq!((d[0].name.as_str(), d[0].quoted, d[1].name.as_str(), d[1].line), ("a.cuh", true, "b/c.h", 2));
 /// ```
 pub fn directives(text: &str) -> Vec<Directive> {
-    // Every directive holds the word (the preprocessor cannot make one from a macro): a text
-    // without it is not read line by line.
-    if !text.contains("include") {
+    if !may_include(text) {
         return Vec::new();
     }
     text.lines()
@@ -66,6 +64,22 @@ pub fn directives(text: &str) -> Vec<Directive> {
             Some(Directive { name: name[..name.find(close)?].to_string(), quoted, line: n + 1 })
         })
         .collect()
+}
+
+/// Whether `text` may hold an `#include` line: every directive holds the word (the preprocessor
+/// cannot make one from a macro), so a text without it includes nothing and is not read line by
+/// line. A plain byte loop: on a cache hit this is all the scan does with a source that
+/// includes nothing, and a substring searcher's setup would cost more than the loop.
+///
+/// ```
+/// use cuda_embed_source::includes::may_include;
+/// assert!(may_include("#include \"a.cuh\"") && may_include("// includes"));
+/// assert!(!may_include("__global__ void k() {}") && !may_include("inclu"));
+/// ```
+pub fn may_include(text: &str) -> bool {
+    const WORD: &[u8] = b"include";
+    let bytes = text.as_bytes();
+    (0..bytes.len().saturating_sub(WORD.len() - 1)).any(|at| bytes[at] == b'i' && bytes[at..].starts_with(WORD))
 }
 
 /// Whether a header protects itself against repeated inclusion: `#pragma once`, or an include

@@ -57,7 +57,7 @@ fn cache_hits_and_header_changes_recompile() {
     // The entry is a `build/` entry under its key; a garbage entry is a miss, rewritten.
     let entry = cache.path().join("build").join(format!("{}.bin", nvcc::key(&nvcc, &req)));
     assert!(entry.is_file(), "{}", entry.display());
-    std::fs::write(&entry, b"cuda-embed cache entry v3\ngarbage").unwrap();
+    std::fs::write(&entry, b"cuda-embed cache entry v4\ngarbage").unwrap();
     assert!(!nvcc::compile(&nvcc, &req).unwrap().from_cache, "a torn entry recompiles");
     assert!(nvcc::compile(&nvcc, &req).unwrap().from_cache, "and is rewritten");
 

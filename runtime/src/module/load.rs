@@ -381,7 +381,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let globals = symbols.split_off(spec.kernels.len());
             (Owner::Cudarc(module), std::ptr::null_mut(), Some(symbols), globals, false, arch)
         }
-        ImageKind::Source { source, options, headers, probe, checks, mark, unit, .. } => {
+        ImageKind::Source { source, options, headers, probe, checks, mark, unit, own_len, .. } => {
             let arch = read_arch()?;
             let exprs = spec.name_expressions();
             // The module that runs is compiled without the macro's type probe: the probe's
@@ -394,6 +394,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let compiled = match crate::program::nvrtc::compile_module(
                 spec.origin,
                 source,
+                *own_len,
                 options,
                 headers,
                 &exprs,
@@ -405,7 +406,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
                 // be a parameter of the wrong type. The probe's answers say which, and what it
                 // is; anything else (every type right, or the probe failing as the source does)
                 // is the compile's own error, with its log.
-                Err(e) if !probe.is_empty() && cuda_embed_source::typecode::has_static_checks(source) => {
+                Err(e) if !probe.is_empty() && *own_len < source.len() => {
                     return Err(match check_probe_of(spec, source, options, headers, probe, checks, arch, device) {
                         Err(wrong @ Error::Signature { .. }) => wrong,
                         _ => e,
@@ -419,14 +420,14 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // computed it; a hit does not hash the source and the probe again).
             let mark = crate::module::typecheck::checks_mark(source, probe, mark);
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
-            let crate::program::nvrtc::Compiled { cubin, mut symbols, from_cache, cache_file, compiler, .. } = compiled;
+            let from_cache = compiled.from_cache;
             if !checks_passed {
-                counts = crate::module::cubin::param_counts(&cubin);
-                if let Some(file) = cache_file {
-                    let (cubin, symbols) = (cubin.clone(), symbols.clone());
-                    to_record = Some(CheckRecord { file, cubin, symbols, compiler, mark });
+                counts = crate::module::cubin::param_counts(&compiled.cubin);
+                if let Some(file) = compiled.cache_file.clone() {
+                    to_record = Some(CheckRecord { file, compiled: compiled.clone(), mark });
                 }
             }
+            let crate::program::nvrtc::Compiled { cubin, mut symbols, .. } = compiled;
             // Handed to cudarc without a copy.
             let module =
                 load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
@@ -483,10 +484,10 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
         }
         None => raw_module,
     };
-    if let ImageKind::Source { source, options, headers, probe, checks, .. } = &spec.image.0 {
+    if let ImageKind::Source { source, options, headers, probe, checks, own_len, .. } = &spec.image.0 {
         trace.lap("functions and limits");
         // A source that carries the type check as `static_assert`s passed it by compiling.
-        let compiled_checks = cuda_embed_source::typecode::has_static_checks(source);
+        let compiled_checks = *own_len < source.len();
         if !probe.is_empty() && !checks_passed && !compiled_checks {
             check_probe_of(spec, source, options, headers, probe, checks, arch, device)?;
         }
@@ -495,8 +496,8 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some(CheckRecord { file, cubin, symbols, compiler, mark }) = to_record {
-        crate::program::nvrtc::record_checked(&file, &cubin, &symbols, &compiler, mark);
+    if let Some(CheckRecord { file, compiled, mark }) = to_record {
+        crate::program::nvrtc::record_checked(&file, compiled, mark);
         trace.lap("checks recorded");
     }
     trace.lap("done");
@@ -537,10 +538,8 @@ fn check_probe_of(
 struct CheckRecord {
     /// The cache file.
     file: std::path::PathBuf,
-    cubin: Vec<u8>,
-    symbols: Vec<String>,
-    /// The NVRTC build that compiled the cubin, as its entry records it.
-    compiler: String,
+    /// What the entry holds (the cubin, symbols, compiler and run-time inputs).
+    compiled: crate::program::nvrtc::Compiled,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
 }

@@ -50,6 +50,10 @@ pub(crate) enum ImageKind {
         /// name, options, name expressions of the kernels then the globals, source, headers),
         /// computed by the macro (empty: computed at load).
         unit: &'static str,
+        /// The length of the module's own text: where the type check the macro appended to
+        /// `source` starts ([`cuda_embed_source::typecode::static_checks_start`], found by the
+        /// macro), or `source.len()` when none was appended.
+        own_len: usize,
     },
     Linked {
         units: &'static [LinkedUnit],
@@ -135,7 +139,12 @@ impl Image {
     /// [`nvrtc_unit_digest`](cuda_embed_source::key::nvrtc_unit_digest) of the module's compile
     /// (the program name [`NVRTC_KERNEL_NAME`](cuda_embed_source::key::NVRTC_KERNEL_NAME), the
     /// options, the name expressions of the kernels then of the globals, the source, the
-    /// headers), which its cache key hashes; either empty: computed at load.
+    /// headers), which its cache key hashes; either empty: computed at load. `own_len` is where
+    /// the type check the macro appended as `static_assert`s starts
+    /// ([`static_checks_start`](cuda_embed_source::typecode::static_checks_start)), or
+    /// `source.len()` when it appended none: the include scan of a cache hit stops there, and
+    /// the load knows without searching the source that its compile is the type check. A value
+    /// that does not fall on a character boundary of `source` is taken as `source.len()`.
     #[allow(clippy::too_many_arguments)]
     pub const fn source_checked(
         source: &'static str,
@@ -146,8 +155,10 @@ impl Image {
         checks: &'static [ParamCheck],
         mark: &'static str,
         unit: &'static str,
+        own_len: usize,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe, checks, mark, unit })
+        let own_len = if source.is_char_boundary(own_len) { own_len } else { source.len() };
+        Image(ImageKind::Source { source, options, headers, reason, probe, checks, mark, unit, own_len })
     }
 
     /// CUDA source compiled by NVRTC for the device at first use. `source` starts with a `#line`
@@ -160,7 +171,17 @@ impl Image {
         headers: &'static [(&'static str, &'static str)],
         reason: &'static str,
     ) -> Image {
-        Image(ImageKind::Source { source, options, headers, reason, probe: "", checks: &[], mark: "", unit: "" })
+        Image(ImageKind::Source {
+            source,
+            options,
+            headers,
+            reason,
+            probe: "",
+            checks: &[],
+            mark: "",
+            unit: "",
+            own_len: source.len(),
+        })
     }
 
     /// Translation units compiled by NVRTC for the device and linked (with `libcudadevrt`, by the
@@ -289,6 +310,14 @@ impl ModuleSpec {
     {
         let ImageKind::Source { source, options, headers, .. } = &self.image.0 else { return None };
         Some((source, options, headers, self.name_expressions()))
+    }
+
+    /// For tests of `cuda_kernel!`: for a module compiled by NVRTC at run time, the length of
+    /// its own text that the macro embedded (where its appended type check starts).
+    #[doc(hidden)]
+    pub fn nvrtc_own_len(&self) -> Option<usize> {
+        let ImageKind::Source { own_len, .. } = &self.image.0 else { return None };
+        Some(*own_len)
     }
 
     pub(crate) fn build_path(&self) -> BuildPath {

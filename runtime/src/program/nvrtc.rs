@@ -3,15 +3,18 @@
 //!
 //! Source is compiled for the device's own architecture straight to a cubin (SASS, no PTX JIT at
 //! load). Both users go through one compilation unit and so share one cache: entries are
-//! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`, keyed by one
-//! [`cuda_embed_source::key`] scheme over the variables the search for the NVRTC library reads
-//! (`LD_LIBRARY_PATH`, `CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`), the target architecture,
-//! the program name, the options, the name expressions, the source, every in-memory header, and
-//! the bytes of every file on disk the source reaches through `#include` (found by the
-//! [`cuda_embed_source::includes`] scanner in the include directories named by the options and
-//! next to the including file). Files are written to a temporary name and renamed into place, so
-//! parallel processes never see a torn entry; an unreadable or foreign entry is ignored and
-//! rewritten.
+//! [`cuda_embed_source::cache`] entries under [`cache_dir`]`/nvrtc/`. An entry depends on the
+//! program name, the options, the name expressions, the source and every in-memory header (the
+//! unit's SHA-256 [digest](cuda_embed_source::key::nvrtc_unit_digest), which `cuda_kernel!`
+//! computes at build time), and on what only the run time knows: the variables the search for
+//! the NVRTC library reads (`LD_LIBRARY_PATH`, `CUDA_EMBED_TOOLKIT`, `CUDA_PATH`, `CUDA_HOME`),
+//! the target architecture, and the bytes of every file on disk the source reaches through
+//! `#include` (found by the [`cuda_embed_source::includes`] scanner in the include directories
+//! named by the options and next to the including file). It is filed under the digest and a
+//! [checksum](cuda_embed_source::cache::checksum) of the run-time inputs, and records those
+//! inputs, which a hit must find equal: a cache hit of a `cuda_kernel!` module computes no
+//! SHA-256. Files are written to a temporary name and renamed into place, so parallel processes
+//! never see a torn entry; an unreadable or foreign entry is ignored and rewritten.
 //!
 //! # Which NVRTC compiled an entry
 //!
@@ -45,9 +48,11 @@ use cudarc::nvrtc::sys as nv;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
 
-/// The key scheme of NVRTC modules (see [`Unit::key`]). v3: the key holds the library search's
-/// inputs, and each entry records the NVRTC build (see the module docs).
-const KEY_SCHEME: &str = "cuda-embed nvrtc module v3";
+/// The key scheme of NVRTC modules and objects (see [`Unit::module_key`], [`Unit::key`]). v3:
+/// the key holds the library search's inputs, and each entry records the NVRTC build (see the
+/// module docs). v4: a module's entry is filed under the unit's digest and a checksum of the
+/// inputs known at run time, which it records (no SHA-256 at run time on a cache hit).
+const KEY_SCHEME: &str = "cuda-embed nvrtc module v4";
 
 /// The name NVRTC gives the source of a `cuda_kernel!` compiled at run time.
 const KERNEL_NAME: &str = cuda_embed_source::key::NVRTC_KERNEL_NAME;
@@ -80,25 +85,49 @@ pub struct Compiled {
     pub(crate) checked: Option<Vec<u8>>,
     /// The NVRTC build that compiled the cubin ([`compiler_identity`]), as its entry records it.
     pub(crate) compiler: String,
+    /// The run-time inputs of the compile ([`ModuleKey::inputs`]), as its entry records them.
+    pub(crate) inputs: Vec<u8>,
 }
 
 /// Adds `mark` (what a `cuda_kernel!` load checked the cubin against, and passed) to the cache
-/// entry in `cache_file` that holds `cubin` and `symbols`, compiled by `compiler`, so a later
-/// process that reads the entry skips those checks without opening another file. A failed write
-/// only costs the next process the checks.
-pub(crate) fn record_checked(cache_file: &Path, cubin: &[u8], symbols: &[String], compiler: &str, mark: Vec<u8>) {
+/// entry in `cache_file` that holds `compiled` (its cubin, symbols, compiler and inputs), so a
+/// later process that reads the entry skips those checks without opening another file. A failed
+/// write only costs the next process the checks.
+pub(crate) fn record_checked(cache_file: &Path, compiled: Compiled, mark: Vec<u8>) {
     let (Some(dir), Some(key)) = (cache_file.parent(), cache_file.file_stem().and_then(|s| s.to_str())) else {
         return;
     };
-    let entry = module_entry(cubin.to_vec(), symbols.to_vec(), compiler, Some(mark));
+    let Compiled { cubin, symbols, compiler, inputs, .. } = compiled;
+    let entry = module_entry(cubin, symbols, &compiler, inputs, Some(mark));
     Store::new(dir, "cubin").write_or_warn(key, &entry);
 }
 
-/// The cache entry of a module: blobs `[cubin, checks mark if any]`, strings
+/// The cache entry of a module: blobs `[cubin, run-time inputs, checks mark if any]`, strings
 /// `[symbols..., compiler]`.
-fn module_entry(cubin: Vec<u8>, mut symbols: Vec<String>, compiler: &str, mark: Option<Vec<u8>>) -> Entry {
+fn module_entry(
+    cubin: Vec<u8>,
+    mut symbols: Vec<String>,
+    compiler: &str,
+    inputs: Vec<u8>,
+    mark: Option<Vec<u8>>,
+) -> Entry {
     symbols.push(compiler.to_string());
-    Entry { blobs: [cubin].into_iter().chain(mark).collect(), strings: symbols, deps: Vec::new() }
+    Entry { blobs: [cubin, inputs].into_iter().chain(mark).collect(), strings: symbols, deps: Vec::new() }
+}
+
+/// What a module's cache entry is filed under and must record (see [`Unit::module_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModuleKey {
+    /// The entry's key: the unit's digest (SHA-256 hex, computed by `cuda_kernel!` at build
+    /// time), `-`, then the [`checksum`](cuda_embed_source::cache::checksum) of `inputs` (16 hex
+    /// digits).
+    pub(crate) file: String,
+    /// What else the cubin depends on, known only at run time, each part length-prefixed: the
+    /// key scheme, the search variables set (`NAME=value`), the architecture, the headers
+    /// reached on disk (path and SHA-256 of the bytes), the includes found nowhere and the
+    /// include cycles. The entry records them, and a hit needs them equal: the checksum in the
+    /// file name only files different inputs apart, it decides nothing.
+    pub(crate) inputs: Vec<u8>,
 }
 
 /// Whether the NVRTC library can be loaded on this machine.
@@ -151,30 +180,42 @@ fn search_env() -> SearchEnv {
     env
 }
 
-/// The variables of `env` as key items, `NAME=value` for each one set (raw bytes).
-fn search_inputs(env: &SearchEnv) -> Vec<Vec<u8>> {
-    let names = std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS);
-    names
-        .zip(env)
-        .filter_map(|(name, value)| {
-            let value = value.as_ref()?;
-            Some([name.as_bytes(), b"=", value.as_encoded_bytes()].concat())
-        })
-        .collect()
+/// Appends `parts` to `out` as one length-prefixed item (their joined length, then each).
+fn put(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    out.extend_from_slice(&(len as u64).to_le_bytes());
+    for part in parts {
+        out.extend_from_slice(part);
+    }
 }
 
 /// The identity of the library file at `path` with metadata `meta`: `"<path> <size> <mtime ns>"`.
 fn file_identity(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
-    Some(format!("{} {} {mtime}", path.display(), meta.len()))
+    Some(format!("{} {} {}", path.display(), meta.len(), modified_ns(meta)?))
 }
 
-/// The file a [`file_identity`] names, or `None` for another kind of identity (`"nvrtc 13.0"`).
-fn identity_file(identity: &str) -> Option<&str> {
-    let mut parts = identity.rsplitn(3, ' ');
-    let (mtime, len, path) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(mtime) && digits(len) && !path.is_empty()).then_some(path)
+/// The modification time in `meta`, in nanoseconds since the Unix epoch.
+fn modified_ns(meta: &std::fs::Metadata) -> Option<u128> {
+    Some(meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
+}
+
+/// The file a [`file_identity`] names with the size and modification time it records, or `None`
+/// for another kind of identity (`"nvrtc 13.0"`). The numbers are taken only in the form
+/// `file_identity` writes them (decimal digits, no leading zero), so the file at the path matches
+/// the record exactly when `file_identity` of it would write the record: a hit compares numbers
+/// and formats nothing.
+fn identity_file(identity: &str) -> Option<(&str, u64, u128)> {
+    fn decimal(s: &str) -> Option<u128> {
+        let canonical = !s.is_empty() && (s == "0" || !s.starts_with('0'));
+        canonical.then_some(())?;
+        s.bytes().try_fold(0u128, |n, b| {
+            n.checked_mul(10)?.checked_add(u128::from(b.checked_sub(b'0').filter(|d| *d < 10)?))
+        })
+    }
+    let (rest, mtime) = identity.rsplit_once(' ')?;
+    let (path, len) = rest.rsplit_once(' ')?;
+    let (len, mtime) = (u64::try_from(decimal(len)?).ok()?, decimal(mtime)?);
+    (!path.is_empty()).then_some((path, len, mtime))
 }
 
 /// What this process knows of the NVRTC build for one value of the search variables.
@@ -201,9 +242,8 @@ fn is_current(recorded: &str, env: &SearchEnv) -> bool {
     if known().as_ref().is_some_and(|k| k.env == *env && k.identity == recorded) {
         return true;
     }
-    let unchanged = identity_file(recorded).is_some_and(|file| {
-        let file = Path::new(file);
-        std::fs::metadata(file).ok().and_then(|m| file_identity(file, &m)).as_deref() == Some(recorded)
+    let unchanged = identity_file(recorded).is_some_and(|(file, len, mtime)| {
+        std::fs::metadata(file).is_ok_and(|m| m.len() == len && modified_ns(&m) == Some(mtime))
     });
     if !unchanged {
         return compiler_identity_for(env).is_ok_and(|id| id == recorded);
@@ -288,22 +328,25 @@ pub fn compile(
     name_expressions: &[&str],
     arch: u32,
 ) -> Result<Compiled> {
-    compile_module(origin, source, options, headers, name_expressions, None, arch)
+    compile_module(origin, source, source.len(), options, headers, name_expressions, None, arch)
 }
 
 /// [`compile`], with the unit's digest ([`cuda_embed_source::key::nvrtc_unit_digest`] of the
-/// inputs) when `cuda_kernel!` computed it at build time.
+/// inputs) when `cuda_kernel!` computed it at build time, and the length of the module's own
+/// text, `own_len`: the rest of `source` is the type check the macro appended (see `load.rs`),
+/// which holds no includes.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compile_module(
     origin: &'static str,
     source: &str,
+    own_len: usize,
     options: &[&str],
     headers: &[(&str, &str)],
     name_expressions: &[&str],
     digest: Option<&str>,
     arch: u32,
 ) -> Result<Compiled> {
-    // The type check the macro appended (see `load.rs`) holds no includes.
-    let scanned = cuda_embed_source::typecode::static_checks_start(source).map(|end| &source[..end]);
+    let scanned = source.get(..own_len).filter(|s| s.len() < source.len());
     let unit = Unit { name: KERNEL_NAME, source, options, headers, name_expressions, digest, scanned };
     unit.compile(arch, &Store::new(cuda_embed_source::cache::nvrtc_dir(), "cubin")).map_err(|log| Error::Compile {
         origin: origin.to_string(),
@@ -338,35 +381,32 @@ pub(crate) struct Unit<'a, S> {
 impl<S: AsRef<str>> Unit<'_, S> {
     /// The headers the source reaches (see [`cuda_embed_source::includes`]).
     pub(crate) fn scan(&self) -> Scan {
-        let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let text = self.scanned.unwrap_or(self.source);
+        // A source that includes nothing reaches no header, in memory or on disk (the usual case
+        // of a cache hit): no scanner is set up for it.
+        if !cuda_embed_source::includes::may_include(text) {
+            return Scan::default();
+        }
+        let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(text, Some(dir))
     }
 
-    /// The cache key for `sm_{arch}`, given the unit's `scan`; `compiler` says which NVRTC
-    /// compiles it (the search's inputs for a module, [`search_inputs`]; the build itself for
-    /// relocatable objects).
+    /// The cache key for `sm_{arch}` of a relocatable object (a module's entry is filed by
+    /// [`module_key`](Self::module_key)), given the unit's `scan`; `compiler` says which NVRTC
+    /// compiles it (the build itself).
     ///
     /// Every input is a labelled field, so changing any of them changes the key: in-memory
     /// headers by name and text, files reached on disk by canonical path and bytes, includes that
     /// resolved nowhere by name (a header appearing there later changes the key).
     pub(crate) fn key<C: AsRef<[u8]>>(&self, compiler: &[C], arch: u32, scan: &Scan) -> String {
-        let computed;
-        let unit = match self.digest {
-            Some(d) => d,
-            None => {
-                computed = cuda_embed_source::key::nvrtc_unit_digest(
-                    self.name,
-                    self.source,
-                    self.options,
-                    self.headers,
-                    self.name_expressions,
-                );
-                &computed
-            }
-        };
         let mut k = Key::new(KEY_SCHEME);
-        k.list("compiler", compiler).field("arch", arch.to_le_bytes()).field("unit", unit);
+        k.list("compiler", compiler);
+        self.finish_key(k, arch, scan)
+    }
+
+    /// The fields of the key after the compiler (see [`key`](Self::key)).
+    fn finish_key(&self, mut k: Key, arch: u32, scan: &Scan) -> String {
+        k.field("arch", arch.to_le_bytes()).field("unit", self.unit_digest().as_bytes());
         let files: Vec<_> = scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, h.sha256))).collect();
         k.list("files", files.iter().map(|(p, _)| p.to_string_lossy().into_owned()))
             .list("file hashes", files.iter().map(|(_, d)| *d))
@@ -375,14 +415,71 @@ impl<S: AsRef<str>> Unit<'_, S> {
         k.finish()
     }
 
-    /// The key of the unit's module entry for `sm_{arch}` with the search variables `env`.
-    fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> String {
-        self.key(&search_inputs(env), arch, scan)
+    /// [`cuda_embed_source::key::nvrtc_unit_digest`] of the unit: the one `cuda_kernel!`
+    /// embedded, else computed now.
+    fn unit_digest(&self) -> std::borrow::Cow<'_, str> {
+        match self.digest {
+            Some(d) => d.into(),
+            None => cuda_embed_source::key::nvrtc_unit_digest(
+                self.name,
+                self.source,
+                self.options,
+                self.headers,
+                self.name_expressions,
+            )
+            .into(),
+        }
     }
 
-    /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment.
+    /// What the unit's module entry for `sm_{arch}` with the search variables `env` is filed
+    /// under and must record ([`ModuleKey`]).
+    ///
+    /// The entry of a `cuda_kernel!` module is found and checked without SHA-256 at run time:
+    /// the unit's digest (everything fixed at build time: the source, options, headers, name
+    /// expressions, program name) was computed by the macro, and what only the run time knows is
+    /// compared byte for byte with the entry's record. (Headers on disk are hashed by the scan,
+    /// when the source includes any.)
+    fn module_key(&self, env: &SearchEnv, arch: u32, scan: &Scan) -> ModuleKey {
+        let mut inputs = Vec::with_capacity(256);
+        put(&mut inputs, &[KEY_SCHEME.as_bytes()]);
+        let set = env.iter().flatten().count();
+        put(&mut inputs, &[&(set as u64).to_le_bytes()]);
+        for (name, value) in std::iter::once("LD_LIBRARY_PATH").chain(options::TOOLKIT_ROOT_VARS).zip(env) {
+            if let Some(value) = value {
+                put(&mut inputs, &[name.as_bytes(), b"=", value.as_encoded_bytes()]);
+            }
+        }
+        put(&mut inputs, &[&arch.to_le_bytes()]);
+        let files = || scan.headers.iter().filter_map(|h| Some((h.path.as_ref()?, &h.sha256)));
+        put(&mut inputs, &[&(files().count() as u64).to_le_bytes()]);
+        for (path, digest) in files() {
+            put(&mut inputs, &[path.as_os_str().as_encoded_bytes()]);
+            put(&mut inputs, &[digest]);
+        }
+        put(&mut inputs, &[&(scan.missing.len() as u64).to_le_bytes()]);
+        for name in &scan.missing {
+            put(&mut inputs, &[name.as_bytes()]);
+        }
+        put(&mut inputs, &[&(scan.cycles.len() as u64).to_le_bytes()]);
+        for cycle in &scan.cycles {
+            put(&mut inputs, &[&(cycle.chain.len() as u64).to_le_bytes()]);
+            for name in &cycle.chain {
+                put(&mut inputs, &[name.as_bytes()]);
+            }
+        }
+        let sum = cuda_embed_source::cache::checksum(&inputs).to_be_bytes();
+        let unit = self.unit_digest();
+        let mut file = String::with_capacity(unit.len() + 1 + 16);
+        file.push_str(&unit);
+        file.push('-');
+        file.push_str(&cuda_embed_source::key::hex(&sum));
+        ModuleKey { file, inputs }
+    }
+
+    /// The key the unit's cubin for `sm_{arch}` is filed under in this process's environment
+    /// ([`ModuleKey::file`]).
     pub(crate) fn cache_key(&self, arch: u32) -> String {
-        self.module_key(&search_env(), arch, &self.scan())
+        self.module_key(&search_env(), arch, &self.scan()).file
     }
 
     /// Compiles for `sm_{arch}`, or takes the cubin from `store`. The error is NVRTC's log (with
@@ -392,26 +489,33 @@ impl<S: AsRef<str>> Unit<'_, S> {
         let env = search_env();
         let scan = self.scan();
         trace.lap("include scan");
-        let key = self.module_key(&env, arch, &scan);
+        let ModuleKey { file: key, inputs } = self.module_key(&env, arch, &scan);
+        let file = store.path(&key);
         trace.lap("key");
-        let hit = store.read(&key);
+        let hit = store.read_file(&file, &key);
         trace.lap("cache read");
         if let Some(entry) = hit {
-            // The cubin, and the record of passed load checks when a load added one; the
-            // symbols, then the NVRTC build that compiled it.
+            // The cubin, the run-time inputs it was compiled with, and the record of passed load
+            // checks when a load added one; the symbols, then the NVRTC build that compiled it.
             let mut blobs = entry.blobs.into_iter();
             let mut symbols = entry.strings;
             let compiler = symbols.pop();
-            if let (Some(cubin), checked, None, Some(compiler)) = (blobs.next(), blobs.next(), blobs.next(), compiler) {
-                if !cubin.is_empty() && symbols.len() == self.name_expressions.len() && is_current(&compiler, &env) {
+            let (cubin, recorded, checked, extra) = (blobs.next(), blobs.next(), blobs.next(), blobs.next());
+            if let (Some(cubin), Some(recorded), None, Some(compiler)) = (cubin, recorded, extra, compiler) {
+                if !cubin.is_empty()
+                    && recorded == inputs
+                    && symbols.len() == self.name_expressions.len()
+                    && is_current(&compiler, &env)
+                {
                     trace.lap("compiler check");
                     return Ok(Compiled {
                         cubin,
                         symbols,
                         from_cache: true,
-                        cache_file: Some(store.path(&key)),
+                        cache_file: Some(file),
                         checked,
                         compiler,
+                        inputs,
                     });
                 }
             }
@@ -424,18 +528,20 @@ impl<S: AsRef<str>> Unit<'_, S> {
             let cycles: Vec<String> = scan.cycles.iter().map(|c| format!("\nnote: {c}")).collect();
             format!("{log}{}", cycles.concat())
         })?;
-        let entry = module_entry(cubin, symbols, &identity, None);
+        let entry = module_entry(cubin, symbols, &identity, inputs, None);
         // A cache that cannot be written is not an error: the program still runs, only slower next time.
         let cache_file = store.write_or_warn(&key, &entry);
         let Entry { blobs, mut strings, .. } = entry;
         strings.pop(); // the compiler
+        let mut blobs = blobs.into_iter();
         Ok(Compiled {
-            cubin: blobs.into_iter().next().unwrap_or_default(),
+            cubin: blobs.next().unwrap_or_default(),
             symbols: strings,
             from_cache: false,
             cache_file,
             checked: None,
             compiler: identity,
+            inputs: blobs.next().unwrap_or_default(),
         })
     }
 }
@@ -681,7 +787,8 @@ mod tests {
         let keys = [&k0, &k1, &k2, &k3, &k4];
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {
-                assert_ne!(a, b);
+                assert_ne!(a.inputs, b.inputs);
+                assert_ne!(a.file, b.file, "other inputs are filed apart");
             }
         }
         assert_eq!(k1, {
@@ -693,11 +800,98 @@ mod tests {
 
     #[test]
     fn identities_of_files_are_told_from_versions() {
-        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some("/usr/lib/libnvrtc.so.13"));
-        assert_eq!(identity_file("/my libs/libnvrtc.so 1 2"), Some("/my libs/libnvrtc.so"), "spaces in the path");
+        assert_eq!(identity_file("/usr/lib/libnvrtc.so.13 1000 123"), Some(("/usr/lib/libnvrtc.so.13", 1000, 123)));
+        assert_eq!(
+            identity_file("/my libs/libnvrtc.so 1 2"),
+            Some(("/my libs/libnvrtc.so", 1, 2)),
+            "spaces in the path"
+        );
         assert_eq!(identity_file("nvrtc 13.0"), None);
         assert_eq!(identity_file("a 13 x"), None);
         assert_eq!(identity_file(" 1 2"), None);
+        // Only the form `file_identity` writes: another spelling of the same numbers is not it.
+        assert_eq!(identity_file("/l 0 0"), Some(("/l", 0, 0)));
+        for other in ["/l 01 2", "/l 1 02", "/l +1 2", "/l 1  2", "/l 1 2 ", "/l 18446744073709551616 2"] {
+            assert_eq!(identity_file(other), None, "{other:?}");
+        }
+    }
+
+    /// A record matches a file exactly when `file_identity` of the file writes the record.
+    #[test]
+    fn a_record_is_read_back_as_the_file_identity_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib nvrtc.so");
+        std::fs::write(&lib, b"some build").unwrap();
+        let meta = std::fs::metadata(&lib).unwrap();
+        let record = file_identity(&lib, &meta).unwrap();
+        let (path, len, mtime) = identity_file(&record).unwrap();
+        assert_eq!((Path::new(path), len, Some(mtime)), (lib.as_path(), meta.len(), modified_ns(&meta)));
+    }
+
+    /// A module's entry is filed under the unit's digest and the checksum of its run-time
+    /// inputs, which name the search variables set as `NAME=value` and the architecture.
+    #[test]
+    fn the_module_key_is_the_unit_digest_and_the_checksum_of_the_run_time_inputs() {
+        let u = unit(&[], &[], &["k"]);
+        let scan = u.scan();
+        let mut env = SearchEnv::default();
+        env[0] = Some("/opt/a:/opt/b".into());
+        env[2] = Some("/usr/local/cuda".into());
+        let key = u.module_key(&env, 90, &scan);
+        let sum = cuda_embed_source::cache::checksum(&key.inputs).to_be_bytes();
+        assert_eq!(key.file, format!("{}-{}", u.unit_digest(), cuda_embed_source::key::hex(&sum)));
+        let has = |item: &[u8]| key.inputs.windows(item.len()).any(|w| w == item);
+        assert_eq!(options::TOOLKIT_ROOT_VARS[1], "CUDA_PATH");
+        assert!(
+            has(b"LD_LIBRARY_PATH=/opt/a:/opt/b") && has(b"CUDA_PATH=/usr/local/cuda") && has(KEY_SCHEME.as_bytes())
+        );
+        let other_arch = u.module_key(&env, 80, &scan);
+        assert!(other_arch.inputs != key.inputs && other_arch.file != key.file);
+        let other_unit = Unit { source: "src2", ..u }.module_key(&env, 90, &scan);
+        assert_eq!(other_unit.inputs, key.inputs, "the unit is in the file name, not the inputs");
+        assert_ne!(other_unit.file, key.file);
+        // The embedded digest is used as given: a hit hashes nothing of the source.
+        let embedded = Unit { digest: Some("0123"), ..u }.module_key(&env, 90, &scan);
+        assert!(embedded.file.starts_with("0123-"), "{}", embedded.file);
+    }
+
+    /// An entry whose recorded run-time inputs are not this process's (what a checksum
+    /// collision in the file name would look like) is a miss.
+    #[test]
+    fn an_entry_recording_other_run_time_inputs_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path(), "cubin");
+        let lib = dir.path().join("libnvrtc.so");
+        std::fs::write(&lib, b"a build").unwrap();
+        let mut env = SearchEnv::default();
+        env[0] = Some(dir.path().as_os_str().to_owned());
+        let recorded = library_identity(&env).unwrap();
+        let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
+        let key = u.module_key(&search_env(), 80, &u.scan());
+        let cubin = b"\x7fELF cubin".to_vec();
+        let mut other = key.inputs.clone();
+        other.push(0);
+        store.write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, other, None)).unwrap();
+        match u.compile(80, &store) {
+            Ok(c) => assert!(!c.from_cache && c.cubin != cubin, "an entry of other inputs was used"),
+            Err(log) => assert!(!is_available(), "NVRTC is here but the compile failed: {log}"),
+        }
+        store
+            .write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, key.inputs, None))
+            .unwrap();
+        let hit = u.compile(80, &store).unwrap();
+        assert!(hit.from_cache && hit.cubin == cubin, "the same inputs: a hit");
+    }
+
+    /// A source without the word `include` is not scanned at all; one with it is.
+    #[test]
+    fn a_source_that_includes_nothing_is_not_scanned() {
+        let plain = unit(&["--include-path=/nonexistent"], &[("h.cuh", "x")], &[]);
+        assert_eq!(plain.scan(), Scan::default());
+        let including = Unit { source: "#include \"h.cuh\"\n#include \"gone.cuh\"\n", ..plain };
+        let scan = including.scan();
+        assert_eq!(scan.headers.len(), 1);
+        assert_eq!(scan.missing, ["gone.cuh"]);
     }
 
     /// A recorded library file is current while it is unchanged (one `stat`); another build in
@@ -735,7 +929,10 @@ mod tests {
         let recorded = library_identity(&env).unwrap();
         let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
         let cubin = b"\x7fELF cubin".to_vec();
-        store.write_atomic(&u.cache_key(80), &module_entry(cubin.clone(), vec!["k".into()], &recorded, None)).unwrap();
+        let key = u.module_key(&search_env(), 80, &u.scan());
+        store
+            .write_atomic(&key.file, &module_entry(cubin.clone(), vec!["k".into()], &recorded, key.inputs, None))
+            .unwrap();
         let hit = u.compile(80, &store).unwrap();
         assert!(hit.from_cache && hit.cubin == cubin && hit.symbols == ["k"] && hit.compiler == recorded);
         std::fs::write(&lib, b"an upgraded build").unwrap();
@@ -765,7 +962,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path(), "cubin");
         let u = Unit { source: "extern \"C\" __global__ void k() {}", ..unit(&[], &[], &["k"]) };
-        let k = u.cache_key(80);
+        let k = u.module_key(&search_env(), 80, &u.scan()).file;
         store.write_atomic(&k, &Entry { blobs: vec![b"\x7fELF".to_vec()], strings: vec![], deps: vec![] }).unwrap();
         match u.compile(80, &store) {
             Ok(c) => assert!(!c.from_cache, "an entry with the wrong symbol count is not a hit"),

@@ -53,7 +53,7 @@ fn garbage_torn_and_foreign_entries_are_misses() {
     assert_eq!(store.read("k1"), None);
     std::fs::write(&file, b"garbage").unwrap();
     assert_eq!(store.read("k1"), None);
-    std::fs::write(&file, String::from_utf8_lossy(&good).replace("v3", "v1")).unwrap();
+    std::fs::write(&file, String::from_utf8_lossy(&good).replace("v4", "v1")).unwrap();
     assert_eq!(store.read("k1"), None);
     // An entry filed under another key's name (copied or renamed) is not that key's entry.
     std::fs::write(&file, &good).unwrap();
@@ -203,4 +203,77 @@ fn a_private_temp_dir_is_created_0700_and_others_are_refused() {
     // Owned by someone else: refused.
     std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
     assert!(super::manage::check_private(&mine, uid + 1).unwrap_err().contains("belongs to user"));
+}
+
+/// The entry's file is `<dir>/<key>.<extension>`, as `Path::join` makes it, whatever the
+/// directory's form.
+#[test]
+fn an_entrys_file_is_its_key_in_the_directory() {
+    for dir in ["", "rel", "rel/", "/abs/dir", "/abs/dir/", "/", "./x", "a b/c"] {
+        let store = Store::new(dir, "cubin");
+        assert_eq!(store.path("0a1b"), Path::new(dir).join("0a1b.cubin"), "{dir:?}");
+    }
+}
+
+/// Lengths are plain decimal digits, and hashes 64 hexadecimal digits: anything else in a
+/// header is a malformed entry.
+#[test]
+fn field_lengths_and_hashes_are_read_strictly() {
+    assert_eq!(number(b"0"), Some(0));
+    assert_eq!(number(b"4191"), Some(4191));
+    for bad in [&b""[..], b"+5", b"-1", b" 5", b"5 ", b"0x10", b"99999999999999999999999"] {
+        assert_eq!(number(bad), None, "{:?}", String::from_utf8_lossy(bad));
+    }
+    let d = crate::key::sha256(b"x");
+    assert_eq!(parse_digest(crate::key::hex(&d).as_bytes()), Some(d));
+    assert_eq!(parse_digest(crate::key::hex(&d).to_uppercase().as_bytes()), Some(d));
+    assert_eq!(parse_digest(&crate::key::hex(&d).as_bytes()[1..]), None);
+    assert_eq!(parse_digest(&[b'g'; 64]), None);
+}
+
+/// Every byte of an entry is checked: flipping any bit of any byte before the trailer makes the
+/// entry a miss (the checksum catches every change confined to one aligned 8-byte word).
+#[test]
+fn every_byte_of_an_entry_is_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::new(d.path(), "bin");
+    let entry = Entry { blobs: vec![(0..200u8).collect()], strings: vec!["_Z1kv".into()], deps: vec![] };
+    let file = store.write_atomic("k", &entry).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let trailer = good[..good.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    for at in 0..trailer {
+        for bit in [0x01, 0x80] {
+            let mut bad = good.clone();
+            bad[at] ^= bit;
+            std::fs::write(&file, &bad).unwrap();
+            assert!(!matches!(store.lookup("k"), Lookup::Hit(_)), "byte {at} bit {bit:#x} changed");
+        }
+    }
+    std::fs::write(&file, &good).unwrap();
+    assert_eq!(store.lookup("k"), Lookup::Hit(entry));
+}
+
+/// The checksum separates what a torn or altered file looks like: another length, zeros in
+/// place of data, two words swapped, one bit anywhere.
+#[test]
+fn the_checksum_tells_usual_corruptions_apart() {
+    let data: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+    let sum = checksum(&data);
+    assert_ne!(sum, checksum(&data[..4095]));
+    assert_ne!(sum, checksum(&[&data[..], &[0]].concat()), "a zero byte appended");
+    let mut zeroed = data.clone();
+    zeroed[1024..2048].fill(0);
+    assert_ne!(sum, checksum(&zeroed));
+    let mut swapped = data.clone();
+    swapped.swap(8, 40);
+    swapped.swap(9, 41);
+    assert_ne!(sum, checksum(&swapped), "bytes moved between lanes");
+    let mut moved = data.clone();
+    moved[..64].rotate_left(32);
+    assert_ne!(sum, checksum(&moved), "blocks reordered");
+    for at in (0..data.len()).step_by(61) {
+        let mut flipped = data.clone();
+        flipped[at] ^= 0x10;
+        assert_ne!(sum, checksum(&flipped), "bit flip at {at}");
+    }
 }

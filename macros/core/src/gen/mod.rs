@@ -145,6 +145,8 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                 &probe,
                 checks.iter().map(|c| (c.symbol.as_str(), c.mask, c.value)),
             );
+            // `own_len`: where the check starts (the include scan of a cache hit stops there).
+            let own_len = text.len();
             let text = &match statics {
                 Some(asserts) if !probe.is_empty() => format!("{text}{asserts}"),
                 _ => text.clone(),
@@ -177,7 +179,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             );
             let image = quote! {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
-                    #probe, &[#(#checks),*], #mark, #unit)
+                    #probe, &[#(#checks),*], #mark, #unit, #own_len)
             };
             let warning = crate::expand::silent_fallback_warning(reason);
             if warning.is_empty() {
