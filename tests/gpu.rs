@@ -403,11 +403,12 @@ fn nvrtc_fallback_and_disk_cache() {
     // compiled with it as `static_assert`s; the probe is compiled only to explain a failure).
     assert_eq!(files.iter().filter(|f| f.ends_with(".cubin")).count(), 1, "{files:?}");
     assert_eq!(files.len(), 1, "{files:?}");
-    // The entry carries the record that the load's other checks passed (a second blob).
+    // The entry carries the run-time inputs it was compiled for (a second blob) and the record
+    // that the load's other checks passed (a third).
     let store = cuda_embed_source::cache::Store::new(cache.path().join("nvrtc"), "cubin");
     let blobs: Vec<usize> =
         files.iter().map(|f| store.read(f.trim_end_matches(".cubin")).expect("a valid entry").blobs.len()).collect();
-    assert_eq!(blobs, [2], "{files:?}");
+    assert_eq!(blobs, [3], "{files:?}");
     let second = run();
     assert!(second.contains("FROM_DISK_CACHE=true"), "{second}");
 }
