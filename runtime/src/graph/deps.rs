@@ -7,11 +7,14 @@
 //! one record, not a growing list, and gets one edge per node.
 
 use super::args::Access;
+use cudarc::driver::sys::CUgraphNode;
 
 #[derive(Debug, Clone, Copy)]
 struct Record {
     access: Access,
     node: usize,
+    /// `node`'s driver handle (a dependency on it needs no look-up in the graph's node list).
+    raw: CUgraphNode,
 }
 
 /// The accesses of the nodes added so far that later nodes may have to wait for.
@@ -30,35 +33,83 @@ impl Covered {
     pub(crate) const UNKNOWN: Covered = Covered(u64::MAX);
 }
 
+/// What [`Tracker::deps`] found for a new node: its first dependency, with that node's driver
+/// handle, and the records its writes cover. Further dependencies went to the list `deps` was
+/// given, so a node with at most one dependency (a chain) writes no list.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found {
+    /// The first dependency, [`Found::NONE`] if none.
+    pub(crate) first: usize,
+    /// `first`'s driver handle (null if none).
+    pub(crate) first_raw: CUgraphNode,
+    pub(crate) covered: Covered,
+}
+
+impl Found {
+    /// No dependency; every record to be tested (the inference is off).
+    pub(crate) const NONE: Found =
+        Found { first: usize::MAX, first_raw: std::ptr::null_mut(), covered: Covered::UNKNOWN };
+}
+
+/// Whether a node's access `a` conflicts with the recorded range `r` (they overlap and one
+/// writes: `Access::overlaps`) and whether `a` is a write covering `r` (`Access::covers`).
+#[inline(always)]
+fn conflict_cover(a: &Access, r: &Access) -> (bool, bool) {
+    let (lo, hi) = (r.lo, r.hi);
+    // Touching or overlapping, in the same memory: what both need (the common case, another
+    // buffer, is this one branch).
+    if (a.space == r.space) & (a.lo <= hi) & (lo <= a.hi) {
+        let conflict = (a.write | r.write) & (a.lo < hi) & (lo < a.hi);
+        let cover = a.write & (a.lo <= lo) & (hi <= a.hi);
+        (conflict, cover)
+    } else {
+        (false, false)
+    }
+}
+
 impl Tracker {
-    /// Appends to `deps` every node a new node with `accesses` must wait for (unsorted, maybe
-    /// with repeats: one entry per record it conflicts with) and returns the records its writes
-    /// cover, for [`Tracker::record`]. One pass over the records: in a chain of nodes writing one
-    /// buffer that is one record.
-    #[inline]
-    pub(crate) fn deps(&self, accesses: &[Access], deps: &mut Vec<usize>) -> Covered {
-        let mut covered = 0u64;
-        for (i, r) in self.records.iter().enumerate() {
-            let (mut conflict, mut cover) = (false, false);
-            for a in accesses {
-                // Touching or overlapping: what both an overlap and a cover need (the common
-                // case, another buffer, is this one branch).
-                let (lo, hi) = (r.access.lo, r.access.hi);
-                if (a.space == r.access.space) & (a.lo <= hi) & (lo <= a.hi) {
-                    // Overlapping (`Access::overlaps`) and covering (`Access::covers`), in the
-                    // same memory.
-                    conflict |= (a.write | r.access.write) & (a.lo < hi) & (lo < a.hi);
-                    cover |= a.write & (a.lo <= lo) & (hi <= a.hi);
+    /// Finds every node a new node with `accesses` must wait for: the first in the answer, the
+    /// others appended to `more` (unsorted, maybe with repeats and with the first again: one
+    /// entry per record it conflicts with); and the records its writes cover, for
+    /// [`Tracker::record`]. One pass over the records: in a chain of nodes writing one buffer
+    /// that is one record, and one dependency (nothing written to `more`).
+    #[inline(always)]
+    pub(crate) fn deps(&self, accesses: &[Access], more: &mut Vec<usize>) -> Found {
+        match accesses {
+            // One range (a kernel of one buffer, a memset): no inner loop.
+            [a] => self.scan(more, |r| conflict_cover(a, r)),
+            _ => self.scan(more, |r| {
+                accesses.iter().fold((false, false), |(conflict, cover), a| {
+                    let (c, v) = conflict_cover(a, r);
+                    (conflict | c, cover | v)
+                })
+            }),
+        }
+    }
+
+    /// [`Tracker::deps`]'s pass, with `test` saying whether the new node conflicts with a
+    /// record's range and whether its writes cover it.
+    #[inline(always)]
+    fn scan(&self, more: &mut Vec<usize>, test: impl Fn(&Access) -> (bool, bool)) -> Found {
+        let mut found = Found { first: Found::NONE.first, first_raw: std::ptr::null_mut(), covered: Covered(0) };
+        let (mut covered, mut bit) = (0u64, 1u64);
+        for r in &self.records {
+            let (conflict, cover) = test(&r.access);
+            if conflict {
+                if found.first == Found::NONE.first {
+                    (found.first, found.first_raw) = (r.node, r.raw);
+                } else {
+                    more.push(r.node);
                 }
             }
-            if conflict {
-                deps.push(r.node);
+            // Bit `i` for record `i`; with more than 64 records `record` does not read the bits.
+            if cover {
+                covered |= bit;
             }
-            if cover && i < 64 {
-                covered |= 1 << i;
-            }
+            bit = bit.rotate_left(1);
         }
-        Covered(covered)
+        found.covered = Covered(covered);
+        found
     }
 
     /// The ranges on record: what a node that embeds the whole graph (a child graph node) reads
@@ -75,18 +126,18 @@ impl Tracker {
     /// (`covered` is what it returned, or [`Covered::UNKNOWN`]): drops the records its writes
     /// cover (not its own), then adds its own. The order of the records does not matter.
     #[inline]
-    pub(crate) fn record(&mut self, node: usize, accesses: &[Access], covered: Covered) {
+    pub(crate) fn record(&mut self, node: usize, raw: CUgraphNode, accesses: &[Access], covered: Covered) {
         // With more than 64 records the bits do not say everything; `UNKNOWN` is neither 0 nor
         // a power of two.
         let (n, bits) = (self.records.len(), covered.0);
         if n <= 64 && bits == 0 {
-            self.records.extend(accesses.iter().map(|&access| Record { access, node }));
+            self.records.extend(accesses.iter().map(|&access| Record { access, node, raw }));
         } else if n <= 64 && accesses.len() == 1 && bits.is_power_of_two() {
             // One write covering one record (a chain): it takes that record's place.
-            self.records[bits.trailing_zeros() as usize] = Record { access: accesses[0], node };
+            self.records[bits.trailing_zeros() as usize] = Record { access: accesses[0], node, raw };
         } else {
             self.drop_covered(accesses, if n <= 64 && bits != Covered::UNKNOWN.0 { Some(bits) } else { None });
-            self.records.extend(accesses.iter().map(|&access| Record { access, node }));
+            self.records.extend(accesses.iter().map(|&access| Record { access, node, raw }));
         }
     }
 
@@ -119,12 +170,23 @@ mod tests {
         Access { space: Space::Device, lo, hi, write }
     }
 
+    /// A stand-in driver handle for node `node`.
+    fn raw(node: usize) -> CUgraphNode {
+        std::ptr::without_provenance_mut(node + 1)
+    }
+
     fn add(t: &mut Tracker, node: usize, accesses: &[Access]) -> Vec<usize> {
         let mut d = Vec::new();
-        let covered = t.deps(accesses, &mut d);
+        let found = t.deps(accesses, &mut d);
+        if found.first == Found::NONE.first {
+            assert!(d.is_empty(), "further dependencies {d:?} without a first one");
+        } else {
+            assert_eq!(found.first_raw, raw(found.first), "the first dependency's handle");
+            d.push(found.first);
+        }
         d.sort_unstable();
         d.dedup();
-        t.record(node, accesses, covered);
+        t.record(node, raw(node), accesses, found.covered);
         d
     }
 
@@ -180,7 +242,7 @@ mod tests {
             let mut all = Vec::new();
             for node in 0..next(12) as usize {
                 let accesses: Vec<Access> = (0..1 + next(3)).map(|_| random(&mut next)).collect();
-                t.record(node, &accesses, Covered::UNKNOWN);
+                t.record(node, raw(node), &accesses, Covered::UNKNOWN);
                 all.extend(accesses);
             }
             let kept: Vec<Access> = t.accesses().collect();
@@ -215,7 +277,7 @@ mod tests {
                     .iter()
                     .any(|a| a.write && r.access.space == a.space && a.lo <= r.access.lo && r.access.hi <= a.hi)
             });
-            self.records.extend(accesses.iter().map(|&access| Record { access, node }));
+            self.records.extend(accesses.iter().map(|&access| Record { access, node, raw: raw(node) }));
             deps.sort_unstable();
             deps.dedup();
             deps
@@ -251,7 +313,7 @@ mod tests {
                     .collect();
                 let want = reference.add(node, &accesses);
                 if next(10) == 0 {
-                    t.record(node, &accesses, Covered::UNKNOWN);
+                    t.record(node, raw(node), &accesses, Covered::UNKNOWN);
                 } else {
                     let before = t.records.len();
                     assert_eq!(add(&mut t, node, &accesses), want, "round {round}, node {node}: {accesses:?}");

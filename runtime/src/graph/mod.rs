@@ -410,27 +410,27 @@ impl<'a> Graph<'a> {
         add: &mut impl FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
     ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         let index = self.nodes.len();
-        // The dependencies, in the graph's scratch list (no allocation per node).
-        let deps = &mut self.scratch.1;
-        deps.clear();
-        if !self.pending.is_empty() && !take_pending(&mut self.pending, deps, index) {
-            return Err(Box::new(self.foreign()));
-        }
-        let covered = if self.infer { self.tracker.deps(accesses, deps) } else { deps::Covered::UNKNOWN };
+        // The dependencies: the first found (with its driver handle) in registers; any others,
+        // and the explicit ones, in the graph's scratch list (no allocation per node).
+        let more = &mut self.scratch.1;
+        more.clear();
+        let found = if self.infer { self.tracker.deps(accesses, more) } else { deps::Found::NONE };
         // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
         // without repeats, in a list of their own.
         let one;
         let many;
-        let raw_deps: &[sys::CUgraphNode] = match deps.len() {
-            0 => &[],
-            1 => {
-                one = [self.nodes[deps[0]].raw];
-                &one
-            }
-            _ => {
-                many = raw_nodes(&self.nodes, deps);
-                &many
-            }
+        let several = !(self.pending.is_empty() & more.is_empty());
+        let raw_deps: &[sys::CUgraphNode] = if several {
+            many = match gather(&self.nodes, &mut self.pending, more, found.first, index) {
+                Some(many) => many,
+                None => return Err(Box::new(self.foreign())),
+            };
+            &many
+        } else if found.first != deps::Found::NONE.first {
+            one = [found.first_raw];
+            &one
+        } else {
+            &[]
         };
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
@@ -441,30 +441,39 @@ impl<'a> Graph<'a> {
         let raw =
             if r == sys::CUresult::CUDA_SUCCESS { raw } else { add_again(&self.ctx, fast, r, call, raw_deps, add)? };
         self.nodes.push(NodeInfo { raw, kind, label });
-        match deps[..] {
-            [] => {}
-            [d] => self.edges.push((d, index)),
-            _ => self.edges.extend(deps.iter().map(|&d| (d, index))),
+        if several {
+            self.edges.extend(self.scratch.1.iter().map(|&d| (d, index)));
+        } else if found.first != deps::Found::NONE.first {
+            self.edges.push((found.first, index));
         }
-        self.tracker.record(index, accesses, covered);
+        self.tracker.record(index, raw, accesses, found.covered);
         Ok(raw)
     }
 }
 
-/// Moves the explicit dependencies ([`Graph::after`]) into `deps`; false if one is a node of
-/// another graph (not below `len`).
+/// A node's dependencies when there are several, or explicit ones ([`Graph::after`]): the
+/// explicit ones moved from `pending` into `deps` (which holds the inferred ones after the
+/// first), the first inferred one (`first`, unless [`deps::Found::NONE`]) added, sorted, repeats
+/// dropped; returns their driver handles, or `None` if one is a node of another graph (not below
+/// `len`).
 #[inline(never)]
-fn take_pending(pending: &mut Vec<usize>, deps: &mut Vec<usize>, len: usize) -> bool {
+fn gather(
+    nodes: &[NodeInfo],
+    pending: &mut Vec<usize>,
+    deps: &mut Vec<usize>,
+    first: usize,
+    len: usize,
+) -> Option<Vec<sys::CUgraphNode>> {
     deps.append(pending);
-    deps.iter().all(|&d| d < len)
-}
-
-/// The driver handles of nodes `deps` (more than one: sorted first, repeats dropped).
-#[inline(never)]
-fn raw_nodes(nodes: &[NodeInfo], deps: &mut Vec<usize>) -> Vec<sys::CUgraphNode> {
+    if !deps.iter().all(|&d| d < len) {
+        return None;
+    }
+    if first != deps::Found::NONE.first {
+        deps.push(first);
+    }
     deps.sort_unstable();
     deps.dedup();
-    deps.iter().map(|&d| nodes[d].raw).collect()
+    Some(deps.iter().map(|&d| nodes[d].raw).collect())
 }
 
 /// A node the driver refused to add, or one to add with the context bound first (`fast`
