@@ -177,8 +177,9 @@ pub struct Graph<'a> {
     pub(crate) hosts: Vec<Arc<HostCell>>,
     /// Device memory the graph's nodes use that the graph itself owns (reduction scratch).
     pub(crate) owned: Vec<Arc<CudaSlice<u8>>>,
-    /// Scratch for one node's accesses and dependencies (no allocation per node).
-    scratch: (Vec<Access>, Vec<usize>),
+    /// Scratch for one node's accesses, dependencies and their driver handles (no allocation
+    /// per node).
+    scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
     /// The kernel of the last kernel node added and what was checked for it.
     pub(crate) last_kernel: Option<kernel::LastKernel>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -217,7 +218,7 @@ impl<'a> Graph<'a> {
             infer: true,
             hosts: Vec::new(),
             owned: Vec::new(),
-            scratch: (Vec::new(), Vec::new()),
+            scratch: (Vec::new(), Vec::new(), Vec::new()),
             last_kernel: None,
             _borrows: PhantomData,
         })
@@ -418,14 +419,12 @@ impl<'a> Graph<'a> {
         // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
         // without repeats, in a list of their own.
         let one;
-        let many;
         let several = !(self.pending.is_empty() & more.is_empty());
         let raw_deps: &[sys::CUgraphNode] = if several {
-            many = match gather(&self.nodes, &mut self.pending, more, found.first, index) {
-                Some(many) => many,
-                None => return Err(Box::new(self.foreign())),
-            };
-            &many
+            if !gather(&self.nodes, &mut self.pending, more, found.first, index, &mut self.scratch.2) {
+                return Err(Box::new(self.foreign()));
+            }
+            &self.scratch.2
         } else if found.first != deps::Found::NONE.first {
             one = [found.first_raw];
             &one
@@ -454,8 +453,8 @@ impl<'a> Graph<'a> {
 /// A node's dependencies when there are several, or explicit ones ([`Graph::after`]): the
 /// explicit ones moved from `pending` into `deps` (which holds the inferred ones after the
 /// first), the first inferred one (`first`, unless [`deps::Found::NONE`]) added, sorted, repeats
-/// dropped; returns their driver handles, or `None` if one is a node of another graph (not below
-/// `len`).
+/// dropped, and their driver handles in `raw` (emptied first); false if one is a node of another
+/// graph (not below `len`).
 #[inline(never)]
 fn gather(
     nodes: &[NodeInfo],
@@ -463,17 +462,20 @@ fn gather(
     deps: &mut Vec<usize>,
     first: usize,
     len: usize,
-) -> Option<Vec<sys::CUgraphNode>> {
+    raw: &mut Vec<sys::CUgraphNode>,
+) -> bool {
     deps.append(pending);
     if !deps.iter().all(|&d| d < len) {
-        return None;
+        return false;
     }
     if first != deps::Found::NONE.first {
         deps.push(first);
     }
     deps.sort_unstable();
     deps.dedup();
-    Some(deps.iter().map(|&d| nodes[d].raw).collect())
+    raw.clear();
+    raw.extend(deps.iter().map(|&d| nodes[d].raw));
+    true
 }
 
 /// A node the driver refused to add, or one to add with the context bound first (`fast`
