@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
 use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Which memory an access touches: device addresses and host addresses are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +132,9 @@ pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
 ) -> Result<(u64, Access)> {
     let stream = buffer.stream();
     let own = stream.context();
-    if own.cu_ctx() != ctx.cu_ctx() {
+    // The same `CudaContext` object (the common case: one less load each side), else the same
+    // driver context.
+    if !std::ptr::eq(Arc::as_ptr(own), ctx) && own.cu_ctx() != ctx.cu_ctx() {
         return Err(other_device(ctx, own.ordinal()));
     }
     let (p, guard) = buffer.device_ptr(stream);

@@ -107,7 +107,7 @@ pub(crate) fn check(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig) 
 }
 
 /// The kernel of the last kernel node a graph added, its function on the graph's context, and
-/// the grid and block it was checked with (`None` until a configuration passed the checks): the
+/// the grid and block it was checked with (all zero until a configuration passed the checks): the
 /// next node of the same kernel takes the function from here, and with the same grid and block
 /// only compares the dynamic shared memory (the only limit that can change) instead of checking
 /// the whole configuration again. Loaded modules stay loaded, so the function stays valid.
@@ -115,7 +115,8 @@ pub(crate) fn check(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig) 
 pub(crate) struct LastKernel {
     kernel: KernelRef,
     func: &'static Function,
-    dims: Option<[u32; 6]>,
+    /// All zero until a configuration passed the checks (a grid or block of 0 never passes).
+    dims: [u32; 6],
 }
 
 /// `cfg`'s grid and block, for [`LastKernel`] (and the same cache of an instantiation).
@@ -138,7 +139,7 @@ impl<'a> Graph<'a> {
     #[inline(never)]
     fn look_up(&mut self, kernel: KernelRef) -> Result<&'static Function> {
         let func = kernel.function_on(&self.ctx)?;
-        self.last_kernel = Some(LastKernel { kernel, func, dims: None });
+        self.last_kernel = Some(LastKernel { kernel, func, dims: [0; 6] });
         Ok(func)
     }
 
@@ -157,7 +158,7 @@ impl<'a> Graph<'a> {
         match self.last_kernel {
             Some(last)
                 if std::ptr::eq(last.func, func)
-                    && last.dims == Some(dims(cfg))
+                    && last.dims == dims(cfg)
                     && (smem == 0 || smem <= func.max_dyn_smem.load(Ordering::Relaxed)) =>
             {
                 Ok(())
@@ -169,7 +170,7 @@ impl<'a> Graph<'a> {
     #[inline(never)]
     fn check_again(&mut self, kernel: KernelRef, func: &'static Function, cfg: &LaunchConfig) -> Result<()> {
         check_function(kernel, func, &self.ctx, cfg)?;
-        self.last_kernel = Some(LastKernel { kernel, func, dims: Some(dims(cfg)) });
+        self.last_kernel = Some(LastKernel { kernel, func, dims: dims(cfg) });
         Ok(())
     }
 
