@@ -57,38 +57,58 @@ impl Record for Discard {
 
 /// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
 /// parameters and each reports at most one range (more spill to the heap), so adding a kernel
-/// node needs neither an allocation nor the graph's scratch list.
+/// node needs neither an allocation nor the graph's scratch list. Nothing is written to make
+/// one, and dropping one tests only `len` (the heap list exists only past 20 ranges).
 pub(crate) struct StackAccesses {
     few: [std::mem::MaybeUninit<Access>; 20],
     len: usize,
-    more: Vec<Access>,
+    /// Every range, once there are more than 20 (`len` > 20); uninitialised before.
+    more: std::mem::MaybeUninit<Vec<Access>>,
 }
 
 impl StackAccesses {
     #[inline(always)]
     pub(crate) fn new() -> Self {
-        StackAccesses { few: [const { std::mem::MaybeUninit::uninit() }; 20], len: 0, more: Vec::new() }
+        StackAccesses {
+            few: [const { std::mem::MaybeUninit::uninit() }; 20],
+            len: 0,
+            more: std::mem::MaybeUninit::uninit(),
+        }
     }
 
     /// Every range noted, in order.
     #[inline(always)]
     pub(crate) fn as_slice(&self) -> &[Access] {
-        if self.more.is_empty() {
+        if self.len <= self.few.len() {
             // SAFETY: the first `len` entries were written by `record` (`len` <= 20).
             unsafe { std::slice::from_raw_parts(self.few.as_ptr() as *const Access, self.len) }
         } else {
-            &self.more
+            // SAFETY: `spill` initialised `more` when `len` passed 20.
+            unsafe { self.more.assume_init_ref() }
         }
     }
 
     #[cold]
     #[inline(never)]
     fn spill(&mut self, access: Access) {
-        if self.more.is_empty() {
-            let noted = self.as_slice().to_vec();
-            self.more = noted;
+        if self.len == self.few.len() {
+            let mut all = Vec::with_capacity(2 * self.few.len());
+            all.extend_from_slice(self.as_slice());
+            self.more.write(all);
         }
-        self.more.push(access);
+        // SAFETY: initialised just above or by an earlier spill (`len` >= 20 here).
+        unsafe { self.more.assume_init_mut() }.push(access);
+        self.len += 1;
+    }
+}
+
+impl Drop for StackAccesses {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.len > self.few.len() {
+            // SAFETY: initialised by `spill` (`len` > 20), dropped once, here.
+            unsafe { self.more.assume_init_drop() };
+        }
     }
 }
 
@@ -130,6 +150,33 @@ pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
     ctx: &CudaContext,
     write: bool,
 ) -> Result<(u64, Access)> {
+    let p = device_address(buffer, ctx)?;
+    Ok((p, device_access(buffer, p, write)))
+}
+
+/// [`address`] for a node argument: the access goes straight to `accesses` (no intermediate
+/// copy of it in the result).
+#[inline(always)]
+pub(crate) fn record_address<T, S: DevicePtr<T> + ?Sized>(
+    buffer: &S,
+    ctx: &CudaContext,
+    write: bool,
+    accesses: &mut impl Record,
+) -> Result<u64> {
+    let p = device_address(buffer, ctx)?;
+    accesses.record(device_access(buffer, p, write));
+    Ok(p)
+}
+
+/// The whole of `buffer`, at device address `p`.
+#[inline(always)]
+fn device_access<T, S: DevicePtr<T> + ?Sized>(buffer: &S, p: u64, write: bool) -> Access {
+    Access { space: Space::Device, lo: p, hi: p + buffer.num_bytes() as u64, write }
+}
+
+/// The device address of `buffer` after checking that it lives in `ctx` (see [`address`]).
+#[inline(always)]
+fn device_address<T, S: DevicePtr<T> + ?Sized>(buffer: &S, ctx: &CudaContext) -> Result<u64> {
     let stream = buffer.stream();
     let own = stream.context();
     // The same `CudaContext` object (the common case: one less load each side), else the same
@@ -139,8 +186,7 @@ pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
     }
     let (p, guard) = buffer.device_ptr(stream);
     std::mem::forget(guard);
-    let bytes = buffer.num_bytes() as u64;
-    Ok((p, Access { space: Space::Device, lo: p, hi: p + bytes, write }))
+    Ok(p)
 }
 
 #[cold]
