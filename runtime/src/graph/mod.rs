@@ -416,8 +416,8 @@ impl<'a> Graph<'a> {
         let more = &mut self.scratch.1;
         more.clear();
         let found = if self.infer { self.tracker.deps(accesses, more) } else { deps::Found::NONE };
-        // The dependencies' driver handles: none or one (a chain) on the stack, more sorted,
-        // without repeats, in a list of their own.
+        // The dependencies' driver handles: none or one (a chain) on the stack; several (or
+        // explicit ones) sorted, without repeats, in the graph's scratch list of handles.
         let one;
         let several = !(self.pending.is_empty() & more.is_empty());
         let raw_deps: &[sys::CUgraphNode] = if several {
