@@ -9,7 +9,7 @@
 
 use crate::args::{placement_of, In, InAny, KernelArg, KernelArgs, Out, OutAny};
 use crate::error::{Error, Result};
-use crate::graph::args::{record_address, NodeArg, NodeArgs, Record};
+use crate::graph::args::{address, NodeArg, NodeArgs, Record};
 use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
@@ -55,7 +55,9 @@ macro_rules! node_buffer {
             type Param = sys::CUdeviceptr;
             #[inline(always)]
             fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<sys::CUdeviceptr> {
-                record_address(self, ctx, $write, accesses)
+                let (p, access) = address(self, ctx, $write)?;
+                accesses.record(access);
+                Ok(p)
             }
         }
     };

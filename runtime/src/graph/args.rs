@@ -154,20 +154,6 @@ pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
     Ok((p, device_access(buffer, p, write)))
 }
 
-/// [`address`] for a node argument: the access goes straight to `accesses` (no intermediate
-/// copy of it in the result).
-#[inline(always)]
-pub(crate) fn record_address<T, S: DevicePtr<T> + ?Sized>(
-    buffer: &S,
-    ctx: &CudaContext,
-    write: bool,
-    accesses: &mut impl Record,
-) -> Result<u64> {
-    let p = device_address(buffer, ctx)?;
-    accesses.record(device_access(buffer, p, write));
-    Ok(p)
-}
-
 /// The whole of `buffer`, at device address `p`.
 #[inline(always)]
 fn device_access<T, S: DevicePtr<T> + ?Sized>(buffer: &S, p: u64, write: bool) -> Access {
