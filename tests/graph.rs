@@ -475,3 +475,42 @@ fn a_buffer_of_another_device_is_an_error() {
     // SAFETY: an empty graph.
     assert!(matches!(unsafe { exec.launch(&c1.default_stream()) }, Err(Error::Graph { .. })));
 }
+
+/// A graph made after another one was dropped on the same thread reuses that graph's lists
+/// (emptied): it starts with no nodes, no edges and nothing on record, so its first node on the
+/// same buffer depends on nothing; an instantiation of the first graph, alive meanwhile, keeps
+/// its own nodes and still runs; a graph made while another is alive gets lists of its own.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_made_after_another_starts_empty() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let a = stream.alloc_zeros::<f32>(N).unwrap();
+    let exec = {
+        let mut g = Graph::new(&ctx).unwrap();
+        for i in 0..100 {
+            fill_f::node(&mut g, cfg(), &a, i as f32, N as i32).unwrap();
+        }
+        assert_eq!(g.edges().len(), 99);
+        g.instantiate().unwrap()
+    };
+    let mut g = Graph::new(&ctx).unwrap();
+    assert!(g.is_empty() && g.edges().is_empty());
+    let first = fill_f::node(&mut g, cfg(), &a, 1.0, N as i32).unwrap();
+    let second = scale_f::node(&mut g, cfg(), &a, 3.0, N as i32).unwrap();
+    assert_eq!((first.index(), second.index()), (0, 1));
+    assert_eq!(idx(&g), vec![(0, 1)]); // nothing of the dropped graph's records
+    let mut other = Graph::new(&ctx).unwrap(); // `g` is alive: new lists
+    assert!(other.is_empty());
+    fill_f::node(&mut other, cfg(), &a, 5.0, N as i32).unwrap();
+    assert_eq!((g.len(), other.len()), (2, 1));
+    // SAFETY: every node stays within N elements.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&a).unwrap().iter().all(|&v| v == 99.0));
+    let exec2 = g.instantiate().unwrap();
+    // SAFETY: as above.
+    unsafe { exec2.launch(&stream).unwrap() };
+    exec2.synchronize(&stream).unwrap();
+    assert!(stream.clone_dtoh(&a).unwrap().iter().all(|&v| v == 3.0));
+}

@@ -140,6 +140,59 @@ impl Drop for RawGraph {
     }
 }
 
+/// The node, edge and record lists of the last graph this thread dropped, emptied, for the next
+/// graph it makes: a thread that builds graphs again and again (a graph per step, per shape)
+/// allocates and grows them once, not for every graph. One set per thread, of a graph of at most
+/// [`Spare::MAX_NODES`] nodes (a larger graph's lists are freed as before).
+struct Spare {
+    nodes: Vec<NodeInfo>,
+    edges: Vec<(usize, usize)>,
+    tracker: deps::Tracker,
+}
+
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
+}
+
+impl Spare {
+    /// The largest graph whose lists are kept.
+    const MAX_NODES: usize = 4096;
+
+    /// A new graph's lists: this thread's spare ones, else new ones with room for the nodes and
+    /// edges of a typical graph (growing from empty cost a dozen reallocations, and copies,
+    /// over the first hundred nodes).
+    fn take() -> (Vec<NodeInfo>, Vec<(usize, usize)>, deps::Tracker) {
+        match SPARE.try_with(|s| s.take()).ok().flatten() {
+            Some(spare) => (spare.nodes, spare.edges, spare.tracker),
+            None => (Vec::with_capacity(64), Vec::with_capacity(64), deps::Tracker::default()),
+        }
+    }
+
+    /// Keeps a dropped graph's lists, emptied, for the next graph of this thread (unless the
+    /// graph was large, or the thread is exiting).
+    fn keep(mut nodes: Vec<NodeInfo>, mut edges: Vec<(usize, usize)>, mut tracker: deps::Tracker) {
+        if nodes.capacity() > Self::MAX_NODES || edges.capacity() > 4 * Self::MAX_NODES {
+            return;
+        }
+        nodes.clear();
+        edges.clear();
+        tracker.clear();
+        let spare = Spare { nodes, edges, tracker };
+        // A thread being torn down has no spare lists any more; they are freed here then.
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
+    }
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        Spare::keep(
+            std::mem::take(&mut self.nodes),
+            std::mem::take(&mut self.edges),
+            std::mem::take(&mut self.tracker),
+        );
+    }
+}
+
 /// A CUDA graph under construction, on one context. `'a` is how long every buffer its nodes
 /// refer to stays borrowed; see the [module docs](self) for the borrow rules and the inference.
 ///
@@ -203,17 +256,16 @@ impl<'a> Graph<'a> {
         // SAFETY: valid out-pointer; flags must be 0.
         let r = unsafe { sys::cuGraphCreate(&mut raw, 0) };
         driver(ctx, "cuGraphCreate", r)?;
+        let (nodes, edges, tracker) = Spare::take();
         Ok(Graph {
             ctx: ctx.clone(),
             cu_ctx: ctx.cu_ctx() as usize,
             raw: Rc::new(RawGraph(raw)),
             cu: raw,
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            // Room for the nodes and edges of a typical graph up front: growing from empty cost
-            // a dozen reallocations (and copies) over the first hundred nodes.
-            nodes: Vec::with_capacity(64),
-            edges: Vec::with_capacity(64),
-            tracker: deps::Tracker::default(),
+            nodes,
+            edges,
+            tracker,
             pending: Vec::new(),
             infer: true,
             hosts: Vec::new(),
