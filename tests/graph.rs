@@ -479,7 +479,8 @@ fn a_buffer_of_another_device_is_an_error() {
 /// A graph made after another one was dropped on the same thread reuses that graph's lists
 /// (emptied): it starts with no nodes, no edges and nothing on record, so its first node on the
 /// same buffer depends on nothing; an instantiation of the first graph, alive meanwhile, keeps
-/// its own nodes and still runs; a graph made while another is alive gets lists of its own.
+/// its own nodes and still runs; a graph made while another is alive gets lists of its own; an
+/// instantiation made after another was dropped has exactly its graph's nodes and edges.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_graph_made_after_another_starts_empty() {
@@ -508,9 +509,14 @@ fn a_graph_made_after_another_starts_empty() {
     unsafe { exec.launch(&stream).unwrap() };
     exec.synchronize(&stream).unwrap();
     assert!(stream.clone_dtoh(&a).unwrap().iter().all(|&v| v == 99.0));
-    let exec2 = g.instantiate().unwrap();
+    drop(exec);
+    // The next instantiation copies `g`'s two nodes and one edge into the dropped one's lists:
+    // a whole-graph update from `g` (same topology) and a typed update of its second node work.
+    let mut exec2 = g.instantiate().unwrap();
+    exec2.update(&g).unwrap();
+    scale_f::update(&mut exec2, &second, cfg(), &a, 4.0, N as i32).unwrap();
     // SAFETY: as above.
     unsafe { exec2.launch(&stream).unwrap() };
     exec2.synchronize(&stream).unwrap();
-    assert!(stream.clone_dtoh(&a).unwrap().iter().all(|&v| v == 3.0));
+    assert!(stream.clone_dtoh(&a).unwrap().iter().all(|&v| v == 4.0));
 }

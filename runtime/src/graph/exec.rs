@@ -68,6 +68,42 @@ impl Drop for GraphExec<'_> {
             let _ = bind(&self.ctx);
             destroy();
         }
+        SpareLists::keep(std::mem::take(&mut self.nodes), std::mem::take(&mut self.edges));
+    }
+}
+
+/// The node and edge lists of the last instantiation this thread dropped, emptied, for the next
+/// one (as a graph keeps its lists): instantiating again and again copies the graph's lists
+/// into room already there. Lists of at most 4096 nodes are kept.
+struct SpareLists {
+    nodes: Vec<(sys::CUgraphNode, NodeKind)>,
+    edges: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    static SPARE_LISTS: std::cell::Cell<Option<SpareLists>> = const { std::cell::Cell::new(None) };
+}
+
+impl SpareLists {
+    /// `g`'s node handles and kinds and its edges, copied into this thread's spare lists if any.
+    fn copy(g: &Graph<'_>) -> (Vec<(sys::CUgraphNode, NodeKind)>, Vec<(usize, usize)>) {
+        let (mut nodes, mut edges) = match SPARE_LISTS.try_with(|s| s.take()).ok().flatten() {
+            Some(spare) => (spare.nodes, spare.edges),
+            None => (Vec::new(), Vec::new()),
+        };
+        nodes.extend(g.nodes.iter().map(|n| (n.raw, n.kind)));
+        edges.extend_from_slice(&g.edges);
+        (nodes, edges)
+    }
+
+    fn keep(mut nodes: Vec<(sys::CUgraphNode, NodeKind)>, mut edges: Vec<(usize, usize)>) {
+        if nodes.capacity() > 4096 || edges.capacity() > 4 * 4096 {
+            return;
+        }
+        nodes.clear();
+        edges.clear();
+        // A thread being torn down has no spare lists any more; they are freed here then.
+        let _ = SPARE_LISTS.try_with(|s| s.set(Some(SpareLists { nodes, edges })));
     }
 }
 
@@ -78,13 +114,14 @@ impl<'a> GraphExec<'a> {
         // SAFETY: live graph; valid out-pointer; no flags.
         let r = unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, g.raw.0, 0) };
         driver(&g.ctx, "cuGraphInstantiateWithFlags", r)?;
+        let (nodes, edges) = SpareLists::copy(g);
         Ok(GraphExec {
             ctx: g.ctx.clone(),
             raw,
             _graph: g.raw.clone(),
             graph_id: g.id,
-            nodes: g.nodes.iter().map(|n| (n.raw, n.kind)).collect(),
-            edges: g.edges.clone(),
+            nodes,
+            edges,
             hosts: g.hosts.clone(),
             owned: g.owned.clone(),
             last_checked: None,
