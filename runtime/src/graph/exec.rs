@@ -86,14 +86,15 @@ thread_local! {
 
 impl SpareLists {
     /// `g`'s node handles and kinds and its edges, copied into this thread's spare lists if any.
-    fn copy(g: &Graph<'_>) -> (Vec<(sys::CUgraphNode, NodeKind)>, Vec<(usize, usize)>) {
-        let (mut nodes, mut edges) = match SPARE_LISTS.try_with(|s| s.take()).ok().flatten() {
-            Some(spare) => (spare.nodes, spare.edges),
-            None => (Vec::new(), Vec::new()),
-        };
-        nodes.extend(g.nodes.iter().map(|n| (n.raw, n.kind)));
-        edges.extend_from_slice(&g.edges);
-        (nodes, edges)
+    fn copy(g: &Graph<'_>) -> SpareLists {
+        let mut lists = SPARE_LISTS
+            .try_with(|s| s.take())
+            .ok()
+            .flatten()
+            .unwrap_or(SpareLists { nodes: Vec::new(), edges: Vec::new() });
+        lists.nodes.extend(g.nodes.iter().map(|n| (n.raw, n.kind)));
+        lists.edges.extend_from_slice(&g.edges);
+        lists
     }
 
     fn keep(mut nodes: Vec<(sys::CUgraphNode, NodeKind)>, mut edges: Vec<(usize, usize)>) {
@@ -114,7 +115,7 @@ impl<'a> GraphExec<'a> {
         // SAFETY: live graph; valid out-pointer; no flags.
         let r = unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, g.raw.0, 0) };
         driver(&g.ctx, "cuGraphInstantiateWithFlags", r)?;
-        let (nodes, edges) = SpareLists::copy(g);
+        let SpareLists { nodes, edges } = SpareLists::copy(g);
         Ok(GraphExec {
             ctx: g.ctx.clone(),
             raw,
