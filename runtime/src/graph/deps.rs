@@ -112,11 +112,6 @@ impl Tracker {
         found
     }
 
-    /// Forgets every record (the list keeps its room).
-    pub(crate) fn clear(&mut self) {
-        self.records.clear();
-    }
-
     /// The ranges on record: what a node that embeds the whole graph (a child graph node) reads
     /// and writes, as far as any later node can tell. A record is dropped only when a later write
     /// covers its range, and that write stays on record (or a write covering it does), so a node

@@ -140,56 +140,71 @@ impl Drop for RawGraph {
     }
 }
 
-/// The node, edge and record lists of the last graph this thread dropped, emptied, for the next
-/// graph it makes: a thread that builds graphs again and again (a graph per step, per shape)
-/// allocates and grows them once, not for every graph. One set per thread, of a graph of at most
-/// [`Spare::MAX_NODES`] nodes (a larger graph's lists are freed as before).
-struct Spare {
-    nodes: Vec<NodeInfo>,
-    edges: Vec<(usize, usize)>,
-    tracker: deps::Tracker,
+/// A list of a [`Graph`] that, when the graph is dropped, is kept (emptied) for the next graph
+/// its thread makes: a thread that builds graphs again and again (a graph per step, per shape)
+/// allocates and grows its node and edge lists once, not for every graph. One list of each kind
+/// per thread, of a graph of at most [`Reused::MAX`] entries (a longer list is freed as before).
+/// The list's own `Drop` does it, so `Graph` itself has no `Drop` (which would make every buffer
+/// a graph borrows outlive it: `let g = ...; let x = ...; node(&mut g, &x)` compiles).
+pub(crate) struct Reused<T: Spare>(Vec<T>);
+
+/// A kind of entry of [`Reused`] lists: where its thread's spare list is.
+pub(crate) trait Spare: Sized + 'static {
+    fn spare() -> &'static std::thread::LocalKey<std::cell::Cell<Vec<Self>>>;
 }
 
 thread_local! {
-    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
+    static SPARE_NODES: std::cell::Cell<Vec<NodeInfo>> = const { std::cell::Cell::new(Vec::new()) };
+    static SPARE_EDGES: std::cell::Cell<Vec<(usize, usize)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-impl Spare {
-    /// The largest graph whose lists are kept.
-    const MAX_NODES: usize = 4096;
-
-    /// A new graph's lists: this thread's spare ones, else new ones with room for the nodes and
-    /// edges of a typical graph (growing from empty cost a dozen reallocations, and copies,
-    /// over the first hundred nodes).
-    fn take() -> (Vec<NodeInfo>, Vec<(usize, usize)>, deps::Tracker) {
-        match SPARE.try_with(|s| s.take()).ok().flatten() {
-            Some(spare) => (spare.nodes, spare.edges, spare.tracker),
-            None => (Vec::with_capacity(64), Vec::with_capacity(64), deps::Tracker::default()),
-        }
+impl Spare for NodeInfo {
+    fn spare() -> &'static std::thread::LocalKey<std::cell::Cell<Vec<Self>>> {
+        &SPARE_NODES
     }
+}
 
-    /// Keeps a dropped graph's lists, emptied, for the next graph of this thread (unless the
-    /// graph was large, or the thread is exiting).
-    fn keep(mut nodes: Vec<NodeInfo>, mut edges: Vec<(usize, usize)>, mut tracker: deps::Tracker) {
-        if nodes.capacity() > Self::MAX_NODES || edges.capacity() > 4 * Self::MAX_NODES {
+impl Spare for (usize, usize) {
+    fn spare() -> &'static std::thread::LocalKey<std::cell::Cell<Vec<Self>>> {
+        &SPARE_EDGES
+    }
+}
+
+impl<T: Spare> Reused<T> {
+    /// The longest list kept.
+    const MAX: usize = 4096;
+
+    /// This thread's spare list, else a new one with room for `capacity` entries.
+    fn new(capacity: usize) -> Self {
+        let spare = T::spare().try_with(|s| s.take()).unwrap_or_default();
+        Reused(if spare.capacity() == 0 { Vec::with_capacity(capacity) } else { spare })
+    }
+}
+
+impl<T: Spare> std::ops::Deref for Reused<T> {
+    type Target = Vec<T>;
+    #[inline(always)]
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
+}
+
+impl<T: Spare> std::ops::DerefMut for Reused<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
+impl<T: Spare> Drop for Reused<T> {
+    fn drop(&mut self) {
+        let mut list = std::mem::take(&mut self.0);
+        if list.capacity() > Self::MAX {
             return;
         }
-        nodes.clear();
-        edges.clear();
-        tracker.clear();
-        let spare = Spare { nodes, edges, tracker };
-        // A thread being torn down has no spare lists any more; they are freed here then.
-        let _ = SPARE.try_with(|s| s.set(Some(spare)));
-    }
-}
-
-impl Drop for Graph<'_> {
-    fn drop(&mut self) {
-        Spare::keep(
-            std::mem::take(&mut self.nodes),
-            std::mem::take(&mut self.edges),
-            std::mem::take(&mut self.tracker),
-        );
+        list.clear();
+        // A thread being torn down has no spare lists any more; the list is freed here then.
+        let _ = T::spare().try_with(|s| s.set(list));
     }
 }
 
@@ -220,8 +235,8 @@ pub struct Graph<'a> {
     /// `raw`'s handle (one load less per node).
     pub(crate) cu: sys::CUgraph,
     pub(crate) id: u64,
-    pub(crate) nodes: Vec<NodeInfo>,
-    pub(crate) edges: Vec<(usize, usize)>,
+    pub(crate) nodes: Reused<NodeInfo>,
+    pub(crate) edges: Reused<(usize, usize)>,
     /// The ranges later nodes may have to wait for; also what a parent graph that embeds this
     /// one as a child node records for it (see [`deps::Tracker::accesses`]).
     tracker: deps::Tracker,
@@ -256,16 +271,18 @@ impl<'a> Graph<'a> {
         // SAFETY: valid out-pointer; flags must be 0.
         let r = unsafe { sys::cuGraphCreate(&mut raw, 0) };
         driver(ctx, "cuGraphCreate", r)?;
-        let (nodes, edges, tracker) = Spare::take();
         Ok(Graph {
             ctx: ctx.clone(),
             cu_ctx: ctx.cu_ctx() as usize,
             raw: Rc::new(RawGraph(raw)),
             cu: raw,
             id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            nodes,
-            edges,
-            tracker,
+            // Room for the nodes and edges of a typical graph up front (growing from empty cost
+            // a dozen reallocations, and copies, over the first hundred nodes), unless the
+            // thread has the lists of a graph it dropped.
+            nodes: Reused::new(64),
+            edges: Reused::new(64),
+            tracker: deps::Tracker::default(),
             pending: Vec::new(),
             infer: true,
             hosts: Vec::new(),
@@ -358,7 +375,7 @@ impl<'a> Graph<'a> {
             let label = n.label.as_str().replace('\\', "\\\\").replace('"', "\\\"");
             s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
         }
-        for (f, t) in &self.edges {
+        for (f, t) in self.edges.iter() {
             s.push_str(&format!("    n{f} -> n{t};\n"));
         }
         s.push_str("}\n");
