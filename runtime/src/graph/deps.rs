@@ -218,6 +218,16 @@ mod tests {
         assert_eq!(add(&mut t, 2, &[acc(50, 100, true)]), [0]);
     }
 
+    /// A xorshift generator from `seed`: each call gives a number below its argument.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |below| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        }
+    }
+
     /// What a child graph node records for a parent graph (the records left on file, not every
     /// access of every node) gives a later node of the parent the same dependency on it: over
     /// random sequences of reads and writes of overlapping ranges, with host and device ranges
@@ -225,13 +235,7 @@ mod tests {
     /// access.
     #[test]
     fn the_records_stand_for_every_access_of_a_child_graph() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let random = |next: &mut dyn FnMut(u64) -> u64| {
             let lo = next(64);
             let space = if next(4) == 0 { Space::Host } else { Space::Device };
@@ -290,13 +294,7 @@ mod tests {
     /// dependencies the reference gives, and keeps the same records (in any order).
     #[test]
     fn the_one_pass_tracker_agrees_with_the_reference() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let (mut most, mut chains) = (0, 0);
         for round in 0..600 {
             let span = [4, 16, 64, 400][round % 4];
