@@ -3,18 +3,16 @@
 
 use super::args::{address, other_device, Discard, NodeArgs};
 use super::host::{self, HostCell};
-use super::kernel::{check, check_function, node_params, KernelNode};
+use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
 use crate::launch::limits::bind;
-use crate::module::load::Function;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An instantiated [`Graph`]: launch it on any stream of its context, as often as needed, and
@@ -34,8 +32,8 @@ pub struct GraphExec<'a> {
     hosts: Vec<Arc<HostCell>>,
     /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
     owned: Vec<Arc<CudaSlice<u8>>>,
-    /// The function and grid and block of the last kernel-node update that passed the checks.
-    last_checked: Option<(&'static Function, [u32; 6])>,
+    /// The last kernel-node update's configuration that passed the checks.
+    checked: super::kernel::CheckedConfig,
     /// Whether it was ever launched: then dropping it waits for the context first.
     launched: std::cell::Cell<bool>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -125,7 +123,7 @@ impl<'a> GraphExec<'a> {
             edges,
             hosts: g.hosts.clone(),
             owned: g.owned.clone(),
-            last_checked: None,
+            checked: super::kernel::CheckedConfig::default(),
             launched: std::cell::Cell::new(false),
             _borrows: PhantomData,
         })
@@ -244,7 +242,7 @@ impl<'a> GraphExec<'a> {
         }
         // The node's kernel was looked up on the graph's context when it was added: the same
         // context as this instantiation's.
-        self.check_kernel(node.kernel, node.func, &config)?;
+        self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
         let (exec, ctx, f, n) = (self.raw, &*self.ctx, node.func.raw, node.raw);
         // Every buffer is still checked against the graph's context; the ranges the arguments
         // touch are not collected (`Discard`): an update keeps the edges the graph was built with.
@@ -260,31 +258,6 @@ impl<'a> GraphExec<'a> {
                 unsafe { set_params_bound(ctx, exec, n, &p) }
             }
         })
-    }
-
-    /// Refuses a configuration the node's kernel (`func` on this context) cannot take, as a
-    /// launch would: for the function and grid and block of the last update that passed, only
-    /// the dynamic shared memory is compared (the one limit that can change), as a graph does
-    /// for its nodes.
-    #[inline(always)]
-    fn check_kernel(&mut self, kernel: KernelRef, func: &'static Function, cfg: &LaunchConfig) -> Result<()> {
-        let smem = cfg.shared_mem_bytes;
-        match self.last_checked {
-            Some((last, dims)) if std::ptr::eq(last, func) && dims == super::kernel::dims(cfg) => {
-                if smem == 0 || smem <= func.max_dyn_smem.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                self.check_again(kernel, func, cfg)
-            }
-            _ => self.check_again(kernel, func, cfg),
-        }
-    }
-
-    #[inline(never)]
-    fn check_again(&mut self, kernel: KernelRef, func: &'static Function, cfg: &LaunchConfig) -> Result<()> {
-        check_function(kernel, func, &self.ctx, cfg)?;
-        self.last_checked = Some((func, super::kernel::dims(cfg)));
-        Ok(())
     }
 
     fn set_copy(

@@ -37,7 +37,7 @@ pub struct KernelNode<Sig> {
 /// compares, and the launch's full check (which reads the dynamic shared memory limit again,
 /// then explains) only when they fail.
 #[inline(always)]
-pub(crate) fn check_function(
+fn check_function(
     kernel: KernelRef,
     func: &'static Function,
     ctx: &CudaContext,
@@ -106,32 +106,67 @@ pub(crate) fn check(target: &Target<'_>, ctx: &CudaContext, cfg: &LaunchConfig) 
     target.check(ctx.ordinal(), cfg)
 }
 
-/// The kernel of the last kernel node a graph added, its function on the graph's context, and
-/// the grid and block it was checked with (all zero until a configuration passed the checks): the
-/// next node of the same kernel takes the function from here, and with the same grid and block
-/// only compares the dynamic shared memory (the only limit that can change) instead of checking
-/// the whole configuration again. Loaded modules stay loaded, so the function stays valid.
-#[derive(Clone, Copy)]
-pub(crate) struct LastKernel {
-    kernel: KernelRef,
-    func: &'static Function,
-    /// All zero until a configuration passed the checks (a grid or block of 0 never passes).
+/// The function, grid and block of the last kernel configuration that passed the checks, in a
+/// graph (for its nodes) or an instantiation (for its updates): the same function with the same
+/// grid and block only compares the dynamic shared memory (the one limit that can change)
+/// instead of checking the whole configuration again. Loaded modules stay loaded, so the
+/// function stays valid.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CheckedConfig {
+    func: Option<&'static Function>,
     dims: [u32; 6],
 }
 
-/// `cfg`'s grid and block, for [`LastKernel`] (and the same cache of an instantiation).
+impl CheckedConfig {
+    /// Refuses a configuration `kernel` (loaded as `func` on `ctx`) cannot take, as a launch
+    /// would: the checks of [`check_function`], or for the function, grid and block last
+    /// checked, only the dynamic shared memory.
+    #[inline(always)]
+    pub(crate) fn check(
+        &mut self,
+        kernel: KernelRef,
+        func: &'static Function,
+        ctx: &CudaContext,
+        cfg: &LaunchConfig,
+    ) -> Result<()> {
+        let smem = cfg.shared_mem_bytes;
+        if self.func.is_some_and(|last| std::ptr::eq(last, func))
+            && self.dims == dims(cfg)
+            && (smem == 0 || smem <= func.max_dyn_smem.load(Ordering::Relaxed))
+        {
+            return Ok(());
+        }
+        self.check_again(kernel, func, ctx, cfg)
+    }
+
+    #[inline(never)]
+    fn check_again(
+        &mut self,
+        kernel: KernelRef,
+        func: &'static Function,
+        ctx: &CudaContext,
+        cfg: &LaunchConfig,
+    ) -> Result<()> {
+        check_function(kernel, func, ctx, cfg)?;
+        *self = CheckedConfig { func: Some(func), dims: dims(cfg) };
+        Ok(())
+    }
+}
+
+/// `cfg`'s grid and block, for [`CheckedConfig`].
 #[inline(always)]
-pub(crate) fn dims(cfg: &LaunchConfig) -> [u32; 6] {
+fn dims(cfg: &LaunchConfig) -> [u32; 6] {
     let (g, b) = (cfg.grid_dim, cfg.block_dim);
     [g.0, g.1, g.2, b.0, b.1, b.2]
 }
 
 impl<'a> Graph<'a> {
-    /// `kernel`'s function on the graph's context (loading its module there first if needed).
+    /// `kernel`'s function on the graph's context (loading its module there first if needed):
+    /// the next node of the kernel of the last kernel node takes it from there.
     #[inline(always)]
     pub(crate) fn function(&mut self, kernel: KernelRef) -> Result<&'static Function> {
         match self.last_kernel {
-            Some(last) if last.kernel.same(&kernel) => Ok(last.func),
+            Some((last, func)) if last.same(&kernel) => Ok(func),
             _ => self.look_up(kernel),
         }
     }
@@ -139,39 +174,8 @@ impl<'a> Graph<'a> {
     #[inline(never)]
     fn look_up(&mut self, kernel: KernelRef) -> Result<&'static Function> {
         let func = kernel.function_on(&self.ctx)?;
-        self.last_kernel = Some(LastKernel { kernel, func, dims: [0; 6] });
+        self.last_kernel = Some((kernel, func));
         Ok(func)
-    }
-
-    /// Refuses a configuration `kernel` (loaded as `func` on the graph's context, as
-    /// [`Graph::function`] returned it) cannot take, as a launch would: the checks of
-    /// [`check_function`], or for the grid and block last checked for the same kernel, only the
-    /// dynamic shared memory.
-    #[inline(always)]
-    pub(crate) fn check_kernel(
-        &mut self,
-        kernel: KernelRef,
-        func: &'static Function,
-        cfg: &LaunchConfig,
-    ) -> Result<()> {
-        let smem = cfg.shared_mem_bytes;
-        match self.last_kernel {
-            Some(last)
-                if std::ptr::eq(last.func, func)
-                    && last.dims == dims(cfg)
-                    && (smem == 0 || smem <= func.max_dyn_smem.load(Ordering::Relaxed)) =>
-            {
-                Ok(())
-            }
-            _ => self.check_again(kernel, func, cfg),
-        }
-    }
-
-    #[inline(never)]
-    fn check_again(&mut self, kernel: KernelRef, func: &'static Function, cfg: &LaunchConfig) -> Result<()> {
-        check_function(kernel, func, &self.ctx, cfg)?;
-        self.last_kernel = Some(LastKernel { kernel, func, dims: dims(cfg) });
-        Ok(())
     }
 
     /// Adds a kernel node for `target` with `params` (one pointer per parameter).
@@ -243,7 +247,7 @@ impl<Sig> Kernel<Sig> {
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
         let r = args.with_params(ctx, &mut acc, |params, acc| {
-            graph.check_kernel(raw, func, &config)?;
+            graph.checked.check(raw, func, ctx, &config)?;
             let p = node_params(func.raw, &config, params);
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
             // one pointer per parameter of the types `Sig` names (the kernel's).

@@ -248,8 +248,10 @@ pub struct Graph<'a> {
     /// Scratch for one node's accesses, dependencies and their driver handles (no allocation
     /// per node).
     scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
-    /// The kernel of the last kernel node added and what was checked for it.
-    pub(crate) last_kernel: Option<kernel::LastKernel>,
+    /// The kernel of the last kernel node added, with its function on the graph's context.
+    pub(crate) last_kernel: Option<(crate::launch::kernel::KernelRef, &'static crate::module::load::Function)>,
+    /// The last kernel configuration its nodes passed the checks with.
+    pub(crate) checked: kernel::CheckedConfig,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -289,6 +291,7 @@ impl<'a> Graph<'a> {
             owned: Vec::new(),
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             last_kernel: None,
+            checked: kernel::CheckedConfig::default(),
             _borrows: PhantomData,
         })
     }
