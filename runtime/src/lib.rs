@@ -14,7 +14,7 @@ mod error; // Error, DriverCode
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod launch; // the one launch routine, its limits, kernel handles
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
-mod module; // what cuda_kernel! embeds and how it is loaded: spec, cubin, load, registry, globals
+mod module; // what cuda_kernel! embeds and how it is loaded: spec, load, registry, globals
 pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]

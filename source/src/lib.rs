@@ -11,6 +11,7 @@
 //!   lexer, token readers and parameter reader the macro and `kernel_with_signature` use),
 //!   [`ctypes`] (the C++ type names kernels take and their Rust types), [`typecode`] (the compiler
 //!   probe's type codes, decoded at build time and at first load).
+//! - Compiled code: [`cubin`] (what a cubin says of its kernels: parameter counts, block limits).
 //! - Compiling and caching: [`cache`] (where compiled code is cached, the one entry format, the
 //!   size cap, usage and clear), [`key`] (the one content-addressed key scheme), [`includes`]
 //!   (the one `#include` scanner), [`options`] (target architectures, nvcc and NVRTC argument
@@ -23,6 +24,7 @@
 
 pub mod cache;
 pub mod cparams;
+pub mod cubin;
 pub mod ctypes;
 pub mod cxx;
 pub mod elementwise;

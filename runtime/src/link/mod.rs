@@ -617,7 +617,7 @@ impl Linker {
                 program: self.name.clone(),
                 arch,
                 names: self.objects.iter().flat_map(|o| o.symbols.iter().cloned()).collect(),
-                param_counts: crate::module::cubin::param_counts(&cubin),
+                param_counts: cuda_embed_source::cubin::param_counts(&cubin),
                 from_cache,
                 cache_file,
                 source: sources.iter().map(|o| o.source.as_str()).collect::<Vec<_>>().join("\n"),

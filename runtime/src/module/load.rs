@@ -375,7 +375,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let arch = read_arch()?;
             let (cubin, mut symbols) = crate::link::link_units(spec, units, headers, *lto, ctx)?;
             trace.lap("NVRTC + link of the units (cache lookups or compiles)");
-            counts = crate::module::cubin::param_counts(&cubin);
+            counts = cuda_embed_source::cubin::param_counts(&cubin);
             let module =
                 load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             let globals = symbols.split_off(spec.kernels.len());
@@ -422,7 +422,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             checks_passed = compiled.checked.as_deref() == Some(&mark[..]);
             let from_cache = compiled.from_cache;
             if !checks_passed {
-                counts = crate::module::cubin::param_counts(&compiled.cubin);
+                counts = cuda_embed_source::cubin::param_counts(&compiled.cubin);
                 if let Some(file) = compiled.cache_file.clone() {
                     to_record = Some(CheckRecord { file, compiled: compiled.clone(), mark });
                 }
@@ -465,7 +465,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
         };
         if symbols.is_some() && !checks_passed && size_error.is_none() {
             // The nvcc path was checked against PTX at build time; NVRTC code only exists now.
-            let count = counts.as_deref().and_then(|c| crate::module::cubin::lookup(c, symbol));
+            let count = counts.as_deref().and_then(|c| cuda_embed_source::cubin::lookup(c, symbol));
             // Reported after the type check, which names the parameter and both types.
             size_error = check_params(spec, k, raw, count).err();
         }

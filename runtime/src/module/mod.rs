@@ -1,9 +1,8 @@
 //! What `cuda_kernel!` embeds and how it becomes a loaded module on each device: the spec the
-//! macro generates, the cubin reader, the first-load type check, loading one module on one device,
+//! macro generates, the first-load type check, loading one module on one device,
 //! the lazy per-device registry, the driver's view of parameter lists, and `Global` handles with
 //! their stream ordering.
 
-pub(crate) mod cubin; // parameter counts read from a cubin
 pub(crate) mod global; // Global<T>
 pub(crate) mod load; // one module on one device
 pub(crate) mod order; // stream ordering of Global copies and launches

@@ -336,7 +336,7 @@ impl Program {
                 program: self.name.clone(),
                 arch,
                 names: self.name_expressions.iter().cloned().zip(compiled.symbols).collect(),
-                param_counts: crate::module::cubin::param_counts(&compiled.cubin),
+                param_counts: cuda_embed_source::cubin::param_counts(&compiled.cubin),
                 from_cache: compiled.from_cache,
                 cache_file: compiled.cache_file,
                 source: self.source.clone(),

@@ -117,7 +117,7 @@ impl ProgramModule {
         let c_symbol = CString::new(symbol).map_err(|_| unknown())?;
         // A name the cubin does not list is unknown without asking the driver (whose failing
         // lookup compute-sanitizer would report as an API error).
-        let count = m.param_counts.as_deref().map(|c| crate::module::cubin::lookup(c, symbol));
+        let count = m.param_counts.as_deref().map(|c| cuda_embed_source::cubin::lookup(c, symbol));
         if count == Some(None) {
             return Err(unknown());
         }

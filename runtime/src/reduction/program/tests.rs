@@ -159,10 +159,10 @@ fn nvrtc_compiles_and_caches() {
         assert!(!first.cubin.is_empty());
         // The cubin reader gives every kernel's parameter count, so loading never probes the
         // driver past the last parameter (a failing call compute-sanitizer reports).
-        let counts = crate::module::cubin::param_counts(&first.cubin)
+        let counts = cuda_embed_source::cubin::param_counts(&first.cubin)
             .unwrap_or_else(|| panic!("`{}`: the cubin reader could not read the kernels' parameter counts", p.name));
         for symbol in &first.symbols {
-            assert!(crate::module::cubin::lookup(&counts, symbol).is_some(), "`{}`: no count for {symbol}", p.name);
+            assert!(cuda_embed_source::cubin::lookup(&counts, symbol).is_some(), "`{}`: no count for {symbol}", p.name);
         }
         // full, rows, cols and axes (ndarray) per instance.
         let want = if p.types.is_empty() { 0 } else { 4 * p.types.len() };
