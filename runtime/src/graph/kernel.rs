@@ -43,7 +43,7 @@ fn check_function(
     ctx: &CudaContext,
     cfg: &LaunchConfig,
 ) -> Result<()> {
-    match check_config(cfg, func.max_threads, func.max_dyn_smem.load(Ordering::Relaxed)) {
+    match check_config(cfg, func.max_threads.load(Ordering::Relaxed), func.max_dyn_smem.load(Ordering::Relaxed)) {
         Ok(()) => Ok(()),
         Err(_) => check_again(kernel, func, ctx, cfg),
     }
@@ -53,7 +53,7 @@ fn check_function(
 #[inline(never)]
 fn check_again(kernel: KernelRef, func: &'static Function, ctx: &CudaContext, cfg: &LaunchConfig) -> Result<()> {
     let target =
-        Target { f: func.raw, max_threads: func.max_threads, max_dyn_smem: &func.max_dyn_smem, who: kernel.who() };
+        Target { f: func.raw, max_threads: &func.max_threads, max_dyn_smem: &func.max_dyn_smem, who: kernel.who() };
     target.check(ctx.ordinal(), cfg)
 }
 

@@ -83,7 +83,7 @@ impl KernelRef {
         match loaded.functions.get(self.index) {
             Some(f) => Ok((
                 loaded,
-                Target { f: f.raw, max_threads: f.max_threads, max_dyn_smem: &f.max_dyn_smem, who: self.who() },
+                Target { f: f.raw, max_threads: &f.max_threads, max_dyn_smem: &f.max_dyn_smem, who: self.who() },
             )),
             None => Err(self.no_such_kernel(ctx)),
         }
@@ -141,8 +141,9 @@ impl KernelRef {
         if kind == LaunchKind::Plain {
             let ctx = stream.context();
             if let Some(f) = self.module.plain_function(ctx, self.index) {
+                let max_threads = f.max_threads.load(std::sync::atomic::Ordering::Relaxed);
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
-                if crate::launch::limits::fits(config, f.max_threads, max_dyn_smem) && launch::bound_here(ctx) {
+                if crate::launch::limits::fits(config, max_threads, max_dyn_smem) && launch::bound_here(ctx) {
                     // SAFETY: `f` was loaded in the stream's context; the arguments are the
                     // caller's contract.
                     let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };

@@ -87,7 +87,8 @@ pub(crate) fn of_kernel(e: Error, kernel: &str, origin: &str) -> Error {
 #[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
     pub(crate) f: sys::CUfunction,
-    pub(crate) max_threads: u32,
+    /// A block size the kernel is known to take (see [`Function::max_threads`](crate::module::load::Function)).
+    pub(crate) max_threads: &'a AtomicU32,
     pub(crate) max_dyn_smem: &'a AtomicU32,
     pub(crate) who: Who<'a>,
 }
@@ -97,24 +98,42 @@ impl Target<'_> {
     /// is built off the hot path.
     #[inline(always)]
     pub(crate) fn check(&self, device: usize, cfg: &LaunchConfig) -> Result<()> {
-        match check_config(cfg, self.max_threads, self.max_dyn_smem.load(Ordering::Relaxed)) {
+        let max_threads = self.max_threads.load(Ordering::Relaxed);
+        match check_config(cfg, max_threads, self.max_dyn_smem.load(Ordering::Relaxed)) {
             Ok(()) => Ok(()),
             Err(v) => self.recheck(device, cfg, v),
         }
     }
 
-    /// A violation of the cached limits: the dynamic shared memory limit may have been raised
-    /// through the driver since it was read (cudarc's `CudaFunction`, `cu_function()`), so it is
-    /// read again before the launch is refused.
+    /// A violation of the cached limits. Both may be below what the driver allows now: the
+    /// block limit may be the one read from the cubin at build time (equal to the driver's, or
+    /// below it where the module was not loaded from that cubin), and the dynamic shared memory
+    /// limit may have been raised through the driver since it was read (cudarc's
+    /// `CudaFunction`, `cu_function()`). So the driver's value is read (and kept) before the
+    /// launch is refused.
     #[cold]
     #[inline(never)]
     fn recheck(&self, device: usize, cfg: &LaunchConfig, v: Violation) -> Result<()> {
+        use sys::CUfunction_attribute::*;
+        let (mut max_threads, mut max_smem) =
+            (self.max_threads.load(Ordering::Relaxed), self.max_dyn_smem.load(Ordering::Relaxed));
+        let v = match v {
+            Violation::Threads { .. } => {
+                max_threads = func_attr(self.f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(u32::MAX);
+                self.max_threads.store(max_threads, Ordering::Relaxed);
+                // The block may fit now, and the shared memory still be over its limit.
+                match check_config(cfg, max_threads, max_smem) {
+                    Ok(()) => return Ok(()),
+                    Err(v) => v,
+                }
+            }
+            v => v,
+        };
         let v = match v {
             Violation::SharedMemory { .. } => {
-                let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-                let max = func_attr(self.f, attr).unwrap_or(u32::MAX);
-                self.max_dyn_smem.store(max, Ordering::Relaxed);
-                match check_config(cfg, self.max_threads, max) {
+                max_smem = func_attr(self.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(u32::MAX);
+                self.max_dyn_smem.store(max_smem, Ordering::Relaxed);
+                match check_config(cfg, max_threads, max_smem) {
                     Ok(()) => return Ok(()),
                     Err(v) => v,
                 }

@@ -17,7 +17,7 @@ use crate::module::spec::{ImageKind, KernelSpec, ModuleSpec};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 use std::ffi::{c_void, CString};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One kernel's function on one device, with the limits every launch checks.
@@ -26,9 +26,12 @@ pub(crate) struct Function {
     /// cudarc's handle, for modules loaded through cudarc (`None` for a module loaded in place;
     /// see [`Loaded::cudarc_function`]).
     pub(crate) handle: Option<CudaFunction>,
-    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` on this device (device limit, registers and
-    /// `__launch_bounds__` combined).
-    pub(crate) max_threads: u32,
+    /// A block size the kernel is known to take on this device: at first, for an nvcc fatbin
+    /// whose cubin for this GPU was read at build time, the limit read there (see
+    /// [`static_limit`]); otherwise, and after a launch asked for more, the driver's
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` (device limit, registers and `__launch_bounds__`
+    /// combined). A launch over it reads the driver's value before it is refused.
+    pub(crate) max_threads: AtomicU32,
     /// The dynamic shared memory limit last read from the driver (0 until a launch asks for
     /// dynamic shared memory); re-read when a launch would exceed it, since it starts unread and
     /// cudarc users may raise it on the `CudaFunction`.
@@ -36,20 +39,82 @@ pub(crate) struct Function {
 }
 
 impl Function {
-    pub(crate) fn new(raw: sys::CUfunction, handle: Option<CudaFunction>) -> Function {
+    /// The function `raw`, whose block limit is `known` (0: not known, read from the driver now).
+    pub(crate) fn new(raw: sys::CUfunction, handle: Option<CudaFunction>, known: u32) -> Function {
         use sys::CUfunction_attribute::*;
         // A limit the driver cannot report is not checked (u32::MAX), rather than failing the load.
-        let limit = |a| func_attr(raw, a).unwrap_or(u32::MAX);
+        let max_threads = match known {
+            0 => func_attr(raw, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(u32::MAX),
+            known => known,
+        };
         Function {
             raw,
             handle,
-            max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            max_threads: AtomicU32::new(max_threads),
             // Read at the first launch that asks for dynamic shared memory (the limit check
             // re-reads the driver's value before refusing), not at load: one driver call less
             // on every first launch, and most kernels never use dynamic shared memory.
             max_dyn_smem: AtomicU32::new(0),
         }
     }
+}
+
+/// The block limit of kernel `index` of an nvcc fatbin on `ctx`'s device, as read from the
+/// fatbin's cubins at build time (0: not known; the driver is asked).
+///
+/// Known only where the driver is sure to load one of those cubins: the fatbin holds one built
+/// for exactly this GPU's architecture (`sm_90` or `sm_90a` on a 9.0 GPU; the least of their
+/// limits if both), and `CUDA_FORCE_PTX_JIT` does not make the driver compile the PTX instead.
+/// Where only a cubin of an older architecture of the family (or only PTX) matches, the driver
+/// may compile the PTX, whose registers are not known before.
+pub(crate) fn static_limit(limits: &[(&str, &[u32])], ctx: &CudaContext, index: usize) -> u32 {
+    if limits.is_empty() || ptx_jit_forced() {
+        return 0;
+    }
+    let arch = device_arch(ctx);
+    let mut limit = 0u32;
+    for (target, threads) in limits {
+        let number = target.strip_prefix("sm_").map(|t| t.trim_end_matches(|c: char| c.is_ascii_alphabetic()));
+        if arch == 0 || number.and_then(|n| n.parse::<u32>().ok()) != Some(arch) {
+            continue;
+        }
+        match threads.get(index) {
+            Some(&n) if n > 0 => limit = if limit == 0 { n } else { limit.min(n) },
+            _ => return 0,
+        }
+    }
+    limit
+}
+
+/// Whether `CUDA_FORCE_PTX_JIT` makes the driver ignore the cubins of a fatbin (set, not empty
+/// and not `0`); read once per process.
+fn ptx_jit_forced() -> bool {
+    // 0: not read yet, 1: not forced, 2: forced.
+    static FORCED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+    match FORCED.load(Ordering::Relaxed) {
+        0 => {
+            let forced = std::env::var_os("CUDA_FORCE_PTX_JIT").is_some_and(|v| !v.is_empty() && v != "0");
+            FORCED.store(1 + forced as u8, Ordering::Relaxed);
+            forced
+        }
+        v => v == 2,
+    }
+}
+
+/// The compute capability of `ctx`'s device as `major * 10 + minor` (0: the driver could not
+/// say), read once per device (the first 64 ordinals; others every time).
+fn device_arch(ctx: &CudaContext) -> u32 {
+    static ARCHS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+    let slot = ARCHS.get(ctx.ordinal());
+    if let Some(arch) = slot.map(|s| s.load(Ordering::Relaxed)).filter(|&a| a != 0) {
+        return arch;
+    }
+    let Ok((major, minor)) = ctx.compute_capability() else { return 0 };
+    let arch = u32::try_from(major * 10 + minor).unwrap_or(0);
+    if let Some(s) = slot {
+        s.store(arch, Ordering::Relaxed);
+    }
+    arch
 }
 
 /// Who owns the driver's module.
@@ -215,14 +280,16 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 
 /// The first load of most modules, kept short: an nvcc fatbin of a module without globals,
 /// loaded in place. The driver calls are those of a hand-written sequence (`cuModuleLoadData`,
-/// `cuModuleGetFunction` per kernel) plus the current-context check and one limit read per
-/// kernel; nothing is copied, and the only allocation is the list of functions.
+/// `cuModuleGetFunction` per kernel) plus the current-context check, and the device's compute
+/// capability once per device; each kernel's block limit comes from the fatbin's cubin for this
+/// GPU, read at build time ([`static_limit`]; the driver is asked only where that is not known).
+/// Nothing is copied, and the only allocation is the list of functions.
 ///
 /// `None` for other modules, and when any step fails: [`load_any`] then loads the module (again)
 /// and explains the failure.
 #[inline(never)]
 fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<Loaded> {
-    let ImageKind::Fatbin { bytes, .. } = &spec.image.0 else { return None };
+    let ImageKind::Fatbin { bytes, limits, .. } = &spec.image.0 else { return None };
     if !spec.globals.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(8) {
         return None;
     }
@@ -234,9 +301,9 @@ fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<
         return None;
     }
     let mut functions = Vec::with_capacity(spec.kernels.len());
-    for k in spec.kernels {
+    for (i, k) in spec.kernels.iter().enumerate() {
         match k.symbol.map(|symbol| get_function(module, symbol)) {
-            Some(Ok(f)) => functions.push(Function::new(f, None)),
+            Some(Ok(f)) => functions.push(Function::new(f, None, static_limit(limits, ctx, i))),
             _ => {
                 // SAFETY: loaded above in the current context; no handle of it was handed out.
                 unsafe { sys::cuModuleUnload(module) };
@@ -301,7 +368,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     // `symbols`: the kernels' symbols when compiled now (else the spec's). `arch` is 0 on the
     // fatbin path, where it is only read to explain a failure.
     let (owner, raw_module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
-        ImageKind::Fatbin { bytes, targets, compiler } => {
+        ImageKind::Fatbin { bytes, targets, compiler, .. } => {
             let explain = |(code, log): (sys::CUresult, String)| {
                 let arch = match read_arch() {
                     Ok(arch) => arch,
@@ -469,7 +536,11 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // Reported after the type check, which names the parameter and both types.
             size_error = check_params(spec, k, raw, count).err();
         }
-        functions.push(Function::new(raw, handle));
+        let known = match &spec.image.0 {
+            ImageKind::Fatbin { limits, .. } => static_limit(limits, ctx, i),
+            _ => 0,
+        };
+        functions.push(Function::new(raw, handle, known));
     }
     // Only global lookups need the module handle: modules without globals skip the call.
     let raw_module = match functions.first().filter(|_| raw_module.is_null() && !spec.globals.is_empty()) {

@@ -27,6 +27,9 @@ pub(crate) enum ImageKind {
         bytes: &'static [u8],
         targets: &'static [&'static str],
         compiler: &'static str,
+        /// Per cubin (`"sm_90"`), the largest block each kernel (in the spec's order) is sure to
+        /// take where that cubin is loaded; 0: not known.
+        limits: &'static [(&'static str, &'static [u32])],
     },
     Cubins {
         cubins: &'static [(&'static str, &'static [u8])],
@@ -104,17 +107,23 @@ pub struct ParamCheck {
 }
 
 impl Image {
-    /// A fatbin built by nvcc at build time, holding `targets` (`["sm_80", "sm_90", "compute_80"]`).
+    /// A fatbin built by nvcc at build time, holding `targets` (`["sm_80", "sm_90", "compute_80"]`),
+    /// and `limits`: for each of its cubins (`"sm_90"`), the largest block each kernel (in the
+    /// order of [`ModuleSpec::kernels`]) takes on a GPU that loads that cubin, as the driver
+    /// would report it (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; 0: not known). A launch within
+    /// it need not ask the driver first.
     ///
     /// # Safety
     /// `bytes` must be a complete, 8-byte aligned fatbin or cubin image: the driver reads it
-    /// without a length.
+    /// without a length. Each limit must be at most what the driver reports for the kernel in
+    /// that cubin: a launch within it reaches the driver unchecked.
     pub const unsafe fn fatbin(
         bytes: &'static [u8],
         targets: &'static [&'static str],
         compiler: &'static str,
+        limits: &'static [(&'static str, &'static [u32])],
     ) -> Image {
-        Image(ImageKind::Fatbin { bytes, targets, compiler })
+        Image(ImageKind::Fatbin { bytes, targets, compiler, limits })
     }
 
     /// Cubins built by NVRTC at build time (`("sm_80", bytes)`, lowest architecture first) and

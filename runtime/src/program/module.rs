@@ -142,7 +142,7 @@ impl ProgramModule {
             function: f,
             params: crate::module::params::param_info(f, count.flatten()).map(Vec::into_boxed_slice),
             signature: None,
-            max_threads: limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            max_threads: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)),
             max_dyn_smem: AtomicU32::new(limit(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)),
         })
     }
@@ -202,7 +202,7 @@ pub struct ProgramKernel {
     pub(crate) params: Option<Box<[(usize, usize)]>>,
     /// The C signature given to [`ProgramModule::kernel_with_signature`].
     pub(crate) signature: Option<Box<[crate::program::sigcheck::Expected]>>,
-    max_threads: u32,
+    max_threads: AtomicU32,
     max_dyn_smem: AtomicU32,
 }
 
@@ -256,7 +256,7 @@ impl ProgramKernel {
     pub(crate) fn target(&self) -> Target<'_> {
         Target {
             f: self.function,
-            max_threads: self.max_threads,
+            max_threads: &self.max_threads,
             max_dyn_smem: &self.max_dyn_smem,
             who: Who {
                 kernel: &self.name,

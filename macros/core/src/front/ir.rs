@@ -216,6 +216,9 @@ pub enum Image {
         targets: Vec<String>,
         /// The compiler's release, e.g. `13.0`.
         release: String,
+        /// The largest block each kernel is sure to take, per cubin: `("sm_90", [(symbol,
+        /// threads)])` (see [`crate::oracle::nvcc::Output::limits`]; empty when not known).
+        limits: Vec<(String, Vec<(String, u32)>)>,
     },
     /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
     /// runtime loads the best one for the device.

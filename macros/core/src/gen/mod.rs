@@ -83,15 +83,25 @@ pub fn param_ident_reserving(name: &str, index: usize, extra: &[&str]) -> syn::I
 fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
     let image_ty = paths::image();
     match image {
-        Image::Fatbin { bytes, targets, release } => {
+        Image::Fatbin { bytes, targets, release, limits } => {
             let n = bytes.len();
             let bytes = Literal::byte_string(bytes);
+            // Per cubin, each kernel's block limit in the spec's kernel order (0: not known).
+            let limits = limits.iter().map(|(target, kernels)| {
+                let threads = checked.kernels.iter().map(|t| {
+                    let symbol = t.symbol.as_deref();
+                    let n = kernels.iter().find(|(s, _)| Some(s.as_str()) == symbol).map_or(0, |&(_, n)| n);
+                    Literal::u32_unsuffixed(n)
+                });
+                quote! { (#target, &[#(#threads),*]) }
+            });
             quote! {{
                 #[repr(C, align(16))]
                 struct __Aligned([u8; #n]);
                 static __IMAGE: __Aligned = __Aligned(*#bytes);
-                // SAFETY: the bytes are the complete fatbin nvcc built for this source, 16-byte aligned.
-                unsafe { #image_ty::fatbin(&__IMAGE.0, &[#(#targets),*], #release) }
+                // SAFETY: the bytes are the complete fatbin nvcc built for this source, 16-byte
+                // aligned; the limits were read from its cubins.
+                unsafe { #image_ty::fatbin(&__IMAGE.0, &[#(#targets),*], #release, &[#(#limits),*]) }
             }}
         }
         Image::Cubins { cubins, ptx, ptx_target, release } => {

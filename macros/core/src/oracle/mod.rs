@@ -168,7 +168,12 @@ impl Oracle for Nvcc {
             },
         )?;
         Ok(Built {
-            image: Image::Fatbin { bytes: built.fatbin, targets: built.targets, release: self.0.release() },
+            image: Image::Fatbin {
+                bytes: built.fatbin,
+                targets: built.targets,
+                release: self.0.release(),
+                limits: built.limits,
+            },
             ptx: built.ptx,
             deps: built.deps,
             symbols: Vec::new(),

@@ -142,6 +142,11 @@ pub struct Output {
     /// User headers the source included (toolkit and system headers left out), for cargo's
     /// rebuild tracking.
     pub deps: Vec<PathBuf>,
+    /// The largest block each kernel is sure to take, per cubin of the fatbin, read from the
+    /// cubins nvcc kept ([`cuda_embed_source::cubin::block_limits`]): `("sm_90", [(symbol,
+    /// threads)])`. A first launch on a GPU that loads one of these cubins then need not ask the
+    /// driver for the limit before the kernel runs.
+    pub limits: Vec<(String, Vec<(String, u32)>)>,
 }
 
 fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
@@ -185,7 +190,7 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
     if let Some(out) = store.read(&key).and_then(|e| output(e, true, &targets)) {
         return Ok(out);
     }
-    let (fatbin, ptx, deps) = run_nvcc(nvcc, req)?;
+    let (fatbin, ptx, deps, limits) = run_nvcc(nvcc, req, &targets)?;
     let user_deps: Vec<Dep> = deps
         .into_iter()
         // Relative names are the `#line` file (the Rust file or the `.cu` file itself), not a
@@ -194,20 +199,87 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         .filter(|d| !is_toolkit_or_system_header(d, &nvcc.root))
         .filter_map(Dep::of_file)
         .collect();
-    let entry = Entry { blobs: vec![fatbin], strings: vec![ptx], deps: user_deps };
+    let entry = Entry { blobs: vec![fatbin], strings: vec![ptx, encode_limits(&limits)], deps: user_deps };
     store.write_or_warn(&key, &entry); // an unwritable cache only costs time
     output(entry, false, &targets).ok_or_else(|| "nvcc produced an empty fatbin".to_string())
 }
 
-/// The output an entry holds: exactly one non-empty fatbin and one PTX text (else `None`).
+/// The output an entry holds: exactly one non-empty fatbin, one PTX text and the block limits
+/// (else `None`: an entry of an older build, compiled again).
 fn output(entry: Entry, from_cache: bool, targets: &[String]) -> Option<Output> {
     let Ok([fatbin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) else { return None };
-    let Ok([ptx]) = <[String; 1]>::try_from(entry.strings) else { return None };
+    let Ok([ptx, limits]) = <[String; 2]>::try_from(entry.strings) else { return None };
+    let limits = decode_limits(&limits)?;
     let deps = entry.deps.into_iter().map(|d| d.path).collect();
-    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps })
+    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps, limits })
 }
 
-fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<PathBuf>), String> {
+/// [`Output::limits`] as a cache entry's text: a line per cubin, `sm_90 symbol threads symbol
+/// threads ...` (symbols hold no spaces).
+pub fn encode_limits(limits: &[(String, Vec<(String, u32)>)]) -> String {
+    let mut text = String::new();
+    for (target, kernels) in limits {
+        text.push_str(target);
+        for (symbol, threads) in kernels {
+            text.push_str(&format!(" {symbol} {threads}"));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// The limits [`encode_limits`] wrote; `None` for any other text.
+pub fn decode_limits(text: &str) -> Option<Vec<(String, Vec<(String, u32)>)>> {
+    text.lines()
+        .map(|line| {
+            let mut words = line.split(' ');
+            let target = words.next().filter(|t| t.starts_with("sm_"))?.to_string();
+            let words: Vec<&str> = words.collect();
+            if words.len() % 2 != 0 {
+                return None;
+            }
+            let kernels = words.chunks(2).map(|p| Some((p[0].to_string(), p[1].parse().ok()?))).collect::<Option<_>>()?;
+            Some((target, kernels))
+        })
+        .collect()
+}
+
+/// The block limits of the kernels in the cubins nvcc kept in `keep` (one per real architecture
+/// of `targets`). nvcc names a cubin `<input>.compute_XX.sm_YY.cubin`, or `<input>.compute_XX.cubin`
+/// when the real architecture is the virtual one's (`compute_90a` for `sm_90a`). A cubin this
+/// cannot place or read is left out: its GPUs ask the driver.
+fn kept_limits(keep: &Path, targets: &[String]) -> Vec<(String, Vec<(String, u32)>)> {
+    let Ok(dir) = std::fs::read_dir(keep) else { return Vec::new() };
+    let mut out: Vec<(String, Vec<(String, u32)>)> = Vec::new();
+    for path in dir.filter_map(|e| e.ok().map(|e| e.path())) {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".cubin")) else {
+            continue;
+        };
+        let target = match name.rsplit('.').next() {
+            Some(sm) if sm.starts_with("sm_") => sm.to_string(),
+            Some(compute) => match compute.strip_prefix("compute_") {
+                Some(arch) => format!("sm_{arch}"),
+                None => continue,
+            },
+            None => continue,
+        };
+        let arch: Option<u32> = target[3..].trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().ok();
+        if !targets.contains(&target) || out.iter().any(|(t, _)| *t == target) {
+            continue;
+        }
+        let limits = std::fs::read(&path).ok().zip(arch).and_then(|(cubin, arch)| cuda_embed_source::cubin::block_limits(&cubin, arch));
+        if let Some(limits) = limits {
+            out.push((target, limits));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What [`run_nvcc`] returns: the fatbin, the PTX, the files it read, the block limits.
+type NvccBuilt = (Vec<u8>, String, Vec<PathBuf>, Vec<(String, Vec<(String, u32)>)>);
+
+fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBuilt, String> {
     let work = tempfile::Builder::new()
         .prefix("cuda-embed-")
         .tempdir()
@@ -259,7 +331,8 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>) -> Result<(Vec<u8>, String, Vec<Path
         .ok_or("nvcc kept no PTX file")?;
     let ptx = std::fs::read_to_string(ptx_file).map_err(|e| e.to_string())?;
     let deps = std::fs::read_to_string(&depfile).map(|d| parse_depfile(&d)).unwrap_or_default();
-    Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect()))
+    let limits = kept_limits(&keep, targets);
+    Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect(), limits))
 }
 
 /// Paths in a make-style dependency file.
