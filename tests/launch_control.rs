@@ -104,6 +104,146 @@ fn attributes_match_launch_bounds() {
     assert_eq!(where3::attributes(&ctx).unwrap().max_threads_per_block, 1024);
 }
 
+/// Kernels whose block limits come from different places: the device (1024), registers,
+/// `__launch_bounds__`, both, `__maxnreg__`.
+mod limits {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern "C" __global__ void small(float* y) { y[threadIdx.x] = 1.0f; }
+        extern "C" __global__ void __launch_bounds__(256, 2) bounded_min(float* y) { y[threadIdx.x] = 2.0f; }
+        extern "C" __global__ void __maxnreg__(32) few_registers(float* y) { y[threadIdx.x] = 3.0f; }
+        // 64 values live at once: more than 64 registers, so fewer than 1024 threads.
+        extern "C" __global__ void heavy(float* y, int n) {
+            float acc[64];
+            #pragma unroll
+            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) {
+                #pragma unroll
+                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
+            }
+            float s = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < 64; j++) s += acc[j];
+            y[threadIdx.x] = s;
+        }
+        // As many live values as registers can hold, within a bound of 256 threads.
+        extern "C" __global__ void __launch_bounds__(256) heavier(float* y, int n) {
+            float acc[192];
+            #pragma unroll
+            for (int j = 0; j < 192; j++) acc[j] = y[threadIdx.x + j * n];
+            #pragma unroll
+            for (int k = 0; k < 4; k++) {
+                #pragma unroll
+                for (int j = 0; j < 192; j++) acc[j] = acc[j] * acc[(j + k) % 192] + 1.0f;
+            }
+            float s = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < 192; j++) s += acc[j];
+            y[threadIdx.x] = s;
+        }
+    "#
+    );
+}
+
+/// The same heavy kernel built for sm_80 only: on a newer GPU no cubin is for its architecture,
+/// so its limit is not known before the load and the driver is asked.
+mod older {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern "C" __global__ void heavy_old(float* y, int n) {
+            float acc[64];
+            #pragma unroll
+            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) {
+                #pragma unroll
+                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
+            }
+            float s = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < 64; j++) s += acc[j];
+            y[threadIdx.x] = s;
+        }
+    "#,
+        archs = [80]
+    );
+}
+
+/// The block limits the build read from the fatbin's cubins (what a first launch trusts instead
+/// of asking the driver) are the driver's own `MAX_THREADS_PER_BLOCK`, for every kind of limit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_limits_read_at_build_time_are_the_drivers() {
+    let ctx = ctx();
+    let (major, minor) = ctx.compute_capability().unwrap();
+    let arch = (major * 10 + minor) as u32;
+    let module = limits::small::module();
+    let spec = module.spec();
+    let here: Vec<&(&str, &[u32])> = spec
+        .image
+        .block_limits()
+        .iter()
+        .filter(|(t, _)| t.trim_start_matches("sm_").trim_end_matches(char::is_alphabetic).parse() == Ok(arch))
+        .collect();
+    if here.is_empty() {
+        eprintln!("this sm_{arch} GPU has no cubin of its own in the fatbin (archs 80, 90): nothing to compare");
+        return;
+    }
+    let attrs = [
+        limits::small::attributes(&ctx),
+        limits::bounded_min::attributes(&ctx),
+        limits::few_registers::attributes(&ctx),
+        limits::heavy::attributes(&ctx),
+        limits::heavier::attributes(&ctx),
+    ];
+    for (target, threads) in here {
+        assert_eq!(threads.len(), spec.kernels.len(), "{target}: {threads:?}");
+        for (k, kernel) in spec.kernels.iter().enumerate() {
+            // Kernels are listed in source order, as `attrs` is.
+            let a = attrs[k].as_ref().unwrap();
+            println!(
+                "{target} {}: {} registers, read at build time {} threads, driver {}",
+                kernel.name, a.registers, threads[k], a.max_threads_per_block
+            );
+            assert_eq!(threads[k], a.max_threads_per_block, "{target} {}: {a:?}", kernel.name);
+        }
+    }
+    // The kernels this test means to cover: a register-bound one under 1024, a bound one.
+    let heavy = attrs[3].as_ref().unwrap();
+    assert!(heavy.registers > 64 && heavy.max_threads_per_block < 1024, "{heavy:?}");
+    assert_eq!(attrs[1].as_ref().unwrap().max_threads_per_block, 256);
+}
+
+/// A block over a kernel's limit is refused before the driver is called, whether the limit
+/// was read at build time or (no cubin for this GPU) from the driver; a block at the limit runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_block_over_the_limit_is_refused_with_the_limit() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let n = 1024i32;
+    let mut y = stream.alloc_zeros::<f32>(64 * n as usize).unwrap();
+    let max = limits::heavy::attributes(&ctx).unwrap().max_threads_per_block;
+    let max_old = older::heavy_old::attributes(&ctx).unwrap().max_threads_per_block;
+    for over in [max + 32, 1024] {
+        if over <= max {
+            continue;
+        }
+        let err = unsafe { limits::heavy::launch(&stream, cfg((1, 1, 1), (over, 1, 1), 0), &mut y, n) }.unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Launch { .. }) && msg.contains(&format!("limit of {max} threads")), "{msg}");
+    }
+    unsafe { limits::heavy::launch(&stream, cfg((1, 1, 1), (max, 1, 1), 0), &mut y, n).unwrap() };
+    if max_old < 1024 {
+        let err = unsafe { older::heavy_old::launch(&stream, cfg((1, 1, 1), (max_old + 32, 1, 1), 0), &mut y, n) }
+            .unwrap_err();
+        assert!(err.to_string().contains(&format!("limit of {max_old} threads")), "{err}");
+    }
+    unsafe { older::heavy_old::launch(&stream, cfg((1, 1, 1), (max_old, 1, 1), 0), &mut y, n).unwrap() };
+    stream.synchronize().unwrap();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn timed_launch_agrees_with_an_event_pair() {

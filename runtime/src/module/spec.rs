@@ -205,6 +205,17 @@ impl Image {
         Image(ImageKind::Linked { units, headers, lto, reason })
     }
 
+    /// For an nvcc fatbin, the block limits read from its cubins at build time: per cubin
+    /// (`"sm_90"`), the most threads per block each kernel (in the order of
+    /// [`ModuleSpec::kernels`]) takes where that cubin is loaded (0: not known). Empty for other
+    /// images, whose limits the driver reports at load.
+    pub fn block_limits(&self) -> &'static [(&'static str, &'static [u32])] {
+        match &self.0 {
+            ImageKind::Fatbin { limits, .. } => limits,
+            _ => &[],
+        }
+    }
+
     /// The fatbin bytes, when the image is one.
     pub fn fatbin_bytes(&self) -> Option<&'static [u8]> {
         match self.0 {
