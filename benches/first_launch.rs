@@ -219,14 +219,16 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
                     let a = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
                     assert_eq!(sys::cuFuncGetAttribute(&mut v, a, f), sys::CUresult::CUDA_SUCCESS);
                 }
+                // The embedded child's configuration (`cfg`), so both run the same grid.
+                let (g, b) = (cfg.grid_dim, cfg.block_dim);
                 let r = sys::cuLaunchKernel(
                     f,
-                    1,
-                    1,
-                    1,
-                    256,
-                    1,
-                    1,
+                    g.0,
+                    g.1,
+                    g.2,
+                    b.0,
+                    b.1,
+                    b.2,
                     0,
                     stream.cu_stream(),
                     args.as_mut_ptr(),
@@ -252,7 +254,7 @@ fn child(mode: &str) -> cuda_embed::Result<f64> {
             let new: Vec<usize> =
                 (0..present.len()).filter(|&i| present[i] && !was.get(i).copied().unwrap_or(false)).collect();
             if !new.is_empty() {
-                println!("NEW PAGES {name}: {} (page offsets {:?})", new.len(), &new[..new.len().min(12)]);
+                println!("NEW PAGES {name}: {} (page offsets {:?})", new.len(), &new[..new.len().min(400)]);
             }
         }
     }

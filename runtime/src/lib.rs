@@ -118,7 +118,11 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
         let cause = DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
         return Err(Error::NoDevice { ordinal, count, cause });
     }
-    CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })
+    let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })?;
+    // What the first load of an embedded module on this device reads (once per process and
+    // device): read here, off the first launch.
+    module::load::prepare(&ctx);
+    Ok(ctx)
 }
 
 /// Support for generated code. Not a public API: may change in any release.

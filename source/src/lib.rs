@@ -24,8 +24,8 @@
 
 pub mod cache;
 pub mod cparams;
-pub mod cubin;
 pub mod ctypes;
+pub mod cubin;
 pub mod cxx;
 pub mod elementwise;
 pub mod host;

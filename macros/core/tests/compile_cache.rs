@@ -157,3 +157,48 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
     let entries = ptx::entries(&out.ptx);
     assert_eq!(ptx::find(&entries, &[], "k", true).unwrap().params.len(), 8);
 }
+
+/// Each cubin of the fatbin comes with its kernels' block limits, read from the cubins nvcc kept:
+/// the device's 1024, `__launch_bounds__`, or what the registers allow; the cache entry keeps
+/// them, and an entry of an older build (without them) is compiled again.
+#[test]
+fn block_limits_come_with_each_cubin() {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(nvcc) = nvcc() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("CUDA_EMBED_CACHE_DIR", cache.path());
+    let src = r#"
+        extern "C" __global__ void plain(float* x) { x[threadIdx.x] = 1.0f; }
+        extern "C" __global__ void __launch_bounds__(96) bounded(float* x) { x[threadIdx.x] = 2.0f; }
+        template <typename T> __global__ void templated(T* x) { x[threadIdx.x] = T(3); }
+        template __global__ void templated<float>(float*);
+    "#;
+    let archs = [Arch::parse("80").unwrap(), Arch::parse("90a").unwrap()];
+    let req =
+        Request { source: src, line_directive: "#line 1 \"x.rs\"", options: &[], archs: &archs, include_dirs: &[] };
+    let first = nvcc::compile(&nvcc, &req).unwrap();
+    let targets: Vec<&str> = first.limits.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(targets, ["sm_80", "sm_90a"], "one entry per cubin: {:?}", first.limits);
+    for (target, kernels) in &first.limits {
+        let of = |s: &str| kernels.iter().find(|(k, _)| k == s).map(|&(_, n)| n);
+        assert_eq!(of("plain"), Some(1024), "{target}: {kernels:?}");
+        assert_eq!(of("bounded"), Some(96), "{target}: {kernels:?}");
+        // A C++ kernel, by its mangled symbol.
+        assert_eq!(of("_Z9templatedIfEvPT_"), Some(1024), "{target}: {kernels:?}");
+    }
+    let again = nvcc::compile(&nvcc, &req).unwrap();
+    assert!(again.from_cache);
+    assert_eq!(again.limits, first.limits, "the cache entry keeps them");
+    assert_eq!(nvcc::decode_limits(&nvcc::encode_limits(&first.limits)), Some(first.limits.clone()));
+    // An entry as builds before the limits wrote it (the fatbin and the PTX only) is compiled again.
+    use cuda_embed_source::cache::{build_dir, Entry, Store};
+    let old = Entry { blobs: vec![first.fatbin.clone()], strings: vec![first.ptx.clone()], deps: Vec::new() };
+    Store::new(build_dir(), "bin").write_or_warn(&nvcc::key(&nvcc, &req), &old).unwrap();
+    let rebuilt = nvcc::compile(&nvcc, &req).unwrap();
+    assert!(!rebuilt.from_cache, "an entry without limits is compiled again");
+    assert_eq!(rebuilt.limits, first.limits);
+    assert_eq!(nvcc::decode_limits("sm_90 k"), None, "a symbol without its limit");
+    assert_eq!(nvcc::decode_limits("sm_90 k x"), None);
+    assert_eq!(nvcc::decode_limits("compute_90 k 1"), None);
+    assert_eq!(nvcc::decode_limits(""), Some(Vec::new()));
+}

@@ -37,12 +37,7 @@ pub struct KernelNode<Sig> {
 /// compares, and the launch's full check (which reads the dynamic shared memory limit again,
 /// then explains) only when they fail.
 #[inline(always)]
-fn check_function(
-    kernel: KernelRef,
-    func: &'static Function,
-    ctx: &CudaContext,
-    cfg: &LaunchConfig,
-) -> Result<()> {
+fn check_function(kernel: KernelRef, func: &'static Function, ctx: &CudaContext, cfg: &LaunchConfig) -> Result<()> {
     match check_config(cfg, func.max_threads.load(Ordering::Relaxed), func.max_dyn_smem.load(Ordering::Relaxed)) {
         Ok(()) => Ok(()),
         Err(_) => check_again(kernel, func, ctx, cfg),

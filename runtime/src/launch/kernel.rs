@@ -454,3 +454,9 @@ impl<Sig> Kernel<Sig> {
         unsafe { self.go(stream, config, LaunchKind::Cluster(cluster), args) }.map(drop)
     }
 }
+
+/// Where the code of a launch's full path lies (see
+/// [`map_first_load_code`](crate::module::load::map_first_load_code)).
+pub(crate) fn launch_checked_address() -> usize {
+    KernelRef::launch_checked as *const () as usize
+}

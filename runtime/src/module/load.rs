@@ -67,15 +67,14 @@ impl Function {
 /// limits if both), and `CUDA_FORCE_PTX_JIT` does not make the driver compile the PTX instead.
 /// Where only a cubin of an older architecture of the family (or only PTX) matches, the driver
 /// may compile the PTX, whose registers are not known before.
-pub(crate) fn static_limit(limits: &[(&str, &[u32])], ctx: &CudaContext, index: usize) -> u32 {
+pub(crate) fn static_limit(limits: &[(u32, &[u32])], ctx: &CudaContext, index: usize) -> u32 {
     if limits.is_empty() || ptx_jit_forced() {
         return 0;
     }
     let arch = device_arch(ctx);
     let mut limit = 0u32;
-    for (target, threads) in limits {
-        let number = target.strip_prefix("sm_").map(|t| t.trim_end_matches(|c: char| c.is_ascii_alphabetic()));
-        if arch == 0 || number.and_then(|n| n.parse::<u32>().ok()) != Some(arch) {
+    for &(target, threads) in limits {
+        if arch == 0 || target != arch {
             continue;
         }
         match threads.get(index) {
@@ -84,6 +83,56 @@ pub(crate) fn static_limit(limits: &[(&str, &[u32])], ctx: &CudaContext, index: 
         }
     }
     limit
+}
+
+/// Reads now what the first load on `ctx`'s device would otherwise read: the device's compute
+/// capability and `CUDA_FORCE_PTX_JIT` ([`static_limit`]), so that [`crate::context`] pays
+/// them once instead of the first launch.
+pub(crate) fn prepare(ctx: &CudaContext) {
+    ptx_jit_forced();
+    device_arch(ctx);
+    map_first_load_code();
+}
+
+/// Maps (once per process) the pages of this library's code that a first launch runs and the
+/// process has not run before: the launch's full path, the registry's and this file's loading
+/// code and what lies between them (the generic code they call). A first launch would otherwise
+/// take page faults in them, one per 64 KiB of code it reaches (a few microseconds each on a
+/// virtual machine); the kernel maps them here instead, in one call, from the page cache.
+/// Nothing is read or changed: a system without `MADV_POPULATE_READ` (Linux before 5.14)
+/// refuses the call, and the first launch takes its page faults as before.
+pub(crate) fn map_first_load_code() {
+    #[cfg(target_os = "linux")]
+    {
+        static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if DONE.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        unsafe extern "C" {
+            fn madvise(addr: *mut c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        const MADV_POPULATE_READ: std::ffi::c_int = 22;
+        const PAGE: usize = 4096;
+        const MARGIN: usize = 32 * 1024;
+        let code = [
+            fatbin_in_place as *const () as usize,
+            load as *const () as usize,
+            static_limit as *const () as usize,
+            crate::module::registry::load_slow_address(),
+            crate::launch::kernel::launch_checked_address(),
+        ];
+        let (lo, hi) = (code.iter().min().copied().unwrap_or(0), code.iter().max().copied().unwrap_or(0));
+        let start = lo.saturating_sub(MARGIN) & !(PAGE - 1);
+        let end = hi.saturating_add(MARGIN);
+        // Far apart (code split over several libraries): not one range to map.
+        if end - start > 4 << 20 {
+            return;
+        }
+        // SAFETY: `MADV_POPULATE_READ` only fills page tables of mappings in the range (as
+        // reading them would, without reading): no memory changes, and a range that is not all
+        // mapped is refused (ENOMEM) after mapping what is. The result is not needed.
+        unsafe { madvise(start as *mut c_void, end - start, MADV_POPULATE_READ) };
+    }
 }
 
 /// Whether `CUDA_FORCE_PTX_JIT` makes the driver ignore the cubins of a fatbin (set, not empty
@@ -109,7 +158,18 @@ fn device_arch(ctx: &CudaContext) -> u32 {
     if let Some(arch) = slot.map(|s| s.load(Ordering::Relaxed)).filter(|&a| a != 0) {
         return arch;
     }
-    let Ok((major, minor)) = ctx.compute_capability() else { return 0 };
+    use sys::CUdevice_attribute::*;
+    let read = |a| {
+        let mut v = 0i32;
+        // SAFETY: a device handle of a live context; a valid out-pointer.
+        let r = unsafe { sys::cuDeviceGetAttribute(&mut v, a, ctx.cu_device()) };
+        (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+    };
+    let (Some(major), Some(minor)) =
+        (read(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), read(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    else {
+        return 0;
+    };
     let arch = u32::try_from(major * 10 + minor).unwrap_or(0);
     if let Some(s) = slot {
         s.store(arch, Ordering::Relaxed);

@@ -163,3 +163,8 @@ impl Module {
         Ok(leaked)
     }
 }
+
+/// Where the code of a module's first load on a device lies (see [`load::map_first_load_code`]).
+pub(crate) fn load_slow_address() -> usize {
+    Module::load_slow as *const () as usize
+}

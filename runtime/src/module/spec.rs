@@ -27,9 +27,9 @@ pub(crate) enum ImageKind {
         bytes: &'static [u8],
         targets: &'static [&'static str],
         compiler: &'static str,
-        /// Per cubin (`"sm_90"`), the largest block each kernel (in the spec's order) is sure to
-        /// take where that cubin is loaded; 0: not known.
-        limits: &'static [(&'static str, &'static [u32])],
+        /// Per cubin, by architecture (90 for `sm_90` and `sm_90a`), the largest block each
+        /// kernel (in the spec's order) is sure to take where that cubin is loaded; 0: not known.
+        limits: &'static [(u32, &'static [u32])],
     },
     Cubins {
         cubins: &'static [(&'static str, &'static [u8])],
@@ -108,9 +108,9 @@ pub struct ParamCheck {
 
 impl Image {
     /// A fatbin built by nvcc at build time, holding `targets` (`["sm_80", "sm_90", "compute_80"]`),
-    /// and `limits`: for each of its cubins (`"sm_90"`), the largest block each kernel (in the
-    /// order of [`ModuleSpec::kernels`]) takes on a GPU that loads that cubin, as the driver
-    /// would report it (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; 0: not known). A launch within
+    /// and `limits`: for each of its cubins, by architecture (90 for `sm_90` and `sm_90a`), the
+    /// largest block each kernel (in the order of [`ModuleSpec::kernels`]) takes on a GPU that
+    /// loads that cubin, as the driver would report it (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; 0: not known). A launch within
     /// it need not ask the driver first.
     ///
     /// # Safety
@@ -121,7 +121,7 @@ impl Image {
         bytes: &'static [u8],
         targets: &'static [&'static str],
         compiler: &'static str,
-        limits: &'static [(&'static str, &'static [u32])],
+        limits: &'static [(u32, &'static [u32])],
     ) -> Image {
         Image(ImageKind::Fatbin { bytes, targets, compiler, limits })
     }
@@ -205,11 +205,11 @@ impl Image {
         Image(ImageKind::Linked { units, headers, lto, reason })
     }
 
-    /// For an nvcc fatbin, the block limits read from its cubins at build time: per cubin
-    /// (`"sm_90"`), the most threads per block each kernel (in the order of
-    /// [`ModuleSpec::kernels`]) takes where that cubin is loaded (0: not known). Empty for other
-    /// images, whose limits the driver reports at load.
-    pub fn block_limits(&self) -> &'static [(&'static str, &'static [u32])] {
+    /// For an nvcc fatbin, the block limits read from its cubins at build time: per cubin, by
+    /// architecture (90 for `sm_90` and `sm_90a`), the most threads per block each kernel (in
+    /// the order of [`ModuleSpec::kernels`]) takes where that cubin is loaded (0: not known).
+    /// Empty for other images, whose limits the driver reports at load.
+    pub fn block_limits(&self) -> &'static [(u32, &'static [u32])] {
         match &self.0 {
             ImageKind::Fatbin { limits, .. } => limits,
             _ => &[],

@@ -218,7 +218,7 @@ pub enum Image {
         release: String,
         /// The largest block each kernel is sure to take, per cubin: `("sm_90", [(symbol,
         /// threads)])` (see [`crate::oracle::nvcc::Output::limits`]; empty when not known).
-        limits: Vec<(String, Vec<(String, u32)>)>,
+        limits: crate::oracle::nvcc::BlockLimits,
     },
     /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
     /// runtime loads the best one for the device.

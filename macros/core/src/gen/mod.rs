@@ -93,7 +93,15 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                     let n = kernels.iter().find(|(s, _)| Some(s.as_str()) == symbol).map_or(0, |&(_, n)| n);
                     Literal::u32_unsuffixed(n)
                 });
-                quote! { (#target, &[#(#threads),*]) }
+                // The architecture as a number (`sm_90a`: 90): what the runtime compares with
+                // the GPU's compute capability.
+                let arch: u32 = target
+                    .trim_start_matches("sm_")
+                    .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                    .parse()
+                    .unwrap_or(0);
+                let arch = Literal::u32_unsuffixed(arch);
+                quote! { (#arch, &[#(#threads),*]) }
             });
             quote! {{
                 #[repr(C, align(16))]

@@ -128,6 +128,9 @@ pub struct Request<'a> {
     pub include_dirs: &'a [PathBuf],
 }
 
+/// Block limits per cubin: `("sm_90", [(symbol, threads)])` (see [`Output::limits`]).
+pub type BlockLimits = Vec<(String, Vec<(String, u32)>)>;
+
 /// A compiled module.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -146,7 +149,7 @@ pub struct Output {
     /// cubins nvcc kept ([`cuda_embed_source::cubin::block_limits`]): `("sm_90", [(symbol,
     /// threads)])`. A first launch on a GPU that loads one of these cubins then need not ask the
     /// driver for the limit before the kernel runs.
-    pub limits: Vec<(String, Vec<(String, u32)>)>,
+    pub limits: BlockLimits,
 }
 
 fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
@@ -216,7 +219,7 @@ fn output(entry: Entry, from_cache: bool, targets: &[String]) -> Option<Output> 
 
 /// [`Output::limits`] as a cache entry's text: a line per cubin, `sm_90 symbol threads symbol
 /// threads ...` (symbols hold no spaces).
-pub fn encode_limits(limits: &[(String, Vec<(String, u32)>)]) -> String {
+pub fn encode_limits(limits: &BlockLimits) -> String {
     let mut text = String::new();
     for (target, kernels) in limits {
         text.push_str(target);
@@ -229,16 +232,17 @@ pub fn encode_limits(limits: &[(String, Vec<(String, u32)>)]) -> String {
 }
 
 /// The limits [`encode_limits`] wrote; `None` for any other text.
-pub fn decode_limits(text: &str) -> Option<Vec<(String, Vec<(String, u32)>)>> {
+pub fn decode_limits(text: &str) -> Option<BlockLimits> {
     text.lines()
         .map(|line| {
             let mut words = line.split(' ');
             let target = words.next().filter(|t| t.starts_with("sm_"))?.to_string();
             let words: Vec<&str> = words.collect();
-            if words.len() % 2 != 0 {
+            if !words.len().is_multiple_of(2) {
                 return None;
             }
-            let kernels = words.chunks(2).map(|p| Some((p[0].to_string(), p[1].parse().ok()?))).collect::<Option<_>>()?;
+            let kernels =
+                words.chunks(2).map(|p| Some((p[0].to_string(), p[1].parse().ok()?))).collect::<Option<_>>()?;
             Some((target, kernels))
         })
         .collect()
@@ -248,9 +252,9 @@ pub fn decode_limits(text: &str) -> Option<Vec<(String, Vec<(String, u32)>)>> {
 /// of `targets`). nvcc names a cubin `<input>.compute_XX.sm_YY.cubin`, or `<input>.compute_XX.cubin`
 /// when the real architecture is the virtual one's (`compute_90a` for `sm_90a`). A cubin this
 /// cannot place or read is left out: its GPUs ask the driver.
-fn kept_limits(keep: &Path, targets: &[String]) -> Vec<(String, Vec<(String, u32)>)> {
+fn kept_limits(keep: &Path, targets: &[String]) -> BlockLimits {
     let Ok(dir) = std::fs::read_dir(keep) else { return Vec::new() };
-    let mut out: Vec<(String, Vec<(String, u32)>)> = Vec::new();
+    let mut out: BlockLimits = Vec::new();
     for path in dir.filter_map(|e| e.ok().map(|e| e.path())) {
         let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".cubin")) else {
             continue;
@@ -267,7 +271,10 @@ fn kept_limits(keep: &Path, targets: &[String]) -> Vec<(String, Vec<(String, u32
         if !targets.contains(&target) || out.iter().any(|(t, _)| *t == target) {
             continue;
         }
-        let limits = std::fs::read(&path).ok().zip(arch).and_then(|(cubin, arch)| cuda_embed_source::cubin::block_limits(&cubin, arch));
+        let limits = std::fs::read(&path)
+            .ok()
+            .zip(arch)
+            .and_then(|(cubin, arch)| cuda_embed_source::cubin::block_limits(&cubin, arch));
         if let Some(limits) = limits {
             out.push((target, limits));
         }
@@ -277,7 +284,7 @@ fn kept_limits(keep: &Path, targets: &[String]) -> Vec<(String, Vec<(String, u32
 }
 
 /// What [`run_nvcc`] returns: the fatbin, the PTX, the files it read, the block limits.
-type NvccBuilt = (Vec<u8>, String, Vec<PathBuf>, Vec<(String, Vec<(String, u32)>)>);
+type NvccBuilt = (Vec<u8>, String, Vec<PathBuf>, BlockLimits);
 
 fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBuilt, String> {
     let work = tempfile::Builder::new()
