@@ -146,6 +146,31 @@ mod limits {
     );
 }
 
+/// The same kernels compiled by NVRTC at first use: their limits are read from the compiled cubin.
+mod limits_nvrtc {
+    cuda_embed::cuda_kernel!(
+        r#"
+        extern "C" __global__ void small_rt(float* y) { y[threadIdx.x] = 1.0f; }
+        extern "C" __global__ void __launch_bounds__(256, 2) bounded_min_rt(float* y) { y[threadIdx.x] = 2.0f; }
+        extern "C" __global__ void heavy_rt(float* y, int n) {
+            float acc[64];
+            #pragma unroll
+            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
+            #pragma unroll
+            for (int k = 0; k < 8; k++) {
+                #pragma unroll
+                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
+            }
+            float s = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < 64; j++) s += acc[j];
+            y[threadIdx.x] = s;
+        }
+    "#,
+        compiler = "nvrtc"
+    );
+}
+
 /// The same heavy kernel built for sm_80 only: on a newer GPU no cubin is for its architecture,
 /// so its limit is not known before the load and the driver is asked.
 mod older {
@@ -170,11 +195,12 @@ mod older {
     );
 }
 
-/// The block limits the build read from the fatbin's cubins (what a first launch trusts instead
-/// of asking the driver) are the driver's own `MAX_THREADS_PER_BLOCK`, for every kind of limit.
+/// The block limits read from cubins (what a first launch trusts instead of asking the driver:
+/// the build's, from the fatbin's cubins; NVRTC's, from the cubin compiled at first use) are the
+/// driver's own `MAX_THREADS_PER_BLOCK`, for every kind of limit.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn block_limits_read_at_build_time_are_the_drivers() {
+fn known_block_limits_are_the_drivers() {
     let ctx = ctx();
     let (major, minor) = ctx.compute_capability().unwrap();
     let arch = (major * 10 + minor) as u32;
@@ -182,8 +208,7 @@ fn block_limits_read_at_build_time_are_the_drivers() {
     let spec = module.spec();
     let here: Vec<&(u32, &[u32])> = spec.image.block_limits().iter().filter(|(a, _)| *a == arch).collect();
     if here.is_empty() {
-        eprintln!("this sm_{arch} GPU has no cubin of its own in the fatbin (archs 80, 90): nothing to compare");
-        return;
+        eprintln!("this sm_{arch} GPU has no cubin of its own in the fatbin (archs 80, 90): no build-time limits");
     }
     let attrs = [
         limits::small::attributes(&ctx),
@@ -204,6 +229,26 @@ fn block_limits_read_at_build_time_are_the_drivers() {
             assert_eq!(threads[k], a.max_threads_per_block, "sm_{target} {}: {a:?}", kernel.name);
         }
     }
+    // What the launch checks hold, before any launch: the build's limit where it is known,
+    // else the driver's; a module compiled by NVRTC, from its cubin; a module with no cubin for
+    // this GPU (sm_80 only), from the driver.
+    let known = [
+        (limits::small::KERNEL.known_block_limit(&ctx), &attrs[0]),
+        (limits::bounded_min::KERNEL.known_block_limit(&ctx), &attrs[1]),
+        (limits::few_registers::KERNEL.known_block_limit(&ctx), &attrs[2]),
+        (limits::heavy::KERNEL.known_block_limit(&ctx), &attrs[3]),
+        (limits::heavier::KERNEL.known_block_limit(&ctx), &attrs[4]),
+        (limits_nvrtc::small_rt::KERNEL.known_block_limit(&ctx), &limits_nvrtc::small_rt::attributes(&ctx)),
+        (limits_nvrtc::bounded_min_rt::KERNEL.known_block_limit(&ctx), &limits_nvrtc::bounded_min_rt::attributes(&ctx)),
+        (limits_nvrtc::heavy_rt::KERNEL.known_block_limit(&ctx), &limits_nvrtc::heavy_rt::attributes(&ctx)),
+        (older::heavy_old::KERNEL.known_block_limit(&ctx), &older::heavy_old::attributes(&ctx)),
+    ];
+    for (i, (limit, driver)) in known.iter().enumerate() {
+        let (limit, driver) = (*limit.as_ref().unwrap(), driver.as_ref().unwrap());
+        println!("kernel #{i}: checked against {limit} threads, driver {}", driver.max_threads_per_block);
+        assert_eq!(limit, driver.max_threads_per_block, "kernel #{i}: {driver:?}");
+    }
+    assert!(limits_nvrtc::heavy_rt::attributes(&ctx).unwrap().max_threads_per_block < 1024);
     // The kernels this test means to cover: a register-bound one under 1024, a bound one.
     let heavy = attrs[3].as_ref().unwrap();
     assert!(heavy.registers > 64 && heavy.max_threads_per_block < 1024, "{heavy:?}");

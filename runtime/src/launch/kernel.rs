@@ -245,6 +245,16 @@ impl KernelRef {
         unsafe { launch::launch_unchecked(&target, stream, config, args) }
     }
 
+    /// The block size launches of this kernel on `ctx`'s device are checked against without
+    /// asking the driver (loading the module there first if needed): read from the kernel's
+    /// cubin where the module hands the driver a known cubin, else the driver's
+    /// `MAX_THREADS_PER_BLOCK` read at load. Not a stable API: for tests that hold it to the
+    /// driver's value.
+    #[doc(hidden)]
+    pub fn known_block_limit(&self, ctx: &Arc<CudaContext>) -> Result<u32> {
+        Ok(self.function_on(ctx)?.max_threads.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Registers, thread and memory limits of this kernel on `ctx`'s device.
     pub fn attributes(&self, ctx: &Arc<CudaContext>) -> Result<KernelAttributes> {
         let (_, t) = self.target(ctx)?;

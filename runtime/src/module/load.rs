@@ -10,6 +10,12 @@
 //! Every other module (with globals, or compiled at run time) is loaded through cudarc
 //! (`CudaContext::load_module`), so its kernels' [`CudaFunction`]s share the very module the
 //! launchers use, and `__device__` variables are the same ones cudarc's launches see.
+//!
+//! Each kernel's block limit (what the launch checks hold a configuration to) is read from the
+//! cubin the driver loads wherever that cubin is known: an nvcc fatbin's cubin for the GPU's
+//! architecture (read by the macro at build time), or a cubin handed to the driver (read here).
+//! Only otherwise (a fatbin with no cubin for this GPU, whose PTX the driver may compile) does
+//! the load ask the driver, a call that would cost the first launch a few percent.
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{bind, func_attr};
@@ -26,11 +32,12 @@ pub(crate) struct Function {
     /// cudarc's handle, for modules loaded through cudarc (`None` for a module loaded in place;
     /// see [`Loaded::cudarc_function`]).
     pub(crate) handle: Option<CudaFunction>,
-    /// A block size the kernel is known to take on this device: at first, for an nvcc fatbin
-    /// whose cubin for this GPU was read at build time, the limit read there (see
-    /// [`static_limit`]); otherwise, and after a launch asked for more, the driver's
-    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` (device limit, registers and `__launch_bounds__`
-    /// combined). A launch over it reads the driver's value before it is refused.
+    /// A block size the kernel is known to take on this device: at first, the limit read from
+    /// the cubin the driver loads where that is known (an nvcc fatbin's cubin for this GPU, read
+    /// at build time, see [`static_limit`]; a cubin handed to the driver, read at load); else,
+    /// and after a launch asked for more, the driver's `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`
+    /// (device limit, registers and `__launch_bounds__` combined). A launch over it reads the
+    /// driver's value before it is refused.
     pub(crate) max_threads: AtomicU32,
     /// The dynamic shared memory limit last read from the driver (0 until a launch asks for
     /// dynamic shared memory); re-read when a launch would exceed it, since it starts unread and
@@ -427,6 +434,9 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     let in_place = spec.globals.is_empty();
     // `symbols`: the kernels' symbols when compiled now (else the spec's). `arch` is 0 on the
     // fatbin path, where it is only read to explain a failure.
+    // Where the driver is handed one cubin (compiled now, or chosen here from the binary's), its
+    // kernels' block limits, read from it: no limit read before the first launch.
+    let mut cubin_limits: Option<Vec<(String, u32)>> = None;
     let (owner, raw_module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler, .. } => {
             let explain = |(code, log): (sys::CUresult, String)| {
@@ -468,10 +478,14 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let (owner, raw_module) = match crate::module::typecheck::pick(&names, arch) {
                 Some(i) if in_place => {
                     let image = cubins[i].1;
+                    cubin_limits = cuda_embed_source::cubin::block_limits(image, arch);
                     let m = load_in_place(image).map_err(fail)?;
                     (Owner::InPlace { _ctx: ctx.clone(), image, twin: Mutex::new(None) }, m)
                 }
-                Some(i) => (Owner::Cudarc(load_module(ctx, cubins[i].1).map_err(fail)?), std::ptr::null_mut()),
+                Some(i) => {
+                    cubin_limits = cuda_embed_source::cubin::block_limits(cubins[i].1, arch);
+                    (Owner::Cudarc(load_module(ctx, cubins[i].1).map_err(fail)?), std::ptr::null_mut())
+                }
                 None if crate::module::typecheck::ptx_runs(ptx_target, arch) => {
                     let mut text = ptx.as_bytes().to_vec();
                     text.push(0);
@@ -503,6 +517,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let (cubin, mut symbols) = crate::link::link_units(spec, units, headers, *lto, ctx)?;
             trace.lap("NVRTC + link of the units (cache lookups or compiles)");
             counts = cuda_embed_source::cubin::param_counts(&cubin);
+            cubin_limits = cuda_embed_source::cubin::block_limits(&cubin, arch);
             let module =
                 load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
             let globals = symbols.split_off(spec.kernels.len());
@@ -555,6 +570,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
                 }
             }
             let crate::program::nvrtc::Compiled { cubin, mut symbols, .. } = compiled;
+            cubin_limits = cuda_embed_source::cubin::block_limits(&cubin, arch);
             // Handed to cudarc without a copy.
             let module =
                 load_module_vec(ctx, cubin).map_err(|(code, log)| load_error(arch, with_log(code, &log), None))?;
@@ -596,8 +612,9 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // Reported after the type check, which names the parameter and both types.
             size_error = check_params(spec, k, raw, count).err();
         }
-        let known = match &spec.image.0 {
-            ImageKind::Fatbin { limits, .. } => static_limit(limits, ctx, i),
+        let known = match (&spec.image.0, &cubin_limits) {
+            (ImageKind::Fatbin { limits, .. }, _) => static_limit(limits, ctx, i),
+            (_, Some(limits)) => limits.iter().find(|(s, _)| s == symbol).map_or(0, |&(_, n)| n),
             _ => 0,
         };
         functions.push(Function::new(raw, handle, known));
