@@ -140,14 +140,7 @@ impl KernelRef {
         // explains.
         if kind == LaunchKind::Plain {
             let ctx = stream.context();
-            let f = match self.module.plain_function(ctx, self.index) {
-                Some(f) => Some(f),
-                // The first launch on this device loads the module and goes on this way: it
-                // runs the code later launches run, not the full path's too (fewer code pages
-                // and cache lines touched for the first time in the process).
-                None => self.module.first_plain_function(ctx, self.index)?,
-            };
-            if let Some(f) = f {
+            if let Some(f) = self.module.plain_function(ctx, self.index) {
                 let max_threads = f.max_threads.load(std::sync::atomic::Ordering::Relaxed);
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
                 if crate::launch::limits::fits(config, max_threads, max_dyn_smem) && launch::bound_here(ctx) {

@@ -128,19 +128,6 @@ impl Module {
         l.functions.get(index)
     }
 
-    /// [`plain_function`](Module::plain_function) where it found nothing: loads the module in
-    /// `ctx` if it is not loaded there yet (a failure is the load's error), then asks again.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn first_plain_function(
-        &'static self,
-        ctx: &Arc<CudaContext>,
-        index: usize,
-    ) -> Result<Option<&'static Function>> {
-        self.loaded(ctx)?;
-        Ok(self.plain_function(ctx, index))
-    }
-
     /// The module as loaded in `ctx`, loading it first if needed.
     #[inline(always)]
     pub(crate) fn loaded(&'static self, ctx: &Arc<CudaContext>) -> Result<&'static Loaded> {
