@@ -103,43 +103,65 @@ pub(crate) fn prepare(ctx: &CudaContext) {
 
 /// Maps (once per process) the pages of this library's code that a first launch runs and the
 /// process has not run before: the launch's full path, the registry's and this file's loading
-/// code and what lies between them (the generic code they call). A first launch would otherwise
+/// code, the NVRTC disk cache's lookup, and what lies between them (the generic code they call). A first launch would otherwise
 /// take page faults in them, one per 64 KiB of code it reaches (a few microseconds each on a
 /// virtual machine); the kernel maps them here instead, in one call, from the page cache.
 /// Nothing is read or changed: a system without `MADV_POPULATE_READ` (Linux before 5.14)
 /// refuses the call, and the first launch takes its page faults as before.
-pub(crate) fn map_first_load_code() {
-    #[cfg(target_os = "linux")]
-    {
-        static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        if DONE.swap(true, Ordering::Relaxed) {
-            return;
+pub(crate) fn map_first_load_code() -> bool {
+    // 0: not tried yet, 1: not mapped (refused, or no such call here), 2: mapped.
+    static STATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        0 => {
+            let mapped = populate(first_load_code());
+            STATE.store(1 + mapped as u8, Ordering::Relaxed);
+            mapped
         }
-        unsafe extern "C" {
-            fn madvise(addr: *mut c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
-        }
-        const MADV_POPULATE_READ: std::ffi::c_int = 22;
-        const PAGE: usize = 4096;
-        const MARGIN: usize = 32 * 1024;
-        let code = [
-            fatbin_in_place as *const () as usize,
-            load as *const () as usize,
-            static_limit as *const () as usize,
-            crate::module::registry::load_slow_address(),
-            crate::launch::kernel::launch_checked_address(),
-        ];
-        let (lo, hi) = (code.iter().min().copied().unwrap_or(0), code.iter().max().copied().unwrap_or(0));
-        let start = lo.saturating_sub(MARGIN) & !(PAGE - 1);
-        let end = hi.saturating_add(MARGIN);
-        // Far apart (code split over several libraries): not one range to map.
-        if end - start > 4 << 20 {
-            return;
-        }
-        // SAFETY: `MADV_POPULATE_READ` only fills page tables of mappings in the range (as
-        // reading them would, without reading): no memory changes, and a range that is not all
-        // mapped is refused (ENOMEM) after mapping what is. The result is not needed.
-        unsafe { madvise(start as *mut c_void, end - start, MADV_POPULATE_READ) };
+        state => state == 2,
     }
+}
+
+/// The range of code [`map_first_load_code`] maps: from the lowest to the highest of the
+/// functions a first load runs, 32 KiB more on each side, the start aligned to 64 KiB (a page
+/// boundary whatever the page size). `None` when they lie too far apart to be one library's.
+fn first_load_code() -> Option<(usize, usize)> {
+    const MARGIN: usize = 32 * 1024;
+    let code = [
+        fatbin_in_place as *const () as usize,
+        load as *const () as usize,
+        load_any as *const () as usize,
+        static_limit as *const () as usize,
+        crate::module::registry::load_slow_address(),
+        crate::launch::kernel::launch_checked_address(),
+        // A `compiler = "nvrtc"` module's first load: the disk cache's hit path.
+        crate::program::nvrtc::compile_module as *const () as usize,
+        cuda_embed_source::cache::Store::read as *const () as usize,
+    ];
+    let (lo, hi) = (code.iter().min().copied()?, code.iter().max().copied()?);
+    let start = lo.saturating_sub(MARGIN) & !0xffff;
+    let end = hi.saturating_add(MARGIN);
+    (end - start <= 4 << 20).then_some((start, end))
+}
+
+/// Asks the kernel to map `range` of this process's code (`MADV_POPULATE_READ`); whether it did.
+#[cfg(target_os = "linux")]
+fn populate(range: Option<(usize, usize)>) -> bool {
+    unsafe extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    const MADV_POPULATE_READ: std::ffi::c_int = 22;
+    let Some((start, end)) = range else { return false };
+    // SAFETY: `MADV_POPULATE_READ` only fills the page tables of the mappings in the range, as
+    // reading them would, without reading: no memory changes. A range that is not all mapped
+    // is refused (ENOMEM) after what is mapped was; a kernel without the advice refuses it
+    // (EINVAL). Either way nothing else happens.
+    unsafe { madvise(start as *mut c_void, end - start, MADV_POPULATE_READ) == 0 }
+}
+
+/// Elsewhere the first launch takes its page faults.
+#[cfg(not(target_os = "linux"))]
+fn populate(_range: Option<(usize, usize)>) -> bool {
+    false
 }
 
 /// Whether `CUDA_FORCE_PTX_JIT` makes the driver ignore the cubins of a fatbin (set, not empty
@@ -835,4 +857,36 @@ fn load_image_with_log(image: *const c_void) -> std::result::Result<sys::CUmodul
 /// A C string for a driver call, or a message naming the bad name.
 pub(crate) fn c_string(s: &str) -> std::result::Result<CString, String> {
     CString::new(s).map_err(|_| format!("name `{s}` contains a NUL byte"))
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    /// Whether the page holding `addr` is in this process's page table (`/proc/self/pagemap`,
+    /// bit 63 of the page's entry; 4 KiB pages).
+    fn present(addr: usize) -> Option<bool> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
+        f.seek(SeekFrom::Start((addr / 4096 * 8) as u64)).ok()?;
+        let mut entry = [0u8; 8];
+        f.read_exact(&mut entry).ok()?;
+        Some(u64::from_le_bytes(entry) >> 63 == 1)
+    }
+
+    /// Where the kernel takes the advice, every page of the first load's code is mapped after
+    /// it (the first launch then takes no page faults in it); where it does not, nothing fails.
+    #[test]
+    fn the_first_load_code_is_mapped_ahead() {
+        let (start, end) = super::first_load_code().expect("one library's code");
+        assert!(end > start && end - start < 4 << 20, "{start:#x}..{end:#x}");
+        if !super::map_first_load_code() {
+            eprintln!("MADV_POPULATE_READ refused here (Linux before 5.14?): nothing to check");
+            return;
+        }
+        assert!(super::map_first_load_code(), "the answer is kept");
+        for page in (start..end).step_by(4096) {
+            if let Some(p) = present(page) {
+                assert!(p, "page {page:#x} of {start:#x}..{end:#x} is not mapped");
+            }
+        }
+    }
 }
