@@ -160,8 +160,8 @@ const DEVICE_MAX_THREADS: u32 = 1024;
 /// 7.0 and newer; some older ones, 5.3 and 6.2, have half as many).
 const REGISTERS_PER_BLOCK: u32 = 64 * 1024;
 
-/// The most threads a block of a kernel using `registers` per thread can have on a GPU with
-/// [`REGISTERS_PER_BLOCK`]: registers are given out per warp of 32 threads, in units of 256
+/// The most threads a block of a kernel using `registers` per thread can have on a GPU with 64K
+/// registers per block (compute capability 7.0 and newer), at most 1024: registers are given out per warp of 32 threads, in units of 256
 /// (8 per thread), so a warp takes `registers` rounded up to a multiple of 8, times 32. `None`
 /// past 255 registers (no GPU runs such code: not a cubin this reader understands).
 pub fn threads_for_registers(registers: u32) -> Option<u32> {
