@@ -105,9 +105,9 @@ impl Target<'_> {
         }
     }
 
-    /// A violation of the cached limits. Both may be below what the driver allows now: the
-    /// block limit may be the one read from the cubin at build time (equal to the driver's, or
-    /// below it where the module was not loaded from that cubin), and the dynamic shared memory
+    /// A violation of the cached limits, which the driver may not share: the block limit may
+    /// have been read from the kernel's cubin rather than from the driver (see
+    /// [`Function::max_threads`](crate::module::load::Function)), and the dynamic shared memory
     /// limit may have been raised through the driver since it was read (cudarc's
     /// `CudaFunction`, `cu_function()`). So the driver's value is read (and kept) before the
     /// launch is refused.

@@ -103,11 +103,12 @@ pub(crate) fn prepare(ctx: &CudaContext) {
 
 /// Maps (once per process) the pages of this library's code that a first launch runs and the
 /// process has not run before: the launch's full path, the registry's and this file's loading
-/// code, the NVRTC disk cache's lookup, and what lies between them (the generic code they call). A first launch would otherwise
-/// take page faults in them, one per 64 KiB of code it reaches (a few microseconds each on a
-/// virtual machine); the kernel maps them here instead, in one call, from the page cache.
-/// Nothing is read or changed: a system without `MADV_POPULATE_READ` (Linux before 5.14)
-/// refuses the call, and the first launch takes its page faults as before.
+/// code, the NVRTC disk cache's lookup, and what lies between them (the generic code they
+/// call). A first launch would otherwise take page faults in them, one per 64 KiB of code it
+/// reaches (a few microseconds each on a virtual machine); the kernel maps them here instead, in
+/// one call, from the page cache. Nothing is read or changed: a system without
+/// `MADV_POPULATE_READ` (Linux before 5.14) refuses the call, and the first launch takes its page
+/// faults as before. Whether the pages were mapped.
 pub(crate) fn map_first_load_code() -> bool {
     // 0: not tried yet, 1: not mapped (refused, or no such call here), 2: mapped.
     static STATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
@@ -454,11 +455,11 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     let mut to_record: Option<CheckRecord> = None;
     // Images in the binary of modules without globals load in place (see the module docs).
     let in_place = spec.globals.is_empty();
-    // `symbols`: the kernels' symbols when compiled now (else the spec's). `arch` is 0 on the
-    // fatbin path, where it is only read to explain a failure.
     // Where the driver is handed one cubin (compiled now, or chosen here from the binary's), its
     // kernels' block limits, read from it: no limit read before the first launch.
     let mut cubin_limits: Option<Vec<(String, u32)>> = None;
+    // `symbols`: the kernels' symbols when compiled now (else the spec's). `arch` is 0 on the
+    // fatbin path, where it is only read to explain a failure.
     let (owner, raw_module, symbols, global_symbols, from_disk_cache, arch) = match &spec.image.0 {
         ImageKind::Fatbin { bytes, targets, compiler, .. } => {
             let explain = |(code, log): (sys::CUresult, String)| {

@@ -110,8 +110,8 @@ impl Image {
     /// A fatbin built by nvcc at build time, holding `targets` (`["sm_80", "sm_90", "compute_80"]`),
     /// and `limits`: for each of its cubins, by architecture (90 for `sm_90` and `sm_90a`), the
     /// largest block each kernel (in the order of [`ModuleSpec::kernels`]) takes on a GPU that
-    /// loads that cubin, as the driver would report it (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; 0: not known). A launch within
-    /// it need not ask the driver first.
+    /// loads that cubin, as the driver would report it (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`;
+    /// 0: not known). A launch within it need not ask the driver first.
     ///
     /// # Safety
     /// `bytes` must be a complete, 8-byte aligned fatbin or cubin image: the driver reads it
