@@ -109,24 +109,11 @@ fn attributes_match_launch_bounds() {
 mod limits {
     cuda_embed::cuda_kernel!(
         r#"
+        #include "kernels/heavy.cuh"
         extern "C" __global__ void small(float* y) { y[threadIdx.x] = 1.0f; }
         extern "C" __global__ void __launch_bounds__(256, 2) bounded_min(float* y) { y[threadIdx.x] = 2.0f; }
         extern "C" __global__ void __maxnreg__(32) few_registers(float* y) { y[threadIdx.x] = 3.0f; }
-        // 64 values live at once: more than 64 registers, so fewer than 1024 threads.
-        extern "C" __global__ void heavy(float* y, int n) {
-            float acc[64];
-            #pragma unroll
-            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
-            #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                #pragma unroll
-                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
-            }
-            float s = 0.0f;
-            #pragma unroll
-            for (int j = 0; j < 64; j++) s += acc[j];
-            y[threadIdx.x] = s;
-        }
+        extern "C" __global__ void heavy(float* y, int n) { y[threadIdx.x] = heavy_sum(y, n); }
         // As many live values as registers can hold, within a bound of 256 threads.
         extern "C" __global__ void __launch_bounds__(256) heavier(float* y, int n) {
             float acc[192];
@@ -150,22 +137,10 @@ mod limits {
 mod limits_nvrtc {
     cuda_embed::cuda_kernel!(
         r#"
+        #include "kernels/heavy.cuh"
         extern "C" __global__ void small_rt(float* y) { y[threadIdx.x] = 1.0f; }
         extern "C" __global__ void __launch_bounds__(256, 2) bounded_min_rt(float* y) { y[threadIdx.x] = 2.0f; }
-        extern "C" __global__ void heavy_rt(float* y, int n) {
-            float acc[64];
-            #pragma unroll
-            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
-            #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                #pragma unroll
-                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
-            }
-            float s = 0.0f;
-            #pragma unroll
-            for (int j = 0; j < 64; j++) s += acc[j];
-            y[threadIdx.x] = s;
-        }
+        extern "C" __global__ void heavy_rt(float* y, int n) { y[threadIdx.x] = heavy_sum(y, n); }
     "#,
         compiler = "nvrtc"
     );
@@ -176,20 +151,8 @@ mod limits_nvrtc {
 mod older {
     cuda_embed::cuda_kernel!(
         r#"
-        extern "C" __global__ void heavy_old(float* y, int n) {
-            float acc[64];
-            #pragma unroll
-            for (int j = 0; j < 64; j++) acc[j] = y[threadIdx.x + j * n];
-            #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                #pragma unroll
-                for (int j = 0; j < 64; j++) acc[j] = acc[j] * acc[(j + k) % 64] + 1.0f;
-            }
-            float s = 0.0f;
-            #pragma unroll
-            for (int j = 0; j < 64; j++) s += acc[j];
-            y[threadIdx.x] = s;
-        }
+        #include "kernels/heavy.cuh"
+        extern "C" __global__ void heavy_old(float* y, int n) { y[threadIdx.x] = heavy_sum(y, n); }
     "#,
         archs = [80]
     );

@@ -113,33 +113,31 @@ impl Target<'_> {
     /// launch is refused.
     #[cold]
     #[inline(never)]
-    fn recheck(&self, device: usize, cfg: &LaunchConfig, v: Violation) -> Result<()> {
+    fn recheck(&self, device: usize, cfg: &LaunchConfig, mut v: Violation) -> Result<()> {
         use sys::CUfunction_attribute::*;
+        let reread = |attr, cached: &AtomicU32| {
+            let max = func_attr(self.f, attr).unwrap_or(u32::MAX);
+            cached.store(max, Ordering::Relaxed);
+            max
+        };
         let (mut max_threads, mut max_smem) =
             (self.max_threads.load(Ordering::Relaxed), self.max_dyn_smem.load(Ordering::Relaxed));
-        let v = match v {
-            Violation::Threads { .. } => {
-                max_threads = func_attr(self.f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(u32::MAX);
-                self.max_threads.store(max_threads, Ordering::Relaxed);
-                // The block may fit now, and the shared memory still be over its limit.
-                match check_config(cfg, max_threads, max_smem) {
-                    Ok(()) => return Ok(()),
-                    Err(v) => v,
-                }
-            }
-            v => v,
-        };
-        let v = match v {
-            Violation::SharedMemory { .. } => {
-                max_smem = func_attr(self.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(u32::MAX);
-                self.max_dyn_smem.store(max_smem, Ordering::Relaxed);
-                match check_config(cfg, max_threads, max_smem) {
-                    Ok(()) => return Ok(()),
-                    Err(v) => v,
-                }
-            }
-            v => v,
-        };
+        // Each limit is read again at most once, in the order the check finds them: the block
+        // may fit now and the shared memory still be over its limit.
+        if let Violation::Threads { .. } = v {
+            max_threads = reread(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, self.max_threads);
+            v = match check_config(cfg, max_threads, max_smem) {
+                Ok(()) => return Ok(()),
+                Err(v) => v,
+            };
+        }
+        if let Violation::SharedMemory { .. } = v {
+            max_smem = reread(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.max_dyn_smem);
+            v = match check_config(cfg, max_threads, max_smem) {
+                Ok(()) => return Ok(()),
+                Err(v) => v,
+            };
+        }
         Err(self.violation(device, cfg, v))
     }
 

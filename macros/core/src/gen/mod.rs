@@ -95,11 +95,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                 });
                 // The architecture as a number (`sm_90a`: 90): what the runtime compares with
                 // the GPU's compute capability.
-                let arch: u32 = target
-                    .trim_start_matches("sm_")
-                    .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-                    .parse()
-                    .unwrap_or(0);
+                let arch = cuda_embed_source::options::Arch::parse(target).map_or(0, |a| a.number);
                 let arch = Literal::u32_unsuffixed(arch);
                 quote! { (#arch, &[#(#threads),*]) }
             });

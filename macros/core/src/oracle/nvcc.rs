@@ -267,10 +267,10 @@ fn kept_limits(keep: &Path, targets: &[String]) -> BlockLimits {
             },
             None => continue,
         };
-        let arch: Option<u32> = target[3..].trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().ok();
         if !targets.contains(&target) || out.iter().any(|(t, _)| *t == target) {
             continue;
         }
+        let arch = Arch::parse(&target).ok().map(|a| a.number);
         let limits = std::fs::read(&path)
             .ok()
             .zip(arch)
