@@ -200,7 +200,7 @@ fn ours_batch(
 
 /// The generated launcher's body with the limit checks (and the buffers' device checks) left
 /// out: what `launch` costs minus what the checks cost. The buffers' pointers are taken as the
-/// generated launcher takes them (`buffer_ptr` on the launch's binding).
+/// generated launcher takes them (`bind`'s `bind` on the launch's binding).
 #[inline(never)]
 fn unchecked_batch(
     stream: &Arc<CudaStream>,
@@ -211,8 +211,11 @@ fn unchecked_batch(
 ) -> cuda_embed::Result<()> {
     for _ in 0..BATCH {
         let binding = cuda_embed::__private::kernel_binding(stream, *empty4::KERNEL)?;
-        let (pa, _sa) = cuda_embed::__private::buffer_ptr(a, &binding);
-        let (pb, _sb) = cuda_embed::__private::buffer_ptr_mut(b, &binding);
+        use cuda_embed::__private::bind::{Checked, CheckedMut};
+        // SAFETY: `a` and `b` are buffers of the stream's context (the check left out).
+        let (pa, _sa) = unsafe { Checked::<f32, _>::unchecked(a) }.bind(&binding);
+        // SAFETY: as above.
+        let (pb, _sb) = unsafe { CheckedMut::<f32, _>::unchecked(&mut *b) }.bind(&binding);
         let mut args: [*mut c_void; 4] = [
             &pa as *const u64 as *mut c_void,
             &pb as *const u64 as *mut c_void,

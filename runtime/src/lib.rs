@@ -8,6 +8,7 @@
 
 // One folder per capability; each uses only those above it in this list.
 pub mod args; // what a launch takes: typed argument lists, the dynamic list, buffers, typed values
+pub mod bind; // the one checked path from operands to addresses: device, extent, aliasing, configuration
 pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and their bounds-check reports
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
@@ -128,11 +129,12 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Support for generated code. Not a public API: may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::args::{check_device, In, InAny, Out, OutAny};
+    pub use crate::args::{In, InAny, Out, OutAny};
+    pub use crate::bind;
     pub use crate::device::report as rust_kernel;
-    pub use crate::elementwise::{common_length, elementwise_config_is_1d, AutoConfig};
+    pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::graph::NdUpdate;
-    pub use crate::launch::capture::{buffer_ptr, buffer_ptr_mut, kernel_binding};
+    pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;

@@ -10,16 +10,15 @@ use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-/// The first buffer argument that is not memory of `ctx`: its index and its device ordinal.
-pub(crate) fn misplaced(args: &[Arg<'_>], ctx: sys::CUcontext) -> Option<(usize, usize)> {
-    args.iter().enumerate().find_map(|(i, a)| match a.kind {
-        ArgKind::Buffer { object, placement, .. } => {
-            // SAFETY: `a` borrows the buffer `object` points at for as long as `args` lives.
-            let (c, device) = unsafe { placement(object) };
-            (c != ctx).then_some((i, device))
-        }
+/// The first buffer argument that is not memory of `stream`'s context: its index and its device
+/// ordinal (the device check of [`crate::bind`]).
+pub(crate) fn misplaced(args: &[Arg<'_>], stream: &CudaStream) -> Option<(usize, usize)> {
+    let placements = args.iter().map(|a| match a.kind {
+        // SAFETY: `a` borrows the buffer `object` points at for as long as `args` lives.
+        ArgKind::Buffer { object, placement, .. } => Some(unsafe { placement(object) }),
         ArgKind::Value(_) => None,
-    })
+    });
+    crate::bind::placement(placements, stream)
 }
 
 /// Binds the buffer arguments for a launch of `who` on `stream` (each buffer's cudarc ordering guard stays alive on
@@ -248,7 +247,7 @@ impl<'a> Arg<'a> {
     /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
     pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
         let layout = *view.layout();
-        let mut arg = Arg::slice_mut(view.buffer_mut());
+        let mut arg = Arg::slice_mut(&mut view.buf);
         arg.layout = Some(layout);
         arg
     }

@@ -8,8 +8,9 @@
 //! graph's lifetime and records the write for the dependency inference instead.
 
 use crate::args::{placement_of, In, InAny, KernelArg, KernelArgs, Out, OutAny};
+use crate::bind::node_buffer;
 use crate::error::{Error, Result};
-use crate::graph::args::{address, NodeArg, NodeArgs, Record};
+use crate::graph::args::{NodeArg, NodeArgs, Record};
 use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
@@ -55,7 +56,7 @@ macro_rules! node_buffer {
             type Param = sys::CUdeviceptr;
             #[inline(always)]
             fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<sys::CUdeviceptr> {
-                let (p, access) = address(self, ctx, $write)?;
+                let (p, access) = node_buffer(self, ctx, $write)?;
                 accesses.record(access);
                 Ok(p)
             }
@@ -108,16 +109,11 @@ macro_rules! tuple_impls {
                 wrong: impl FnOnce(usize, usize) -> Error,
             ) -> Result<R> {
                 let ($($b,)*) = self;
-                let ctx = stream.context().cu_ctx();
-                let mut index = 0;
-                $(
-                    if let Some((c, device)) = <$a as KernelArg<$m>>::placement(&$b) {
-                        if c != ctx {
-                            return Err(wrong(index, device));
-                        }
-                    }
-                    index += 1;
-                )*
+                // The device check of every launch (`bind`), before any driver call.
+                let placements = [$(<$a as KernelArg<$m>>::placement(&$b)),*];
+                if let Some((index, device)) = crate::bind::placement(placements, stream) {
+                    return Err(wrong(index, device));
+                }
                 // Under capture with event tracking, buffers are bound on the side stream.
                 let binding = crate::launch::capture::binding(stream)?;
                 $(let $b = $b.bind(&binding);)*

@@ -15,7 +15,7 @@ pub(crate) mod typed; // TypedArg, CudaType
 
 use crate::error::{Error, Result};
 use crate::types::DeviceSafe;
-use cudarc::driver::{sys, CudaContext, CudaStream, DeviceSlice};
+use cudarc::driver::{sys, CudaStream, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
@@ -60,72 +60,6 @@ pub unsafe trait KernelArg<M> {
 pub(crate) fn placement_of<T, S: DeviceSlice<T> + ?Sized>(buffer: &S) -> (sys::CUcontext, usize) {
     let ctx = buffer.stream().context();
     (ctx.cu_ctx(), ctx.ordinal())
-}
-
-/// Checks that `buffer`, passed for parameter `param` (`` `x` `` or `#2`) of `kernel`, lives in the context of
-/// `stream`, before a launch. A pointer compare; the error is built off the hot path.
-///
-/// A kernel handed memory of another device faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, a sticky
-/// error that leaves the stream's context unusable for the rest of the process; this turns it
-/// into an [`Error::Launch`] naming the kernel, the parameter and both devices. Support for the
-/// code `cuda_kernel!` generates: not a stable API.
-#[doc(hidden)]
-#[inline(always)]
-pub fn check_device<T, S: DeviceSlice<T> + ?Sized>(
-    buffer: &S,
-    stream: &CudaStream,
-    kernel: crate::KernelRef,
-    param: &'static str,
-) -> Result<()> {
-    // The same `CudaContext` object (the common case: one `Arc` shared by the buffer's stream
-    // and the launch stream) is the same context; anything else compares the driver's handles.
-    let ctx = buffer.stream().context();
-    if std::ptr::eq::<CudaContext>(&**ctx, &**stream.context()) {
-        Ok(())
-    } else {
-        check_context(ctx, stream, kernel, param)
-    }
-}
-
-/// [`check_device`] for a buffer whose `CudaContext` object is not the stream's: the same driver
-/// context through another `CudaContext` is fine, another context is an error.
-#[cold]
-#[inline(never)]
-fn check_context(ctx: &CudaContext, stream: &CudaStream, kernel: crate::KernelRef, param: &'static str) -> Result<()> {
-    if ctx.cu_ctx() == stream.context().cu_ctx() {
-        Ok(())
-    } else {
-        Err(wrong_device(kernel.name(), kernel.module().origin(), param, ctx.ordinal(), stream))
-    }
-}
-
-/// The error for device memory of context `buffer_device` passed to a launch on `stream`.
-#[cold]
-#[inline(never)]
-pub(crate) fn wrong_device(
-    kernel: &str,
-    origin: &str,
-    param: &str,
-    buffer_device: usize,
-    stream: &CudaStream,
-) -> Error {
-    let device = stream.context().ordinal();
-    let cause = if buffer_device == device {
-        format!(
-            "parameter {param} is device memory of another CUDA context on device {device} than the launch stream's"
-        )
-    } else {
-        format!(
-            "parameter {param} is device memory of device {buffer_device}, but the launch stream is on device {device}"
-        )
-    };
-    Error::Launch {
-        kernel: kernel.to_string(),
-        origin: origin.to_string(),
-        device,
-        cause,
-        fix: Some(format!("launch on a stream of device {buffer_device}, or copy the buffer to device {device} first")),
-    }
 }
 
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).

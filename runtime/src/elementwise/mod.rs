@@ -166,31 +166,10 @@ pub fn length_error(kernel: KernelRef, lengths: &[(&str, usize)]) -> Error {
     }
 }
 
-/// Checks that a caller's configuration for an elementwise kernel is 1-D: its index is
-/// `blockIdx.x * blockDim.x + threadIdx.x` (grid-stride), so threads along `y` or `z` would all
-/// write the same elements.
-#[inline]
-pub fn elementwise_config_is_1d(kernel: KernelRef, stream: &CudaStream, c: &LaunchConfig) -> Result<()> {
-    check_1d(kernel.name(), kernel.module().origin(), stream, c)
-}
-
-/// [`elementwise_config_is_1d`] for a kernel named `kernel` from `origin`.
+/// [`crate::bind::one_d`] for a kernel named `kernel` from `origin`, launched on `stream`.
 #[inline]
 pub(crate) fn check_1d(kernel: &str, origin: &str, stream: &CudaStream, c: &LaunchConfig) -> Result<()> {
-    if c.grid_dim.1 == 1 && c.grid_dim.2 == 1 && c.block_dim.1 == 1 && c.block_dim.2 == 1 {
-        return Ok(());
-    }
-    Err(Error::Launch {
-        kernel: kernel.to_string(),
-        origin: origin.to_string(),
-        device: stream.context().ordinal(),
-        cause: format!(
-            "grid {:?} and block {:?}: an elementwise kernel's index is 1-D, so threads along y or z would \
-             repeat the same elements",
-            c.grid_dim, c.block_dim
-        ),
-        fix: Some("use a 1-D configuration (y and z of grid and block = 1), or `launch` to let it choose".into()),
-    })
+    crate::bind::one_d_named(kernel, origin, stream.context().ordinal(), c)
 }
 
 /// The first length, or an error naming all when they differ; `None` when there are none.

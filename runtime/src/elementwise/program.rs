@@ -641,9 +641,9 @@ impl ElementwiseKernel {
                 ),
             ));
         }
-        if let Some((i, buffer_device)) = misplaced(args, ctx.cu_ctx()) {
+        if let Some((i, buffer_device)) = misplaced(args, stream) {
             let param = self.sig.params.get(i).map_or_else(|| format!("#{i}"), |p| format!("`{}`", p.name));
-            return Err(crate::args::wrong_device(&self.sig.kernel, &self.sig.origin, &param, buffer_device, stream));
+            return Err(crate::bind::wrong_device(&self.sig.kernel, &self.sig.origin, &param, buffer_device, stream));
         }
         Ok(ctx)
     }

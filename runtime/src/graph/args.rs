@@ -8,11 +8,10 @@
 
 #[cfg(doc)]
 use crate::args::{In, InAny, Out, OutAny};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::types::DeviceSafe;
 use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
-use std::sync::Arc;
 
 /// Which memory an access touches: device addresses and host addresses are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +32,8 @@ pub struct Access {
 }
 
 /// Where node arguments report the ranges they touch: the graph's list while a node is added
-/// (for the dependency inference), nowhere while an instantiated graph's node is updated (its
-/// edges stay as they were built, so the ranges are not needed).
+/// (for the dependency inference and the aliasing check), a list on the stack while an
+/// instantiated graph's node is updated (for the aliasing check only: its edges stay as built).
 pub trait Record {
     /// Notes one range.
     fn record(&mut self, access: Access);
@@ -45,14 +44,6 @@ impl Record for Vec<Access> {
     fn record(&mut self, access: Access) {
         self.push(access);
     }
-}
-
-/// Drops every range: what an update of an instantiated graph's node passes.
-pub(crate) struct Discard;
-
-impl Record for Discard {
-    #[inline(always)]
-    fn record(&mut self, _: Access) {}
 }
 
 /// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
@@ -138,59 +129,6 @@ impl Access {
     }
 }
 
-/// The device address of `buffer` and its access record, after checking that the buffer lives in
-/// `ctx` (a buffer of another device is an [`Error::Graph`]).
-///
-/// The address is read through cudarc's `DevicePtr` on the buffer's own stream; the ordering
-/// guard it returns is not used (a graph node is not a stream operation: the graph orders its own
-/// nodes, and [`GraphExec::launch`](crate::GraphExec::launch) documents the ordering with other
-/// work), so it is forgotten rather than recorded.
-pub(crate) fn address<T, S: DevicePtr<T> + ?Sized>(
-    buffer: &S,
-    ctx: &CudaContext,
-    write: bool,
-) -> Result<(u64, Access)> {
-    let p = device_address(buffer, ctx)?;
-    Ok((p, device_access(buffer, p, write)))
-}
-
-/// The whole of `buffer`, at device address `p`.
-#[inline(always)]
-fn device_access<T, S: DevicePtr<T> + ?Sized>(buffer: &S, p: u64, write: bool) -> Access {
-    Access { space: Space::Device, lo: p, hi: p + buffer.num_bytes() as u64, write }
-}
-
-/// The device address of `buffer` after checking that it lives in `ctx` (see [`address`]).
-#[inline(always)]
-fn device_address<T, S: DevicePtr<T> + ?Sized>(buffer: &S, ctx: &CudaContext) -> Result<u64> {
-    let stream = buffer.stream();
-    let own = stream.context();
-    // The same `CudaContext` object (the common case: one less load each side), else the same
-    // driver context.
-    if !std::ptr::eq(Arc::as_ptr(own), ctx) && own.cu_ctx() != ctx.cu_ctx() {
-        return Err(other_device(ctx, own.ordinal()));
-    }
-    let (p, guard) = buffer.device_ptr(stream);
-    std::mem::forget(guard);
-    Ok(p)
-}
-
-#[cold]
-#[inline(never)]
-pub(crate) fn other_device(ctx: &CudaContext, buffer_device: usize) -> Error {
-    Error::Graph {
-        device: ctx.ordinal(),
-        cause: format!(
-            "a buffer of device {buffer_device} was given to a graph of device {}; a graph belongs to one context",
-            ctx.ordinal()
-        ),
-        fix: Some(format!(
-            "copy the data to device {} first, or build a separate graph on device {buffer_device}",
-            ctx.ordinal()
-        )),
-    }
-}
-
 /// One argument of a kernel node for a parameter marked `M` (the markers of
 /// [`args`](crate::args)): the value itself for a by-value parameter; for a pointer parameter a
 /// buffer borrowed for the graph's lifetime `'a`.
@@ -272,7 +210,7 @@ type Address = unsafe fn(*const (), &CudaContext, bool) -> Result<(u64, Access)>
 /// `object` must point at a live `S`.
 unsafe fn address_of<T, S: DevicePtr<T>>(object: *const (), ctx: &CudaContext, write: bool) -> Result<(u64, Access)> {
     // SAFETY: the caller's contract; `GraphArg::read`/`write` made `object` from a `&'a S`.
-    address(unsafe { &*(object as *const S) }, ctx, write)
+    crate::bind::node_buffer(unsafe { &*(object as *const S) }, ctx, write)
 }
 
 #[derive(Clone, Copy)]

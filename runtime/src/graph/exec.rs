@@ -1,12 +1,13 @@
 //! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
 //! kernel-node updates, memcpy/memset node updates and whole-graph update.
 
-use super::args::{address, other_device, Discard, NodeArgs};
+use super::args::{Access, NodeArgs, Record, StackAccesses};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::bind::{node_buffer, other_device};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
 use crate::launch::limits::bind;
@@ -244,9 +245,12 @@ impl<'a> GraphExec<'a> {
         // context as this instantiation's.
         self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
         let (exec, ctx, f, n) = (self.raw, &*self.ctx, node.func.raw, node.raw);
-        // Every buffer is still checked against the graph's context; the ranges the arguments
-        // touch are not collected (`Discard`): an update keeps the edges the graph was built with.
-        args.with_params(ctx, &mut Discard, |params, _| {
+        // Every buffer is still checked against the graph's context, and the ranges are checked
+        // for aliasing as when the node was added (`bind`); they are not kept: an update keeps the
+        // edges the graph was built with.
+        let kernel = node.kernel;
+        args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
+            crate::bind::disjoint(acc.as_slice(), kernel.name(), kernel.module().origin())?;
             let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
@@ -419,6 +423,8 @@ pub struct NdUpdate<'e, 'a> {
     node: Node,
     raw: sys::CUgraphNode,
     kind: NodeKind,
+    /// The ranges of the new operands, for the aliasing check (`bind`).
+    accesses: StackAccesses,
 }
 
 impl std::fmt::Debug for NdUpdate<'_, '_> {
@@ -433,7 +439,7 @@ impl<'a> GraphExec<'a> {
     pub fn __nd_update(&mut self, node: Node) -> Result<NdUpdate<'_, 'a>> {
         let raw = self.node(node)?;
         let kind = self.nodes[node.index].1;
-        Ok(NdUpdate { exec: self, node, raw, kind })
+        Ok(NdUpdate { exec: self, node, raw, kind, accesses: StackAccesses::new() })
     }
 }
 
@@ -441,13 +447,23 @@ impl<'a> NdUpdate<'_, 'a> {
     /// The address of a buffer the kernel reads (an error for another device's buffer).
     #[inline]
     pub fn read<T, S: DevicePtr<T>>(&mut self, buffer: &'a S) -> Result<u64> {
-        address(buffer, &self.exec.ctx, false).map(|(p, _)| p)
+        let (p, access) = node_buffer(buffer, &self.exec.ctx, false)?;
+        self.accesses.record(access);
+        Ok(p)
     }
 
     /// The address of a buffer the kernel writes (an error for another device's buffer).
     #[inline]
     pub fn write<T, S: DevicePtr<T> + DevicePtrMut<T>>(&mut self, buffer: &'a S) -> Result<u64> {
-        address(buffer, &self.exec.ctx, true).map(|(p, _)| p)
+        let (p, access) = node_buffer(buffer, &self.exec.ctx, true)?;
+        self.accesses.record(access);
+        Ok(p)
+    }
+
+    /// Records a range the kernel reads or writes (N-D operands, `ndarray::NodeMemory`).
+    #[inline]
+    pub(crate) fn __record(&mut self, access: Access) {
+        self.accesses.record(access);
     }
 
     #[cold]
@@ -491,6 +507,7 @@ impl<'a> NdUpdate<'_, 'a> {
                 self.rebuild(name, format!("the new operands have elements, the node is {}", kind_name(self.kind)))
             );
         }
+        crate::bind::disjoint(self.accesses.as_slice(), kernel.name(), kernel.module().origin())?;
         let ctx = self.exec.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         check(&target, &ctx, config)?;

@@ -8,9 +8,10 @@
 //! and every instantiation of it (the kernels leave the counters at zero, so every replay starts
 //! from a clean buffer).
 
-use super::args::{address, other_device, Access, NodeArg, Record, Space};
+use super::args::{Access, NodeArg, Record, Space};
 use super::{Graph, Label, Node};
 use crate::args::Out;
+use crate::bind::{node_buffer, other_device};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
 use crate::reduction::Shape;
@@ -68,7 +69,7 @@ impl<'a> NodeBuilder<'_, 'a> {
     /// The address of a buffer the kernel reads (an error for another device's buffer).
     #[inline]
     pub fn read<T, S: DevicePtr<T>>(&mut self, buffer: &'a S) -> Result<u64> {
-        let (p, access) = address(buffer, &self.graph.ctx, false)?;
+        let (p, access) = node_buffer(buffer, &self.graph.ctx, false)?;
         self.accesses.push(access);
         Ok(p)
     }
@@ -76,7 +77,7 @@ impl<'a> NodeBuilder<'_, 'a> {
     /// The address of a buffer the kernel writes (an error for another device's buffer).
     #[inline]
     pub fn write<T, S: DevicePtr<T> + DevicePtrMut<T>>(&mut self, buffer: &'a S) -> Result<u64> {
-        let (p, access) = address(buffer, &self.graph.ctx, true)?;
+        let (p, access) = node_buffer(buffer, &self.graph.ctx, true)?;
         self.accesses.push(access);
         Ok(p)
     }

@@ -121,6 +121,14 @@ impl Label {
             Label::Text(t) => t,
         }
     }
+
+    /// Where the node's kernel comes from, for errors.
+    pub(crate) fn origin(&self) -> &str {
+        match self {
+            Label::Kernel(k) => k.module().origin(),
+            Label::Text(_) => "a run-time program",
+        }
+    }
 }
 
 impl std::fmt::Display for Label {

@@ -1,10 +1,11 @@
 //! The nodes other than kernels: memcpy (host to device, device to host, device to device),
 //! memset, host closures, empty nodes, child graphs, event record and wait.
 
-use super::args::{address, other_device, Access, Space};
+use super::args::{Access, Space};
 use super::host::{trampoline, HostCell};
 use super::{Graph, Node, NodeKind};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::bind::{node_buffer, other_device};
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaEvent, DeviceRepr};
 use std::marker::PhantomData;
@@ -116,7 +117,7 @@ pub(crate) fn htod<T: DeviceRepr, D: DeviceBuffer<T> + DeviceBufferMut<T>>(
     dst: &D,
     acc: &mut Vec<Access>,
 ) -> Result<(End, End, usize)> {
-    let (d, a) = address(dst, g_ctx, true)?;
+    let (d, a) = node_buffer(dst, g_ctx, true)?;
     if src.len() > dst.len() {
         return Err(too_long(g_ctx.ordinal(), "host-to-device", src.len(), dst.len()));
     }
@@ -131,7 +132,7 @@ pub(crate) fn dtoh<T: DeviceRepr, S: DeviceBuffer<T>>(
     dst: &mut [T],
     acc: &mut Vec<Access>,
 ) -> Result<(End, End, usize)> {
-    let (s, a) = address(src, g_ctx, false)?;
+    let (s, a) = node_buffer(src, g_ctx, false)?;
     if dst.len() > src.len() {
         return Err(too_long(g_ctx.ordinal(), "device-to-host", dst.len(), src.len()));
     }
@@ -146,8 +147,8 @@ pub(crate) fn dtod<T: DeviceRepr, S: DeviceBuffer<T>, D: DeviceBuffer<T> + Devic
     dst: &D,
     acc: &mut Vec<Access>,
 ) -> Result<(End, End, usize)> {
-    let (s, sa) = address(src, g_ctx, false)?;
-    let (d, da) = address(dst, g_ctx, true)?;
+    let (s, sa) = node_buffer(src, g_ctx, false)?;
+    let (d, da) = node_buffer(dst, g_ctx, true)?;
     if src.len() > dst.len() {
         return Err(too_long(g_ctx.ordinal(), "device-to-device", src.len(), dst.len()));
     }
@@ -279,7 +280,7 @@ impl<'a> Graph<'a> {
     ) -> Result<MemsetNode<T>> {
         let (size, bits) = memset_bits(value);
         let mut acc = self.take_scratch();
-        let (d, a) = address(dst, &self.ctx, true)?;
+        let (d, a) = node_buffer(dst, &self.ctx, true)?;
         acc.push(a);
         let len = dst.len();
         let p =

@@ -18,7 +18,7 @@
 //! tracking off, launches are as before.
 
 use crate::error::{DriverCode, Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{sys, CudaContext, CudaStream, SyncOnDrop};
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 pub enum Binding<'a> {
     /// The launch stream, in a context that did not manage stream synchronisation when the
     /// launch asked (event tracking off, or a single stream): cudarc's buffer guards have nothing
-    /// to record, and [`buffer_ptr`] forgets them without asking again.
+    /// to record, and the binds of [`crate::bind`] forget them without asking again.
     Untracked(&'a CudaStream),
     /// The launch stream, in a context that manages stream synchronisation.
     Stream(&'a CudaStream),
@@ -69,31 +69,6 @@ pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<B
     }
 }
 
-/// A buffer's device address for a launch that reads it, taken on `binding` with cudarc's
-/// `device_ptr` (the binding stream waits on the buffer's last write when its context tracks
-/// events across streams), and cudarc's ordering guard for the launch to hold until it is
-/// queued, or `None` where dropping the guard has nothing to do (see `keep`). Support for
-/// generated code.
-#[inline(always)]
-pub fn buffer_ptr<'a, T, B: DevicePtr<T> + ?Sized>(
-    buffer: &'a B,
-    binding: &'a Binding<'_>,
-) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
-    let (ptr, guard) = buffer.device_ptr(binding);
-    (ptr, keep(binding, guard))
-}
-
-/// [`buffer_ptr`] for a launch that may write the buffer (`device_ptr_mut`: the binding stream
-/// also waits on the buffer's reads).
-#[inline(always)]
-pub fn buffer_ptr_mut<'a, T, B: DevicePtrMut<T> + ?Sized>(
-    buffer: &'a mut B,
-    binding: &'a Binding<'_>,
-) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
-    let (ptr, guard) = buffer.device_ptr_mut(binding);
-    (ptr, keep(binding, guard))
-}
-
 /// The guard cudarc's `device_ptr` returned on `binding`, if dropping it after the launch can do
 /// anything.
 ///
@@ -110,7 +85,7 @@ pub fn buffer_ptr_mut<'a, T, B: DevicePtrMut<T> + ?Sized>(
 /// synchronises the stream whatever the context says, from a buffer type of someone else's),
 /// the guard is kept and its drop does what it always does.
 #[inline(always)]
-fn keep<'a>(binding: &Binding<'_>, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
+pub(crate) fn keep<'a>(binding: &Binding<'_>, guard: SyncOnDrop<'a>) -> Option<SyncOnDrop<'a>> {
     if matches!(binding, Binding::Untracked(_)) && matches!(guard, SyncOnDrop::Record(_)) {
         // Not recording is what the drop would do (see above); the guard owns nothing.
         std::mem::forget(guard);

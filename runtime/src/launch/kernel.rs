@@ -401,7 +401,7 @@ impl<Sig> Kernel<Sig> {
         args: impl KernelArgs<Sig>,
     ) -> Result<Option<f32>> {
         let wrong = |i: usize, device: usize| {
-            crate::args::wrong_device(self.name(), self.raw.module().origin(), &format!("#{i}"), device, stream)
+            crate::bind::wrong_device(self.name(), self.raw.module().origin(), &format!("#{i}"), device, stream)
         };
         // SAFETY: `KernelArgs<Sig>` packs one pointer per parameter of the types `Sig` names,
         // which are the kernel's (the constructor's contract); the kernel itself is the caller's.

@@ -26,7 +26,7 @@ pub use node::{NdNodeInput, NdNodeOutput, NodeMemory, NodeRegion};
 pub use plan::{NdLaunch, RANKS};
 
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::ops::{Bound, RangeBounds};
 
 fn shape_error(op: &str, detail: String) -> Error {
@@ -81,7 +81,7 @@ macro_rules! layout_accessors {
 /// Made from a `CudaSlice` or `CudaView`; every operation that makes a new view checks it.
 #[derive(Debug)]
 pub struct NdView<'a, T> {
-    buf: CudaView<'a, T>,
+    pub(crate) buf: CudaView<'a, T>,
     layout: Layout,
 }
 
@@ -89,7 +89,7 @@ pub struct NdView<'a, T> {
 /// overlap (no broadcasting: two indices never address one element).
 #[derive(Debug)]
 pub struct NdViewMut<'a, T> {
-    buf: CudaViewMut<'a, T>,
+    pub(crate) buf: CudaViewMut<'a, T>,
     layout: Layout,
 }
 
@@ -242,9 +242,17 @@ impl<'a, T> NdViewMut<'a, T> {
         self.with("NdViewMut::reshape", l)
     }
 
-    /// The buffer the view writes (element `[0, ..]` is at [`Layout::offset`]).
-    pub fn buffer_mut(&mut self) -> &mut CudaViewMut<'a, T> {
-        &mut self.buf
+    /// The buffer the view writes (element `[0, ..]` is at [`Layout::offset`]), lent for as long
+    /// as this borrow of the view. It is a new view of the same memory, not the view's own
+    /// buffer: the view's layout was checked against that buffer's length, so the buffer is never
+    /// handed out where it could be replaced by a smaller one.
+    pub fn buffer_mut(&mut self) -> CudaViewMut<'_, T> {
+        self.buf.slice_mut(..)
+    }
+
+    /// The stream of the buffer the view writes (its context is the memory's).
+    pub(crate) fn buffer_stream(&self) -> &std::sync::Arc<CudaStream> {
+        DeviceSlice::stream(&self.buf)
     }
 
     /// The address of element `[0, ..]` on `stream`, for writing.

@@ -5,8 +5,9 @@
 //! written for the dependency inference.
 
 use super::{AsCudaView, Layout, NdView, NdViewMut};
+use crate::bind::{node_buffer, other_device};
 use crate::error::{Error, Result};
-use crate::graph::args::{address, other_device, Access, NodeArg, Record, Space};
+use crate::graph::args::{Access, NodeArg, Record, Space};
 use crate::graph::generated::NodeBuilder;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaView, CudaViewMut, DevicePtr};
 use std::marker::PhantomData;
@@ -18,7 +19,7 @@ use std::marker::PhantomData;
     label = "expected `&NdView<{T}>`, `&NdViewMut<{T}>` or a buffer of `{T}` here",
     note = "N-D graph nodes take views and buffers borrowed for the graph's lifetime"
 )]
-pub trait NdNodeInput<T> {
+pub trait NdNodeInput<T>: sealed::Operand<T> {
     /// The operand's shape, strides and offset.
     fn node_layout(&self) -> Layout;
     /// The buffer behind the operand on the graph's context (an error for another device's).
@@ -34,7 +35,7 @@ pub trait NdNodeInput<T> {
     note = "outputs of graph nodes are borrowed shared (`&y`) but must be writable: a read-only `NdView` or \
             `CudaView` cannot be written"
 )]
-pub trait NdNodeOutput<T> {
+pub trait NdNodeOutput<T>: sealed::Operand<T> {
     /// The operand's shape, strides and offset.
     fn node_layout(&self) -> Layout;
     /// The buffer behind the operand on the graph's context, recorded as written.
@@ -42,8 +43,22 @@ pub trait NdNodeOutput<T> {
     fn __memory(&self, ctx: &CudaContext) -> Result<NodeMemory<T>>;
 }
 
+/// The N-D node traits are sealed: a node trusts an operand's layout to lie inside the memory it
+/// reports, which only this crate's views (checked when made) and cudarc's buffers (the whole
+/// buffer, flat) guarantee.
+mod sealed {
+    use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+    /// Implemented for this crate's views and cudarc's buffers only.
+    pub trait Operand<T> {}
+    impl<T> Operand<T> for super::NdView<'_, T> {}
+    impl<T> Operand<T> for super::NdViewMut<'_, T> {}
+    impl<T> Operand<T> for CudaSlice<T> {}
+    impl<T> Operand<T> for CudaView<'_, T> {}
+    impl<T> Operand<T> for CudaViewMut<'_, T> {}
+}
+
 fn memory<T, S: DevicePtr<T> + ?Sized>(buf: &S, ctx: &CudaContext, write: bool) -> Result<NodeMemory<T>> {
-    let (base, access) = address(buf, ctx, write)?;
+    let (base, access) = node_buffer(buf, ctx, write)?;
     Ok(NodeMemory { base, bytes: access.hi - access.lo, ctx: ctx.cu_ctx(), write, elem: PhantomData })
 }
 
@@ -113,9 +128,10 @@ impl<T> NodeMemory<T> {
         self.base + (offset * std::mem::size_of::<T>()) as u64
     }
 
-    /// The address of element `offset` (a view's element `[0, ..]`), recording nothing: for an
-    /// update of a node, whose dependencies were inferred when it was added.
-    pub fn address(&self, offset: usize) -> u64 {
+    /// Records the whole buffer on the update `update` (for its aliasing check; the node's
+    /// dependencies were inferred when it was added) and returns the address of element `offset`.
+    pub fn update(&self, update: &mut crate::graph::NdUpdate<'_, '_>, offset: usize) -> u64 {
+        update.__record(Access { space: Space::Device, lo: self.base, hi: self.base + self.bytes, write: self.write });
         self.base + (offset * std::mem::size_of::<T>()) as u64
     }
 

@@ -314,9 +314,9 @@ impl ProgramKernel {
             ));
         }
         self.check_args(args)?;
-        if let Some((i, buffer_device)) = misplaced(args, ctx.cu_ctx()) {
+        if let Some((i, buffer_device)) = misplaced(args, stream) {
             let who = &target.who;
-            return Err(crate::args::wrong_device(who.kernel, who.origin, &format!("#{i}"), buffer_device, stream));
+            return Err(crate::bind::wrong_device(who.kernel, who.origin, &format!("#{i}"), buffer_device, stream));
         }
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let who = target.who;

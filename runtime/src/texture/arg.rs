@@ -2,9 +2,10 @@
 //! [`Kernel`](crate::Kernel) values ([`KernelArg`]) and to graph nodes ([`NodeArg`]).
 
 use super::object::{Source, Surface, Texture};
-use crate::args::{wrong_device, KernelArg};
+use crate::args::KernelArg;
+use crate::bind::{other_device, wrong_device};
 use crate::error::{Error, Result};
-use crate::graph::args::{other_device, Access, NodeArg, Record, Space};
+use crate::graph::args::{Access, NodeArg, Record, Space};
 use crate::launch::kernel::KernelRef;
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext, CudaStream};

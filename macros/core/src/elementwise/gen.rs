@@ -84,6 +84,7 @@ pub fn module(
     let mut names = Vec::new();
     let mut lengths = Vec::new();
     let mut prelude = Vec::new();
+    let (mut device_checks, mut binds) = (Vec::new(), Vec::new());
     let mut packed = Vec::new();
     let mut extra = Vec::new();
     let mut sizes = Vec::new();
@@ -125,15 +126,13 @@ pub fn module(
                     prelude.push(quote!(let #len: i64 = #private::DeviceSlice::len(#id) as i64;));
                     extra.push(quote!(&#len as *const i64 as *mut #c_void));
                 }
-                // Device memory of another context than the stream's is an Error, before the driver.
+                // The one checked path (`bind`): device memory of another context than the stream's
+                // is an Error, before the driver; every check comes before the first bind.
                 let pshown = format!("`{pname}`");
-                prelude.push(quote!(#private::check_device::<#ty, _>(#id, stream, __kernel, #pshown)?;));
+                let check = paths::bind(if p.role == Role::Input { "input" } else { "output" });
+                device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, __kernel, #pshown)?;));
                 // Bound on `__binding`: the stream, or a side stream under capture (launch/capture.rs).
-                prelude.push(if p.role == Role::Input {
-                    quote!(let (#id, #guard) = #private::buffer_ptr(#id, &__binding);)
-                } else {
-                    quote!(let (#id, #guard) = #private::buffer_ptr_mut(#id, &__binding);)
-                });
+                binds.push(quote!(let (#id, #guard) = #id.bind(&__binding);));
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
         }
@@ -269,10 +268,12 @@ pub fn module(
                 }
                 if let ::core::option::Option::Some(c) = &config {
                     // The generated index is 1-D (x only): threads along y or z would repeat it.
-                    #private::elementwise_config_is_1d(__kernel, stream, c)?;
+                    #private::bind::one_d(__kernel, stream.context().ordinal(), c)?;
                 }
-                let __binding = #private::kernel_binding(stream, __kernel)?;
                 #(#prelude)*
+                #(#device_checks)*
+                let __binding = #private::kernel_binding(stream, __kernel)?;
+                #(#binds)*
                 let (__vector, __per_thread) = #private::flat_mode(#private::vector_width(&[#(#sizes),*]), &[#(#ptrs),*]);
                 let __n64 = __n as i64;
                 let mut __args: [*mut #c_void; #count] = [

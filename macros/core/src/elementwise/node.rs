@@ -110,7 +110,11 @@ pub fn node_fns(lists: &ParamLists, s: &Shared<'_>) -> TokenStream {
                 &__vector as *const i32 as *mut #c_void,
             ];
             let __config = match config {
-                ::core::option::Option::Some(c) => c,
+                ::core::option::Option::Some(c) => {
+                    // The generated index is 1-D (x only): threads along y or z would repeat it.
+                    #private::bind::one_d(__kernel, __b.context().ordinal(), &c)?;
+                    c
+                }
                 ::core::option::Option::None => {
                     self::__AUTO[#index].config(__kernel, &__b.context().default_stream(), __n, __per_thread)?
                 }

@@ -189,8 +189,10 @@ struct Lowered {
 fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
     let c_void = paths::c_void();
     let raw = paths::raw_device_ptr();
-    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
+    // Buffers take the one checked path (`bind`): every device check before the binding stream
+    // is asked for and any pointer taken (no driver call before the last check), then the binds.
+    let (mut device_checks, mut binds) = (Vec::new(), Vec::new());
     let kernel_ref = paths::kernel_ref();
     let k = gen.decl;
     let index = &gen.index;
@@ -263,23 +265,22 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                     }
                 };
                 // Device memory of another context than the stream's is an Error, before the driver.
-                let check = paths::check_device();
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
                 let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
-                prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
+                let check = paths::bind(if *mutable { "output" } else { "input" });
+                device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if !bound {
                     // Under stream capture with cudarc's event tracking, buffers are bound on a side
                     // stream (launch/capture.rs); otherwise on `stream` itself.
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
+                    binds.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
+                binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
@@ -296,6 +297,8 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
             _ => quote!(#by_value(#id)),
         });
     }
+    prelude.extend(device_checks);
+    prelude.extend(binds);
     Lowered { generics, args, prelude, packed, checks, doc_rows, sig, node_args, ids }
 }
 

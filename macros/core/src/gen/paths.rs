@@ -113,14 +113,13 @@ pub fn binding() -> TokenStream {
     private("kernel_binding", Span::call_site())
 }
 
-/// A buffer's address and ordering guard for a launch that reads it (`buffer_ptr`).
-pub fn buffer_ptr() -> TokenStream {
-    private("buffer_ptr", Span::call_site())
-}
-
-/// A buffer's address and ordering guard for a launch that may write it (`buffer_ptr_mut`).
-pub fn buffer_ptr_mut() -> TokenStream {
-    private("buffer_ptr_mut", Span::call_site())
+/// The one checked path an operand takes to its address (`cuda_embed::bind`): `bind("input")`
+/// is the device check of a read buffer, whose result's `bind(&__binding)` gives the address.
+/// Every launcher family binds every operand through it.
+pub fn bind(name: &str) -> TokenStream {
+    let name = format_ident!("{}", name);
+    let private = private("bind", Span::call_site());
+    quote!(#private::#name)
 }
 
 /// Read-only device memory a kernel takes (`const T*`).
@@ -141,11 +140,6 @@ pub fn device_buffer() -> TokenStream {
 /// The parameter bound of a `T*` argument: `&mut impl DeviceBufferMut<T>`.
 pub fn device_buffer_mut() -> TokenStream {
     public("DeviceBufferMut")
-}
-
-/// The check that a device buffer lives in the launch stream's context (`check_device`).
-pub fn check_device() -> TokenStream {
-    private("check_device", Span::call_site())
 }
 
 /// The trait a `cudaTextureObject_t`/`cudaSurfaceObject_t` parameter takes (`&Texture`,

@@ -61,7 +61,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
     let private = quote!(::cuda_embed::__private);
     let (stream_ty, result, kind) = (paths::stream(), paths::result(), paths::launch_kind());
     let (gen_params, where_clause, turbofish, index) = (s.gen_params, s.where_clause, s.turbofish, s.index);
-    let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
+    let Operands { args, layouts, operands, n_inputs, arrays, checks, pointers, flat_args, nd_args } =
         operands::operands(lists, s.elems, Target::Launch(params), (index, s.instances, s.hidden));
     let (unsafety, safety) = match raw_safety(lists) {
         (unsafety, "") => (
@@ -90,7 +90,9 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
             if __plan.n == 0 {
                 return ::core::result::Result::Ok(());
             }
-            // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
+            // Every operand's device is checked before any driver call (`bind`); buffers are then
+            // bound on a side stream while `stream` captures (launch/capture.rs).
+            #checks
             let __binding = #private::kernel_binding(stream, __kernel)?;
             #pointers
             let __n64 = __plan.n as i64;

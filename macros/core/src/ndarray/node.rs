@@ -20,7 +20,7 @@ pub fn node_nd(lists: &ParamLists, s: &NdShared<'_>) -> TokenStream {
     let private = quote!(::cuda_embed::__private);
     let (result, graph, node) = (paths::result(), paths::graph(), paths::graph_node());
     let (generics, where_clause, turbofish, index) = (s.generics, s.where_clause, s.turbofish, s.index);
-    let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
+    let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args, .. } =
         operands::operands(lists, s.elems, Target::Node, (index, s.instances, s.hidden));
     let (unsafety, safety) = super::raw_safety(lists);
     let doc = format!(
@@ -75,7 +75,7 @@ pub fn update_nd(lists: &ParamLists, s: &NdShared<'_>, name: &syn::Ident) -> Tok
     let private = quote!(::cuda_embed::__private);
     let (result, node, exec) = (paths::result(), paths::graph_node(), quote!(::cuda_embed::GraphExec));
     let (generics, where_clause, turbofish, index) = (s.generics, s.where_clause, s.turbofish, s.index);
-    let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args } =
+    let Operands { args, layouts, operands, n_inputs, arrays, pointers, flat_args, nd_args, .. } =
         operands::operands(lists, s.elems, Target::Update, (index, s.instances, s.hidden));
     let (unsafety, safety) = super::raw_safety(lists);
     let doc = format!(

@@ -36,6 +36,9 @@ pub struct Operands {
     pub n_inputs: usize,
     /// How many array operands there are (the plan's const parameter).
     pub arrays: usize,
+    /// `launch_nd`: the device check of every buffer (`bind`), after the plan and before the
+    /// binding stream is asked for; empty for the graph targets, whose checks are in `pointers`.
+    pub checks: TokenStream,
     /// Statements that bind or record every buffer (a `u64` device pointer per array and raw
     /// parameter, and each raw array's length), after the plan.
     pub pointers: TokenStream,
@@ -57,11 +60,10 @@ pub fn operands(
     let private = quote!(::cuda_embed::__private);
     let (c_void, kernel_ref) = (paths::c_void(), paths::kernel_ref());
     let (dptr, dptr_mut) = (paths::device_ptr(), paths::device_ptr_mut());
-    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     // Raw arrays' bounds in `launch_nd`: this crate's `unsafe` buffer traits, which vouch for `len()`.
     let (dbuf, dbuf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let mut target = target;
-    let (mut args, mut layouts, mut operands, mut pointers) = (vec![], vec![], vec![], vec![]);
+    let (mut args, mut layouts, mut operands, mut checks, mut pointers) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut packed, mut extra, mut sizes, mut ptrs) = (vec![], vec![], vec![], vec![]);
     let mut n_inputs = 0usize;
     for (k, (p, ty)) in lists.all().zip(elems).enumerate() {
@@ -79,23 +81,27 @@ pub fn operands(
                 n_inputs += usize::from(input);
                 match &mut target {
                     Target::Launch(params) => {
-                        let (base, take, bind) = if input {
+                        // The one checked path (`bind`): the view's device, then its address.
+                        let checked = format_ident!("__checked_{}", k);
+                        let pshown = format!("`{pname}`");
+                        let (base, take, check) = if input {
                             (
                                 quote!(#private::NdInput),
                                 quote!(let #id = #private::NdInput::nd(#id);),
-                                quote!(let (#id, #guard) = #id.device_ptr(&__binding);),
+                                quote!(let #checked = #private::bind::nd_input(&#id, stream, __kernel, #pshown)?;),
                             )
                         } else {
                             (
                                 quote!(#private::NdOutput),
                                 quote!(let mut #id = #private::NdOutput::nd_mut(#id);),
-                                quote!(let (#id, #guard) = #id.device_ptr_mut(&__binding);),
+                                quote!(let #checked = #private::bind::nd_output(&mut #id, stream, __kernel, #pshown)?;),
                             )
                         };
                         let bound = params.bound(p, &id, ty, Family::Nd, &base);
                         args.push(if input { quote!(#id: &impl #bound) } else { quote!(#id: &mut impl #bound) });
                         layouts.push(quote!(#take let #layout = *#id.layout();));
-                        pointers.push(bind);
+                        checks.push(check);
+                        pointers.push(quote!(let (#id, #guard) = #checked.bind(&__binding);));
                     }
                     Target::Node | Target::Update => {
                         let tr = if input {
@@ -113,7 +119,7 @@ pub fn operands(
                             let #layout = #tr::node_layout(#id);
                         });
                         pointers.push(if matches!(target, Target::Update) {
-                            quote!(let #id: u64 = #mem.address(#layout.offset());)
+                            quote!(let #id: u64 = #mem.update(&mut __b, #layout.offset());)
                         } else {
                             quote!(let #id: u64 = #mem.record(&mut __b, #layout.offset());)
                         });
@@ -126,14 +132,20 @@ pub fn operands(
             }
             ParamKind::Raw => {
                 let len = format_ident!("__len_{}", k);
+                let length = quote!(let #len: i64 = #private::DeviceSlice::len(#id) as i64;);
+                let pshown = format!("`{pname}`");
                 let (arg, take) = match (&mut target, input) {
                     (Target::Launch(params), true) => {
                         let bound = params.bound(p, &id, ty, Family::Flat, &dbuf);
-                        (quote!(#id: &impl #bound), quote!(let (#id, #guard) = #buffer_ptr(#id, &__binding);))
+                        let check = quote!(#private::bind::input::<#ty, _>(#id, stream, __kernel, #pshown)?);
+                        checks.push(quote!(#length let #id = #check;));
+                        (quote!(#id: &impl #bound), quote!(let (#id, #guard) = #id.bind(&__binding);))
                     }
                     (Target::Launch(params), false) => {
                         let bound = params.bound(p, &id, ty, Family::Flat, &dbuf_mut);
-                        (quote!(#id: &mut impl #bound), quote!(let (#id, #guard) = #buffer_ptr_mut(#id, &__binding);))
+                        let check = quote!(#private::bind::output::<#ty, _>(#id, stream, __kernel, #pshown)?);
+                        checks.push(quote!(#length let #id = #check;));
+                        (quote!(#id: &mut impl #bound), quote!(let (#id, #guard) = #id.bind(&__binding);))
                     }
                     (Target::Node | Target::Update, true) => {
                         (quote!(#id: &'__g impl #dptr<#ty>), quote!(let #id: u64 = __b.read::<#ty, _>(#id)?;))
@@ -144,10 +156,11 @@ pub fn operands(
                     ),
                 };
                 args.push(arg);
-                pointers.push(quote! {
-                    let #len: i64 = #private::DeviceSlice::len(#id) as i64;
-                    #take
-                });
+                if matches!(target, Target::Launch(_)) {
+                    pointers.push(take);
+                } else {
+                    pointers.push(quote!(#length #take));
+                }
                 extra.push(quote!(&#len as *const i64 as *mut #c_void));
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
@@ -188,6 +201,7 @@ pub fn operands(
         operands: quote!([#(#operands),*]),
         n_inputs,
         arrays,
+        checks: quote!(#(#checks)*),
         pointers: quote!(#(#pointers)*),
         flat_args,
         nd_args,

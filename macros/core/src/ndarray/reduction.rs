@@ -53,12 +53,18 @@ pub fn launch_axes(
     let mut tail_out = Vec::new();
     let (mut ni, mut no) = (0usize, 0usize);
     let region = |id: &Ident, len: TokenStream, off: TokenStream, mutable: bool| {
-        let sub = format_ident!("__c_{}", id);
+        let (sub, whole) = (format_ident!("__c_{}", id), format_ident!("__w_{}", id));
         let op = format!("reduction `{name}`");
-        let (method, bind) = if mutable { (quote!(try_slice_mut), quote!(mut)) } else { (quote!(try_slice), quote!()) };
-        let buf = if mutable { quote!(#id.buffer_mut()) } else { quote!(#id.buffer()) };
+        // A writable view lends its buffer by value (a new view of the same memory, so the view's
+        // own buffer can never be replaced), kept in a local while the region borrows it.
+        let (method, bind, take) = if mutable {
+            (quote!(try_slice_mut), quote!(mut), quote!(let mut #whole = #id.buffer_mut();))
+        } else {
+            (quote!(try_slice), quote!(), quote!(let #whole = #id.buffer();))
+        };
         quote! {
-            let #bind #sub = #buf.#method(#off..#off + #len).ok_or_else(|| ::cuda_embed::Error::Shape {
+            #take
+            let #bind #sub = #whole.#method(#off..#off + #len).ok_or_else(|| ::cuda_embed::Error::Shape {
                 op: #op.into(), detail: "internal error: a contiguous region outside its view".into() })?;
         }
     };
@@ -102,7 +108,7 @@ pub fn launch_axes(
         contig.push(region(&id, quote!(__k), quote!((__plan.outputs[#k].0 as usize)), true));
         let sub = format_ident!("__c_{}", id);
         run_args.push(quote!(&mut #sub));
-        kernel_args.push(quote!(#id.buffer_mut()));
+        kernel_args.push(quote!(&mut #id.buffer_mut()));
         tail_out.push(quote! {
             __plan.outputs[#k].0,
             __plan.outputs[#k].1[0], __plan.outputs[#k].1[1], __plan.outputs[#k].1[2], __plan.outputs[#k].1[3]

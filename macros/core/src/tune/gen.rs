@@ -183,9 +183,10 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     }
     let (c_void, stream_ty, result, kernel_ref) =
         (paths::c_void(), paths::stream(), paths::result(), paths::kernel_ref());
-    let (buffer_ptr, buffer_ptr_mut) = (paths::buffer_ptr(), paths::buffer_ptr_mut());
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
-    let (check, raw, kind) = (paths::check_device(), paths::raw_device_ptr(), paths::launch_kind());
+    let (raw, kind) = (paths::raw_device_ptr(), paths::launch_kind());
+    // The one checked path (`bind`): every device check, then the binding stream and the binds.
+    let (mut device_checks, mut binds) = (Vec::new(), Vec::new());
     let launch_config = paths::launch_config();
     let first_index = indices[0];
     let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #first_index) });
@@ -227,23 +228,23 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                     }
                 };
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
-                prelude.push(quote!(#check::<#ty, _>(#id, stream, #handle, #pname)?;));
+                let check = paths::bind(if *mutable { "output" } else { "input" });
+                device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if !bound {
                     // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
                     let binding = paths::binding();
-                    prelude.push(quote!(let __binding = #binding(stream, #handle)?;));
+                    binds.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
                 }
+                binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
                     let j = outputs.len();
                     bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
                     outputs.push(quote!(#id));
                     rebind.push(quote!(let #id: u64 = __o[#j];));
-                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr_mut(#id, &__binding);));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    prelude.push(quote!(let (#id, #sync) = #buffer_ptr(#id, &__binding);));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
@@ -253,6 +254,8 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             }
         }
     }
+    prelude.extend(device_checks);
+    prelude.extend(binds);
     let scalar_fn = quote!(::cuda_embed::tune::expr::scalar);
     let scalars = plan.scalars.iter().map(|(name, pi)| {
         let id = param_ident(&decl.params[*pi].name, *pi);

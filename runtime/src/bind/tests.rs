@@ -1,0 +1,48 @@
+use super::*;
+use cudarc::driver::LaunchConfig;
+
+fn dev(lo: u64, hi: u64, write: bool) -> Access {
+    Access { space: Space::Device, lo, hi, write }
+}
+
+#[test]
+fn a_written_range_may_overlap_nothing_else_of_its_node() {
+    // Disjoint buffers, and two reads of one buffer (`add(x, x, y)`): no hazard.
+    assert_eq!(overlapping(&[dev(0, 64, false), dev(64, 128, true)]), None);
+    assert_eq!(overlapping(&[dev(0, 64, false), dev(0, 64, false), dev(64, 128, true)]), None);
+    // An output that is also an input, whole or in part, either order.
+    assert_eq!(overlapping(&[dev(0, 64, false), dev(0, 64, true)]), Some((0, 1)));
+    assert_eq!(overlapping(&[dev(0, 64, true), dev(32, 96, false)]), Some((0, 1)));
+    assert_eq!(overlapping(&[dev(128, 256, false), dev(0, 64, true), dev(60, 61, false)]), Some((1, 2)));
+    // Two outputs over one buffer.
+    assert_eq!(overlapping(&[dev(0, 64, true), dev(8, 16, true)]), Some((0, 1)));
+    // Adjacent ranges share no byte.
+    assert_eq!(overlapping(&[dev(0, 64, true), dev(64, 65, true)]), None);
+    // Host memory and CUDA arrays are other address spaces.
+    let host = Access { space: Space::Host, lo: 0, hi: 64, write: false };
+    assert_eq!(overlapping(&[dev(0, 64, true), host]), None);
+    assert_eq!(overlapping(&[]), None);
+}
+
+#[test]
+fn aliasing_is_an_argument_error_naming_both_operands() {
+    let e = disjoint(&[dev(0, 64, false), dev(16, 32, true)], "scale", "src/lib.rs:3").unwrap_err();
+    let Error::Argument { kernel, parameter, detail, .. } = &e else { panic!("expected Error::Argument, got {e:?}") };
+    assert_eq!(kernel, "scale");
+    assert!(parameter.contains("#0") && parameter.contains("#1"), "{parameter}");
+    assert!(detail.contains("overlap") && detail.contains("separate buffers"), "{detail}");
+    assert!(disjoint(&[dev(0, 64, false), dev(64, 80, true)], "scale", "here").is_ok());
+}
+
+#[test]
+fn generated_one_dimensional_kernels_take_only_one_dimensional_configurations() {
+    let ok = LaunchConfig { grid_dim: (10, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    assert!(one_d_named("k", "here", 0, &ok).is_ok());
+    for (grid_dim, block_dim) in
+        [((10, 2, 1), (256, 1, 1)), ((10, 1, 3), (256, 1, 1)), ((1, 1, 1), (16, 16, 1)), ((1, 1, 1), (8, 8, 4))]
+    {
+        let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
+        let e = one_d_named("k", "here", 0, &cfg).unwrap_err();
+        assert!(matches!(&e, Error::Launch { cause, .. } if cause.contains("not one-dimensional")), "{e}");
+    }
+}
