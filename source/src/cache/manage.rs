@@ -1,6 +1,7 @@
 //! Managing the cache as a whole: its size cap with least-recently-used eviction, [`usage`] and
 //! [`clear`], the private temporary fallback directory, and the one warning a process prints
-//! when the cache cannot be used.
+//! when the cache cannot be used. Which files are entries, and why they are told by name and
+//! header: see the parent module's docs.
 
 use super::{root, BUILD_SUBDIR, NVRTC_SUBDIR};
 use std::path::{Path, PathBuf};
@@ -83,7 +84,7 @@ pub fn usage() -> Usage {
 }
 
 pub(crate) fn usage_of(root: PathBuf, max_bytes: Option<u64>) -> Usage {
-    let files = entries(&root);
+    let files: Vec<_> = entries(&root).into_iter().filter(|f| is_entry(&f.0)).collect();
     Usage { entries: files.len() as u64, bytes: files.iter().map(|f| f.1).sum(), max_bytes, root }
 }
 
@@ -101,7 +102,7 @@ pub fn clear() -> std::io::Result<u64> {
 
 pub(crate) fn clear_in(root: &Path) -> std::io::Result<u64> {
     let mut freed = 0;
-    for (path, len, _) in entries(root) {
+    for (path, len, _) in entries(root).into_iter().filter(|f| is_entry(&f.0)) {
         match std::fs::remove_file(&path) {
             Ok(()) => freed += len,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -125,6 +126,11 @@ pub(crate) fn evict_to(dir: &Path, max: u64) {
     // its parent's entry folders.
     let base = dir.parent().filter(|_| SUBDIRS.iter().any(|s| dir.ends_with(s))).unwrap_or(dir);
     let mut files = if base == dir { files_in(dir) } else { entries(base) };
+    // Files named like entries first (one `stat` each); their headers only when over the cap.
+    if files.iter().map(|f| f.1).sum::<u64>() <= max {
+        return;
+    }
+    files.retain(|f| is_entry(&f.0));
     let total: u64 = files.iter().map(|f| f.1).sum();
     if total <= max {
         return;
@@ -178,22 +184,59 @@ pub(crate) fn touch_if_old(path: &Path, last_used: SystemTime) {
     touch(path);
 }
 
-/// `(path, bytes, last used)` of every entry under `root`'s entry folders.
+/// `(path, bytes, last used)` of every file named like an entry in `root`'s entry folders (see
+/// [`files_in`]).
 fn entries(root: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     SUBDIRS.iter().flat_map(|s| files_in(&root.join(s))).collect()
 }
 
+/// `(path, bytes, last used)` of every plain file in `dir` named like an entry
+/// ([`entry_key`]); whether it is one is [`is_entry`]'s business. Links are not followed (a
+/// directory entry's metadata is the link's own), so a link is never counted or deleted.
 fn files_in(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
     rd.flatten()
         .filter_map(|e| {
+            entry_key(Path::new(&e.file_name()))?;
             let m = e.metadata().ok()?;
-            // Temporary files of writes in progress (`.tmpXXXX`) are not entries.
-            let name = e.file_name();
-            (m.is_file() && !name.to_string_lossy().starts_with(".tmp"))
-                .then(|| (e.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+            m.is_file().then(|| (e.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
         })
         .collect()
+}
+
+/// The key of a file named like a cache entry, `<key>.<extension>` (both non-empty, the key
+/// without a `.`, as [`Store::path`](super::Store::path) makes them); `None` for any other name,
+/// among them the `.tmpXXXX` files of writes in progress.
+fn entry_key(file: &Path) -> Option<&str> {
+    let name = file.file_name()?.to_str()?;
+    let (key, extension) = name.split_once('.')?;
+    (!key.is_empty() && !extension.is_empty()).then_some(key)
+}
+
+/// The start of the first line of every cache entry format cuda-embed has written (`v2`, `v3`,
+/// `v4`, ...), followed by the version's digits.
+const HEADER_PREFIX: &[u8] = b"cuda-embed cache entry v";
+
+/// Whether the file at `path` is a cache entry: named like one ([`entry_key`]) and beginning
+/// with an entry header of any version whose `key` line is that name's key (see the module
+/// docs). Reads the first line or two, not the entry.
+pub(crate) fn is_entry(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Some(key) = entry_key(path) else { return false };
+    // The header line (a version of a few digits) and the key line.
+    let want = HEADER_PREFIX.len() + 8 + "\nkey ".len() + key.len() + 1;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = Vec::with_capacity(want);
+    if f.take(want as u64).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let Some(rest) = head.strip_prefix(HEADER_PREFIX) else { return false };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return false;
+    }
+    let expected = [b"\nkey ", key.as_bytes(), b"\n"].concat();
+    rest[digits..].starts_with(&expected)
 }
 
 /// Prints `message` on stderr if this process has printed no cache warning yet.

@@ -277,3 +277,125 @@ fn the_checksum_tells_usual_corruptions_apart() {
         assert_ne!(sum, checksum(&flipped), "bit flip at {at}");
     }
 }
+
+/// Files the cache did not write, planted in `root`'s entry folders: each older and larger than
+/// any entry, so an eviction that took them for entries would take them first. Returns them.
+fn plant_foreign_files(root: &Path) -> Vec<PathBuf> {
+    use std::time::{Duration, SystemTime};
+    let build = root.join(BUILD_SUBDIR);
+    let nvrtc = root.join(NVRTC_SUBDIR);
+    let outside = root.join("outside");
+    for d in [&build, &nvrtc, &outside, &build.join("CMakeFiles")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let big = vec![b'x'; 8192];
+    let mut files = vec![
+        // Plain files of another tool: the reported loss, and a CMake build directory.
+        (build.join("my_results.dat"), big.clone()),
+        (build.join("CMakeCache.txt"), big.clone()),
+        (build.join("Makefile"), big.clone()),
+        (build.join("CMakeFiles").join("k.bin"), big.clone()),
+        // Named like entries, but not in the entry format.
+        (nvrtc.join("abc.cubin"), vec![0u8; 8192]),
+        (build.join("fedcba98.bin"), [b"cuda-embed cache entry".as_slice(), &big].concat()),
+        (nvrtc.join("nov.cubin"), [b"cuda-embed cache entry v\nkey nov\n".as_slice(), &big].concat()),
+        // An entry header that names another key: not this file's entry.
+        (nvrtc.join("mine.cubin"), [b"cuda-embed cache entry v4\nkey theirs\n".as_slice(), &big].concat()),
+        // A write in progress (tempfile's name), already holding a header.
+        (nvrtc.join(".tmpAbC123"), [b"cuda-embed cache entry v4\nkey k\n".as_slice(), &big].concat()),
+        // An entry of this cache, outside its folders, reached through a link in them.
+        (outside.join("linked.bin"), [b"cuda-embed cache entry v4\nkey linked\n".as_slice(), &big].concat()),
+    ];
+    for (f, bytes) in &files {
+        std::fs::write(f, bytes).unwrap();
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("linked.bin"), build.join("linked.bin")).unwrap();
+        files.push((build.join("linked.bin"), Vec::new()));
+    }
+    let old = SystemTime::now() - Duration::from_secs(100_000);
+    for (f, _) in &files {
+        if let Ok(file) = std::fs::File::options().append(true).open(f) {
+            file.set_modified(old).unwrap();
+        }
+    }
+    files.into_iter().map(|f| f.0).collect()
+}
+
+fn assert_all_there(files: &[PathBuf]) {
+    for f in files {
+        assert!(std::fs::symlink_metadata(f).is_ok(), "{} was deleted", f.display());
+    }
+}
+
+/// `clear` and `usage` know the cache's own entries only: files of other tools in the same
+/// folders (a CMake `build/` under `CUDA_EMBED_CACHE_DIR=.`) are neither counted nor deleted.
+#[test]
+fn clear_and_usage_leave_files_the_cache_did_not_write() {
+    use super::manage::{clear_in, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let foreign = plant_foreign_files(d.path());
+    let build = Store::new(d.path().join(BUILD_SUBDIR), "bin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    let a = build.write_atomic("0123abcd", &entry).unwrap();
+    let b = nvrtc.write_atomic("4567-89", &entry).unwrap();
+    let entry_bytes = std::fs::metadata(&a).unwrap().len() + std::fs::metadata(&b).unwrap().len();
+    let u = usage_of(d.path().to_path_buf(), None);
+    assert_eq!((u.entries, u.bytes), (2, entry_bytes), "{u}");
+    assert_eq!(clear_in(d.path()).unwrap(), entry_bytes);
+    assert!(!a.exists() && !b.exists());
+    assert_all_there(&foreign);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+}
+
+/// The size cap evicts entries only, however old and large the other files in the folders are;
+/// so does a [`Store`] in a directory of the caller's (`Program::cache_dir(d)` writes `d/nvrtc`
+/// and caps `d/build` with it).
+#[test]
+fn eviction_leaves_files_the_cache_did_not_write() {
+    use super::manage::{evict_to, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let foreign = plant_foreign_files(d.path());
+    let build = Store::new(d.path().join(BUILD_SUBDIR), "bin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    build.write_atomic("k1", &entry).unwrap();
+    nvrtc.write_atomic("k2", &entry).unwrap();
+    // Well under the cap once the foreign files are left out: nothing goes.
+    let one = std::fs::metadata(build.path("k1")).unwrap().len();
+    evict_to(nvrtc.dir(), 3 * one);
+    assert!(build.read("k1").is_some() && nvrtc.read("k2").is_some(), "under the cap, no entry is evicted");
+    // A cap of one byte: every entry goes, nothing else.
+    evict_to(nvrtc.dir(), 1);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+    assert_all_there(&foreign);
+    // A Store in a folder of its own (not `build`/`nvrtc`) caps that folder alone, the same way.
+    let own = Store::new(d.path().join(BUILD_SUBDIR).join("CMakeFiles"), "bin");
+    own.write_atomic("k3", &entry).unwrap();
+    evict_to(own.dir(), 1);
+    assert_eq!(own.lookup("k3"), Lookup::Missing);
+    assert_all_there(&foreign);
+}
+
+/// Entries of older formats (the same header, another version) are the cache's own: counted,
+/// evicted and cleared, so a cache written by an older cuda-embed needs no migration.
+#[test]
+fn entries_of_older_formats_are_recognised() {
+    use super::manage::{clear_in, is_entry, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let nvrtc = d.path().join(NVRTC_SUBDIR);
+    std::fs::create_dir_all(&nvrtc).unwrap();
+    let old = nvrtc.join("0a1b.cubin");
+    std::fs::write(&old, b"cuda-embed cache entry v2\nkey 0a1b\nblob 1\nx\nend\n").unwrap();
+    assert!(is_entry(&old));
+    let current = Store::new(&nvrtc, "cubin").write_atomic("2c3d", &Entry::default()).unwrap();
+    assert!(is_entry(&current));
+    // Named like an entry and headed like one, but the header names another file's key.
+    std::fs::copy(&current, nvrtc.join("4e5f.cubin")).unwrap();
+    assert!(!is_entry(&nvrtc.join("4e5f.cubin")));
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 2);
+    clear_in(d.path()).unwrap();
+    assert!(!old.exists() && !current.exists() && nvrtc.join("4e5f.cubin").exists());
+}
