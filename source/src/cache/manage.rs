@@ -250,10 +250,26 @@ pub(crate) fn warn_once(message: &str) {
 /// `cuda-embed-<uid>` under the system temporary directory, created mode 0700. A directory of
 /// that name owned by another user, or open to other users, is refused (anyone could plant a
 /// binary there): a fresh private directory is used instead, so nothing is cached across runs,
-/// with one warning.
+/// with one warning. So is the case where this process's user cannot be found out (no shared
+/// directory whose owner is unchecked).
 pub(crate) fn private_temp_root() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    let Some(uid) = current_uid() else { return tmp.join("cuda-embed") };
+    private_temp_root_in(&std::env::temp_dir(), current_uid())
+}
+
+/// [`private_temp_root`] under `tmp` for the user `uid` (`None`: not known).
+pub(crate) fn private_temp_root_in(tmp: &Path, uid: Option<u32>) -> PathBuf {
+    let Some(uid) = uid else {
+        if cfg!(unix) {
+            warn_once(&format!(
+                "cuda-embed: cannot tell which user this process runs as, so no shared cache directory in {} \
+                 is trusted; caching for this process only (set CUDA_EMBED_CACHE_DIR or HOME)",
+                tmp.display()
+            ));
+            return fresh_private_dir(tmp);
+        }
+        // Elsewhere (Windows) the temporary directory is the user's own.
+        return tmp.join("cuda-embed");
+    };
     let dir = tmp.join(format!("cuda-embed-{uid}"));
     match check_private(&dir, uid) {
         Ok(()) => dir,
@@ -262,20 +278,44 @@ pub(crate) fn private_temp_root() -> PathBuf {
                 "cuda-embed: not using {} as the cache ({why}); set CUDA_EMBED_CACHE_DIR or HOME",
                 dir.display()
             ));
-            tempfile::Builder::new().prefix("cuda-embed-").tempdir().map(|d| d.keep()).unwrap_or(dir)
+            fresh_private_dir(tmp)
         }
     }
 }
 
+/// A new directory under `tmp` that only this user can use (mode 0700), kept after the process.
+/// When none can be made, a path below a device file, where nothing can be created: caching is
+/// then off (with the cache's warning on the first write), never done in a directory another
+/// user controls.
+fn fresh_private_dir(tmp: &Path) -> PathBuf {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("cuda-embed-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created with this mode (less the umask), not changed to it after.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    builder.tempdir_in(tmp).map(|d| d.keep()).unwrap_or_else(|_| PathBuf::from("/dev/null/cuda-embed"))
+}
+
+/// The user this process runs as: the owner of its own `/proc` entry (Linux), else the owner of
+/// a file it creates (any Unix); `None` when neither can be read.
 #[cfg(unix)]
-fn current_uid() -> Option<u32> {
+pub(crate) fn current_uid() -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    // The owner of this process's own /proc entry is the process's user (Linux).
-    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid()).or_else(|| uid_of_new_file(&std::env::temp_dir()))
+}
+
+/// The owner of a new (unnamed, removed at once) file in `dir`: the process's effective user.
+#[cfg(unix)]
+pub(crate) fn uid_of_new_file(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    tempfile::tempfile_in(dir).and_then(|f| f.metadata()).ok().map(|m| m.uid())
 }
 
 #[cfg(not(unix))]
-fn current_uid() -> Option<u32> {
+pub(crate) fn current_uid() -> Option<u32> {
     None
 }
 

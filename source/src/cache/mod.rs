@@ -5,7 +5,9 @@
 //! [`root`]: `CUDA_EMBED_CACHE_DIR` when set, else `$XDG_CACHE_HOME/cuda-embed`, else
 //! `$HOME/.cache/cuda-embed`, else `cuda-embed-<uid>` under the system temporary directory
 //! (created private to the user, mode 0700; one owned by another user or open to others is
-//! refused: caching is then off, with one warning). Below it, [`BUILD_SUBDIR`] (`build/`) holds
+//! refused, and so is any shared name when the process's user cannot be found out: a fresh
+//! private directory serves that process instead, with one warning, and when none can be made
+//! caching is off). Below it, [`BUILD_SUBDIR`] (`build/`) holds
 //! nvcc results of the macro and [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
 //! time.
 //!

@@ -399,3 +399,38 @@ fn entries_of_older_formats_are_recognised() {
     clear_in(d.path()).unwrap();
     assert!(!old.exists() && !current.exists() && nvrtc.join("4e5f.cubin").exists());
 }
+
+/// The temporary fallback is never a directory whose owner is unchecked: without a known user
+/// it is a fresh private directory, not a shared `$TMP/cuda-embed`; one of another user's, or
+/// open to others, is passed over for a fresh private one too.
+#[test]
+fn the_temp_fallback_is_private_even_without_a_known_user() {
+    use super::manage::{current_uid, private_temp_root_in, uid_of_new_file};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let uid = current_uid().unwrap();
+    assert_eq!(uid_of_new_file(tmp.path()), Some(uid), "the owner of a new file is this user");
+    let private = |dir: &Path| {
+        let m = std::fs::symlink_metadata(dir).unwrap();
+        m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o777 == 0o700
+    };
+    // The user is not known: a fresh private directory each time, never a shared name.
+    let a = private_temp_root_in(tmp.path(), None);
+    let b = private_temp_root_in(tmp.path(), None);
+    assert!(a.starts_with(tmp.path()) && a != tmp.path().join("cuda-embed") && a != b, "{}", a.display());
+    assert!(private(&a) && private(&b));
+    // The user's own directory: created private, then used again.
+    let mine = private_temp_root_in(tmp.path(), Some(uid));
+    assert_eq!(mine, tmp.path().join(format!("cuda-embed-{uid}")));
+    assert!(private(&mine));
+    assert_eq!(private_temp_root_in(tmp.path(), Some(uid)), mine);
+    // Open to others, or another user's (here: this user's directory seen as another user's): a
+    // fresh private one instead.
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let instead = private_temp_root_in(tmp.path(), Some(uid));
+    assert!(instead != mine && private(&instead), "{}", instead.display());
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(tmp.path().join(format!("cuda-embed-{}", uid + 1))).unwrap();
+    let other = private_temp_root_in(tmp.path(), Some(uid + 1));
+    assert!(other != tmp.path().join(format!("cuda-embed-{}", uid + 1)) && private(&other), "{}", other.display());
+}
