@@ -165,3 +165,28 @@ fn program_cache_dir_eviction_leaves_other_files() {
         assert_eq!(std::fs::read(f).ok().as_ref(), Some(bytes), "{} was deleted or changed", f.display());
     }
 }
+
+/// A header the options include before the source (`--pre-include`) is part of the cache key:
+/// after a change to it, NVRTC compiles again and the cubin holds the new value, where a stale
+/// hit would return the old cubin.
+#[test]
+fn a_changed_pre_included_header_recompiles() {
+    if !available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let pre = d.path().join("scale.cuh");
+    let program = cuda_embed_runtime::Program::new("extern \"C\" __global__ void k(int* x) { x[0] = SCALE; }")
+        .option(format!("--pre-include={}", pre.display()))
+        .name_expression("k")
+        .cache_dir(d.path().join("cache"));
+    std::fs::write(&pre, "#define SCALE 1234567\n").unwrap();
+    let first = program.compile(80).unwrap();
+    assert!(!first.from_cache);
+    assert!(program.compile(80).unwrap().from_cache, "nothing changed: a hit");
+    std::fs::write(&pre, "#define SCALE 7654321\n").unwrap();
+    let second = program.compile(80).unwrap();
+    assert!(!second.from_cache, "the pre-included header changed: a miss");
+    assert_ne!(first.cubin, second.cubin);
+    assert!(second.cubin.windows(4).any(|w| w == 7654321i32.to_le_bytes()), "the new value is compiled in");
+}
