@@ -3,7 +3,7 @@
 //! when the cache cannot be used. Which files are entries, and why they are told by name and
 //! header: see the parent module's docs.
 
-use super::{root, BUILD_SUBDIR, NVRTC_SUBDIR};
+use super::{root, BUILD_SUBDIR, LINK_SUBDIR, NVRTC_SUBDIR};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
@@ -15,7 +15,7 @@ pub const MAX_VAR: &str = "CUDA_EMBED_CACHE_MAX";
 const DEFAULT_MAX: u64 = 2 << 30;
 
 /// The subdirectories of the cache root that hold entries (the others are left alone).
-const SUBDIRS: [&str; 2] = [BUILD_SUBDIR, NVRTC_SUBDIR];
+const SUBDIRS: [&str; 3] = [BUILD_SUBDIR, NVRTC_SUBDIR, LINK_SUBDIR];
 
 /// The cache's size cap in bytes ([`MAX_VAR`], default 2 GiB); `None` when turned off. A value
 /// that cannot be read is reported once and the default used.
@@ -122,8 +122,8 @@ pub fn evict(dir: &Path) {
 }
 
 pub(crate) fn evict_to(dir: &Path, max: u64) {
-    // `dir` is `<root>/build` or `<root>/nvrtc` (or a Program's own directory): the cap covers
-    // its parent's entry folders.
+    // `dir` is `<root>/build`, `<root>/nvrtc` or `<root>/link` (or a Store's own directory): the
+    // cap covers its parent's entry folders.
     let base = dir.parent().filter(|_| SUBDIRS.iter().any(|s| dir.ends_with(s))).unwrap_or(dir);
     let mut files = if base == dir { files_in(dir) } else { entries(base) };
     // Files named like entries first (one `stat` each); their headers only when over the cap.

@@ -8,8 +8,8 @@
 //! refused, and so is any shared name when the process's user cannot be found out: a fresh
 //! private directory serves that process instead, with one warning, and when none can be made
 //! caching is off). Below it, [`BUILD_SUBDIR`] (`build/`) holds
-//! nvcc results of the macro and [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
-//! time.
+//! nvcc results of the macro, [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
+//! time and [`LINK_SUBDIR`] (`link/`) cubins linked at run time.
 //!
 //! # Size and management
 //!
@@ -31,7 +31,8 @@
 //! eviction and [`clear`] only ever touch a file that the cache itself wrote, recognised by both
 //! its name and its contents:
 //!
-//! - a plain file (not a link, not a directory) directly in `<root>/build` or `<root>/nvrtc`
+//! - a plain file (not a link, not a directory) directly in `<root>/build`, `<root>/nvrtc` or
+//!   `<root>/link`
 //!   (or the directory a [`Store`] was given), named `<key>.<extension>` with a
 //!   non-empty key and extension, the key without a `.` (the names
 //!   [`Store::path`] makes; temporary files of writes in progress start with
@@ -100,6 +101,9 @@ pub const BUILD_SUBDIR: &str = "build";
 
 /// The subdirectory of [`root`] holding NVRTC cubins compiled at run time.
 pub const NVRTC_SUBDIR: &str = "nvrtc";
+
+/// The subdirectory of [`root`] holding cubins linked at run time (the runtime's `Linker`).
+pub const LINK_SUBDIR: &str = "link";
 
 /// The directory cuda-embed caches compiled code in (see the module docs for the rules).
 ///

@@ -434,3 +434,26 @@ fn the_temp_fallback_is_private_even_without_a_known_user() {
     let other = private_temp_root_in(tmp.path(), Some(uid + 1));
     assert!(other != tmp.path().join(format!("cuda-embed-{}", uid + 1)) && private(&other), "{}", other.display());
 }
+
+/// Cubins linked at run time (`<root>/link`) are entries of the cache like the others: counted,
+/// under the same cap, and cleared.
+#[test]
+fn linked_cubins_are_counted_capped_and_cleared() {
+    use super::manage::{clear_in, evict_to, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let link = Store::new(d.path().join(LINK_SUBDIR), "cubin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    let linked = link.write_atomic("l1", &entry).unwrap();
+    let len = std::fs::metadata(&linked).unwrap().len();
+    let u = usage_of(d.path().to_path_buf(), None);
+    assert_eq!((u.entries, u.bytes), (1, len), "{u}");
+    assert_eq!(clear_in(d.path()).unwrap(), len);
+    assert!(!linked.exists());
+    // A write to `nvrtc/` evicts the linked cubins too, under one cap.
+    link.write_atomic("l2", &entry).unwrap();
+    nvrtc.write_atomic("n1", &entry).unwrap();
+    evict_to(nvrtc.dir(), 1);
+    assert_eq!(link.lookup("l2"), Lookup::Missing);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+}
