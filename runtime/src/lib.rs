@@ -33,7 +33,9 @@ pub use program::nvrtc; // run-time compilation and its disk cache
 ///
 /// It is capped at 2 GiB by default (`CUDA_EMBED_CACHE_MAX`, e.g. `512M`, `0` for no cap) with
 /// least-recently-used eviction; a corrupt entry is reported and rebuilt, never loaded; an
-/// unwritable directory means compiling without caching, with one warning. Modules already
+/// unwritable directory means compiling without caching, with one warning. Eviction and
+/// [`clear`](cache::clear) delete only files the cache wrote (recognised by name and entry
+/// header), never other files in the same directories. Modules already
 /// loaded in a running process stay loaded after [`clear`](cache::clear). On the command line:
 /// `cargo run -p cuda-embed --bin cuda-embed-cache -- usage` (or `clear`).
 ///

@@ -113,3 +113,80 @@ fn a_cache_hit_does_not_load_nvrtc() {
     let second = run();
     assert!(second.contains("FROM_CACHE=true NVRTC_LOADED=false"), "a hit must not load libnvrtc: {second}");
 }
+
+const CACHE_DIR_CHILD: &str = "CUDA_EMBED_TEST_CACHE_DIR_CHILD";
+
+/// Compiles a program with `Program::cache_dir` set to the directory named by
+/// [`CACHE_DIR_CHILD`]; spawned by `program_cache_dir_eviction_leaves_other_files` with a size
+/// cap of one byte (the cap is an environment variable: a child of its own sets it).
+#[test]
+fn cache_dir_child() {
+    let Some(dir) = std::env::var_os(CACHE_DIR_CHILD) else { return };
+    let c = cuda_embed_runtime::Program::new("extern \"C\" __global__ void k(int* x) { x[0] = 3; }")
+        .name_expression("k")
+        .cache_dir(dir)
+        .compile(80)
+        .unwrap();
+    println!("FROM_CACHE={}", c.from_cache);
+}
+
+/// `Program::cache_dir(d)` caps `d/build` together with `d/nvrtc`: with a cap of one byte, a
+/// compile evicts every cache entry there, and leaves every other file (`d` is a project
+/// directory whose `build/` belongs to another tool).
+#[test]
+fn program_cache_dir_eviction_leaves_other_files() {
+    use cuda_embed_source::cache::{Entry, Store};
+    if !available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let foreign = [
+        (build.join("my_results.dat"), vec![7u8; 4096]),
+        (build.join("CMakeCache.txt"), b"CMAKE_BUILD_TYPE:STRING=Release\n".to_vec()),
+        (build.join("0a1b.bin"), vec![0u8; 4096]),
+    ];
+    for (f, bytes) in &foreign {
+        std::fs::write(f, bytes).unwrap();
+    }
+    // An entry of the cache in `d/build`: evicted, which shows that eviction ran.
+    let old = Store::new(&build, "bin").write_atomic("2c3d", &Entry::default()).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["cache_dir_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CACHE_DIR_CHILD, d.path())
+        .env(cuda_embed_runtime::cache::MAX_VAR, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("FROM_CACHE=false"), "{text}");
+    assert!(!old.exists(), "the cache's own entry in d/build was not evicted: {text}");
+    for (f, bytes) in &foreign {
+        assert_eq!(std::fs::read(f).ok().as_ref(), Some(bytes), "{} was deleted or changed", f.display());
+    }
+}
+
+/// A header the options include before the source (`--pre-include`) is part of the cache key:
+/// after a change to it, NVRTC compiles again and the cubin holds the new value, where a stale
+/// hit would return the old cubin.
+#[test]
+fn a_changed_pre_included_header_recompiles() {
+    if !available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let pre = d.path().join("scale.cuh");
+    let program = cuda_embed_runtime::Program::new("extern \"C\" __global__ void k(int* x) { x[0] = SCALE; }")
+        .option(format!("--pre-include={}", pre.display()))
+        .name_expression("k")
+        .cache_dir(d.path().join("cache"));
+    std::fs::write(&pre, "#define SCALE 1234567\n").unwrap();
+    let first = program.compile(80).unwrap();
+    assert!(!first.from_cache);
+    assert!(program.compile(80).unwrap().from_cache, "nothing changed: a hit");
+    std::fs::write(&pre, "#define SCALE 7654321\n").unwrap();
+    let second = program.compile(80).unwrap();
+    assert!(!second.from_cache, "the pre-included header changed: a miss");
+    assert_ne!(first.cubin, second.cubin);
+    assert!(second.cubin.windows(4).any(|w| w == 7654321i32.to_le_bytes()), "the new value is compiled in");
+}

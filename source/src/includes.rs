@@ -214,6 +214,43 @@ impl<'a> Scanner<'a> {
         scan
     }
 
+    /// [`scan`](Self::scan) of a compilation unit whose options include `pre_includes` before
+    /// the source ([`crate::options::pre_includes`]): the headers they reach come first, as if
+    /// the source began with `#include "H"` for each. A name that cannot be written in a quoted
+    /// include (a `"` or a line break in it) is reported missing.
+    ///
+    /// ```
+    /// use cuda_embed_source::includes::Scanner;
+    /// let headers = [("pre.cuh", "#define N 4\n"), ("k.cuh", "")];
+    /// let scan = Scanner::new(&[]).memory(&headers).scan_unit(&["pre.cuh".to_string()], "#include \"k.cuh\"\n", None);
+    /// let names: Vec<&str> = scan.headers.iter().map(|h| h.include.as_str()).collect();
+    /// assert_eq!(names, ["pre.cuh", "k.cuh"]);
+    /// ```
+    pub fn scan_unit(&self, pre_includes: &[String], source: &str, dir: Option<&Path>) -> Scan {
+        if pre_includes.is_empty() {
+            return self.scan(source, dir);
+        }
+        let mut text = String::with_capacity(source.len() + pre_includes.iter().map(|h| h.len() + 12).sum::<usize>());
+        let mut unwritable = Vec::new();
+        for h in pre_includes {
+            if h.contains(['"', '\n', '\r']) {
+                unwritable.push(h.clone());
+            } else {
+                text.push_str("#include \"");
+                text.push_str(h);
+                text.push_str("\"\n");
+            }
+        }
+        text.push_str(source);
+        let mut scan = self.scan(&text, dir);
+        for h in unwritable {
+            if !scan.missing.contains(&h) {
+                scan.missing.push(h);
+            }
+        }
+        scan
+    }
+
     fn resolve(&self, d: &Directive, base: Option<&Path>) -> Option<Origin> {
         if let Some(i) = self.memory.iter().position(|(n, _)| *n == d.name) {
             return Some(Origin::Memory(i));

@@ -176,6 +176,29 @@ pub fn include_dirs<S: AsRef<str>>(options: &[S]) -> Vec<PathBuf> {
     dirs
 }
 
+/// The headers that `options` include before the source, in order: NVRTC's and nvcc's
+/// `--pre-include=H` / `-include=H`, and the same with the name as the next option. The compiler
+/// reads them as if the source began with `#include "H"` for each; a cache key covers them as it
+/// does the source's own includes ([`crate::includes::Scanner::scan_unit`]).
+///
+/// ```
+/// let o = ["-DX", "--pre-include=a.cuh", "-include", "b.cuh", "-include=c.cuh", "--pre-include", "d.cuh", "-I."];
+/// assert_eq!(cuda_embed_source::options::pre_includes(&o), ["a.cuh", "b.cuh", "c.cuh", "d.cuh"]);
+/// ```
+pub fn pre_includes<S: AsRef<str>>(options: &[S]) -> Vec<String> {
+    let mut headers = Vec::new();
+    let mut opts = options.iter().map(AsRef::as_ref);
+    while let Some(o) = opts.next() {
+        let header = if o == "--pre-include" || o == "-include" {
+            opts.next()
+        } else {
+            o.strip_prefix("--pre-include=").or_else(|| o.strip_prefix("-include="))
+        };
+        headers.extend(header.filter(|h| !h.is_empty()).map(str::to_string));
+    }
+    headers
+}
+
 /// The variables naming a CUDA toolkit root, in the order they are consulted:
 /// `CUDA_EMBED_TOOLKIT` (cuda-embed's own: `scripts/with-cuda` sets only this one, so switching
 /// between it and plain cargo does not make cudarc's build script, which watches `CUDA_PATH` and

@@ -699,3 +699,34 @@ fn an_edited_linked_template_is_compiled_again() {
         assert!(out.contains("compile_error") && out.contains("edited linked file"), "{compiler}: {out}");
     }
 }
+
+/// A build-time NVRTC build's cache entry records the headers its options include before the
+/// source (`--pre-include`) and the headers they include: after a change to one, NVRTC compiles
+/// again (a stale hit would return the old PTX).
+#[test]
+fn build_time_nvrtc_recompiles_when_a_pre_included_header_changes() {
+    let _g = lock();
+    if !have_both() {
+        return;
+    }
+    let n = nvrtc::find_nvrtc().unwrap().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("scale.cuh"), "#include \"value.cuh\"\n").unwrap();
+    std::fs::write(d.path().join("value.cuh"), "#define SCALE 1234567\n").unwrap();
+    let options = vec![format!("-I{}", d.path().display()), "-include".to_string(), "scale.cuh".to_string()];
+    let archs = [nvcc::Arch::parse("80").unwrap()];
+    let req = nvcc::Request {
+        source: "extern \"C\" __global__ void k(int* x) { x[0] = SCALE; }\n",
+        line_directive: "#line 1 \"src/lib.rs\"",
+        options: &options,
+        archs: &archs,
+        include_dirs: &[],
+    };
+    let first = nvrtc::compile(&n, &[], &req).unwrap();
+    assert!(first.deps.iter().any(|p| p.ends_with("value.cuh")), "{:?}", first.deps);
+    assert!(nvrtc::compile(&n, &[], &req).unwrap().from_cache, "nothing changed: a hit");
+    std::fs::write(d.path().join("value.cuh"), "#define SCALE 7654321\n").unwrap();
+    let second = nvrtc::compile(&n, &[], &req).unwrap();
+    assert!(!second.from_cache, "a pre-included header changed: a miss");
+    assert!(second.ptx.contains("7654321") && !second.ptx.contains("1234567"), "{}", second.ptx);
+}

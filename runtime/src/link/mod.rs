@@ -470,7 +470,8 @@ impl Linker {
         };
         // Without the cache, no key (it hashes every object's bytes) and no store.
         let cached = self.cache.then(|| {
-            let dir = self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join("link");
+            let dir =
+                self.cache_dir.clone().unwrap_or_else(nvrtc::cache_dir).join(cuda_embed_source::cache::LINK_SUBDIR);
             (self.key(&identity, arch), Store::new(dir, "cubin"))
         });
         if let Some((key, store)) = &cached {

@@ -215,7 +215,8 @@ impl Program {
     /// The disk-cache key of this program compiled for `sm_{arch}` in this process's environment
     /// (the entry's file name): the SHA-256 of the program (hex), `-`, and a 64-bit checksum (16
     /// hex digits) of what the run time adds: the variables the search for libnvrtc reads, the
-    /// architecture and the headers reached on disk. The entry records those inputs and the
+    /// architecture and the headers reached on disk (from the source's `#include`s and from
+    /// `--pre-include`/`-include` options). The entry records those inputs and the
     /// NVRTC build that compiled it, and is used only while both still hold (see
     /// [`nvrtc`](crate::nvrtc)): another program is another key, and so are other inputs but for
     /// a 64-bit chance, which costs a compile, never a wrong cubin.

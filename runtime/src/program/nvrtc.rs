@@ -382,13 +382,16 @@ impl<S: AsRef<str>> Unit<'_, S> {
     /// The headers the source reaches (see [`cuda_embed_source::includes`]).
     pub(crate) fn scan(&self) -> Scan {
         let text = self.scanned.unwrap_or(self.source);
+        // Headers the options include before the source (`--pre-include`, `-include`) are read
+        // like the source's own includes.
+        let pre = options::pre_includes(self.options);
         // A source that includes nothing reaches no header, in memory or on disk (the usual case
         // of a cache hit): no scanner is set up for it.
-        if !cuda_embed_source::includes::may_include(text) {
+        if pre.is_empty() && !cuda_embed_source::includes::may_include(text) {
             return Scan::default();
         }
         let dir = Path::new(self.name).parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan(text, Some(dir))
+        Scanner::new(&options::include_dirs(self.options)).memory(self.headers).scan_unit(&pre, text, Some(dir))
     }
 
     /// The cache key for `sm_{arch}` of a relocatable object (a module's entry is filed by
@@ -743,6 +746,34 @@ mod tests {
         let k0 = key(&u, "c", 90);
         std::fs::write(sub.join("leaf.cuh"), "#define LEAF 2\n").unwrap();
         assert_ne!(k0, key(&u, "c", 90), "a header two levels down changed");
+    }
+
+    /// Headers that options include before the source (`--pre-include=H`, `-include H`) are in
+    /// the key like the source's own includes: a change to one, or to a header it includes,
+    /// changes the key and the module's cache file name, though the source names no header.
+    #[test]
+    fn key_follows_pre_included_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let pre = dir.path().join("pre.cuh");
+        std::fs::write(&pre, "#include \"deep.cuh\"\n").unwrap();
+        std::fs::write(dir.path().join("deep.cuh"), "#define SCALE 2.0f\n").unwrap();
+        std::fs::write(dir.path().join("other.cuh"), "#define OTHER 1\n").unwrap();
+        let long = format!("--pre-include={}", pre.display());
+        let inc = format!("-I{}", dir.path().display());
+        let spellings: [&[&str]; 3] =
+            [&[long.as_str()], &[inc.as_str(), "-include", "other.cuh"], &[inc.as_str(), "-include=other.cuh"]];
+        let source = "extern \"C\" __global__ void k(float* x) { x[0] *= SCALE; }\n";
+        for options in spellings {
+            let u = Unit { source, ..unit(options, &[], &["k"]) };
+            let (k0, file0) = (key(&u, "c", 90), u.module_key(&SearchEnv::default(), 90, &u.scan()).file);
+            let changed = if options.len() == 1 { dir.path().join("deep.cuh") } else { dir.path().join("other.cuh") };
+            let before = std::fs::read(&changed).unwrap();
+            std::fs::write(&changed, "#define SCALE 3.0f\n#define OTHER 2\n").unwrap();
+            assert_ne!(k0, key(&u, "c", 90), "{options:?}: a pre-included header changed");
+            assert_ne!(file0, u.module_key(&SearchEnv::default(), 90, &u.scan()).file, "{options:?}");
+            std::fs::write(&changed, before).unwrap();
+            assert_eq!(k0, key(&u, "c", 90), "{options:?}: the same bytes again");
+        }
     }
 
     /// libnvrtc is looked for in `LD_LIBRARY_PATH`, then the toolkit roots, and identified by the

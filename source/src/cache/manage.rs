@@ -1,8 +1,9 @@
 //! Managing the cache as a whole: its size cap with least-recently-used eviction, [`usage`] and
 //! [`clear`], the private temporary fallback directory, and the one warning a process prints
-//! when the cache cannot be used.
+//! when the cache cannot be used. Which files are entries, and why they are told by name and
+//! header: see the parent module's docs.
 
-use super::{root, BUILD_SUBDIR, NVRTC_SUBDIR};
+use super::{root, BUILD_SUBDIR, LINK_SUBDIR, NVRTC_SUBDIR};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
@@ -14,7 +15,7 @@ pub const MAX_VAR: &str = "CUDA_EMBED_CACHE_MAX";
 const DEFAULT_MAX: u64 = 2 << 30;
 
 /// The subdirectories of the cache root that hold entries (the others are left alone).
-const SUBDIRS: [&str; 2] = [BUILD_SUBDIR, NVRTC_SUBDIR];
+const SUBDIRS: [&str; 3] = [BUILD_SUBDIR, NVRTC_SUBDIR, LINK_SUBDIR];
 
 /// The cache's size cap in bytes ([`MAX_VAR`], default 2 GiB); `None` when turned off. A value
 /// that cannot be read is reported once and the default used.
@@ -83,7 +84,7 @@ pub fn usage() -> Usage {
 }
 
 pub(crate) fn usage_of(root: PathBuf, max_bytes: Option<u64>) -> Usage {
-    let files = entries(&root);
+    let files: Vec<_> = entries(&root).into_iter().filter(|f| is_entry(&f.0)).collect();
     Usage { entries: files.len() as u64, bytes: files.iter().map(|f| f.1).sum(), max_bytes, root }
 }
 
@@ -101,7 +102,7 @@ pub fn clear() -> std::io::Result<u64> {
 
 pub(crate) fn clear_in(root: &Path) -> std::io::Result<u64> {
     let mut freed = 0;
-    for (path, len, _) in entries(root) {
+    for (path, len, _) in entries(root).into_iter().filter(|f| is_entry(&f.0)) {
         match std::fs::remove_file(&path) {
             Ok(()) => freed += len,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -121,10 +122,15 @@ pub fn evict(dir: &Path) {
 }
 
 pub(crate) fn evict_to(dir: &Path, max: u64) {
-    // `dir` is `<root>/build` or `<root>/nvrtc` (or a Program's own directory): the cap covers
-    // its parent's entry folders.
+    // `dir` is `<root>/build`, `<root>/nvrtc` or `<root>/link` (or a Store's own directory): the
+    // cap covers its parent's entry folders.
     let base = dir.parent().filter(|_| SUBDIRS.iter().any(|s| dir.ends_with(s))).unwrap_or(dir);
     let mut files = if base == dir { files_in(dir) } else { entries(base) };
+    // Files named like entries first (one `stat` each); their headers only when over the cap.
+    if files.iter().map(|f| f.1).sum::<u64>() <= max {
+        return;
+    }
+    files.retain(|f| is_entry(&f.0));
     let total: u64 = files.iter().map(|f| f.1).sum();
     if total <= max {
         return;
@@ -178,22 +184,59 @@ pub(crate) fn touch_if_old(path: &Path, last_used: SystemTime) {
     touch(path);
 }
 
-/// `(path, bytes, last used)` of every entry under `root`'s entry folders.
+/// `(path, bytes, last used)` of every file named like an entry in `root`'s entry folders (see
+/// [`files_in`]).
 fn entries(root: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     SUBDIRS.iter().flat_map(|s| files_in(&root.join(s))).collect()
 }
 
+/// `(path, bytes, last used)` of every plain file in `dir` named like an entry
+/// ([`entry_key`]); whether it is one is [`is_entry`]'s business. Links are not followed (a
+/// directory entry's metadata is the link's own), so a link is never counted or deleted.
 fn files_in(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
     rd.flatten()
         .filter_map(|e| {
+            entry_key(Path::new(&e.file_name()))?;
             let m = e.metadata().ok()?;
-            // Temporary files of writes in progress (`.tmpXXXX`) are not entries.
-            let name = e.file_name();
-            (m.is_file() && !name.to_string_lossy().starts_with(".tmp"))
-                .then(|| (e.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+            m.is_file().then(|| (e.path(), m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
         })
         .collect()
+}
+
+/// The key of a file named like a cache entry, `<key>.<extension>` (both non-empty, the key
+/// without a `.`, as [`Store::path`](super::Store::path) makes them); `None` for any other name,
+/// among them the `.tmpXXXX` files of writes in progress.
+fn entry_key(file: &Path) -> Option<&str> {
+    let name = file.file_name()?.to_str()?;
+    let (key, extension) = name.split_once('.')?;
+    (!key.is_empty() && !extension.is_empty()).then_some(key)
+}
+
+/// The start of the first line of every cache entry format cuda-embed has written (`v2`, `v3`,
+/// `v4`, ...), followed by the version's digits.
+const HEADER_PREFIX: &[u8] = b"cuda-embed cache entry v";
+
+/// Whether the file at `path` is a cache entry: named like one ([`entry_key`]) and beginning
+/// with an entry header of any version whose `key` line is that name's key (see the module
+/// docs). Reads the first line or two, not the entry.
+pub(crate) fn is_entry(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Some(key) = entry_key(path) else { return false };
+    // The header line (a version of a few digits) and the key line.
+    let want = HEADER_PREFIX.len() + 8 + "\nkey ".len() + key.len() + 1;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = Vec::with_capacity(want);
+    if f.take(want as u64).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let Some(rest) = head.strip_prefix(HEADER_PREFIX) else { return false };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return false;
+    }
+    let expected = [b"\nkey ", key.as_bytes(), b"\n"].concat();
+    rest[digits..].starts_with(&expected)
 }
 
 /// Prints `message` on stderr if this process has printed no cache warning yet.
@@ -207,10 +250,26 @@ pub(crate) fn warn_once(message: &str) {
 /// `cuda-embed-<uid>` under the system temporary directory, created mode 0700. A directory of
 /// that name owned by another user, or open to other users, is refused (anyone could plant a
 /// binary there): a fresh private directory is used instead, so nothing is cached across runs,
-/// with one warning.
+/// with one warning. So is the case where this process's user cannot be found out (no shared
+/// directory whose owner is unchecked).
 pub(crate) fn private_temp_root() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    let Some(uid) = current_uid() else { return tmp.join("cuda-embed") };
+    private_temp_root_in(&std::env::temp_dir(), current_uid())
+}
+
+/// [`private_temp_root`] under `tmp` for the user `uid` (`None`: not known).
+pub(crate) fn private_temp_root_in(tmp: &Path, uid: Option<u32>) -> PathBuf {
+    let Some(uid) = uid else {
+        if cfg!(unix) {
+            warn_once(&format!(
+                "cuda-embed: cannot tell which user this process runs as, so no shared cache directory in {} \
+                 is trusted; caching for this process only (set CUDA_EMBED_CACHE_DIR or HOME)",
+                tmp.display()
+            ));
+            return fresh_private_dir(tmp);
+        }
+        // Elsewhere (Windows) the temporary directory is the user's own.
+        return tmp.join("cuda-embed");
+    };
     let dir = tmp.join(format!("cuda-embed-{uid}"));
     match check_private(&dir, uid) {
         Ok(()) => dir,
@@ -219,20 +278,44 @@ pub(crate) fn private_temp_root() -> PathBuf {
                 "cuda-embed: not using {} as the cache ({why}); set CUDA_EMBED_CACHE_DIR or HOME",
                 dir.display()
             ));
-            tempfile::Builder::new().prefix("cuda-embed-").tempdir().map(|d| d.keep()).unwrap_or(dir)
+            fresh_private_dir(tmp)
         }
     }
 }
 
+/// A new directory under `tmp` that only this user can use (mode 0700), kept after the process.
+/// When none can be made, a path below a device file, where nothing can be created: caching is
+/// then off (with the cache's warning on the first write), never done in a directory another
+/// user controls.
+fn fresh_private_dir(tmp: &Path) -> PathBuf {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("cuda-embed-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created with this mode (less the umask), not changed to it after.
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    builder.tempdir_in(tmp).map(|d| d.keep()).unwrap_or_else(|_| PathBuf::from("/dev/null/cuda-embed"))
+}
+
+/// The user this process runs as: the owner of its own `/proc` entry (Linux), else the owner of
+/// a file it creates (any Unix); `None` when neither can be read.
 #[cfg(unix)]
-fn current_uid() -> Option<u32> {
+pub(crate) fn current_uid() -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    // The owner of this process's own /proc entry is the process's user (Linux).
-    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid()).or_else(|| uid_of_new_file(&std::env::temp_dir()))
+}
+
+/// The owner of a new (unnamed, removed at once) file in `dir`: the process's effective user.
+#[cfg(unix)]
+pub(crate) fn uid_of_new_file(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    tempfile::tempfile_in(dir).and_then(|f| f.metadata()).ok().map(|m| m.uid())
 }
 
 #[cfg(not(unix))]
-fn current_uid() -> Option<u32> {
+pub(crate) fn current_uid() -> Option<u32> {
     None
 }
 

@@ -5,9 +5,11 @@
 //! [`root`]: `CUDA_EMBED_CACHE_DIR` when set, else `$XDG_CACHE_HOME/cuda-embed`, else
 //! `$HOME/.cache/cuda-embed`, else `cuda-embed-<uid>` under the system temporary directory
 //! (created private to the user, mode 0700; one owned by another user or open to others is
-//! refused: caching is then off, with one warning). Below it, [`BUILD_SUBDIR`] (`build/`) holds
-//! nvcc results of the macro and [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
-//! time.
+//! refused, and so is any shared name when the process's user cannot be found out: a fresh
+//! private directory serves that process instead, with one warning, and when none can be made
+//! caching is off). Below it, [`BUILD_SUBDIR`] (`build/`) holds
+//! nvcc results of the macro, [`NVRTC_SUBDIR`] (`nvrtc/`) holds NVRTC cubins compiled at run
+//! time and [`LINK_SUBDIR`] (`link/`) cubins linked at run time.
 //!
 //! # Size and management
 //!
@@ -15,8 +17,40 @@
 //! suffix, `0` for no cap): a hit refreshes its entry's modification time, and after each write
 //! the least recently used entries are deleted until the cache is below 90% of the cap.
 //! [`usage`] and [`clear`] report and empty it (`cuda-embed-cache usage|clear` on the command
-//! line). A cache directory that cannot be written (read-only, full) only costs time: the
-//! result is used uncached and one warning is printed per process.
+//! line). Counting, eviction and clearing touch only the files the cache wrote itself, recognised
+//! by name (`<key>.<extension>`) and by their entry header naming that key: other files in the
+//! same folders (a CMake `build/` when the cache directory is a project's) are never counted or
+//! deleted (see [below](#what-counts-as-an-entry)). A cache directory that cannot be written
+//! (read-only, full) only costs time: the result is used uncached and one warning is printed per
+//! process.
+//!
+//! # What counts as an entry
+//!
+//! The cache directories are often shared with other files: `CUDA_EMBED_CACHE_DIR=.` or
+//! `Program::cache_dir(d)` can point at a project whose `build/` belongs to CMake. So counting,
+//! eviction and [`clear`] only ever touch a file that the cache itself wrote, recognised by both
+//! its name and its contents:
+//!
+//! - a plain file (not a link, not a directory) directly in `<root>/build`, `<root>/nvrtc` or
+//!   `<root>/link`
+//!   (or the directory a [`Store`] was given), named `<key>.<extension>` with a
+//!   non-empty key and extension, the key without a `.` (the names
+//!   [`Store::path`] makes; temporary files of writes in progress start with
+//!   `.` and are not entries);
+//! - that begins with an entry header of any format version, `cuda-embed cache entry v<N>`, and
+//!   whose next line, `key <key>`, names the key of its own file name. Every format cuda-embed
+//!   has written has this header, so the entries of older versions are recognised too, counted,
+//!   and evicted or cleared like the current ones: existing caches need no migration (entries of
+//!   the current format are read as before; older ones are misses that are rebuilt).
+//!
+//! A marker file in the entry directories (a `CACHEDIR.TAG`) was not chosen as the test: a marker
+//! says who made a directory, not who wrote each file in it, and the directories in question are
+//! exactly those that may hold other files (a `build/` that existed before the cache wrote to
+//! it), while the caches written so far carry no marker. Only the header is read, not the whole
+//! entry: a file that names itself in a cuda-embed entry header was written by cuda-embed (or
+//! copied from its cache), and [`clear`] does not read gigabytes. The size cap first sums the
+//! sizes of the files named like entries (one `stat` each, as before), and reads headers only
+//! when that sum is over the cap.
 //!
 //! # Entries
 //!
@@ -67,6 +101,9 @@ pub const BUILD_SUBDIR: &str = "build";
 
 /// The subdirectory of [`root`] holding NVRTC cubins compiled at run time.
 pub const NVRTC_SUBDIR: &str = "nvrtc";
+
+/// The subdirectory of [`root`] holding cubins linked at run time (the runtime's `Linker`).
+pub const LINK_SUBDIR: &str = "link";
 
 /// The directory cuda-embed caches compiled code in (see the module docs for the rules).
 ///

@@ -277,3 +277,183 @@ fn the_checksum_tells_usual_corruptions_apart() {
         assert_ne!(sum, checksum(&flipped), "bit flip at {at}");
     }
 }
+
+/// Files the cache did not write, planted in `root`'s entry folders: each older and larger than
+/// any entry, so an eviction that took them for entries would take them first. Returns them.
+fn plant_foreign_files(root: &Path) -> Vec<PathBuf> {
+    use std::time::{Duration, SystemTime};
+    let build = root.join(BUILD_SUBDIR);
+    let nvrtc = root.join(NVRTC_SUBDIR);
+    let outside = root.join("outside");
+    for d in [&build, &nvrtc, &outside, &build.join("CMakeFiles")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let big = vec![b'x'; 8192];
+    let mut files = vec![
+        // Plain files of another tool: the reported loss, and a CMake build directory.
+        (build.join("my_results.dat"), big.clone()),
+        (build.join("CMakeCache.txt"), big.clone()),
+        (build.join("Makefile"), big.clone()),
+        (build.join("CMakeFiles").join("k.bin"), big.clone()),
+        // Named like entries, but not in the entry format.
+        (nvrtc.join("abc.cubin"), vec![0u8; 8192]),
+        (build.join("fedcba98.bin"), [b"cuda-embed cache entry".as_slice(), &big].concat()),
+        (nvrtc.join("nov.cubin"), [b"cuda-embed cache entry v\nkey nov\n".as_slice(), &big].concat()),
+        // An entry header that names another key: not this file's entry.
+        (nvrtc.join("mine.cubin"), [b"cuda-embed cache entry v4\nkey theirs\n".as_slice(), &big].concat()),
+        // A write in progress (tempfile's name), already holding a header.
+        (nvrtc.join(".tmpAbC123"), [b"cuda-embed cache entry v4\nkey k\n".as_slice(), &big].concat()),
+        // An entry of this cache, outside its folders, reached through a link in them.
+        (outside.join("linked.bin"), [b"cuda-embed cache entry v4\nkey linked\n".as_slice(), &big].concat()),
+    ];
+    for (f, bytes) in &files {
+        std::fs::write(f, bytes).unwrap();
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("linked.bin"), build.join("linked.bin")).unwrap();
+        files.push((build.join("linked.bin"), Vec::new()));
+    }
+    let old = SystemTime::now() - Duration::from_secs(100_000);
+    for (f, _) in &files {
+        if let Ok(file) = std::fs::File::options().append(true).open(f) {
+            file.set_modified(old).unwrap();
+        }
+    }
+    files.into_iter().map(|f| f.0).collect()
+}
+
+fn assert_all_there(files: &[PathBuf]) {
+    for f in files {
+        assert!(std::fs::symlink_metadata(f).is_ok(), "{} was deleted", f.display());
+    }
+}
+
+/// `clear` and `usage` know the cache's own entries only: files of other tools in the same
+/// folders (a CMake `build/` under `CUDA_EMBED_CACHE_DIR=.`) are neither counted nor deleted.
+#[test]
+fn clear_and_usage_leave_files_the_cache_did_not_write() {
+    use super::manage::{clear_in, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let foreign = plant_foreign_files(d.path());
+    let build = Store::new(d.path().join(BUILD_SUBDIR), "bin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    let a = build.write_atomic("0123abcd", &entry).unwrap();
+    let b = nvrtc.write_atomic("4567-89", &entry).unwrap();
+    let entry_bytes = std::fs::metadata(&a).unwrap().len() + std::fs::metadata(&b).unwrap().len();
+    let u = usage_of(d.path().to_path_buf(), None);
+    assert_eq!((u.entries, u.bytes), (2, entry_bytes), "{u}");
+    assert_eq!(clear_in(d.path()).unwrap(), entry_bytes);
+    assert!(!a.exists() && !b.exists());
+    assert_all_there(&foreign);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+}
+
+/// The size cap evicts entries only, however old and large the other files in the folders are;
+/// so does a [`Store`] in a directory of the caller's (`Program::cache_dir(d)` writes `d/nvrtc`
+/// and caps `d/build` with it).
+#[test]
+fn eviction_leaves_files_the_cache_did_not_write() {
+    use super::manage::{evict_to, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let foreign = plant_foreign_files(d.path());
+    let build = Store::new(d.path().join(BUILD_SUBDIR), "bin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    build.write_atomic("k1", &entry).unwrap();
+    nvrtc.write_atomic("k2", &entry).unwrap();
+    // Well under the cap once the foreign files are left out: nothing goes.
+    let one = std::fs::metadata(build.path("k1")).unwrap().len();
+    evict_to(nvrtc.dir(), 3 * one);
+    assert!(build.read("k1").is_some() && nvrtc.read("k2").is_some(), "under the cap, no entry is evicted");
+    // A cap of one byte: every entry goes, nothing else.
+    evict_to(nvrtc.dir(), 1);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+    assert_all_there(&foreign);
+    // A Store in a folder of its own (not `build`/`nvrtc`) caps that folder alone, the same way.
+    let own = Store::new(d.path().join(BUILD_SUBDIR).join("CMakeFiles"), "bin");
+    own.write_atomic("k3", &entry).unwrap();
+    evict_to(own.dir(), 1);
+    assert_eq!(own.lookup("k3"), Lookup::Missing);
+    assert_all_there(&foreign);
+}
+
+/// Entries of older formats (the same header, another version) are the cache's own: counted,
+/// evicted and cleared, so a cache written by an older cuda-embed needs no migration.
+#[test]
+fn entries_of_older_formats_are_recognised() {
+    use super::manage::{clear_in, is_entry, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let nvrtc = d.path().join(NVRTC_SUBDIR);
+    std::fs::create_dir_all(&nvrtc).unwrap();
+    let old = nvrtc.join("0a1b.cubin");
+    std::fs::write(&old, b"cuda-embed cache entry v2\nkey 0a1b\nblob 1\nx\nend\n").unwrap();
+    assert!(is_entry(&old));
+    let current = Store::new(&nvrtc, "cubin").write_atomic("2c3d", &Entry::default()).unwrap();
+    assert!(is_entry(&current));
+    // Named like an entry and headed like one, but the header names another file's key.
+    std::fs::copy(&current, nvrtc.join("4e5f.cubin")).unwrap();
+    assert!(!is_entry(&nvrtc.join("4e5f.cubin")));
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 2);
+    clear_in(d.path()).unwrap();
+    assert!(!old.exists() && !current.exists() && nvrtc.join("4e5f.cubin").exists());
+}
+
+/// The temporary fallback is never a directory whose owner is unchecked: without a known user
+/// it is a fresh private directory, not a shared `$TMP/cuda-embed`; one of another user's, or
+/// open to others, is passed over for a fresh private one too.
+#[test]
+fn the_temp_fallback_is_private_even_without_a_known_user() {
+    use super::manage::{current_uid, private_temp_root_in, uid_of_new_file};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let uid = current_uid().unwrap();
+    assert_eq!(uid_of_new_file(tmp.path()), Some(uid), "the owner of a new file is this user");
+    let private = |dir: &Path| {
+        let m = std::fs::symlink_metadata(dir).unwrap();
+        m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o777 == 0o700
+    };
+    // The user is not known: a fresh private directory each time, never a shared name.
+    let a = private_temp_root_in(tmp.path(), None);
+    let b = private_temp_root_in(tmp.path(), None);
+    assert!(a.starts_with(tmp.path()) && a != tmp.path().join("cuda-embed") && a != b, "{}", a.display());
+    assert!(private(&a) && private(&b));
+    // The user's own directory: created private, then used again.
+    let mine = private_temp_root_in(tmp.path(), Some(uid));
+    assert_eq!(mine, tmp.path().join(format!("cuda-embed-{uid}")));
+    assert!(private(&mine));
+    assert_eq!(private_temp_root_in(tmp.path(), Some(uid)), mine);
+    // Open to others, or another user's (here: this user's directory seen as another user's): a
+    // fresh private one instead.
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let instead = private_temp_root_in(tmp.path(), Some(uid));
+    assert!(instead != mine && private(&instead), "{}", instead.display());
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(tmp.path().join(format!("cuda-embed-{}", uid + 1))).unwrap();
+    let other = private_temp_root_in(tmp.path(), Some(uid + 1));
+    assert!(other != tmp.path().join(format!("cuda-embed-{}", uid + 1)) && private(&other), "{}", other.display());
+}
+
+/// Cubins linked at run time (`<root>/link`) are entries of the cache like the others: counted,
+/// under the same cap, and cleared.
+#[test]
+fn linked_cubins_are_counted_capped_and_cleared() {
+    use super::manage::{clear_in, evict_to, usage_of};
+    let d = tempfile::tempdir().unwrap();
+    let link = Store::new(d.path().join(LINK_SUBDIR), "cubin");
+    let nvrtc = Store::new(d.path().join(NVRTC_SUBDIR), "cubin");
+    let entry = Entry { blobs: vec![vec![1u8; 100]], strings: vec![], deps: vec![] };
+    let linked = link.write_atomic("l1", &entry).unwrap();
+    let len = std::fs::metadata(&linked).unwrap().len();
+    let u = usage_of(d.path().to_path_buf(), None);
+    assert_eq!((u.entries, u.bytes), (1, len), "{u}");
+    assert_eq!(clear_in(d.path()).unwrap(), len);
+    assert!(!linked.exists());
+    // A write to `nvrtc/` evicts the linked cubins too, under one cap.
+    link.write_atomic("l2", &entry).unwrap();
+    nvrtc.write_atomic("n1", &entry).unwrap();
+    evict_to(nvrtc.dir(), 1);
+    assert_eq!(link.lookup("l2"), Lookup::Missing);
+    assert_eq!(usage_of(d.path().to_path_buf(), None).entries, 0);
+}

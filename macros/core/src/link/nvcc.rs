@@ -90,8 +90,19 @@ pub fn unit_key(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str) -> String 
 /// Compiles one unit (`text` is everything nvcc reads: prologue, source, probes), or returns the
 /// cached result. `label` names the unit in nvcc's log. `Err` is the log.
 pub fn compile_unit(nvcc: &Nvcc, mode: Mode, args: &[String], text: &str, label: &str) -> Result<Object, String> {
+    compile_unit_in(&Store::new(cache::build_dir(), "rdc"), nvcc, mode, args, text, label)
+}
+
+/// [`compile_unit`] with its entries in `store` (tests pass a directory of their own).
+pub(crate) fn compile_unit_in(
+    store: &Store,
+    nvcc: &Nvcc,
+    mode: Mode,
+    args: &[String],
+    text: &str,
+    label: &str,
+) -> Result<Object, String> {
     let key = unit_key(nvcc, mode, args, text);
-    let store = Store::new(cache::build_dir(), "rdc");
     if let Some(hit) = store.read(&key).and_then(object) {
         return Ok(hit);
     }

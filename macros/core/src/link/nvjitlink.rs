@@ -58,12 +58,14 @@ impl std::fmt::Debug for NvJitLink {
 /// process.
 pub fn find(nvrtc: &Nvrtc) -> Result<NvJitLink, String> {
     static FOUND: OnceLock<Result<NvJitLink, String>> = OnceLock::new();
-    FOUND.get_or_init(|| search(&nvrtc.path)).clone()
+    FOUND.get_or_init(|| search(&nvrtc.path, std::env::var_os(NVJITLINK_VAR))).clone()
 }
 
-/// [`find`] without the per-process memo; `nvrtc` is where libnvrtc was loaded from.
-pub(crate) fn search(nvrtc: &Path) -> Result<NvJitLink, String> {
-    if let Some(explicit) = std::env::var_os(NVJITLINK_VAR).filter(|s| !s.is_empty()) {
+/// [`find`] without the per-process memo; `nvrtc` is where libnvrtc was loaded from, and
+/// `explicit` the value of [`NVJITLINK_VAR`] (passed in, so that tests give their own values
+/// without changing the process's environment under other tests).
+pub(crate) fn search(nvrtc: &Path, explicit: Option<std::ffi::OsString>) -> Result<NvJitLink, String> {
+    if let Some(explicit) = explicit.filter(|s| !s.is_empty()) {
         let p = PathBuf::from(explicit);
         let file = if p.is_dir() { NAMES.iter().map(|n| p.join(n)).find(|f| f.is_file()) } else { Some(p.clone()) };
         let Some(file) = file else {

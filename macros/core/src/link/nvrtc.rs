@@ -28,8 +28,7 @@ use super::symbols;
 use crate::oracle::nvcc::{Arch, Request};
 use crate::oracle::nvrtc::{self, Emit, Nvrtc};
 use crate::oracle::probe;
-use cuda_embed_source::cache::{self, Dep, Entry, Store};
-use cuda_embed_source::includes::Scanner;
+use cuda_embed_source::cache::{self, Entry, Store};
 use cuda_embed_source::key::Key;
 use std::path::{Path, PathBuf};
 
@@ -105,8 +104,7 @@ pub fn compile_unit(n: &Nvrtc, mode: Mode, req: &Request<'_>, label: &str) -> Re
             bins.push(rest.next().ok_or("an NVRTC compile is missing")?.map_err(fail)?.0);
         }
     }
-    let scan = Scanner::new(req.include_dirs).scan(req.source, req.include_dirs.first().map(PathBuf::as_path));
-    let deps: Vec<Dep> = scan.headers.iter().filter_map(|h| h.path.clone()).filter_map(Dep::of_file).collect();
+    let deps = nvrtc::header_deps(&req);
     let mut strings = vec![ptx.unwrap_or_default()];
     strings.extend(lowered);
     let entry = Entry { blobs: bins, strings, deps };

@@ -122,25 +122,36 @@ fn every_unit_and_header_is_in_the_cache_key() {
     assert_eq!(base, k(Mode::Rdc, &args, "__device__ float sq(float x) { return x * x; }"));
 }
 
-/// A unit's cache entry records the headers it includes: changing one recompiles the unit
-/// (nvcc needed; skipped with a note without it).
+/// A unit's cache entry records the headers it includes: changing one recompiles the unit. The
+/// entries go to a directory of the test's own, not the user's cache. Needs nvcc: skipped with a
+/// note without it, unless CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it), where a
+/// missing nvcc fails.
 #[test]
 fn a_changed_header_of_a_linked_unit_recompiles_it() {
-    use super::nvcc::{compile_unit, unit_args, Mode};
-    let Ok(Ok(nvcc)) = crate::oracle::nvcc::find_nvcc() else {
-        eprintln!("no nvcc: skipped");
-        return;
+    use super::nvcc::{compile_unit_in, unit_args, unit_key, Mode};
+    let nvcc = match crate::oracle::nvcc::find_nvcc().unwrap() {
+        Ok(n) => n,
+        Err(why) => {
+            assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
+            eprintln!("a_changed_header_of_a_linked_unit_recompiles_it: skipped, {why}");
+            return;
+        }
     };
     let dir = tempfile::tempdir().unwrap();
+    let store = cuda_embed_source::cache::Store::new(dir.path().join("build"), "rdc");
     let header = dir.path().join("k.cuh");
     let text = "#include \"k.cuh\"\n__device__ float f(float x) { return x * K; }\n";
     let archs = [crate::oracle::nvcc::Arch::parse("80").unwrap()];
     let args = unit_args(Mode::Rdc, &archs, &[dir.path().to_path_buf()], &[]);
     std::fs::write(&header, "#define K 3.0f\n").unwrap();
-    let first = compile_unit(&nvcc, Mode::Rdc, &args, text, "k.cu").unwrap();
+    let first = compile_unit_in(&store, &nvcc, Mode::Rdc, &args, text, "k.cu").unwrap();
     assert!(first.deps.iter().any(|d| d.ends_with("k.cuh")), "{:?}", first.deps);
+    // The entry is in the test's directory, and it is what a second compile returns.
+    let key = unit_key(&nvcc, Mode::Rdc, &args, text);
+    assert!(store.read(&key).is_some(), "no entry in {}", store.dir().display());
+    assert_eq!(compile_unit_in(&store, &nvcc, Mode::Rdc, &args, text, "k.cu").unwrap().ptx, first.ptx);
     std::fs::write(&header, "#define K 5.0f\n").unwrap();
-    let second = compile_unit(&nvcc, Mode::Rdc, &args, text, "k.cu").unwrap();
+    let second = compile_unit_in(&store, &nvcc, Mode::Rdc, &args, text, "k.cu").unwrap();
     assert_ne!(first.ptx, second.ptx, "the header changed, the cached unit must not be reused");
     assert!(second.ptx.contains(".visible .func"), "{}", second.ptx);
 }
@@ -169,14 +180,15 @@ fn link_options_parse_and_contradict() {
     assert!(e.contains("`rdc` is given twice"), "{e}");
 }
 
+/// The variable's value is passed to the search, not set in the environment: other tests of
+/// this process read `CUDA_EMBED_NVJITLINK` (through the memoized `find`) at the same time.
 #[test]
 fn an_unusable_nvjitlink_variable_is_an_error_naming_it() {
+    use super::nvjitlink::search;
     let dir = tempfile::tempdir().unwrap();
-    std::env::set_var(super::nvjitlink::NVJITLINK_VAR, dir.path());
-    let e = super::nvjitlink::search(std::path::Path::new("/nonexistent/lib/libnvrtc.so.13")).unwrap_err();
-    std::env::set_var(super::nvjitlink::NVJITLINK_VAR, dir.path().join("libnvJitLink.so.13"));
-    let e2 = super::nvjitlink::search(std::path::Path::new("libnvrtc.so.13")).unwrap_err();
-    std::env::remove_var(super::nvjitlink::NVJITLINK_VAR);
+    let e = search(std::path::Path::new("/nonexistent/lib/libnvrtc.so.13"), Some(dir.path().into())).unwrap_err();
+    let e2 =
+        search(std::path::Path::new("libnvrtc.so.13"), Some(dir.path().join("libnvJitLink.so.13").into())).unwrap_err();
     assert!(e.starts_with("CUDA_EMBED_NVJITLINK=") && e.contains("no libnvJitLink.so.13"), "{e}");
     assert!(e2.contains("cannot load"), "{e2}");
 }

@@ -24,7 +24,7 @@ use crate::oracle::nvcc::{Arch, Request};
 use cuda_embed_source::cache::{self, Dep, Entry, Store};
 use cuda_embed_source::includes::Scanner;
 use cuda_embed_source::key::Key;
-use cuda_embed_source::options::toolkit_include_dirs;
+use cuda_embed_source::options::{self, toolkit_include_dirs};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
@@ -265,8 +265,7 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
             lowered = l;
         }
     }
-    let scan = Scanner::new(req.include_dirs).scan(req.source, req.include_dirs.first().map(PathBuf::as_path));
-    let deps: Vec<Dep> = scan.headers.iter().filter_map(|h| h.path.clone()).filter_map(Dep::of_file).collect();
+    let deps = header_deps(req);
     let mut strings = vec![ptx];
     strings.extend(cubins.iter().map(|c| c.0.clone()));
     strings.extend(lowered);
@@ -275,6 +274,17 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
     output(entry, &archs, exprs.len())
         .map(|o| Output { from_cache: false, ..o })
         .ok_or_else(|| "NVRTC produced an empty cubin".into())
+}
+
+/// The headers on disk a build of `req` reads, with their hashes, for its cache entry: those the
+/// source includes and those its options include before it (`--pre-include`, `-include`),
+/// searched next to the source, in its include directories and in those of its options.
+pub(crate) fn header_deps(req: &Request<'_>) -> Vec<Dep> {
+    let mut dirs = req.include_dirs.to_vec();
+    dirs.extend(options::include_dirs(req.options));
+    let pre = options::pre_includes(req.options);
+    let scan = Scanner::new(&dirs).scan_unit(&pre, req.source, req.include_dirs.first().map(PathBuf::as_path));
+    scan.headers.iter().filter_map(|h| h.path.clone()).filter_map(Dep::of_file).collect()
 }
 
 /// The output a cache entry holds: the PTX, one non-empty cubin per architecture, named as
