@@ -145,8 +145,15 @@ pub fn module(
     );
     let user_docs = &kernel.docs;
     let launch_doc = "Launches the kernel on `stream` with `config`; each slice's length is passed with it.\n\n\
-        # Safety\nThe grid must be what the kernel expects; with `bounds_checks = false` the kernel must \
-        stay within its slices.";
+        # Safety\nThe body is translated, not borrow-checked across threads: every thread of the grid \
+        holds the same `&mut [T]`. The caller promises that the kernel, for this grid, (1) never lets two \
+        threads touch one element where one of them writes, unless through atomics or separated by \
+        `sync_threads()` (within a block) or by the end of the launch (across blocks): `y[0] += 1.0` run \
+        by every thread is a data race; and (2) with `bounds_checks = false`, stays within its slices \
+        (with bounds checks an index out of range is reported by `check_errors`, not performed). \
+        What the launcher itself guarantees: the buffers are memory of the stream's device, live, and \
+        no output overlaps another operand (`&mut` borrows); a `#[device]` function is never given the \
+        same slice twice where one is `&mut` (a compile error).";
     let variants = [
         (quote!(launch), launch_doc.to_string(), quote!(), quote!(()), quote!()),
         (

@@ -104,15 +104,19 @@ pub fn translate(attr: &Attr, kernel: &KernelFn, file: &str, line: usize) -> syn
 
 /// The C++ parameter list of `f` (slices as pointer and length; a device function with bounds
 /// checks also takes the caller's failure flag and slot).
-fn cpp_params(f: &KernelFn, device_checks: bool) -> String {
+fn cpp_params(f: &KernelFn, is_device: bool, device_checks: bool) -> String {
     let mut params: Vec<String> = f
         .params
         .iter()
         .map(|p| {
             let name = emit::cpp_ident(&p.name.to_string());
-            // `__restrict__` on kernel slices: `&mut [T]` is unique and `&[T]` is not written
-            // through, so no two slices of a launch alias in a way the kernel could observe.
-            let restrict = if device_checks || f.ret != Ty::Unit { "" } else { " __restrict__" };
+            // `__restrict__` on kernel slices only: the launchers never pass an output that
+            // overlaps another operand (`&mut` borrows; graph nodes check), so no two slices of a
+            // launch alias in a way the kernel could observe. Device functions never get it: they
+            // are inlined into the kernel, where it would add nothing, and their slices come from
+            // the body, which is not borrow-checked (calls that pass one slice twice, one of them
+            // `&mut`, are refused in `device_call`, but a sub-slice could still alias).
+            let restrict = if is_device { "" } else { " __restrict__" };
             match &p.ty {
                 Ty::Slice { elem, mutable: false } => {
                     format!("const {}*{restrict} {name}, size_t {name}__len", elem.cpp())
@@ -205,7 +209,7 @@ pub fn translate_module(
             src,
             "static __device__ __forceinline__ {ret} {}({}) {{",
             d.name,
-            cpp_params(d, attr.bounds_checks)
+            cpp_params(d, true, attr.bounds_checks)
         );
         src.push_str(&body.code);
         src.push_str("}\n");
@@ -213,7 +217,7 @@ pub fn translate_module(
     for (k, body) in kernels.iter().zip(kernel_bodies) {
         let l = k.name.span().start().line;
         let _ = writeln!(src, "#line {} \"{file_fwd}\"", if l != 0 { l } else { line });
-        let _ = writeln!(src, "extern \"C\" __global__ void {}({}) {{", k.name, cpp_params(k, false));
+        let _ = writeln!(src, "extern \"C\" __global__ void {}({}) {{", k.name, cpp_params(k, false, false));
         src.push_str(&body.code);
         src.push_str("}\n");
     }

@@ -749,3 +749,42 @@ fn instances_on_a_kernels_module_are_an_error() {
     .to_string();
     assert!(out.contains("`instances` goes on a generic kernel of its own"), "{out}");
 }
+
+/// A `#[device]` function given one slice twice where it may write one of them is refused (the
+/// call Rust's borrow rules refuse); two shared borrows of one slice are fine. Device functions
+/// carry no `__restrict__` (issue 33: `f(y, y)` aliased two restrict pointers).
+#[test]
+fn device_calls_do_not_alias_a_written_slice() {
+    let module = |call: &str| {
+        format!(
+            r#"
+mod gpu {{
+    #[device]
+    fn axpy(a: f32, x: &[f32], y: &mut [f32]) {{
+        let i = thread_idx().x as usize;
+        y[i] = a * x[i] + y[i];
+    }}
+    #[device]
+    fn dot(x: &[f32], y: &[f32]) -> f32 {{
+        x[0] * y[0]
+    }}
+    #[kernel]
+    fn k(x: &[f32], y: &mut [f32]) {{
+        {call}
+    }}
+}}"#
+        )
+    };
+    for checks in ["", "bounds_checks = false"] {
+        let e = module_source(checks, &module("axpy(2.0, y, y);")).unwrap_err().to_string();
+        assert!(e.contains("`y` is passed to `axpy` twice") && e.contains("separate slices"), "{e}");
+        let src = module_source(checks, &module("let d = dot(x, x); y[0] = d; axpy(1.0, x, y);")).unwrap();
+        let device_sigs: Vec<&str> = src
+            .lines()
+            .filter(|l| l.contains("__device__ __forceinline__") && (l.contains(" axpy(") || l.contains(" dot(")))
+            .collect();
+        assert_eq!(device_sigs.len(), 2, "{src}");
+        assert!(device_sigs.iter().all(|l| !l.contains("__restrict__")), "{device_sigs:?}");
+        assert!(src.lines().any(|l| l.contains("__global__ void k(") && l.contains("__restrict__")), "{src}");
+    }
+}

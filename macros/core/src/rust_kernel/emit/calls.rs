@@ -350,12 +350,29 @@ impl Emitter<'_> {
             return err(c, format!("`{}` takes {} argument(s), found {}", sig.name, sig.params.len(), c.args.len()));
         }
         let mut args = Vec::new();
+        // The slices passed, with whether the callee may write each: one slice passed twice where
+        // either is `&mut` is what Rust's borrow rules refuse (`f(y, y)` with `y: &mut [T]`).
+        let mut slices: Vec<(String, bool)> = Vec::new();
         for (a, p) in c.args.iter().zip(&sig.params) {
             match p {
                 Ty::Slice { elem, mutable } => {
                     let v = self.expr(a, None)?;
                     match &v.ty {
                         Ty::Slice { elem: e, mutable: m } if e == elem && (*m || !mutable) => {
+                            if let Some((_, other)) = slices.iter().find(|(code, _)| *code == v.code) {
+                                if *mutable || *other {
+                                    return err(
+                                        a,
+                                        format!(
+                                            "`{}` is passed to `{}` twice, and `{}` may write it: a `&mut` slice \
+                                             cannot be passed together with another borrow of the same slice; pass \
+                                             separate slices",
+                                            v.code, sig.name, sig.name
+                                        ),
+                                    );
+                                }
+                            }
+                            slices.push((v.code.clone(), *mutable));
                             args.push(format!("{0}, {0}__len", v.code));
                         }
                         t => return err(a, format!("mismatched types: expected `{p}`, found `{t}`")),
