@@ -336,11 +336,11 @@ fn not_one_d(kernel: &str, origin: &str, device: usize, config: &LaunchConfig) -
         origin: origin.to_string(),
         device,
         cause: format!(
-            "grid {:?} x block {:?} is not one-dimensional; the kernel indexes its elements in x only, so threads \
-             in y or z would repeat the same elements",
+            "grid {:?} x block {:?} is not 1-D: the kernel indexes its elements in x only, so threads in y or z \
+             would repeat the same elements",
             config.grid_dim, config.block_dim
         ),
-        fix: Some("use a configuration of the form (n, 1, 1) x (t, 1, 1), e.g. `LaunchConfig::for_num_elems`".into()),
+        fix: Some("use a 1-D configuration, (n, 1, 1) x (t, 1, 1) (e.g. `LaunchConfig::for_num_elems`)".into()),
     }
 }
 

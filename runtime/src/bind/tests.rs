@@ -43,6 +43,6 @@ fn generated_one_dimensional_kernels_take_only_one_dimensional_configurations() 
     {
         let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
         let e = one_d_named("k", "here", 0, &cfg).unwrap_err();
-        assert!(matches!(&e, Error::Launch { cause, .. } if cause.contains("not one-dimensional")), "{e}");
+        assert!(matches!(&e, Error::Launch { cause, .. } if cause.contains("is not 1-D")), "{e}");
     }
 }
