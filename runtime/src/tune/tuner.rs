@@ -267,10 +267,12 @@ impl Tuner {
         }
     }
 
-    /// Variant `v`, the choice of `key`, failed with `error`. A choice read from a record is
-    /// dropped with its record and the key chosen again (then launched once, its error
-    /// returned); any other choice returns `error`. Nothing was queued by the failed launch (a
-    /// launch is refused before anything is queued), so launching again is safe.
+    /// Variant `v`, the choice of `key`, failed with `error`. A choice read from a record whose
+    /// variant cannot be configured (a formula's [`Error::Tune`]) or launched (a refused
+    /// configuration's [`Error::Launch`]) is dropped with its record and the key chosen again
+    /// (then launched once, its error returned); any other choice or error returns `error` (a
+    /// driver error is no sign of a stale record). Nothing was queued by the refused launch, so
+    /// launching again is safe.
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -287,6 +289,9 @@ impl Tuner {
         bytes: &[usize],
         launch: &mut LaunchFn<'_>,
     ) -> Result<()> {
+        if !matches!(error, Error::Launch { .. } | Error::Tune { .. }) {
+            return Err(error);
+        }
         let v = {
             let _one_at_a_time = self.tuning.lock().unwrap_or_else(|p| p.into_inner());
             let mut from_record = self.from_record.lock().unwrap_or_else(|p| p.into_inner());
