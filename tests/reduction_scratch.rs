@@ -40,7 +40,10 @@ const N: usize = 1 << 20;
 /// that thread's reduction is still queued behind a one-second kernel; the evicting thread then
 /// allocates on its own per-thread stream, where the buffer is freed, and fills what it gets
 /// with 0xFF. Before the fix the free was not ordered after the owner's reduction, the memory
-/// was handed out again at once and the reduction ran on garbage counters (a wrong sum).
+/// was handed out again at once and the reduction ran on garbage counters: no block finds
+/// itself the last, and the sum is never written (it stays 0). The reduction needs several
+/// blocks for its one segment (it does for 2^20 elements on any GPU with more than a couple of
+/// multiprocessors), or it uses no scratch and the test checks nothing.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_scratch_evicted_by_another_thread_is_freed_after_its_reduction() {
@@ -50,6 +53,8 @@ fn a_scratch_evicted_by_another_thread_is_freed_after_its_reduction() {
     let x = setup.clone_htod(&vec![1.0f32; N]).unwrap();
     let small = setup.clone_htod(&[1.0f32; 1000]).unwrap();
     setup.synchronize().unwrap();
+    let plan = reduce::plan(&setup, reduce::Shape::Full, 1, N as u64, &[4]).unwrap();
+    assert!(plan.aux > 1 && plan.counters > 0, "the test needs a reduction that uses its scratch: {plan:?}");
     let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
     let cycles: i64 = 1 << 31;
     for round in 0..2 {
@@ -59,7 +64,12 @@ fn a_scratch_evicted_by_another_thread_is_freed_after_its_reduction() {
             let owner = s.spawn(|| {
                 let stream = ctx.per_thread_stream();
                 let mut flag = stream.alloc_zeros::<i32>(1).unwrap();
-                let mut y = stream.alloc_zeros::<f32>(1).unwrap();
+                let (mut first, mut y) = (stream.alloc_zeros::<f32>(1).unwrap(), stream.alloc_zeros::<f32>(1).unwrap());
+                // The owner's scratch is made (allocated and zeroed) before the long kernel, so
+                // the reduction queued behind it uses that buffer: a new one would be zeroed
+                // behind the kernel too, after anything written into freed memory.
+                sum::launch(&stream, &x, &mut first).unwrap();
+                stream.synchronize().unwrap();
                 // SAFETY: the kernel writes its one-element flag only.
                 unsafe { spin::launch(&stream, one, &mut flag, cycles).unwrap() };
                 sum::launch(&stream, &x, &mut y).unwrap();
