@@ -295,6 +295,85 @@ fn tuning_off_uses_the_record_else_the_first_variant() -> cuda_embed::Result<()>
     Ok(())
 }
 
+cuda_kernel!(
+    r#"
+    template <int BLOCK>
+    __global__ void fill_two(float* y, int n) {
+        int i = blockIdx.x * BLOCK + threadIdx.x;
+        if (i < n) y[i] = 2.0f;
+    }
+"#,
+    // A block of 2048 threads cannot launch on any GPU: a record naming it is stale.
+    tune = { params = ["BLOCK: 128, 256, 2048"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n", bucket = "exact" }
+);
+
+/// The identity of the device of `stream` as records hold it.
+fn this_device(stream: &cuda_embed::CudaStream) -> cuda_embed::Result<tune::Device> {
+    use cuda_embed::cudarc::driver::sys;
+    let ctx = stream.context();
+    let mut driver = 0;
+    // SAFETY: a valid out-pointer; the driver is loaded (a context exists).
+    unsafe { sys::cuDriverGetVersion(&mut driver) };
+    Ok(tune::Device {
+        name: ctx.name()?,
+        cc: ctx.compute_capability()?,
+        sms: ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        driver,
+    })
+}
+
+/// A record (given, or on disk) whose winner cannot launch with the arguments, here a block of
+/// 2048 threads: `tuned` drops it, says so on stderr and chooses the key again (timed with
+/// tuning on, the first variant with it off), instead of returning the launch's error (which it
+/// did before).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_recorded_winner_that_cannot_launch_is_chosen_again() -> cuda_embed::Result<()> {
+    let _g = lock();
+    let dir = setup_dir();
+    let stream = gpu();
+    let n = 4096usize;
+    let stale = tune::Record {
+        kernel: "fill_two".into(),
+        source: fill_two::tuner().spec().source.into(),
+        device: this_device(&stream)?,
+        key: vec![("n".into(), n as i64)],
+        winner: "BLOCK=2048".into(),
+        times_us: vec![None; 3],
+    };
+    let ours = |r: &tune::Record| r.kernel == "fill_two" && r.key == [("n".to_string(), n as i64)];
+    for (on, from_disk) in [(true, false), (false, false), (true, true)] {
+        tune::set_enabled(on);
+        if from_disk {
+            tune::record::Store::new(dir.path()).write(&stale).unwrap();
+        } else {
+            tune::load_records(&stale.to_line())?;
+        }
+        fill_two::tuner().forget();
+        let mut y = stream.alloc_zeros::<f32>(n)?;
+        // SAFETY: every variant writes `n` elements of `y` at most.
+        unsafe { fill_two::tuned(&stream, &mut y, n as i32)? };
+        assert_eq!(stream.clone_dtoh(&y)?, vec![2.0f32; n], "tuning on: {on}");
+        let chosen = fill_two::tuner().chosen(0, &[n as i64]).expect("a choice");
+        if on {
+            assert_ne!(chosen, "BLOCK=2048");
+            let record = tune::records().into_iter().find(ours).expect("the key was tuned again and recorded");
+            assert_eq!(record.winner, chosen, "the stale record was replaced");
+            let on_disk = tune::record::Store::new(dir.path()).read(&stale.identity()).expect("written");
+            assert_eq!(on_disk.winner, chosen);
+        } else {
+            assert_eq!(chosen, "BLOCK=128", "tuning off: the first variant");
+        }
+        // The next call is a lookup of the new choice.
+        let mut z = stream.alloc_zeros::<f32>(n)?;
+        // SAFETY: as above.
+        unsafe { fill_two::tuned(&stream, &mut z, n as i32)? };
+        assert_eq!(stream.clone_dtoh(&z)?, vec![2.0f32; n]);
+    }
+    tune::set_enabled(true);
+    Ok(())
+}
+
 #[test]
 fn the_compiled_formulas_agree_with_the_reference() {
     for v in 0..9 {

@@ -98,6 +98,98 @@ pub fn reserved_use(e: &Elementwise<'_>) -> Option<(&'static str, String)> {
     None
 }
 
+/// The CUDA built-in variables the generated kernels read.
+const BUILTIN_VARIABLES: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"];
+
+/// Why a user macro named `name` with replacement `value` cannot be defined for a generated
+/// kernel, or `None` when it can. The generated kernels' element types, sizes and indexing are
+/// what the launchers check arguments against, as written; a macro that changes them makes the
+/// compiled kernel differ from what is checked (`-Dfloat=double`: a 4-byte buffer read as 8-byte
+/// elements). So a macro may not be named after a C++ keyword (`float`, `int`, `unsigned`, ...),
+/// a CUDA type name (`int32_t`, `size_t`, `half`, `float4`, ...), a built-in variable
+/// (`threadIdx`, ...) or a generator name (`_ce_*`), nor expand to a generator name
+/// (`-DP=_ce_p_y`, then `P[i + 1]` in the operation).
+///
+/// This holds for every way to define one: `#define` in the preamble or an in-memory header,
+/// `-D`/`--define-macro` options, `Program::define`, and the macros' `defines = [...]`.
+///
+/// ```
+/// use cuda_embed_source::elementwise::define_problem;
+/// assert_eq!(define_problem("BLOCK", "256"), None);
+/// assert!(define_problem("float", "double").unwrap().contains("C++ keyword"));
+/// assert!(define_problem("int32_t", "long").unwrap().contains("CUDA type"));
+/// assert!(define_problem("P", "_ce_p_y").unwrap().contains("_ce_p_y"));
+/// ```
+pub fn define_problem(name: &str, value: &str) -> Option<String> {
+    let what = if name.starts_with(RESERVED_PREFIX) {
+        format!("a name of the generated kernel's own (`{RESERVED_PREFIX}*`)")
+    } else if crate::cxx::is_keyword(name) {
+        "a C++ keyword".to_string()
+    } else if crate::ctypes::BUILTINS
+        .iter()
+        .chain(crate::ctypes::VECTORS)
+        .any(|(n, _)| n.split_whitespace().any(|w| w == name))
+        || crate::ctypes::toolkit(name).is_some()
+    {
+        "a CUDA type name".to_string()
+    } else if BUILTIN_VARIABLES.contains(&name) {
+        "a CUDA built-in variable".to_string()
+    } else {
+        let body = crate::lex::lex(value);
+        let reserved = body.tokens.iter().find(|t| t.is_ident() && t.text.starts_with(RESERVED_PREFIX));
+        return reserved.map(|t| {
+            format!(
+                "the macro `{name}` expands to `{}`: names starting with `{RESERVED_PREFIX}` are the generated \
+                 kernel's own (the arrays' raw pointers, the length, the loop), which user code must not use",
+                t.text
+            )
+        });
+    };
+    Some(format!(
+        "the macro `{name}` redefines {what}: the generated kernel would no longer be the one its arguments are \
+         checked against (its element types and indexing are read as written); choose another name"
+    ))
+}
+
+/// The first problem ([`define_problem`]) with a macro that `code` defines (`#define`, object- or
+/// function-like; the last definition of a name counts), or `None`.
+///
+/// ```
+/// use cuda_embed_source::elementwise::redefinition_in;
+/// assert_eq!(redefinition_in("#define SCALE 2.0f\n__device__ float f(float x) { return x; }"), None);
+/// assert!(redefinition_in("#define float double").unwrap().contains("`float`"));
+/// assert!(redefinition_in("#define AT(v) _ce_p_##v").unwrap().contains("_ce_p_"));
+/// ```
+pub fn redefinition_in(code: &str) -> Option<String> {
+    let lexed = crate::lex::lex(code);
+    let text = |tokens: &[crate::lex::Token]| tokens.iter().map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ");
+    let mut defined: Vec<(&String, String)> = lexed
+        .defines
+        .iter()
+        .map(|(n, body)| (n, text(body)))
+        .chain(lexed.macros.iter().map(|(n, m)| (n, text(&m.body))))
+        .collect();
+    defined.sort();
+    defined.into_iter().find_map(|(name, value)| define_problem(name, &value))
+}
+
+/// The preamble as the compiler reads it before the generated code: each `-D` define (as a
+/// `#define` line), then each in-memory header's text (as if the preamble included it first),
+/// then the preamble. [`reserved_use`] and [`redefinition_in`] of this text see through defines
+/// and headers too: a header or a define that makes `P` name `_ce_p_y` is found where `P` is used.
+pub fn effective_preamble(defines: &[(String, String)], headers: &[&str], preamble: &str) -> String {
+    let mut out = String::new();
+    for (name, value) in defines {
+        out.push_str(&format!("#define {name} {value}\n"));
+    }
+    for h in headers {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out.push_str(preamble);
+    out
+}
+
 /// The name of the never-launched kernel that carries the element types: `NAME_types`.
 pub fn types_kernel(name: &str) -> String {
     format!("{name}_types")

@@ -137,14 +137,36 @@ impl ElementwiseProgram {
     /// An [`Error::Definition`] when a snippet names one of the generator's own names (`_ce_*`:
     /// the raw pointers behind the arrays, the length, ...), through which it could reach memory
     /// the launches do not check (see [`cuda_embed_source::elementwise::reserved_use`]).
+    ///
+    /// The defines (`define`, `-D` options) and the in-memory headers count as code before the
+    /// preamble: neither may name those names, make a macro expand to one, or redefine a name
+    /// the generated kernel's types rest on (`define("float", "double")` would read a 4-byte
+    /// buffer as 8-byte elements; see [`cuda_embed_source::elementwise::define_problem`]).
     fn check_reserved(&self) -> Result<()> {
-        match cuda_embed_source::elementwise::reserved_use(&self.spec()) {
-            None => Ok(()),
+        use cuda_embed_source::elementwise as gen;
+        let defines = cuda_embed_source::options::defines(self.program.nvrtc_options());
+        if let Some((name, problem)) = defines.iter().find_map(|(n, v)| gen::define_problem(n, v).map(|p| (n, p))) {
+            return Err(self.definition(format!("the define of `{name}`: {problem}")));
+        }
+        let (_, _, headers, _) = self.program.parts();
+        if let Some((header, problem)) = headers.iter().find_map(|(n, text)| gen::redefinition_in(text).map(|p| (n, p)))
+        {
+            return Err(self.definition(format!("the header `{header}`: {problem}")));
+        }
+        let texts: Vec<&str> = headers.iter().map(|(_, text)| text.as_str()).collect();
+        let preamble = gen::effective_preamble(&defines, &texts, &self.preamble);
+        let spec = Elementwise { preamble: &preamble, ..self.spec() };
+        match gen::reserved_use(&spec) {
+            None => match gen::redefinition_in(&self.preamble) {
+                None => Ok(()),
+                Some(problem) => Err(self.definition(format!("the preamble: {problem}"))),
+            },
             Some((snippet, name)) => Err(self.definition(format!(
-                "the {snippet} names `{name}`: names starting with `{}` are the generated kernel's own (the \
+                "the {} names `{name}`: names starting with `{}` are the generated kernel's own (the \
                  arrays' raw pointers, the length, the loop), which user code must not use; use the parameters \
                  (`x` is element `i` of array `x`), `i`, `n`, or a `raw` parameter for access to a whole array",
-                cuda_embed_source::elementwise::RESERVED_PREFIX
+                if snippet == "preamble" { "preamble (or a define or header before it)" } else { snippet },
+                gen::RESERVED_PREFIX
             ))),
         }
     }

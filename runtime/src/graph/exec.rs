@@ -201,7 +201,12 @@ impl<'a> GraphExec<'a> {
     /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]), then,
     /// as [`crate::synchronize`] does, the first out-of-range index recorded by a bounds-checked
     /// Rust-syntax kernel launched in the context (as [`Error::IndexOutOfBounds`]).
+    ///
+    /// The stream's context is made current for the wait (and stays current), whatever context
+    /// the thread had: the null, legacy and per-thread stream handles name a stream of the
+    /// current context.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
+        // Binds the stream's context before the wait (see `sync::stream`).
         crate::launch::sync::stream(stream)?;
         self.panics()?;
         crate::device::report::check_launched(stream)

@@ -174,13 +174,34 @@ fn too_long(device: usize, what: &str, n: usize, room: usize) -> Error {
     label = "not a 1-, 2- or 4-byte scalar",
     note = "memset nodes write u8/i8/bool, u16/i16/f16/bf16 or u32/i32/f32 elements; fill wider elements with a kernel node"
 )]
-pub trait MemsetValue: DeviceRepr + Copy {
+///
+/// The trait is sealed: its size and bits are trusted (a memset node writes `size` bytes per
+/// element over the buffer's length), so only this crate implements it, for the types above.
+///
+/// ```compile_fail,E0277
+/// use cuda_embed_runtime::graph::MemsetValue;
+/// /// A 1-byte type that would claim 4-byte elements: 4 times the buffer's bytes written.
+/// #[derive(Clone, Copy)]
+/// #[repr(transparent)]
+/// struct Byte(u8);
+/// unsafe impl cuda_embed_runtime::cudarc::driver::DeviceRepr for Byte {}
+/// impl MemsetValue for Byte {
+///     fn memset_bits(self) -> (u32, u32) { (4, 0) }
+/// }
+/// ```
+pub trait MemsetValue: DeviceRepr + Copy + sealed::Sealed {
     /// The element size (1, 2 or 4) and the value's bits, as `cuMemsetD*` takes them.
     fn memset_bits(self) -> (u32, u32);
 }
 
+/// The supertrait only this crate can implement ([`MemsetValue`] is sealed).
+mod sealed {
+    pub trait Sealed {}
+}
+
 macro_rules! memset_value {
     ($($t:ty => |$v:ident| $bits:expr),* $(,)?) => { $(
+        impl sealed::Sealed for $t {}
         impl MemsetValue for $t {
             #[inline]
             fn memset_bits(self) -> (u32, u32) {

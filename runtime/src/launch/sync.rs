@@ -56,8 +56,15 @@ pub(crate) fn context_then(ctx: &CudaContext, then: impl FnOnce()) -> std::resul
 }
 
 /// Waits until all work queued on `stream` has finished (`cuStreamSynchronize`), as
-/// [`context`] waits for a context. A failure is an [`Error::Driver`] naming the call.
+/// [`context_then`] waits for a context. A failure is an [`Error::Driver`] naming the call.
+///
+/// The stream's context is made current first (and stays current): the null, legacy and
+/// per-thread stream handles name a stream of whatever context is current, so with another
+/// context current (or none) the wait would be for another context's stream, or fail. It binds
+/// every time rather than trusting [`crate::launch::bound_here`]: a wait costs far more than
+/// the `cuCtxGetCurrent` it takes, and a wrong answer here is silent.
 pub(crate) fn stream(stream: &CudaStream) -> Result<()> {
+    crate::launch::limits::bind(stream.context())?;
     // SAFETY: the stream is live (borrowed) for the call.
     settle(|| unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }).map_err(|r| Error::Driver {
         call: "cuStreamSynchronize",

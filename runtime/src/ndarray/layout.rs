@@ -230,7 +230,12 @@ impl Layout {
         let first = if step > 0 { start } else { end.saturating_sub(1) };
         let mut l = *self;
         l.shape[axis] = count;
-        l.strides[axis] = self.strides[axis] * step;
+        // The product can overflow only where the result never steps along the axis: with two
+        // or more indices kept and every other axis non-empty, `first` and `first + step` are
+        // both indices of the (non-empty, checked) parent, so `stride * step` is the distance
+        // between two of its addresses and fits. Elsewhere (one index kept, or no element at
+        // all) the stride is never multiplied by more than 0, and the parent's is kept.
+        l.strides[axis] = self.strides[axis].checked_mul(step).unwrap_or(self.strides[axis]);
         if !l.is_empty() {
             // A non-empty result's first element is one of the parent's, so it fits: the parent
             // was checked.
@@ -378,4 +383,38 @@ pub fn collapse(shape: &[usize], strides: &[&[isize]]) -> Collapsed {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    /// A slice that keeps at most one index of an axis, or no element at all, never uses that
+    /// axis's stride times the step, which may overflow: it is an ordinary slice, not a panic.
+    #[test]
+    fn a_slice_of_at_most_one_index_takes_any_step() {
+        let l = Layout::row_major(&[3, 3], 0, 9).unwrap();
+        // 3 * isize::MAX overflows; the slice keeps row 0 only.
+        let s = l.slice(0, 0, 3, isize::MAX).unwrap();
+        assert_eq!((s.shape(), s.offset()), (&[1, 3][..], 0));
+        s.check_within(9).unwrap();
+        // The same backwards: row 2 only.
+        let s = l.slice(0, 0, 3, isize::MIN).unwrap();
+        assert_eq!((s.shape(), s.offset()), (&[1, 3][..], 6));
+        s.check_within(9).unwrap();
+        // An empty range along the axis.
+        let s = l.slice(0, 1, 1, isize::MAX).unwrap();
+        assert!(s.is_empty());
+        // A huge stride on an axis of one index (any stride fits there), stepped.
+        let h = Layout::strided(&[1, 2], &[isize::MAX / 2, 1], 0, 2).unwrap();
+        let s = h.slice(0, 0, 1, 4).unwrap();
+        assert_eq!((s.shape(), s.offset()), (&[1, 2][..], 0));
+        // Another axis empty: the parent constrained no stride, so the product may overflow.
+        let e = Layout::strided(&[4, 0], &[isize::MAX / 2, 1], 0, 0).unwrap();
+        let s = e.slice(0, 0, 4, 3).unwrap();
+        assert!(s.is_empty() && s.shape() == [2, 0]);
+        // Two or more indices: the step's stride is exact.
+        let s = l.slice(0, 0, 3, 2).unwrap();
+        assert_eq!((s.shape(), s.strides()), (&[2, 3][..], &[6, 1][..]));
+    }
 }

@@ -9,13 +9,35 @@
 //! the buffer is reused without clearing. Launches that use it hold one lock from the plan to the
 //! launch, so two threads launching on one stream never see a buffer freed under them; work on
 //! different streams uses different buffers.
+//!
+//! # Freeing a buffer that another thread's work may still use
+//!
+//! A buffer is freed when it is replaced (grown), released ([`release_scratch`]) or evicted (more
+//! than 64 kept), possibly on another thread than the one whose reductions
+//! used it, while those may still run. The free is stream-ordered after every launch that used
+//! the buffer:
+//!
+//! - A stream of its own (`ctx.new_stream()`): the buffer was allocated on it and keeps it alive,
+//!   and only launches on it use the buffer; freed on it, the free follows them.
+//! - The null or legacy stream: one stream per context, whatever the thread; freed there with the
+//!   buffer's context current (pushed for the free), the free follows every launch on it.
+//! - The per-thread stream: the handle names the *calling* thread's stream, so no other thread can
+//!   free on the stream that used the buffer. Each launch on it records an event on the owner's
+//!   stream (cheap, no wait), and the free, from whichever thread, first makes the freeing stream
+//!   wait for that event. Without an event (it could not be made or recorded) the free waits for
+//!   the whole context first, and a buffer whose work cannot finish is leaked, not freed.
+//!
+//! Freeing only buffers of the current thread (never evicting another thread's) would be simpler
+//! but would keep the buffers of threads that are gone forever; waiting for the context at every
+//! eviction would be correct too but would stall every thread's reductions, and with more than
+//! 64 busy threads eviction happens at most calls.
 
 pub(crate) mod program; // run-time reductions (ReductionProgram, Reduction)
 
 use crate::error::{DriverCode, Error, Result};
 use cuda_embed_source::reduction::{self, Plan};
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, LaunchConfig};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -140,7 +162,14 @@ struct Scratch {
     counter_bytes: u64,
     /// When it was last used (a counter), for evicting the least recently used buffer.
     used: u64,
+    /// Per-thread stream only: recorded on the owner thread's stream after each launch that
+    /// used the buffer, so a free from another thread can wait for it (module docs). `None`
+    /// when it could not be made or its last record failed.
+    last_use: Option<CudaEvent>,
 }
+
+/// The per-thread default stream's handle (`CU_STREAM_PER_THREAD`).
+const PER_THREAD_HANDLE: usize = 2;
 
 /// Which scratch buffer a launch uses: one per (context, stream), and per thread on the
 /// per-thread default stream (one handle, a different stream in each thread) and the legacy
@@ -154,15 +183,67 @@ struct ScratchKey {
 
 impl ScratchKey {
     fn of(stream: &CudaStream) -> ScratchKey {
-        let handle = stream.cu_stream() as usize;
+        ScratchKey::new(stream.context().cu_ctx() as usize, stream.cu_stream() as usize, std::thread::current().id())
+    }
+
+    /// The key of stream handle `stream` of context `ctx` used on `thread`.
+    fn new(ctx: usize, stream: usize, thread: std::thread::ThreadId) -> ScratchKey {
         // 0: the null stream; 1: CU_STREAM_LEGACY; 2: CU_STREAM_PER_THREAD.
-        let shared_handle = handle <= 2;
-        ScratchKey {
-            ctx: stream.context().cu_ctx() as usize,
-            stream: handle,
-            thread: shared_handle.then(|| std::thread::current().id()),
+        let shared_handle = stream <= PER_THREAD_HANDLE;
+        ScratchKey { ctx, stream, thread: shared_handle.then_some(thread) }
+    }
+
+    /// Whether the key's stream is a per-thread stream, which only its owner thread can name
+    /// (its launches record `Scratch::last_use`).
+    fn per_thread(&self) -> bool {
+        self.stream == PER_THREAD_HANDLE
+    }
+}
+
+/// The key to evict from `entries` (key, last use): the least recently used, or `None` when
+/// there is none.
+fn least_recently_used(entries: impl Iterator<Item = (ScratchKey, u64)>) -> Option<ScratchKey> {
+    entries.min_by_key(|&(_, used)| used).map(|(k, _)| k)
+}
+
+/// Frees `s` (of `key`) after every launch that used it, from any thread (module docs): with
+/// its context pushed current, so the shared stream handles name that context's streams, and,
+/// for a per-thread stream, after making this thread's stream wait for the owner's last use.
+/// A buffer whose work cannot be waited for is leaked rather than freed under it.
+fn free_scratch(key: &ScratchKey, s: Scratch) {
+    let stream = s.buf.stream().clone();
+    let ctx = stream.context();
+    // SAFETY: the context is alive (the buffer holds it); pushed once here, popped once below.
+    if unsafe { sys::cuCtxPushCurrent_v2(ctx.cu_ctx()) } != sys::CUresult::CUDA_SUCCESS {
+        std::mem::forget(s.buf);
+        return;
+    }
+    let Scratch { buf, last_use, .. } = s;
+    let ordered = match (key.per_thread(), last_use.as_ref()) {
+        (false, _) => true,
+        // SAFETY: a live event of this context and a stream handle of it (the context is
+        // current); the wait is queued, nothing blocks.
+        (true, Some(e)) => {
+            let r = unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), e.cu_event(), 0) };
+            r == sys::CUresult::CUDA_SUCCESS
+        }
+        (true, None) => false,
+    };
+    if ordered {
+        // cudarc frees it on `stream` (this thread's stream of that handle, in the pushed
+        // context), now ordered after the buffer's last use.
+        drop(buf);
+    } else {
+        // No event to wait for: wait for all of the context's work, or leak the buffer.
+        let mut buf = Some(buf);
+        if crate::launch::sync::context_then(ctx, || drop(buf.take())).is_err() {
+            std::mem::forget(buf.take());
         }
     }
+    drop(last_use);
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above; a valid out-pointer.
+    unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
 }
 
 /// At most this many scratch buffers are kept; beyond it the least recently used is freed (on
@@ -226,18 +307,36 @@ pub fn with_scratch<R>(
         let bytes = counter_bytes + partial_bytes;
         let buf = stream.alloc_zeros::<u8>(bytes as usize).map_err(|e| alloc_error(stream, "cuMemAllocAsync", e.0))?;
         if old.is_none() && map.len() >= MAX_SCRATCH_BUFFERS {
-            if let Some(lru) = map.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| *k) {
-                map.remove(&lru);
+            if let Some(lru) = least_recently_used(map.iter().map(|(k, s)| (*k, s.used))) {
+                if let Some(evicted) = map.remove(&lru) {
+                    free_scratch(&lru, evicted);
+                }
             }
         }
-        map.insert(key, Scratch { buf, counter_bytes, used: now });
+        let last_use = if key.per_thread() { new_event(stream) } else { None };
+        if let Some(replaced) = map.insert(key, Scratch { buf, counter_bytes, used: now, last_use }) {
+            free_scratch(&key, replaced);
+        }
     }
     let Some(scratch) = map.get_mut(&key) else {
-        return Err(alloc_error(stream, "cuMemAllocAsync", cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        return Err(alloc_error(stream, "cuMemAllocAsync", sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
     };
     scratch.used = now;
     let offset = scratch.counter_bytes as i64;
-    f(&mut scratch.buf, offset)
+    let out = f(&mut scratch.buf, offset);
+    if key.per_thread() {
+        // After every use, whatever `f` returned (it may have queued something before failing).
+        let recorded = scratch.last_use.as_ref().is_some_and(|e| e.record(stream).is_ok());
+        if !recorded {
+            scratch.last_use = None;
+        }
+    }
+    out
+}
+
+/// A new event without timing in `stream`'s context, or `None` when it cannot be made.
+fn new_event(stream: &CudaStream) -> Option<CudaEvent> {
+    stream.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)).ok()
 }
 
 /// The scratch of a launch being captured: allocated, zeroed and freed on the capturing stream,
@@ -249,7 +348,6 @@ fn with_captured_scratch<R>(
     partials: u64,
     f: impl FnOnce(&mut CudaSlice<u8>, i64) -> Result<R>,
 ) -> Result<R> {
-    use cudarc::driver::sys;
     let (counter_bytes, partial_bytes) = scratch_regions(None, counters, partials).unwrap_or((256, 4096));
     let bytes = (counter_bytes + partial_bytes) as usize;
     crate::launch::limits::bind(stream.context())?;
@@ -286,7 +384,20 @@ fn with_captured_scratch<R>(
 /// reduction on that stream). Returns whether there was one.
 pub fn release_scratch(stream: &CudaStream) -> bool {
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    guard.as_mut().is_some_and(|m| m.map.remove(&ScratchKey::of(stream)).is_some())
+    let key = ScratchKey::of(stream);
+    match guard.as_mut().and_then(|m| m.map.remove(&key)) {
+        Some(s) => {
+            free_scratch(&key, s);
+            true
+        }
+        None => false,
+    }
+}
+
+/// How many scratch buffers are kept, in all contexts and threads (for tests; at most 64).
+#[doc(hidden)]
+pub fn scratch_buffers() -> usize {
+    SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.map.len())
 }
 
 /// The error for arguments of the wrong length: names the reduction, the parameters and lengths.
@@ -302,7 +413,37 @@ pub fn length_error(reduction: &str, origin: &str, stream: &CudaStream, cause: S
 
 #[cfg(test)]
 mod tests {
-    use super::{scratch_regions, with_full_plan, FULL_PLAN};
+    use super::{least_recently_used, scratch_regions, with_full_plan, ScratchKey, FULL_PLAN};
+
+    /// The shared handles (null 0, legacy 1, per-thread 2) name another stream in each thread,
+    /// so their keys hold the thread; a stream of its own does not. Contexts always differ.
+    #[test]
+    fn scratch_keys_per_context_stream_and_thread() {
+        let here = std::thread::current().id();
+        let there = std::thread::spawn(|| std::thread::current().id()).join().unwrap();
+        for shared in [0usize, 1, 2] {
+            assert_ne!(ScratchKey::new(7, shared, here), ScratchKey::new(7, shared, there), "handle {shared}");
+            assert_ne!(ScratchKey::new(7, shared, here), ScratchKey::new(8, shared, here), "handle {shared}");
+            assert_eq!(ScratchKey::new(7, shared, here), ScratchKey::new(7, shared, here));
+        }
+        let own = 0x5555_0000usize;
+        assert_eq!(ScratchKey::new(7, own, here), ScratchKey::new(7, own, there));
+        assert_ne!(ScratchKey::new(7, own, here), ScratchKey::new(8, own, here));
+        assert_ne!(ScratchKey::new(7, own, here), ScratchKey::new(7, own + 1, here));
+        // Only the per-thread handle needs an event per launch for a free from another thread:
+        // the null and legacy streams are one per context, and a stream of its own is named
+        // by its handle from any thread.
+        let per_thread: Vec<bool> = [0, 1, 2, own].iter().map(|&h| ScratchKey::new(7, h, here).per_thread()).collect();
+        assert_eq!(per_thread, [false, false, true, false]);
+    }
+
+    #[test]
+    fn the_least_recently_used_buffer_is_evicted() {
+        let t = std::thread::current().id();
+        let k = |c| ScratchKey::new(c, 2, t);
+        assert_eq!(least_recently_used(std::iter::empty()), None);
+        assert_eq!(least_recently_used([(k(1), 9), (k(2), 3), (k(3), 5)].into_iter()), Some(k(2)));
+    }
 
     #[test]
     fn a_full_plan_is_imposed_for_its_closure_only() {

@@ -188,6 +188,17 @@ impl ReductionProgram {
             return Err("a reduction needs at least one output (e.g. `T y`)".into());
         }
         let instances = lists.instances(&self.types).map_err(|e| e.to_string())?;
+        // A define or a preamble macro that redefines a type name (`-Dfloat=double`) would make
+        // the kernels read elements of another size than the launches check.
+        use cuda_embed_source::elementwise::{define_problem, redefinition_in};
+        for (n, v) in cuda_embed_source::options::defines(&self.options) {
+            if let Some(problem) = define_problem(&n, &v) {
+                return Err(format!("the define of `{n}`: {problem}"));
+            }
+        }
+        if let Some(problem) = self.preamble.as_deref().and_then(redefinition_in) {
+            return Err(format!("the preamble: {problem}"));
+        }
         let red_param = |p: &cuda_embed_source::params::Param| RedParam {
             name: p.name.clone(),
             ty: p.ty.as_str().to_string(),

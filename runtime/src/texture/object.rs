@@ -4,10 +4,11 @@
 use super::array::{check, describe, CudaArray};
 use super::desc::{ReadMode, TextureDesc};
 use super::format::Texel;
+use crate::args::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::launch::limits::{bind, device_attr};
 use crate::types::{SurfaceObject, TextureObject};
-use cudarc::driver::{sys, CudaContext, DevicePtr};
+use cudarc::driver::{sys, CudaContext};
 use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -99,7 +100,28 @@ impl<'a> Texture<'a> {
     /// The buffer must start at the device's texture alignment (`CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT`,
     /// 512 bytes on current GPUs) and hold at most `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH`
     /// elements; otherwise this is an [`Error::Texture`] naming the limit.
-    pub fn linear<T: Texel, S: DevicePtr<T>>(buffer: &'a S, read: ReadMode) -> Result<Self> {
+    ///
+    /// The texture may be read over `buffer.len()` elements, so the buffer is one of this crate's
+    /// [`DeviceBuffer`]s (`CudaSlice`, `CudaView`, `CudaViewMut`, or a type whose `unsafe impl`
+    /// promises its length), not any `DevicePtr`: that trait is safe to implement, and a type
+    /// reporting more elements than it has would make kernels read past its memory.
+    ///
+    /// ```compile_fail,E0277
+    /// use cuda_embed_runtime::cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DeviceSlice, SyncOnDrop};
+    /// use cuda_embed_runtime::texture::{ReadMode, Texture};
+    /// use std::sync::Arc;
+    /// /// Claims a thousand times the elements it has.
+    /// struct Liar(CudaSlice<f32>);
+    /// impl DeviceSlice<f32> for Liar {
+    ///     fn len(&self) -> usize { self.0.len() * 1000 }
+    ///     fn stream(&self) -> &Arc<CudaStream> { self.0.stream() }
+    /// }
+    /// impl DevicePtr<f32> for Liar {
+    ///     fn device_ptr<'a>(&'a self, s: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) { self.0.device_ptr(s) }
+    /// }
+    /// fn texture(l: &Liar) { let _ = Texture::linear(l, ReadMode::ElementType); }
+    /// ```
+    pub fn linear<T: Texel, S: DeviceBuffer<T>>(buffer: &'a S, read: ReadMode) -> Result<Self> {
         let desc = TextureDesc::new().read_mode(read);
         desc.check::<T>(1)?;
         let stream = buffer.stream().clone();
@@ -137,7 +159,24 @@ impl<'a> Texture<'a> {
     /// The buffer must start at the device's texture alignment, `pitch * size_of::<T>()` must be
     /// a multiple of `CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT` (32 bytes on current GPUs),
     /// and the sizes within the device's pitched-2-D limits; each is checked here.
-    pub fn pitched<T: Texel, S: DevicePtr<T>>(
+    ///
+    /// As for [`Texture::linear`], the buffer's length is trusted, so it is a [`DeviceBuffer`].
+    ///
+    /// ```compile_fail,E0277
+    /// use cuda_embed_runtime::cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DeviceSlice, SyncOnDrop};
+    /// use cuda_embed_runtime::texture::{Texture, TextureDesc};
+    /// use std::sync::Arc;
+    /// struct Liar(CudaSlice<f32>);
+    /// impl DeviceSlice<f32> for Liar {
+    ///     fn len(&self) -> usize { 1 << 30 }
+    ///     fn stream(&self) -> &Arc<CudaStream> { self.0.stream() }
+    /// }
+    /// impl DevicePtr<f32> for Liar {
+    ///     fn device_ptr<'a>(&'a self, s: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) { self.0.device_ptr(s) }
+    /// }
+    /// fn texture(l: &Liar) { let _ = Texture::pitched(l, 1024, 1024, 1024, &TextureDesc::new()); }
+    /// ```
+    pub fn pitched<T: Texel, S: DeviceBuffer<T>>(
         buffer: &'a S,
         width: usize,
         height: usize,

@@ -231,6 +231,15 @@ mod state {
         Some(r)
     }
 
+    /// Drops the record of `identity` from memory (given and seen): it named a variant that
+    /// cannot launch. One on disk is left to be replaced by the next tuning of its key.
+    pub(super) fn forget(identity: &str) {
+        with(|s| {
+            s.given.remove(identity);
+            s.seen.remove(identity);
+        });
+    }
+
     /// Keeps a new record in memory and on disk; the file, when it could be written.
     pub(super) fn remember(r: Record) -> Option<PathBuf> {
         let store = Store::new(super::records_dir());

@@ -129,6 +129,9 @@ pub struct Tuner {
     slots: [AtomicU64; SLOTS],
     chosen: RwLock<Choices>,
     tuning: Mutex<()>,
+    /// The keys whose choice came from a record (given or on disk), not from timing here: a
+    /// launch of such a choice that fails tunes the key again ([`Tuner::launch`]).
+    from_record: Mutex<Vec<Key>>,
 }
 
 impl std::fmt::Debug for Tuner {
@@ -154,6 +157,7 @@ impl Tuner {
             slots: [const { AtomicU64::new(0) }; SLOTS],
             chosen: RwLock::new(HashMap::with_hasher(BuildHasherDefault::new())),
             tuning: Mutex::new(()),
+            from_record: Mutex::new(Vec::new()),
         }
     }
 
@@ -176,6 +180,7 @@ impl Tuner {
         for s in &self.slots {
             s.store(0, Ordering::Relaxed);
         }
+        self.from_record.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The variant chosen so far on device `ordinal` for these scalar arguments (in the order
@@ -215,6 +220,12 @@ impl Tuner {
     /// are then evaluated again here to say which); `launch` launches one variant with its
     /// configuration and the output addresses to use in place of the user's.
     ///
+    /// When the choice came from a record (given, or on disk) and its variant cannot be
+    /// configured or launched with these arguments (a stale or foreign record), the record is
+    /// dropped, a line on stderr says so, and the key is chosen again as if it had none (timed,
+    /// or the first variant with tuning off); the error of a variant that was timed here, or of
+    /// the new choice, is returned as it is.
+    ///
     /// # Safety
     /// `launch` must launch the given kernel with the given configuration and its arguments,
     /// the outputs replaced by the given addresses, which hold as many bytes as `bytes` says.
@@ -243,12 +254,108 @@ impl Tuner {
             // SAFETY: forwarded from the caller.
             unsafe { self.lookup(module, stream, key, h, scalars, outputs, bytes, &mut launch)? }
         };
-        let cfg = match config(v, scalars) {
-            Some(c) => c,
-            None => self.config(module, v, scalars)?,
+        let r = match config(v, scalars) {
+            Some(c) => Ok(c),
+            None => self.config(module, v, scalars),
+        }
+        // SAFETY: `index` is the variant's kernel in `module` (generated together).
+        .and_then(|cfg| launch(unsafe { KernelRef::new(module, self.spec.variants[v].index) }, &cfg, outputs));
+        match r {
+            Ok(()) => Ok(()),
+            // SAFETY: forwarded from the caller.
+            Err(e) => unsafe { self.after_failure(module, stream, key, h, v, e, scalars, outputs, bytes, &mut launch) },
+        }
+    }
+
+    /// Variant `v`, the choice of `key`, failed with `error`. A choice read from a record whose
+    /// variant cannot be configured (a formula's [`Error::Tune`]) or launched (a refused
+    /// configuration's [`Error::Launch`]) is dropped with its record and the key chosen again
+    /// (then launched once, its error returned); any other choice or error returns `error` (a
+    /// driver error is no sign of a stale record). Nothing was queued by the refused launch, so
+    /// launching again is safe.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn after_failure(
+        &self,
+        module: &'static Module,
+        stream: &CudaStream,
+        key: Key,
+        h: u64,
+        v: usize,
+        error: Error,
+        scalars: &[i64],
+        outputs: &[u64],
+        bytes: &[usize],
+        launch: &mut LaunchFn<'_>,
+    ) -> Result<()> {
+        if !matches!(error, Error::Launch { .. } | Error::Tune { .. }) {
+            return Err(error);
+        }
+        let v = {
+            let _one_at_a_time = self.tuning.lock().unwrap_or_else(|p| p.into_inner());
+            let mut from_record = self.from_record.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(at) = from_record.iter().position(|k| *k == key) else {
+                return Err(error);
+            };
+            from_record.swap_remove(at);
+            drop(from_record);
+            if let Ok(mut m) = self.chosen.write() {
+                m.remove(&key);
+            }
+            let slot = &self.slots[(h >> 8) as usize % SLOTS];
+            if slot.load(Ordering::Relaxed) & !0xFF == h {
+                slot.store(0, Ordering::Relaxed);
+            }
+            let identity = self.identity(stream, &key)?;
+            state::forget(&identity);
+            eprintln!("{}", self.stale_line(module, v, &key, &error));
+            // SAFETY: forwarded from the caller.
+            unsafe { self.choose_locked(module, stream, key, scalars, outputs, bytes, launch, false)? }
         };
+        let cfg = self.config(module, v, scalars)?;
         // SAFETY: `index` is the variant's kernel in `module` (generated together).
         launch(unsafe { KernelRef::new(module, self.spec.variants[v].index) }, &cfg, outputs)
+    }
+
+    /// The stderr line saying that a recorded choice cannot launch and the key is chosen again.
+    fn stale_line(&self, module: &Module, v: usize, key: &Key, error: &Error) -> String {
+        format!(
+            "cuda-embed tune: the recorded winner [{}] of `{}` of {}, {}, cannot launch ({error}): the record is \
+             dropped and this key is {} again",
+            self.spec.variants[v].label,
+            self.spec.kernel,
+            module.origin(),
+            self.key_text(key),
+            if super::enabled() { "tuned" } else { "given the first variant (tuning is off)" }
+        )
+    }
+
+    /// `n~4096, m~64` (the key's bucketed values), or `no key`.
+    fn key_text(&self, key: &Key) -> String {
+        let parts: Vec<String> = self
+            .spec
+            .key
+            .iter()
+            .zip(key.values)
+            .map(|(&k, v)| format!("{}~{v}", self.spec.scalars[k as usize]))
+            .collect();
+        if parts.is_empty() {
+            "no key".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// The names and bucketed values of the key, as records hold them.
+    fn key_names(&self, key: &Key) -> Vec<(String, i64)> {
+        self.spec.key.iter().zip(key.values).map(|(&k, v)| (self.spec.scalars[k as usize].to_string(), v)).collect()
+    }
+
+    /// The record identity of `key` on `stream`'s device.
+    fn identity(&self, stream: &CudaStream, key: &Key) -> Result<String> {
+        let device = state::device(stream.context())?;
+        Ok(super::record::identity(self.spec.kernel, self.spec.source, &device, &self.key_names(key)))
     }
 
     /// A slot miss: the complete table, else [`Tuner::choose`]; the slot is filled either way.
@@ -331,6 +438,24 @@ impl Tuner {
         launch: &mut LaunchFn<'_>,
     ) -> Result<usize> {
         let _one_at_a_time = self.tuning.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.choose_locked(module, stream, key, scalars, outputs, bytes, launch, true) }
+    }
+
+    /// [`Tuner::choose`] with `tuning` held; `use_records: false` skips the records (a record
+    /// of this key was just found stale).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn choose_locked(
+        &self,
+        module: &'static Module,
+        stream: &CudaStream,
+        key: Key,
+        scalars: &[i64],
+        outputs: &[u64],
+        bytes: &[usize],
+        launch: &mut LaunchFn<'_>,
+        use_records: bool,
+    ) -> Result<usize> {
         if let Some(v) = self.chosen.read().ok().and_then(|m| m.get(&key).copied()) {
             return Ok(v);
         }
@@ -342,16 +467,15 @@ impl Tuner {
         }
         let ctx = stream.context();
         let device = state::device(ctx)?;
-        let names: Vec<(String, i64)> = self
-            .spec
-            .key
-            .iter()
-            .zip(key.values)
-            .map(|(&k, v)| (self.spec.scalars[k as usize].to_string(), v))
-            .collect();
+        let names = self.key_names(&key);
         let identity = super::record::identity(self.spec.kernel, self.spec.source, &device, &names);
-        let v = match state::recorded(&identity).and_then(|r| self.index_of(&r.winner)) {
-            Some(v) => v,
+        let recorded =
+            if use_records { state::recorded(&identity).and_then(|r| self.index_of(&r.winner)) } else { None };
+        let v = match recorded {
+            Some(v) => {
+                self.from_record.lock().unwrap_or_else(|p| p.into_inner()).push(key);
+                v
+            }
             None if !super::enabled() => 0,
             None => {
                 // SAFETY: forwarded from the caller.

@@ -157,6 +157,9 @@ pub(crate) fn expand_input(
             at("after_loop", &input.after_loop),
         ],
     };
+    if let Some(e) = input.options.define_problem() {
+        return Err(Failure::early(e));
+    }
     if let Some((what, reserved)) = source::reserved_use(&spec) {
         let lit = match what {
             "operation" => Some(operation),
@@ -173,6 +176,10 @@ pub(crate) fn expand_input(
                 source::RESERVED_PREFIX
             ),
         ));
+    }
+    if let Some(problem) = source::redefinition_in(&pre) {
+        let span = input.preamble.as_ref().map_or(input.name.span(), LitStr::span);
+        return Err(early(span, &format!("the preamble: {problem}")));
     }
     let cuda = source::source(&spec, &lists);
     let types_kernel = source::types_kernel(&name);

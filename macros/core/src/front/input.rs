@@ -195,6 +195,9 @@ pub struct Options {
     defines: Vec<String>,
     typed: Vec<String>,
     extra: Vec<String>,
+    /// Every macro the options define (`defines = [...]` and `-D` in `options`): name, value and
+    /// the literal that defines it, for [`Options::define_problem`].
+    defined: Vec<(String, String, Span)>,
 }
 
 impl Options {
@@ -202,6 +205,19 @@ impl Options {
     pub const KEYS_HELP: &'static str = "`archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, \
         `fast_math = true`, `maxrregcount = 64`, `lineinfo = true`, `include_dirs = [\"include\"]`, \
         `options = [\"--extra-flag\"]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
+
+    /// An error at the first macro the options define (`defines = [...]`, `-D` in `options`)
+    /// that a generated kernel cannot take: one redefining a C++ keyword or CUDA type name its
+    /// element types rest on (`defines = ["float=double"]`), or naming or expanding to the
+    /// generator's `_ce_*` names ([`cuda_embed_source::elementwise::define_problem`]). For the
+    /// generating macros (`elementwise_kernel!`, `reduction_kernel!`), whose launchers check
+    /// arguments against the types as written.
+    pub fn define_problem(&self) -> Option<syn::Error> {
+        self.defined.iter().find_map(|(name, value, span)| {
+            cuda_embed_source::elementwise::define_problem(name, value)
+                .map(|p| syn::Error::new(*span, format!("the define of `{name}`: {p}")))
+        })
+    }
 
     /// Parses the value of compiler option `key` (the `=` already read). Returns `Ok(false)`, having
     /// read nothing, when `key` is not a compiler option, so a macro can handle its own keys.
@@ -239,7 +255,13 @@ impl Options {
                 self.archs = Some((list, key.span()));
             }
             "options" => {
-                self.extra.extend(string_list(input, "option (e.g. \"-DN=4\")")?.iter().map(LitStr::value));
+                let lits = string_list(input, "option (e.g. \"-DN=4\")")?;
+                let values: Vec<String> = lits.iter().map(LitStr::value).collect();
+                for (name, value) in cuda_embed_source::options::defines(&values) {
+                    let lit = lits.iter().find(|l| l.value().contains(&name)).map_or(key.span(), LitStr::span);
+                    self.defined.push((name, value, lit));
+                }
+                self.extra.extend(values);
             }
             "include_dirs" => {
                 for d in string_list(input, "include directory")? {
@@ -256,6 +278,8 @@ impl Options {
                             format!("`{v}` is not a define: write `NAME` or `NAME=value` (NAME a C identifier)"),
                         ));
                     }
+                    let value = v.split_once('=').map_or("1", |x| x.1);
+                    self.defined.push((name.to_string(), value.to_string(), d.span()));
                     self.defines.push(format!("-D{v}"));
                 }
             }
@@ -393,5 +417,52 @@ impl Parse for Input {
         let options = opts.flags();
         let Options { archs, include_dirs, compiler, .. } = opts;
         Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default(), tune, link })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+    use syn::parse::{Parse, ParseStream};
+    use syn::{Ident, Token};
+
+    /// Compiler options alone, as a kernel macro reads them.
+    struct Opts(Options);
+
+    impl Parse for Opts {
+        fn parse(input: ParseStream) -> syn::Result<Self> {
+            let mut o = Options::default();
+            while !input.is_empty() {
+                let key: Ident = input.parse()?;
+                input.parse::<Token![=]>()?;
+                assert!(o.parse_option(&key, input)?, "`{key}` is a compiler option");
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+            Ok(Opts(o))
+        }
+    }
+
+    fn problem(options: &str) -> Option<String> {
+        syn::parse_str::<Opts>(options).unwrap().0.define_problem().map(|e| e.to_string())
+    }
+
+    /// `defines = [...]` and `-D` in `options` may not redefine what the generated kernels'
+    /// element types rest on, nor name or expand to the generator's names: the generating macros
+    /// refuse them (`defines = ["float=double"]` read 4-byte buffers as 8-byte elements).
+    #[test]
+    fn defines_that_change_the_generated_kernels_are_found() {
+        assert_eq!(problem(r#"defines = ["N=4", "DEBUG"], options = ["--use_fast_math", "-DFAST=1"]"#), None);
+        let p = problem(r#"defines = ["N=4", "float=double"]"#).unwrap();
+        assert!(p.contains("the define of `float`") && p.contains("C++ keyword"), "{p}");
+        let p = problem(r#"options = ["-D", "int32_t=long"]"#).unwrap();
+        assert!(p.contains("the define of `int32_t`") && p.contains("CUDA type name"), "{p}");
+        let p = problem(r#"options = ["--define-macro=blockIdx=threadIdx"]"#).unwrap();
+        assert!(p.contains("built-in variable"), "{p}");
+        let p = problem(r#"options = ["-DP=_ce_p_y"]"#).unwrap();
+        assert!(p.contains("expands to `_ce_p_y`"), "{p}");
+        let p = problem(r#"defines = ["_ce_n"]"#).unwrap();
+        assert!(p.contains("the define of `_ce_n`"), "{p}");
     }
 }

@@ -218,6 +218,16 @@ pub(crate) fn expand_input(
             check_rust_type(ty, input.types.as_ref().map_or(name.span(), |t| t.1))?;
         }
     }
+    // A define or a preamble macro redefining a type name (`defines = ["float=double"]`) would
+    // make the kernels read elements of another size than the launchers check.
+    if let Some(e) = input.options.define_problem() {
+        return Err(e);
+    }
+    if let Some(pre) = &input.preamble {
+        if let Some(problem) = cuda_embed_source::elementwise::redefinition_in(&pre.value()) {
+            return Err(syn::Error::new(pre.span(), format!("the preamble: {problem}")));
+        }
+    }
     let placeholders = lists.placeholders();
     let snippet = |lit: &LitStr| Snippet {
         text: lit.value(),

@@ -166,6 +166,42 @@ fn the_generated_kernels_names_are_refused() {
     assert!(ElementwiseProgram::new("k", "float x", "float y", "y = x; // not _ce_p_y").unwrap().program("").is_ok());
 }
 
+/// The defines (`define`, `-D`/`--define-macro` options), the in-memory headers and the
+/// preamble's own macros are code before the generated kernel too: they may not redefine a name
+/// its types rest on (`define("float", "double")` compiled a kernel reading 8-byte elements from
+/// buffers checked as 4-byte ones) nor reach the generated names through a macro.
+#[test]
+fn defines_and_headers_cannot_redefine_or_reach_the_generated_names() {
+    let base = || ElementwiseProgram::new("k", "float x", "float y", "y = x").unwrap();
+    let refused = |p: ElementwiseProgram, what: &str| {
+        let m = message(p.program("").unwrap_err());
+        assert!(m.contains(what), "{what}: {m}");
+    };
+    refused(base().define("float", "double"), "the define of `float`: the macro `float` redefines a C++ keyword");
+    refused(base().option("-Dint32_t=long"), "the define of `int32_t`");
+    refused(base().option("--define-macro=unsigned=long"), "the define of `unsigned`");
+    refused(base().option("-D").option("threadIdx=blockIdx"), "a CUDA built-in variable");
+    refused(base().define("_ce_n", 1), "the define of `_ce_n`");
+    refused(base().header("t.cuh", "#define double float"), "the header `t.cuh`: the macro `double`");
+    refused(base().preamble("#define float double"), "the preamble: the macro `float`");
+    // A define or a header that makes a name expand to a generated one.
+    let reach = || ElementwiseProgram::new("k", "float x", "float y", "P[i + 1000000] = x").unwrap();
+    refused(reach().define("P", "_ce_p_y"), "the macro `P` expands to `_ce_p_y`");
+    refused(reach().header("p.cuh", "#define P _ce_p_y").preamble("#include \"p.cuh\""), "_ce_p_y");
+    // Pasted in a header's function-like macro, used in the operation.
+    let pasted = ElementwiseProgram::new("k", "float x", "float y", "AT(y)[i + 1000000] = x")
+        .unwrap()
+        .header("at.cuh", "#define CAT(a, b) a##b\n#define AT(v) CAT(_c, e_p_##v)");
+    refused(pasted, "names `_ce_p_y`");
+    // Ordinary defines and headers are fine.
+    let ok = base()
+        .define("SCALE", "2.0f")
+        .option("-DFAST")
+        .header("s.cuh", "#define TWICE(v) (2 * (v))\n__device__ float half_of(float v) { return v / 2; }")
+        .preamble("#include \"s.cuh\"");
+    assert!(ok.program("").is_ok());
+}
+
 /// Without the driver's parameter sizes (drivers before CUDA 12.4) a parameter whose type has no
 /// fixed Rust twin cannot be checked: building it is an error naming the parameter and the
 /// driver, never a kernel whose launches skip the check.

@@ -100,6 +100,12 @@ fn definition_errors() {
     assert!(e.contains("`union` is a C++ keyword"), "{e}");
     let src = sum_of_squares().source().unwrap();
     assert!(src.contains("sum_sq_full") && src.contains("sum_sq_cols") && src.contains("x * x"));
+    // A define or a preamble macro redefining a type name the element sizes rest on.
+    let e = err(sum_of_squares().option("-Dfloat=double"));
+    assert!(e.contains("the define of `float`: the macro `float` redefines a C++ keyword"), "{e}");
+    let e = err(sum_of_squares().preamble("#define int64_t int"));
+    assert!(e.contains("the preamble: the macro `int64_t` redefines a CUDA type name"), "{e}");
+    assert!(sum_of_squares().option("-DSCALE=2").preamble("#define TWICE(v) (2 * (v))").source().is_ok());
 }
 
 fn cache(tag: &str) -> PathBuf {
