@@ -4,7 +4,7 @@ use cuda_embed::cuda_kernel;
 
 cuda_kernel!(
     r#"template <typename T, int K> __global__ void scale(T* y) { y[threadIdx.x] += (T)K; }"#,
-    link = ["../../../../ui-tests/cases/link_templates.cu"],
+    link = ["cases/link_templates.cu"],
     instances = ["scale<float, 2>"],
 );
 

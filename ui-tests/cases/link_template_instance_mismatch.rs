@@ -4,7 +4,7 @@ use cuda_embed::cuda_kernel;
 
 cuda_kernel!(
     r#"extern "C" __global__ void k(float* y) { y[threadIdx.x] = 1.f; }"#,
-    link = ["../../../../ui-tests/cases/link_templates.cu"],
+    link = ["cases/link_templates.cu"],
     instances = ["scale<float>"],
 );
 

@@ -22,6 +22,12 @@
 //!
 //! and read every changed `.stderr`: each message must say what is wrong and point at the line
 //! to fix.
+//!
+//! `link = [...]` (and `file = ...`) paths are relative to the crate root, and trybuild builds
+//! the cases as a crate of its own, in `<target dir>/tests/trybuild/cuda-embed-ui-tests/`: the
+//! root is there, wherever the target dir is (`CARGO_TARGET_DIR` may be outside the checkout).
+//! [`place_case_files`] copies the CUDA files of `cases/` there under the same relative names,
+//! so a case names them as written in this crate (`link = ["cases/link_math.cu"]`).
 
 use cuda_embed_macros_core::oracle::nvcc::find_nvcc;
 use cuda_embed_macros_core::oracle::nvrtc::find_nvrtc;
@@ -41,8 +47,63 @@ fn cases(dir: &str) -> usize {
         .map_or(0, |d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "rs")).count())
 }
 
+/// The target dir trybuild builds under: `cargo metadata`'s `target_directory`, asked the way
+/// trybuild asks it (from this crate's root, with the cargo that runs the tests).
+fn target_dir() -> std::path::PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version=1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("running cargo metadata");
+    assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    let json = String::from_utf8_lossy(&out.stdout);
+    let key = "\"target_directory\":\"";
+    let start = json.find(key).expect("cargo metadata names the target directory") + key.len();
+    // A JSON string: cargo escapes `"` and `\` (and control characters, which a path has not).
+    let mut dir = String::new();
+    let mut chars = json[start..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return dir.into(),
+            '\\' => match chars.next() {
+                Some('/') => dir.push('/'),
+                Some(c @ ('"' | '\\')) => dir.push(c),
+                other => panic!("unexpected escape {other:?} in the target directory: {json}"),
+            },
+            c => dir.push(c),
+        }
+    }
+    panic!("unterminated target directory in cargo metadata's output: {json}")
+}
+
+/// Copies every file of `cases/` that is not a case (`.rs`) or its expected output (`.stderr`),
+/// the CUDA files the cases link, to the same relative place under the root of the crate
+/// trybuild builds the cases in (`<target dir>/tests/trybuild/<this crate>/`), where
+/// `link = ["cases/link_math.cu"]` is resolved. A case naming a file that is not there fails
+/// with `cannot read the `link` file`.
+fn place_case_files() {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        let entries = std::fs::read_dir(from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display()));
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                copy(&path, &to.join(e.file_name()));
+            } else if !path.extension().is_some_and(|x| x == "rs" || x == "stderr") {
+                std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("creating {}: {e}", to.display()));
+                let dest = to.join(e.file_name());
+                std::fs::copy(&path, &dest)
+                    .unwrap_or_else(|e| panic!("copying {} to {}: {e}", path.display(), dest.display()));
+            }
+        }
+    }
+    let root = target_dir().join("tests").join("trybuild").join(env!("CARGO_PKG_NAME"));
+    copy(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases"), &root.join("cases"));
+}
+
 #[test]
 fn ui() {
+    place_case_files();
     let t = trybuild::TestCases::new();
     let mut total = cases("cases");
     t.compile_fail("cases/*.rs");

@@ -39,6 +39,12 @@ fn have_nvcc() -> bool {
     }
 }
 
+/// This crate's directory: CARGO_MANIFEST_DIR at run time (set by `cargo test`, and by the packed
+/// GPU run to the crate's copy there, as the macro reads it), else where it was built.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 fn site() -> CallSite {
     CallSite { file: "src/lib.rs".into(), line: 10, dir: None }
 }
@@ -66,7 +72,8 @@ fn find_fatbin(tokens: &TokenStream, len: &mut Option<String>) {
 }
 
 fn rewrite(tokens: TokenStream, fatbin_len: Option<String>) -> TokenStream {
-    let manifest = env!("CARGO_MANIFEST_DIR");
+    let manifest = manifest_dir();
+    let manifest = manifest.to_string_lossy();
     let mut out = Vec::new();
     let mut prev: Vec<String> = Vec::new();
     for tt in tokens {
@@ -84,9 +91,9 @@ fn rewrite(tokens: TokenStream, fatbin_len: Option<String>) -> TokenStream {
                     TokenTree::Literal(Literal::usize_suffixed(0))
                 } else if prev.iter().rev().take(2).map(String::as_str).eq([":", "compiler"]) {
                     TokenTree::Literal(Literal::string("<nvcc release>"))
-                } else if text.contains(manifest) {
+                } else if text.contains(&*manifest) {
                     TokenTree::Literal(Literal::string(
-                        &text.trim_matches('"').replace(manifest, "$CARGO_MANIFEST_DIR"),
+                        &text.trim_matches('"').replace(&*manifest, "$CARGO_MANIFEST_DIR"),
                     ))
                 } else {
                     TokenTree::Literal(l)
@@ -107,7 +114,7 @@ fn check(name: &str, input: TokenStream) {
     let file: syn::File = syn::parse2(expanded.clone())
         .unwrap_or_else(|e| panic!("{name}: the expansion is not a Rust file: {e}\n{expanded}"));
     let pretty = prettyplease::unparse(&file);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(format!("{name}.rs.snap"));
+    let path = manifest_dir().join("tests/snapshots").join(format!("{name}.rs.snap"));
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &pretty).unwrap();

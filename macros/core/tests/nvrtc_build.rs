@@ -24,6 +24,13 @@ fn lock() -> MutexGuard<'static, ()> {
 fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // `link` and `file` paths (`../../tests/kernels/link/main.cu`) are relative to the crate
+        // root, which the macro reads from CARGO_MANIFEST_DIR at expansion, here at run time:
+        // `cargo test` and the packed GPU run (`scripts/gpu-pack`) set it to this crate's
+        // directory; a binary started by hand from elsewhere gets the directory it was built in.
+        if std::env::var_os("CARGO_MANIFEST_DIR").is_none() {
+            std::env::set_var("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"));
+        }
         std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc-build-cache"));
         std::env::remove_var("CUDA_EMBED_ARCHS");
         std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");

@@ -6,7 +6,7 @@ cuda_kernel!(
     __device__ float square(double x);
     extern "C" __global__ void k(float* y) { y[threadIdx.x] = square(y[threadIdx.x]); }
 "#,
-    link = ["../../../../ui-tests/cases/link_math.cu"],
+    link = ["cases/link_math.cu"],
 );
 
 fn main() {}

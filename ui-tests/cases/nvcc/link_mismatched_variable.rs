@@ -6,7 +6,7 @@ cuda_kernel!(
     extern __device__ float calls[4];
     extern "C" __global__ void k(float* y) { y[threadIdx.x] = calls[threadIdx.x]; }
 "#,
-    link = ["../../../../ui-tests/cases/link_math.cu"],
+    link = ["cases/link_math.cu"],
 );
 
 fn main() {}

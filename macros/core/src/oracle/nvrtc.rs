@@ -11,6 +11,10 @@
 //!    `libnvrtc.so.12` or `libnvrtc.so` found there.
 //! 3. The system loader's own search (`ldconfig`'s cache, `/usr/lib/...`) for those names.
 //!
+//! `CUDA_EMBED_NO_BUILD_NVRTC=1` makes it find none, wherever libnvrtc is installed (as
+//! `CUDA_EMBED_NO_NVCC` hides nvcc): a build with neither compiler then falls back to NVRTC at
+//! first use, which this variable does not affect.
+//!
 //! NVRTC opens `libnvrtc-builtins.so.<version>` by name when it compiles; when the library was
 //! found in a directory, the builtins next to it are opened first, so no `LD_LIBRARY_PATH` is
 //! needed for them.
@@ -32,6 +36,9 @@ use std::sync::{Arc, OnceLock};
 
 /// The variable naming the libnvrtc to use at build time.
 pub const NVRTC_VAR: &str = "CUDA_EMBED_NVRTC";
+
+/// The variable that hides every libnvrtc from the macro (not from the run-time NVRTC).
+pub const NO_BUILD_NVRTC_VAR: &str = "CUDA_EMBED_NO_BUILD_NVRTC";
 
 /// The key scheme of build-time NVRTC builds.
 const KEY_SCHEME: &str = "cuda-embed nvrtc build v1";
@@ -83,6 +90,9 @@ pub fn find_nvrtc() -> Result<Result<Nvrtc, String>, String> {
 }
 
 fn search() -> Result<Result<Nvrtc, String>, String> {
+    if crate::oracle::nvcc::flag(NO_BUILD_NVRTC_VAR) {
+        return Ok(Err(format!("{NO_BUILD_NVRTC_VAR} is set")));
+    }
     if let Some(explicit) = std::env::var_os(NVRTC_VAR).filter(|s| !s.is_empty()) {
         let p = PathBuf::from(explicit);
         let file = if p.is_dir() { NAMES.iter().map(|n| p.join(n)).find(|f| f.is_file()) } else { Some(p.clone()) };

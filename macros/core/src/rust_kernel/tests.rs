@@ -6,6 +6,12 @@ use super::syntax::{kernel_fn, Attr};
 use super::translate;
 use std::path::PathBuf;
 
+/// This crate's directory: CARGO_MANIFEST_DIR at run time (set by `cargo test`, and by the packed
+/// GPU run to the crate's copy there), else where it was built.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 fn translated(attr: &str, item: &str) -> syn::Result<String> {
     let attr: Attr = syn::parse_str(attr)?;
     let kernel = kernel_fn(syn::parse_str(item)?)?;
@@ -21,8 +27,7 @@ fn snapshot(name: &str, attr: &str, item: &str) {
 }
 
 fn check_snapshot(name: &str, item: &str, got: &str) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
+    let path = manifest_dir().join("src/rust_kernel/snapshots").join(format!("{name}.cu.snap"));
     let text = format!(
         "// input:\n{}\n// output:\n{got}",
         item.trim().lines().map(|l| format!("// {l}")).collect::<Vec<_>>().join("\n")
@@ -329,7 +334,7 @@ mod gpu {
     let (d, k) = (fns.next().unwrap(), fns.next().unwrap());
     let attr: Attr = syn::parse_str("").unwrap();
     let got = super::translate_module(&attr, &[k], &[d], "src/gpu.rs", 1).unwrap().source;
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/rust_kernel/snapshots/device_functions.cu.snap");
+    let path = manifest_dir().join("src/rust_kernel/snapshots/device_functions.cu.snap");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &got).unwrap();
         return;
