@@ -44,3 +44,15 @@ fn a_parenthesised_kernel_name_is_the_name() {
     let p = parse("__global__ void (wrapped)(float* x, int n) {}").unwrap();
     assert_eq!((p.kernels[0].name.as_str(), p.kernels[0].params.len()), ("wrapped", 2));
 }
+
+#[test]
+fn alternative_definitions_under_cuda_arch_are_one_template() {
+    let src = "template <typename T>\n#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)\n\
+               __global__ void __cluster_dims__(2,1,1) k(T* p) { p[0] = T(1); }\n#else\n\
+               __global__ void k(T* p) { }\n#endif\ntemplate __global__ void k<float>(float*);\n\
+               extern \"C\"\n#ifdef __X__\n__global__ void c(int* p) {}\n#else\n__global__ void c(int* p) {}\n#endif\n";
+    let p = parse(src).unwrap();
+    let templates: Vec<&str> = p.templates.iter().map(|k| k.name.as_str()).collect();
+    let kernels: Vec<(&str, bool)> = p.kernels.iter().map(|k| (k.name.as_str(), k.extern_c)).collect();
+    assert_eq!((templates, kernels, p.overloaded.len()), (vec!["k"], vec![("c", true)], 0));
+}
