@@ -21,7 +21,10 @@ fn lock() -> MutexGuard<'static, ()> {
 fn have_both() -> bool {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modern-templates-cache"));
+        std::env::set_var(
+            "CUDA_EMBED_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modern-templates-cache"),
+        );
         std::env::remove_var("CUDA_EMBED_ARCHS");
         std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");
         std::env::remove_var("CUDA_EMBED_NO_NVCC");
@@ -66,10 +69,22 @@ fn a_class_template_instance_by_value_is_a_struct_twin() {
     }
     let src = r#"
         template <typename T, int N> struct Tensor { T* data; long size[N]; };
+        namespace lib { template <class T, int N> struct Tensor { int n; T v[N]; }; }
         __global__ void k(Tensor<float, 1> t, float* out) { out[0] = t.data[0]; }
+        __global__ void k2(Tensor<float, 1> t, lib::Tensor<double, 3> u) { }
+        namespace lib { __global__ void k3(Tensor<short, 2> u) { } }
     "#;
     for (compiler, out) in both(src, quote!()) {
-        assert!(out.contains("pub mod k"), "{compiler}: {out}");
+        let out: String = out.split_whitespace().collect();
+        for twin in [
+            "pubstructTensor_float_1{pubdata:::cuda_embed::RawDevicePtr,pubsize:i64}",
+            "pubstructTensor_double_3{pubn:i32,pubv:[f64;3usize]}",
+            "pubstructTensor_short_2{pubn:i32,pubv:[i16;2usize]}",
+        ] {
+            assert!(out.contains(twin), "{compiler}: {twin} in {out}");
+        }
+        assert!(out.contains(r#"("Tensor_float_1",&[("data",0usize,8usize),("size",8usize,8usize)])"#), "{compiler}");
+        assert!(out.contains("pubmodk2") && out.contains("pubmodk3"), "{compiler}");
     }
 }
 

@@ -261,12 +261,27 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
 pub(crate) fn cuda_structs(module: &Module) -> Vec<CudaStruct> {
     let defines = crate::front::defines(&module.options);
     let mut cuda = structs::structs_with(&module.source, &defines);
+    let mut templates = structs::class_templates(&module.source, &defines);
     for h in &module.headers {
         // A header included inside `namespace ops { }` declares its structs in `ops`.
-        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(|mut s| {
+        let in_site = |mut s: CudaStruct| {
             s.namespaces.splice(0..0, h.namespaces.iter().cloned());
             s
-        }));
+        };
+        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(in_site));
+        templates.extend(structs::class_templates(&h.text, &defines).into_iter().map(in_site));
+    }
+    // The class-template instances passed by value (`Tensor<float, 1> t`) or held in globals:
+    // asked about like structs, under the name the parameter writes.
+    let by_value = module.units.iter().flat_map(|u| u.kernel.params.iter().map(|p| (&u.kernel.namespaces, p)));
+    let held = module.parsed.globals.iter().map(|g| (&g.namespaces, &g.elem));
+    for (scope, p) in by_value.chain(held) {
+        if p.pointer_depth != 0 || p.reference || structs::lookup(&cuda, scope, &p.base).is_some() {
+            continue;
+        }
+        if let Some(st) = structs::instance(&templates, scope, &p.base) {
+            cuda.push(st);
+        }
     }
     // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
     // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`. Only those
