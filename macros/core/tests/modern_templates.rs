@@ -100,8 +100,38 @@ fn uninstantiated_overloaded_templates_do_not_block_the_file() {
         extern "C" __global__ void mine(float* x) { x[0] = 1.f; }
     "#;
     for (compiler, out) in both(src, quote!()) {
-        assert!(out.contains("pub mod mine"), "{compiler}: {out}");
+        assert!(out.contains("pub mod mine") && !out.contains("pub mod init"), "{compiler}: {out}");
     }
+    // A template of the same file that is not overloaded is still instantiated as before.
+    let with_one = format!("{src} template <class T> __global__ void fill(T* p) {{}}");
+    for (compiler, out) in both(&with_one, quote!(instances = ["fill<float>"])) {
+        assert!(out.contains("pub mod fill") && !out.contains("pub mod init"), "{compiler}: {out}");
+    }
+}
+
+/// What the front end refuses, before any compiler runs.
+fn refused(source: &str, extra: TokenStream) -> String {
+    let out = expand(quote!(#source, #extra), site()).to_string();
+    assert!(out.contains("compile_error"), "{out}");
+    out
+}
+
+#[test]
+fn launching_an_overloaded_template_names_the_overload_and_the_fix() {
+    let _lock = lock();
+    let src = r#"
+        namespace lib { template <class T> __global__ void init(T* p, int n) {}
+                        template <class T> __global__ void init(T* p) {} }
+        extern "C" __global__ void mine(float* x) { x[0] = 1.f; }
+    "#;
+    for name in ["lib::init<float>", "init<float>"] {
+        let out = refused(src, quote!(instances = [#name]));
+        assert!(out.contains("template kernel `lib::init` is overloaded"), "{out}");
+        assert!(out.contains("give the overload you launch its own name"), "{out}");
+    }
+    // Only overloads are: the source's non-template overloads still refuse the file.
+    let out = refused("__global__ void s(float* x) {} __global__ void s(int* x) {}", quote!());
+    assert!(out.contains("kernel `s` is overloaded"), "{out}");
 }
 
 #[test]
@@ -116,8 +146,36 @@ fn uninstantiated_same_named_templates_in_two_namespaces_do_not_collide() {
         extern "C" __global__ void mine(float* x) { x[0] = 1.f; }
     "#;
     for (compiler, out) in both(src, quote!()) {
-        assert!(out.contains("pub mod mine"), "{compiler}: {out}");
+        assert!(out.contains("pub mod mine") && !out.contains("pub mod kernel"), "{compiler}: {out}");
     }
+    // The one that is instantiated gets the module.
+    for (compiler, out) in both(src, quote!(instances = ["b::kernel<int>"])) {
+        assert!(out.contains("pub mod kernel") && out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
+        assert!(!out.contains("a::kernel"), "{compiler}: {out}");
+    }
+}
+
+#[test]
+fn same_named_templates_both_instantiated_are_refused_with_the_fix() {
+    let _lock = lock();
+    let src = r#"
+        namespace a { template <class T> __global__ void kernel(T* p) {} }
+        namespace b { template <class T> __global__ void kernel(T* p) {} }
+        __global__ void other(float* x) {}
+        namespace c { template <class T> __global__ void other(T* p) {} }
+    "#;
+    let out = refused(src, quote!(instances = ["a::kernel<float>", "b::kernel<int>"]));
+    assert!(
+        out.contains("kernels `a::kernel` and `b::kernel` would both generate a Rust module named `kernel`"),
+        "{out}"
+    );
+    assert!(out.contains("both templates are listed in `instances`"), "{out}");
+    let out = refused(src, quote!(instances = ["c::other<float>"]));
+    assert!(out.contains("kernels `other` and `c::other` would both generate"), "{out}");
+    assert!(out.contains("a template that nothing instantiates generates no module"), "{out}");
+    // Unqualified, the name is ambiguous: that is said before any module is named.
+    let out = refused(src, quote!(instances = ["kernel<float>"]));
+    assert!(out.contains("names template kernels in several namespaces: qualify it"), "{out}");
 }
 
 #[test]

@@ -76,8 +76,13 @@ pub struct Parsed {
     pub kernels: Vec<Kernel>,
     /// Template kernels (launchable through the macro's `instances = [...]` list), one per name.
     pub templates: Vec<Kernel>,
-    /// Names declared more than once with different parameter lists (C++ overloads).
+    /// Names of non-template kernels declared more than once with different parameter lists
+    /// (C++ overloads).
     pub overloaded: Vec<String>,
+    /// Names of template kernels declared more than once with different parameter lists: not in
+    /// [`Parsed::templates`], as no instance list can name one of them (a library's overloaded
+    /// templates are no error until one is asked for).
+    pub overloaded_templates: Vec<String>,
     /// Type aliases found textually: `typedef float real;`, `using real = float;`.
     pub aliases: HashMap<String, Vec<Token>>,
     /// Struct/class/union/enum names defined in the source.
@@ -283,8 +288,8 @@ pub fn parse_in(
                             }
                         }
                         Some(_) => {
-                            if !parsed.overloaded.contains(&key) {
-                                parsed.overloaded.push(key);
+                            if !parsed.overloaded_templates.contains(&key) {
+                                parsed.overloaded_templates.push(key);
                             }
                         }
                     }
@@ -321,7 +326,7 @@ pub fn parse_in(
     }
     site_here(&scopes, usize::MAX, &mut parsed);
     parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
-    parsed.templates.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
+    parsed.templates.retain(|k| !parsed.overloaded_templates.contains(&k.qualified_name()));
     Ok(parsed)
 }
 

@@ -56,3 +56,16 @@ fn alternative_definitions_under_cuda_arch_are_one_template() {
     let kernels: Vec<(&str, bool)> = p.kernels.iter().map(|k| (k.name.as_str(), k.extern_c)).collect();
     assert_eq!((templates, kernels, p.overloaded.len()), (vec!["k"], vec![("c", true)], 0));
 }
+
+#[test]
+fn overloaded_templates_are_listed_apart_from_overloaded_kernels() {
+    let src = "namespace lib { template <class T> __global__ void init(T* p, int n) {}\n\
+               template <class T> __global__ void init(T* p) {} }\n\
+               template <class T> __global__ void one(T* p);\ntemplate <class T> __global__ void one(T* q) {}\n\
+               __global__ void s(float* x) {}\n__global__ void s(int* x) {}\n";
+    let p = parse(src).unwrap();
+    assert_eq!(p.overloaded_templates, ["lib::init"]);
+    assert_eq!(p.overloaded, ["s"]);
+    let templates: Vec<String> = p.templates.iter().map(Kernel::qualified_name).collect();
+    assert_eq!((templates, p.kernels.len()), (vec!["one".to_string()], 0));
+}

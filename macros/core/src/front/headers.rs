@@ -107,7 +107,18 @@ fn merge(parsed: &mut Parsed, theirs: Parsed, file: &str) {
     let shape = |k: &Kernel| -> Vec<(String, usize, bool, bool)> {
         k.params.iter().map(|p| (p.base.clone(), p.pointer_depth, p.pointee_const, p.reference)).collect()
     };
-    for (mine, from) in [(&mut parsed.kernels, theirs.kernels), (&mut parsed.templates, theirs.templates)] {
+    // A header's own overloaded templates are named when an instance asks for one; its own
+    // overloaded kernels are left out, as before.
+    for o in theirs.overloaded_templates {
+        if !parsed.overloaded_templates.contains(&o) {
+            parsed.overloaded_templates.push(o);
+        }
+    }
+    let lists = [
+        (&mut parsed.kernels, theirs.kernels, &mut parsed.overloaded),
+        (&mut parsed.templates, theirs.templates, &mut parsed.overloaded_templates),
+    ];
+    for (mine, from, overloaded) in lists {
         for mut k in from.into_iter().filter(|k| k.defined) {
             k.file = Some(file.to_string());
             let key = k.qualified_name();
@@ -119,16 +130,16 @@ fn merge(parsed: &mut Parsed, theirs: Parsed, file: &str) {
                     }
                 }
                 Some(_) => {
-                    if !parsed.overloaded.contains(&key) {
-                        parsed.overloaded.push(key);
+                    if !overloaded.contains(&key) {
+                        overloaded.push(key);
                     }
                 }
             }
         }
     }
-    let overloaded = parsed.overloaded.clone();
+    let (overloaded, overloaded_templates) = (&parsed.overloaded, &parsed.overloaded_templates);
     parsed.kernels.retain(|k| !overloaded.contains(&k.qualified_name()));
-    parsed.templates.retain(|k| !overloaded.contains(&k.qualified_name()));
+    parsed.templates.retain(|k| !overloaded_templates.contains(&k.qualified_name()));
     for g in theirs.globals {
         if !parsed.globals.iter().any(|o| o.qualified_name() == g.qualified_name()) {
             parsed.globals.push(GlobalVar { file: Some(file.to_string()), ..g });

@@ -134,12 +134,14 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     check_declarations(&parsed, input).map_err(fail)?;
     let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
-    let tune = input
+    let mut tune = input
         .tune
         .as_ref()
         .map(|spec| crate::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
         .transpose()
         .map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    drop_unused_templates(&mut parsed, &mut instances, tune.as_mut(), !pending.is_empty());
+    check_module_names(&parsed, &instances).map_err(fail)?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
         None => nvcc::archs_from_env().map_err(fail)?,
@@ -195,34 +197,25 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
             "kernel `{o}` is overloaded: give each overload its own name (a launcher needs one signature)"
         ));
     }
-    if parsed.kernels.is_empty() && parsed.templates.is_empty() {
+    if parsed.kernels.is_empty() && parsed.templates.is_empty() && parsed.overloaded_templates.is_empty() {
         return Err(
             "no `__global__` function in the CUDA source: write e.g. `extern \"C\" __global__ void k(float* x) { ... }`"
                 .into(),
         );
     }
     if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() {
-        let list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
-        let example = parsed.templates[0].template.as_ref().map_or(String::new(), |p| {
+        let mut list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
+        list.extend(parsed.overloaded_templates.iter().map(|o| format!("{o} (overloaded)")));
+        let example = parsed.templates.first().and_then(|t| t.template.as_ref()).map_or(String::new(), |p| {
             let args: Vec<&str> =
                 p.iter().map(|t| if matches!(t.kind, TemplateKind::Type) { "float" } else { "256" }).collect();
             format!("{}<{}>", parsed.templates[0].qualified_name(), args.join(", "))
         });
+        let example = if example.is_empty() { "k<float>".to_string() } else { example };
         return Err(format!(
             "the CUDA source has only template kernels ({}): list the instances to build, e.g. `instances = [\"{example}\"]`",
             list.join(", ")
         ));
-    }
-    let mut seen = HashMap::new();
-    for k in parsed.kernels.iter().chain(&parsed.templates) {
-        rust_name(&k.name)?;
-        if let Some(prev) = seen.insert(k.name.clone(), k.qualified_name()) {
-            return Err(format!(
-                "kernels `{prev}` and `{}` would both generate a Rust module named `{}`: rename one",
-                k.qualified_name(),
-                k.name
-            ));
-        }
     }
     let mut global_names = HashMap::new();
     for g in &parsed.globals {
@@ -231,6 +224,76 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
                 "globals `{prev}` and `{}` would both become a Rust static named `{}`: rename one",
                 g.qualified_name(),
                 g.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Leaves out of `parsed.templates` each template that nothing instantiates (no entry of
+/// `instances`, not `tune`d) and whose Rust module name another kernel or template also takes:
+/// a library's same-named templates in several namespaces cost nothing until one is used (it
+/// generates no module; the compiler still compiles the source as it is). Indices into the
+/// templates are renumbered. With instances still to resolve against linked files (`pending`)
+/// nothing is left out: those may name any template.
+fn drop_unused_templates(
+    parsed: &mut Parsed,
+    instances: &mut [Instance],
+    tune: Option<&mut crate::tune::Plan>,
+    pending: bool,
+) {
+    let used =
+        |ti: usize| instances.iter().any(|i| i.template == ti) || tune.as_ref().is_some_and(|t| t.template == ti);
+    let taken = |ti: usize, name: &str| {
+        parsed.kernels.iter().any(|k| k.name == name)
+            || parsed.templates.iter().enumerate().any(|(o, t)| o != ti && t.name == name)
+    };
+    let keep: Vec<bool> =
+        parsed.templates.iter().enumerate().map(|(ti, t)| pending || used(ti) || !taken(ti, &t.name)).collect();
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    let mut renumbered = Vec::with_capacity(keep.len());
+    let mut next = 0usize;
+    for k in &keep {
+        renumbered.push(next);
+        next += usize::from(*k);
+    }
+    let mut at = 0;
+    parsed.templates.retain(|_| {
+        at += 1;
+        keep[at - 1]
+    });
+    for i in instances.iter_mut() {
+        i.template = renumbered[i.template];
+    }
+    if let Some(t) = tune {
+        t.template = renumbered[t.template];
+    }
+}
+
+/// The kernels and the templates left after [`drop_unused_templates`] each generate a Rust
+/// module named after the kernel: names that are Rust identifiers, none twice.
+fn check_module_names(parsed: &Parsed, instances: &[Instance]) -> Result<(), String> {
+    let mut seen: HashMap<String, (String, bool)> = HashMap::new();
+    for (k, template) in
+        parsed.kernels.iter().map(|k| (k, None)).chain(parsed.templates.iter().enumerate().map(|(ti, t)| (t, Some(ti))))
+    {
+        rust_name(&k.name)?;
+        let instantiated = template.is_some_and(|ti| instances.iter().any(|i| i.template == ti));
+        if let Some((prev, prev_instantiated)) = seen.insert(k.name.clone(), (k.qualified_name(), instantiated)) {
+            let why = match (instantiated, prev_instantiated) {
+                (false, false) => String::new(),
+                (true, true) => " (both templates are listed in `instances`): list only one, or".into(),
+                _ => " (a template listed in `instances` and another kernel; a template that nothing instantiates \
+                      generates no module):"
+                    .into(),
+            };
+            return Err(format!(
+                "kernels `{prev}` and `{}` would both generate a Rust module named `{}`{why}{} rename one",
+                k.qualified_name(),
+                k.name,
+                if why.is_empty() { ":" } else { "" },
             ));
         }
     }
@@ -325,6 +388,7 @@ fn resolve_instances(input: &Input, parsed: &Parsed) -> syn::Result<(Vec<Instanc
 fn names_a_kernel(text: &str, parsed: &Parsed) -> bool {
     let Some((name, _)) = split_instance(text) else { return true };
     parsed.templates.iter().chain(&parsed.kernels).any(|k| k.qualified_name() == name || k.name == name)
+        || parsed.overloaded_templates.iter().any(|o| *o == name || o.rsplit("::").next() == Some(name.as_str()))
 }
 
 /// One instance: its template, its arguments with defaults filled in, and its C++ name.
@@ -346,6 +410,15 @@ pub(crate) fn resolve_instance(
     let template = match matches.as_slice() {
         [one] => *one,
         [] => {
+            let overloaded = parsed
+                .overloaded_templates
+                .iter()
+                .find(|o| **o == name || (!name.contains("::") && o.rsplit("::").next() == Some(name.as_str())));
+            if let Some(o) = overloaded {
+                return Err(format!(
+                    "template kernel `{o}` is overloaded, so `{text}` names no one kernel (a launcher needs one                      signature): give the overload you launch its own name, or write a `__global__` template of                      another name that calls it and list that"
+                ));
+            }
             if parsed.kernels.iter().any(|k| k.qualified_name() == name || k.name == name) {
                 return Err(format!(
                     "`{name}` is not a template kernel: it is generated without `instances`; remove \"{text}\""

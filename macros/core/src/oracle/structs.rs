@@ -616,7 +616,10 @@ mod tests {
         let t = instance(&all, &[], "Tensor<float,1>").unwrap();
         assert_eq!((t.qualified_name(), lookup(&[t], &[], "Tensor<float,1>")), ("Tensor<float,1>".into(), Some(0)));
         let b = instance(&all, &ns, "Box<int>").unwrap();
-        assert_eq!((b.qualified_name(), lookup(&[b.clone()], &ns, "Box<int>")), ("lib::Box<int>".into(), Some(0)));
+        assert_eq!(
+            (b.qualified_name(), lookup(std::slice::from_ref(&b), &ns, "Box<int>")),
+            ("lib::Box<int>".into(), Some(0))
+        );
         assert_eq!(lookup(&[b], &[], "lib::Box<int>"), Some(0));
         assert_eq!(instance(&all, &[], "Box<int>"), None, "not visible from the global scope");
         assert_eq!(instance(&all, &[], "Tensor"), None);
