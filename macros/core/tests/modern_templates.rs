@@ -169,7 +169,7 @@ fn same_named_templates_both_instantiated_are_refused_with_the_fix() {
         out.contains("kernels `a::kernel` and `b::kernel` would both generate a Rust module named `kernel`"),
         "{out}"
     );
-    assert!(out.contains("both templates are listed in `instances`"), "{out}");
+    assert!(out.contains("both templates are instantiated"), "{out}");
     let out = refused(src, quote!(instances = ["c::other<float>"]));
     assert!(out.contains("kernels `other` and `c::other` would both generate"), "{out}");
     assert!(out.contains("a template that nothing instantiates generates no module"), "{out}");
@@ -195,5 +195,37 @@ fn a_template_with_cuda_arch_alternatives_stays_one_template() {
     "#;
     for (compiler, out) in both(src, quote!(instances = ["k<float>"])) {
         assert!(out.contains("pub mod k"), "{compiler}: {out}");
+    }
+}
+
+#[test]
+fn explicit_instantiations_in_the_source_get_launchers_without_instances() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"
+        template <class T, int N> __global__ void k(T* p) { p[threadIdx.x % N] = T(N); }
+        template __global__ void k<float, 4>(float*);
+        #define INSTANTIATE(T, N) template __global__ void k<T, N>(T*);
+        INSTANTIATE(double, 8)
+        namespace ns {
+        template <class T> __global__ void m(T* p) { p[0] = T(); }
+        template __global__ void m<int>(int*);
+        }
+        template __global__ void ns::m<unsigned char>(unsigned char*);
+        template <class T> __global__ void later(T* p) {}
+        extern template __global__ void later<float>(float*);
+    "#;
+    for (compiler, out) in both(src, quote!()) {
+        for name in ["\"k<float, 4>\"", "\"k<double, 8>\"", "\"ns::m<int>\"", "\"ns::m<unsigned char>\""] {
+            assert!(out.contains(name), "{compiler}: {name} in {out}");
+        }
+        assert!(!out.contains("\"later<float>\""), "{compiler}: an extern template is made elsewhere: {out}");
+        assert_eq!(out.matches("\"k<float, 4>\"").count(), out.matches("\"k<double, 8>\"").count(), "{compiler}: once");
+    }
+    // Listed too, an instance is built once.
+    for (compiler, out) in both(src, quote!(instances = ["k<float, 4>", "ns::m<float>"])) {
+        assert!(out.contains("\"ns::m<float>\"") && out.contains("\"k<double, 8>\""), "{compiler}: {out}");
     }
 }

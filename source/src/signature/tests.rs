@@ -69,3 +69,19 @@ fn overloaded_templates_are_listed_apart_from_overloaded_kernels() {
     let templates: Vec<String> = p.templates.iter().map(Kernel::qualified_name).collect();
     assert_eq!((templates, p.kernels.len()), (vec!["one".to_string()], 0));
 }
+
+#[test]
+fn explicit_instantiations_are_recorded_with_their_arguments() {
+    let src = "template <class T, int N> __global__ void k(T* p) {}\n\
+               template __global__ void k<float, 4>(float*);\n\
+               namespace ns { template <class T> __global__ void m(T* p) {}\n\
+               template __global__ void m<Vec<int, 2> >(Vec<int, 2>*); }\n\
+               template __global__ void ns::m<unsigned   char>(unsigned char*);\n\
+               extern template __global__ void k<int, 1>(int*);\n\
+               template <> __global__ void k<char, 2>(char* p) {}\n\
+               template __global__ void k(double*);\n";
+    let p = parse(src).unwrap();
+    let got: Vec<(String, usize)> = p.instantiations.iter().map(|i| (i.qualified(), i.line)).collect();
+    let want = [("k<float, 4>", 2), ("ns::m<Vec<int, 2>>", 4), ("ns::m<unsigned char>", 5)];
+    assert_eq!(got, want.map(|(t, l)| (t.to_string(), l)));
+}

@@ -134,6 +134,11 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     check_declarations(&parsed, input).map_err(fail)?;
     let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    if !input.link.enabled() {
+        // With `link`, each instance gets an explicit instantiation in its unit's text (see
+        // `crate::link`), which would be one too many for those the source makes itself.
+        add_explicit_instances(&parsed, &mut instances, span);
+    }
     let mut tune = input
         .tune
         .as_ref()
@@ -203,7 +208,8 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
                 .into(),
         );
     }
-    if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() {
+    let explicit = !input.link.enabled() && explicit(parsed);
+    if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() && !explicit {
         let mut list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
         list.extend(parsed.overloaded_templates.iter().map(|o| format!("{o} (overloaded)")));
         let example = parsed.templates.first().and_then(|t| t.template.as_ref()).map_or(String::new(), |p| {
@@ -228,6 +234,40 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The explicit instantiations of the source ([`Parsed::instantiations`]) that can become
+/// launchers, as `instances = [...]` entries would be written.
+fn explicit_instances(parsed: &Parsed) -> impl Iterator<Item = String> + '_ {
+    parsed.instantiations.iter().filter_map(|inst| {
+        // The probes name an instance from the global scope: inside a namespace, only arguments
+        // that mean the same there (builtin types, numbers) are safe to repeat.
+        let global = |a: &String| {
+            types::builtin(&types::normalise(a)).is_some()
+                || signature::parse_int(a).is_some()
+                || a == "true"
+                || a == "false"
+        };
+        let (_, args) = split_instance(&inst.text)?;
+        (inst.namespaces.is_empty() || args.iter().all(global)).then(|| inst.qualified())
+    })
+}
+
+/// Whether the source instantiates any template kernel itself.
+fn explicit(parsed: &Parsed) -> bool {
+    explicit_instances(parsed).next().is_some()
+}
+
+/// Adds the source's explicit instantiations to `instances`, after those listed (an instance
+/// listed too is built once). One that cannot be launched from Rust (its template overloaded,
+/// an argument no Rust generic can stand for, ...) is left out: the source compiles as it is,
+/// and listing it in `instances` says why.
+fn add_explicit_instances(parsed: &Parsed, instances: &mut Vec<Instance>, span: proc_macro2::Span) {
+    for text in explicit_instances(parsed) {
+        if let Ok((template, args, expr)) = resolve_instance(&text, parsed, instances) {
+            instances.push(Instance { lit: LitStr::new(&text, span), template, args, expr });
+        }
+    }
 }
 
 /// Leaves out of `parsed.templates` each template that nothing instantiates (no entry of
@@ -284,9 +324,11 @@ fn check_module_names(parsed: &Parsed, instances: &[Instance]) -> Result<(), Str
         if let Some((prev, prev_instantiated)) = seen.insert(k.name.clone(), (k.qualified_name(), instantiated)) {
             let why = match (instantiated, prev_instantiated) {
                 (false, false) => String::new(),
-                (true, true) => " (both templates are listed in `instances`): list only one, or".into(),
-                _ => " (a template listed in `instances` and another kernel; a template that nothing instantiates \
-                      generates no module):"
+                (true, true) => " (both templates are instantiated, in `instances` or by the source itself): \
+                                  instantiate only one, or"
+                    .into(),
+                _ => " (a template instantiated in `instances` or by the source itself, and another kernel; a \
+                      template that nothing instantiates generates no module):"
                     .into(),
             };
             return Err(format!(
@@ -416,7 +458,9 @@ pub(crate) fn resolve_instance(
                 .find(|o| **o == name || (!name.contains("::") && o.rsplit("::").next() == Some(name.as_str())));
             if let Some(o) = overloaded {
                 return Err(format!(
-                    "template kernel `{o}` is overloaded, so `{text}` names no one kernel (a launcher needs one                      signature): give the overload you launch its own name, or write a `__global__` template of                      another name that calls it and list that"
+                    "template kernel `{o}` is overloaded, so `{text}` names no one kernel (a launcher needs one \
+                     signature): give the overload you launch its own name, or write a `__global__` template of \
+                     another name that calls it and list that"
                 ));
             }
             if parsed.kernels.iter().any(|k| k.qualified_name() == name || k.name == name) {
