@@ -229,3 +229,90 @@ fn explicit_instantiations_in_the_source_get_launchers_without_instances() {
         assert!(out.contains("\"ns::m<float>\"") && out.contains("\"k<double, 8>\""), "{compiler}: {out}");
     }
 }
+
+/// A constexpr host function called from a kernel: needs `--expt-relaxed-constexpr` (nvcc) or
+/// `-default-device` (NVRTC).
+const RELAXED: &str = r#"
+    constexpr float twice(float v) { return v * 2.f; }
+    extern "C" __global__ void relaxed(float* x) { x[0] = twice(x[0]); }
+"#;
+
+/// A lambda made in host code and run on the device: needs `--extended-lambda` (nvcc only).
+const LAMBDA: &str = r#"
+    template <class F> __global__ void apply(float* x, F f) { x[0] = f(x[0]); }
+    void host_side(float* x) { apply<<<1, 1>>>(x, [] __device__ (float v) { return v * 2.f; }); }
+    extern "C" __global__ void plain(float* x) { x[0] = 1.f; }
+"#;
+
+/// A C++20 concept.
+const CONCEPTS: &str = r#"
+    template <class T> concept Word = sizeof(T) == 4;
+    template <Word T> __device__ T same(T v) { return v; }
+    extern "C" __global__ void concepts(float* x) { x[0] = same(x[0]); }
+"#;
+
+/// An instruction only the arch-specific `sm_90a` target has.
+const HOPPER: &str = r#"
+    extern "C" __global__ void hopper(float* x) {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+        x[0] = 1.f;
+    }
+"#;
+
+#[test]
+fn the_flags_modern_libraries_need_work_on_nvcc_and_build_time_nvrtc() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    // Each source fails without its flag (so the flag is what makes it build) ...
+    for (src, name) in [(RELAXED, "relaxed"), (CONCEPTS, "concepts")] {
+        for compiler in ["nvcc", "nvrtc-build"] {
+            let out = expand_by(compiler, src, quote!());
+            assert!(out.contains("compile_error"), "{compiler}: {name} builds without its flag: {out}");
+        }
+    }
+    assert!(expand_by("nvcc", LAMBDA, quote!()).contains("compile_error"), "the lambda needs the flag");
+    let out = expand(quote!(#HOPPER, compiler = "nvcc", archs = [90]), site()).to_string();
+    assert!(out.contains("compile_error"), "setmaxnreg needs sm_90a: {out}");
+    // ... and builds with it, on both build-time compilers.
+    for (compiler, out) in both(RELAXED, quote!(relaxed_constexpr = true)) {
+        assert!(out.contains("pub mod relaxed"), "{compiler}: {out}");
+    }
+    for (compiler, out) in both(CONCEPTS, quote!(std = "c++20")) {
+        assert!(out.contains("pub mod concepts"), "{compiler}: {out}");
+    }
+    let out = expand_by("nvcc", LAMBDA, quote!(extended_lambda = true));
+    assert!(!out.contains("compile_error") && out.contains("pub mod plain"), "{out}");
+    for compiler in ["nvcc", "nvrtc-build"] {
+        let out = expand(quote!(#HOPPER, compiler = #compiler, archs = ["90a"]), site()).to_string();
+        assert!(!out.contains("compile_error") && out.contains("\"sm_90a\""), "{compiler}: {out}");
+    }
+    // The same flags as free-form options, as nvcc spells them.
+    let out = expand_by("nvrtc-build", RELAXED, quote!(options = ["--expt-relaxed-constexpr"]));
+    assert!(!out.contains("compile_error"), "{out}");
+}
+
+#[test]
+fn the_flags_reach_nvrtc_at_first_use_or_are_refused_by_name() {
+    let _lock = lock();
+    // NVRTC at first use: the options travel with the source, the arch-specific target too.
+    let out = expand(
+        quote!(#HOPPER, compiler = "nvrtc", archs = [80, "90a"], relaxed_constexpr = true, std = "c++20"),
+        site(),
+    )
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    for option in ["\"--gpu-architecture=sm_90a\"", "\"--expt-relaxed-constexpr\"", "\"-std=c++20\""] {
+        assert!(out.contains(option), "{option} in {out}");
+    }
+    // What NVRTC has no equivalent for is refused, naming the flag and the path.
+    let out = refused(LAMBDA, quote!(compiler = "nvrtc", extended_lambda = true));
+    assert!(out.contains("`--extended-lambda` is an nvcc flag") && out.contains("NVRTC at first use"), "{out}");
+    let out = refused(LAMBDA, quote!(compiler = "nvrtc", options = ["--expt-extended-lambda"]));
+    assert!(out.contains("`--expt-extended-lambda` is an nvcc flag"), "{out}");
+    if have_both() {
+        let out = refused(LAMBDA, quote!(compiler = "nvrtc-build", extended_lambda = true));
+        assert!(out.contains("`--extended-lambda`") && out.contains("NVRTC at build time"), "{out}");
+    }
+}

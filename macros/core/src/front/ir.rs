@@ -271,14 +271,20 @@ pub struct LinkedUnit {
 }
 
 impl Image {
-    /// The image of a module compiled by NVRTC at run time.
+    /// The image of a module compiled by NVRTC at run time. Its arch-specific targets
+    /// (`archs = ["90a"]`) go with the options as `--gpu-architecture=sm_90a`: at first use on
+    /// a GPU of that compute capability, the module is built for that target
+    /// (`options::nvrtc_args`).
     pub fn source(module: &Module, reason: String) -> Image {
+        let targets =
+            module.archs.iter().filter(|a| !a.suffix.is_empty()).map(|a| format!("--gpu-architecture={}", a.sm()));
         Image::Source {
             text: format!("{}\n{}", module.line_directive, module.source),
             options: module
                 .options
                 .iter()
                 .cloned()
+                .chain(targets)
                 .chain(module.include_dirs.iter().map(|d| format!("-I{}", d.display())))
                 .collect(),
             headers: module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect(),

@@ -31,6 +31,12 @@ pub trait Oracle {
     /// Compiles `source` (the module's source with probes appended, beginning with a `#line`
     /// of its own where needed) with the module's options, archs and include directories.
     fn compile(&self, module: &Module, source: &str) -> Result<Built, String>;
+
+    /// Whether this is NVRTC (which takes nvcc's flags as `options::nvrtc_options` spells them,
+    /// and lacks some: `options::NVCC_ONLY`), not nvcc.
+    fn is_nvrtc(&self) -> bool {
+        false
+    }
 }
 
 /// What one compile produced.
@@ -187,6 +193,10 @@ pub struct NvrtcBuild(pub crate::oracle::nvrtc::Nvrtc);
 impl Oracle for NvrtcBuild {
     fn name(&self) -> String {
         self.0.name()
+    }
+
+    fn is_nvrtc(&self) -> bool {
+        true
     }
 
     fn compile(&self, module: &Module, source: &str) -> Result<Built, String> {
