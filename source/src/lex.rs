@@ -335,6 +335,12 @@ mod tests {
         // A decided `#if` reads one branch; other text before an undecided one is not repeated.
         assert_eq!(texts("template <class T>\n#if 0\na\n#else\nb\n#endif").join(" "), "template < class T > b");
         assert_eq!(texts("int x =\n#ifdef __X__\n1;\n#else\n2;\n#endif").join(" "), "int x = 1 ; 2 ;");
+        // After a macro call that makes a whole declaration (expanded only later).
+        let src = "#define I(T) template void f<T>(T);\nI(int) template <class T>\n#ifdef __X__\na\n#else\nb\n#endif";
+        assert_eq!(
+            texts(src).join(" "),
+            "template void f < int > ( int ) ; template < class T > a template < class T > b"
+        );
         assert_eq!(
             texts("x; template <int N>\n#if 0\na\n#elif __X__\nb\n#else\nc\n#endif").join(" "),
             "x ; template < int N > b template < int N > c"

@@ -45,8 +45,8 @@ pub(crate) struct Cond {
 const MAX_HEAD: usize = 256;
 
 /// The declaration head just before an `#if` at the end of `tokens`: the tokens since the last
-/// `;`, `{` or `}` when they begin with `template` or `extern` (empty otherwise, and when longer
-/// than [`MAX_HEAD`], so that no input makes the copies grow without bound).
+/// `;`, `{` or `}`, from the first `template` or `extern` (empty when there is none, and when
+/// longer than [`MAX_HEAD`], so that no input makes the copies grow without bound).
 fn head_of(tokens: &[Token]) -> (usize, usize) {
     // Only the last MAX_HEAD tokens are looked at: an `#if` costs no more in a long source.
     let window = tokens.len().saturating_sub(MAX_HEAD + 1);
@@ -56,10 +56,18 @@ fn head_of(tokens: &[Token]) -> (usize, usize) {
         None if window == 0 => 0,
         None => return (0, 0),
     };
-    match tokens.get(start) {
-        Some(t) if t.text == "template" || t.text == "extern" => (start, tokens.len()),
-        _ => (0, 0),
+    // The head begins at the first `template` or `extern` outside parentheses: what comes before
+    // it may be a macro call not yet expanded (`INSTANTIATE(int) template <class T>`).
+    let mut depth = 0usize;
+    for (at, t) in tokens.iter().enumerate().skip(start) {
+        match t.text.as_str() {
+            "(" => depth += 1,
+            ")" => depth = depth.saturating_sub(1),
+            "template" | "extern" if depth == 0 => return (at, tokens.len()),
+            _ => {}
+        }
     }
+    (0, 0)
 }
 
 /// Starts a further branch of an undecided group: its declaration head again (see [`Cond::head`]).
