@@ -316,3 +316,45 @@ fn the_flags_reach_nvrtc_at_first_use_or_are_refused_by_name() {
         assert!(out.contains("`--extended-lambda`") && out.contains("NVRTC at build time"), "{out}");
     }
 }
+
+/// NVRTC at first use: the first-load check (the module's probe, compiled with the source as the
+/// runtime does) agrees with how the source text was read for a class-template instance by value,
+/// and the module's own options (relaxed constexpr, as NVRTC spells it) reach the compile.
+#[test]
+fn first_use_checks_a_class_template_instance_by_value() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    use cuda_embed_macros_core::{check, front, front::input::Input, oracle::firstload, oracle::probe};
+    let Ok(Ok(n)) = nvrtc::find_nvrtc() else { unreachable!() };
+    let src = r#"
+        template <typename T, int N> struct Tensor { T* data; long size[N]; };
+        constexpr float twice(float v) { return v * 2.f; }
+        __global__ void k(Tensor<float, 2> t, float* out, int n) { out[n] = twice(t.data[0]); }
+    "#;
+    let input: Input = syn::parse2(quote!(#src, compiler = "nvrtc", relaxed_constexpr = true)).unwrap();
+    let module = front::lower(&input, &site()).unwrap_or_else(|_| panic!("front end"));
+    let checked = check::check(&module, None).unwrap();
+    assert_eq!(checked.kernels[0].params[0].describe(), "Tensor_float_2 (your #[repr(C)] type)");
+    let (code, checks) = firstload::plan(&checked);
+    let text = format!("{}\n{code}", module.source);
+    let request = nvcc::Request {
+        source: &text,
+        line_directive: &module.line_directive,
+        options: &module.options,
+        archs: &module.archs,
+        include_dirs: &module.include_dirs,
+    };
+    let out = nvrtc::compile(&n, &[], &request).unwrap_or_else(|log| panic!("{log}"));
+    let answers = probe::read(&out.ptx);
+    let failing: Vec<&str> = checks
+        .iter()
+        .filter(|c| {
+            let code = probe::number(&answers, c.symbol.trim_start_matches("__cuda_embed_probe_")).unwrap();
+            code & c.mask != c.value
+        })
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+}
