@@ -224,6 +224,22 @@ fn explicit_instantiations_in_the_source_get_launchers_without_instances() {
         assert!(!out.contains("\"later<float>\""), "{compiler}: an extern template is made elsewhere: {out}");
         assert_eq!(out.matches("\"k<float, 4>\"").count(), out.matches("\"k<double, 8>\"").count(), "{compiler}: once");
     }
+    // Two the source makes with the same Rust arguments (`long`, `long long`: both `i64`): the
+    // first gets the launcher, the file is not refused; listing one makes it the one.
+    let same = r#"
+        template <class T> __global__ void w(T* p) {}
+        template __global__ void w<long>(long*);
+        template __global__ void w<long long>(long long*);
+        extern "C" __global__ void mine(float* x) {}
+    "#;
+    for (compiler, out) in both(same, quote!()) {
+        assert!(out.contains("\"w<long>\"") && !out.contains("\"w<long long>\""), "{compiler}: {out}");
+    }
+    for (compiler, out) in both(same, quote!(instances = ["w<long long>"])) {
+        assert!(!out.contains("\"w<long>\"") && out.contains("\"w<long long>\""), "{compiler}: {out}");
+    }
+    let out = expand_by("nvcc", same, quote!(instances = ["w<long long>", "w<long>"]));
+    assert!(out.contains("have the same Rust type arguments"), "both listed: {out}");
     // Listed too, an instance is built once.
     for (compiler, out) in both(src, quote!(instances = ["k<float, 4>", "ns::m<float>"])) {
         assert!(out.contains("\"ns::m<float>\"") && out.contains("\"k<double, 8>\""), "{compiler}: {out}");

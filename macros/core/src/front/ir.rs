@@ -42,8 +42,12 @@ pub struct Module {
     pub parsed: Parsed,
     /// Every launchable kernel: the ordinary ones, then one per listed template instance.
     pub units: Vec<Unit>,
-    /// `instances = [...]`, resolved against the templates.
+    /// `instances = [...]`, resolved against the templates, then the source's own explicit
+    /// instantiations, then the `tune` variants.
     pub instances: Vec<Instance>,
+    /// Which of [`Module::instances`] the source's own explicit instantiations added (not
+    /// listed): one whose Rust arguments an earlier instance already takes gets no launcher.
+    pub made_by_source: std::ops::Range<usize>,
     /// Entries of `instances = [...]` naming no kernel of the source, in a module with `link`
     /// files: the separate-compilation pipeline resolves them against the linked files'
     /// templates (`crate::link`); always empty without `link`.

@@ -134,11 +134,13 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     check_declarations(&parsed, input).map_err(fail)?;
     let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    let listed = instances.len();
     if !input.link.enabled() {
         // With `link`, each instance gets an explicit instantiation in its unit's text (see
         // `crate::link`), which would be one too many for those the source makes itself.
         add_explicit_instances(&parsed, &mut instances, span);
     }
+    let made_by_source = listed..instances.len();
     let mut tune = input
         .tune
         .as_ref()
@@ -185,6 +187,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         parsed,
         units,
         instances,
+        made_by_source,
         pending,
         options: input.options.clone(),
         archs,
