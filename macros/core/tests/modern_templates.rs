@@ -156,6 +156,31 @@ fn uninstantiated_same_named_templates_in_two_namespaces_do_not_collide() {
 }
 
 #[test]
+fn same_named_templates_the_source_instantiates_yield_to_the_first_or_the_listed() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"
+        namespace a { template <class T> __global__ void kernel(T* p) { p[0] = T(1); } }
+        namespace b { template <class T> __global__ void kernel(T* p) { p[0] = T(2); } }
+        template __global__ void a::kernel<float>(float*);
+        template __global__ void b::kernel<int>(int*);
+        namespace c { template <class T> __global__ void mine(T* p) {} }
+        template __global__ void c::mine<float>(float*);
+        extern "C" __global__ void mine(float* x) { x[0] = 1.f; }
+    "#;
+    for (compiler, out) in both(src, quote!()) {
+        assert!(out.contains("\"a::kernel<float>\"") && !out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
+        assert!(!out.contains("c::mine"), "{compiler}: the kernel keeps `mine`: {out}");
+    }
+    for (compiler, out) in both(src, quote!(instances = ["b::kernel<double>"])) {
+        assert!(out.contains("\"b::kernel<double>\"") && out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
+        assert!(!out.contains("\"a::kernel<float>\""), "{compiler}: {out}");
+    }
+}
+
+#[test]
 fn same_named_templates_both_instantiated_are_refused_with_the_fix() {
     let _lock = lock();
     let src = r#"

@@ -140,14 +140,14 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         // `crate::link`), which would be one too many for those the source makes itself.
         add_explicit_instances(&parsed, &mut instances, span);
     }
-    let made_by_source = listed..instances.len();
+    let mut made_by_source = listed..instances.len();
     let mut tune = input
         .tune
         .as_ref()
         .map(|spec| crate::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
         .transpose()
         .map_err(|error| Failure { error, kernels: kernels.clone() })?;
-    drop_unused_templates(&mut parsed, &mut instances, tune.as_mut(), !pending.is_empty());
+    drop_unused_templates(&mut parsed, &mut instances, &mut made_by_source, tune.as_mut(), !pending.is_empty());
     check_module_names(&parsed, &instances).map_err(fail)?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
@@ -273,45 +273,86 @@ fn add_explicit_instances(parsed: &Parsed, instances: &mut Vec<Instance>, span: 
     }
 }
 
-/// Leaves out of `parsed.templates` each template that nothing instantiates (no entry of
-/// `instances`, not `tune`d) and whose Rust module name another kernel or template also takes:
-/// a library's same-named templates in several namespaces cost nothing until one is used (it
-/// generates no module; the compiler still compiles the source as it is). Indices into the
-/// templates are renumbered. With instances still to resolve against linked files (`pending`)
-/// nothing is left out: those may name any template.
+/// Leaves out of `parsed.templates` the templates whose Rust module name is better left to
+/// another kernel: a library's same-named templates in several namespaces, or overloads of a
+/// kernel's name, cost nothing until one is used. A template that nothing instantiates (no
+/// entry of `instances`, not `tune`d, not instantiated by the source) generates no module when
+/// another kernel or template has its name; one that only the source's own explicit
+/// instantiations use (`made_by_source`) yields to a kernel, to a template with listed
+/// instances and to an earlier such template, its instances left out with it. The compiler
+/// still compiles the source as it is. Indices into the templates and the instances are
+/// renumbered. With instances still to resolve against linked files (`pending`) nothing is left
+/// out: those may name any template.
 fn drop_unused_templates(
     parsed: &mut Parsed,
-    instances: &mut [Instance],
-    tune: Option<&mut crate::tune::Plan>,
+    instances: &mut Vec<Instance>,
+    made_by_source: &mut std::ops::Range<usize>,
+    mut tune: Option<&mut crate::tune::Plan>,
     pending: bool,
 ) {
-    let used =
-        |ti: usize| instances.iter().any(|i| i.template == ti) || tune.as_ref().is_some_and(|t| t.template == ti);
-    let taken = |ti: usize, name: &str| {
+    if pending {
+        return;
+    }
+    let ms = made_by_source.clone();
+    let listed = |ti: usize| {
+        instances.iter().enumerate().any(|(ii, i)| i.template == ti && !ms.contains(&ii))
+            || tune.as_ref().is_some_and(|t| t.template == ti)
+    };
+    let by_source = |ti: usize| instances[ms.clone()].iter().any(|i| i.template == ti);
+    let shared = |ti: usize, name: &str| {
         parsed.kernels.iter().any(|k| k.name == name)
             || parsed.templates.iter().enumerate().any(|(o, t)| o != ti && t.name == name)
     };
-    let keep: Vec<bool> =
-        parsed.templates.iter().enumerate().map(|(ti, t)| pending || used(ti) || !taken(ti, &t.name)).collect();
+    let mut taken: Vec<&str> = parsed.kernels.iter().map(|k| k.name.as_str()).collect();
+    taken.extend(parsed.templates.iter().enumerate().filter(|(ti, _)| listed(*ti)).map(|(_, t)| t.name.as_str()));
+    let mut keep = Vec::with_capacity(parsed.templates.len());
+    for (ti, t) in parsed.templates.iter().enumerate() {
+        keep.push(if listed(ti) {
+            true
+        } else if by_source(ti) {
+            let free = !taken.contains(&t.name.as_str());
+            taken.push(&t.name);
+            free
+        } else {
+            !shared(ti, &t.name)
+        });
+    }
     if keep.iter().all(|k| *k) {
         return;
     }
-    let mut renumbered = Vec::with_capacity(keep.len());
-    let mut next = 0usize;
-    for k in &keep {
-        renumbered.push(next);
-        next += usize::from(*k);
-    }
+    let renumber = |keep: &[bool]| {
+        let mut next = 0usize;
+        keep.iter()
+            .map(|k| {
+                let at = next;
+                next += usize::from(*k);
+                at
+            })
+            .collect::<Vec<usize>>()
+    };
+    let templates = renumber(&keep);
+    let kept_instances: Vec<bool> = instances.iter().map(|i| keep[i.template]).collect();
+    let new_index = renumber(&kept_instances);
     let mut at = 0;
     parsed.templates.retain(|_| {
         at += 1;
         keep[at - 1]
     });
+    let mut at = 0;
+    instances.retain(|_| {
+        at += 1;
+        kept_instances[at - 1]
+    });
     for i in instances.iter_mut() {
-        i.template = renumbered[i.template];
+        i.template = templates[i.template];
     }
-    if let Some(t) = tune {
-        t.template = renumbered[t.template];
+    let end = made_by_source.start + kept_instances[ms.clone()].iter().filter(|k| **k).count();
+    *made_by_source = made_by_source.start..end;
+    if let Some(t) = tune.as_mut() {
+        t.template = templates[t.template];
+        for v in &mut t.variants {
+            v.instance = new_index[v.instance];
+        }
     }
 }
 
