@@ -368,11 +368,9 @@ fn check_module_names(parsed: &Parsed, instances: &[Instance]) -> Result<(), Str
         if let Some((prev, prev_instantiated)) = seen.insert(k.name.clone(), (k.qualified_name(), instantiated)) {
             let why = match (instantiated, prev_instantiated) {
                 (false, false) => String::new(),
-                (true, true) => " (both templates are instantiated, in `instances` or by the source itself): \
-                                  instantiate only one, or"
-                    .into(),
-                _ => " (a template instantiated in `instances` or by the source itself, and another kernel; a \
-                      template that nothing instantiates generates no module):"
+                (true, true) => " (both templates are listed in `instances`): list only one, or".into(),
+                _ => " (a template listed in `instances`, and another kernel; a template that only the source \
+                      instantiates, or nothing, generates no module then):"
                     .into(),
             };
             return Err(format!(
