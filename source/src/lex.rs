@@ -200,7 +200,7 @@ fn raw_tokens(src: &str, out: &mut Lexed, directives: bool) -> Vec<Token> {
                 text.push(b[i] as char);
                 i += 1;
             }
-            directive(&text, start_line, out);
+            directive(&text, start_line, out, &mut tokens);
             continue;
         }
         at_line_start = false;
@@ -243,10 +243,10 @@ fn raw_tokens(src: &str, out: &mut Lexed, directives: bool) -> Vec<Token> {
     tokens
 }
 
-fn directive(text: &str, line: usize, out: &mut Lexed) {
+fn directive(text: &str, line: usize, out: &mut Lexed, tokens: &mut Vec<Token>) {
     let body = text.trim_start_matches('#').trim_start();
     let name_len = body.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(body.len());
-    if crate::pp::conditional(&body[..name_len], &body[name_len..], out) || !crate::pp::active(out) {
+    if crate::pp::conditional(&body[..name_len], &body[name_len..], out, tokens) || !crate::pp::active(out) {
         return;
     }
     if let Some(rest) = body.strip_prefix("define") {
@@ -323,6 +323,28 @@ mod tests {
         assert_eq!(texts("#if __CUDA_ARCH__ >= 800\na\n#else\nb\n#endif"), ["a", "b"]);
         assert_eq!(texts("#ifndef __CUDACC_RTC__\na\n#endif\nb"), ["a", "b"]);
         assert_eq!(texts("#if 1\n#if 0\na\n#endif\nb\n#endif\n#endif\nc"), ["b", "c"], "a stray #endif is harmless");
+    }
+
+    #[test]
+    fn each_branch_of_an_undecided_if_keeps_the_declaration_head() {
+        // `template <class T>` before the `#if` heads every alternative, as the compiler reads it.
+        let src = "template <class T>\n#if __CUDA_ARCH__ >= 900\nA(T)\n#elif __X__\nB(T)\n#else\nC(T)\n#endif\nD";
+        let want = "template < class T > A ( T ) template < class T > B ( T ) template < class T > C ( T ) D";
+        assert_eq!(texts(src).join(" "), want);
+        assert_eq!(texts("extern \"C\"\n#ifdef __X__\na\n#else\nb\n#endif").join(" "), "extern \"C\" a extern \"C\" b");
+        // A decided `#if` reads one branch; other text before an undecided one is not repeated.
+        assert_eq!(texts("template <class T>\n#if 0\na\n#else\nb\n#endif").join(" "), "template < class T > b");
+        assert_eq!(texts("int x =\n#ifdef __X__\n1;\n#else\n2;\n#endif").join(" "), "int x = 1 ; 2 ;");
+        // After a macro call that makes a whole declaration (expanded only later).
+        let src = "#define I(T) template void f<T>(T);\nI(int) template <class T>\n#ifdef __X__\na\n#else\nb\n#endif";
+        assert_eq!(
+            texts(src).join(" "),
+            "template void f < int > ( int ) ; template < class T > a template < class T > b"
+        );
+        assert_eq!(
+            texts("x; template <int N>\n#if 0\na\n#elif __X__\nb\n#else\nc\n#endif").join(" "),
+            "x ; template < int N > b template < int N > c"
+        );
     }
 
     #[test]

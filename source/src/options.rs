@@ -117,18 +117,90 @@ pub fn nvcc_args(archs: &[Arch], include_dirs: &[PathBuf], options: &[String]) -
     NvccArgs { args, targets }
 }
 
-/// NVRTC's options for compiling to a cubin for `sm_{arch}`: the architecture, the toolkit's
-/// include directories ([`toolkit_include_dirs`]), then `options` as written.
+/// NVRTC's options for compiling to a cubin for a GPU of compute capability `arch` (`90`): the
+/// architecture, the toolkit's include directories ([`toolkit_include_dirs`]), then `options` as
+/// [`nvrtc_options`] spells them for NVRTC.
+///
+/// The architecture is `sm_{arch}`, or the arch-specific target of the same number that
+/// `options` name (`--gpu-architecture=sm_90a`, as the macro passes `archs = ["90a"]` on to the
+/// run-time path): on a compute capability 9.0 GPU such a module is built for `sm_90a`, with
+/// the features only that GPU has (`wgmma`, `setmaxnreg`); on another it is built for that GPU.
 ///
 /// ```
-/// let o = cuda_embed_source::options::nvrtc_args(90, &["-DN=4"]);
+/// use cuda_embed_source::options::nvrtc_args;
+/// let o = nvrtc_args(90, &["-DN=4"]);
 /// assert_eq!((o[0].as_str(), o.last().map(String::as_str)), ("--gpu-architecture=sm_90", Some("-DN=4")));
+/// let o = nvrtc_args(90, &["--gpu-architecture=sm_90a", "--gpu-architecture=sm_100a", "-DN=4"]);
+/// assert_eq!((o[0].as_str(), o.last().map(String::as_str)), ("--gpu-architecture=sm_90a", Some("-DN=4")));
+/// assert_eq!(nvrtc_args(80, &["--gpu-architecture=sm_90a"])[0], "--gpu-architecture=sm_80");
 /// ```
 pub fn nvrtc_args<S: AsRef<str>>(arch: u32, options: &[S]) -> Vec<String> {
-    let mut args = vec![format!("--gpu-architecture=sm_{arch}")];
+    let own = options.iter().filter_map(|o| arch_option(o.as_ref())).find(|a| a.number == arch);
+    let target = own.map_or_else(|| format!("sm_{arch}"), |a| a.sm());
+    let mut args = vec![format!("--gpu-architecture={target}")];
     args.extend(toolkit_include_dirs().iter().map(|d| format!("--include-path={}", d.display())));
-    args.extend(options.iter().map(|o| o.as_ref().to_string()));
+    args.extend(nvrtc_options(options));
     args
+}
+
+/// The arch-specific target an option names: `--gpu-architecture=sm_90a`, `-arch=sm_100f`
+/// (`None` for any other option, a plain `sm_90` too, which NVRTC takes as written).
+pub fn arch_option(option: &str) -> Option<Arch> {
+    let value = ["--gpu-architecture=", "-arch="].iter().find_map(|p| option.strip_prefix(p))?;
+    Arch::parse(value.strip_prefix("sm_")?).ok().filter(|a| !a.suffix.is_empty())
+}
+
+/// nvcc flags that NVRTC spells differently or does not have, with NVRTC's equivalent (`None`:
+/// none). NVRTC compiles device code only: every lambda is a device lambda and needs no
+/// `--extended-lambda`; a `constexpr` function is a host function unless `-default-device`
+/// makes unannotated functions device functions, which is what `--expt-relaxed-constexpr` lets
+/// device code call.
+pub const NVCC_ONLY: &[(&str, Option<&str>)] = &[
+    ("--expt-relaxed-constexpr", Some("-default-device")),
+    ("-expt-relaxed-constexpr", Some("-default-device")),
+    ("--extended-lambda", None),
+    ("-extended-lambda", None),
+    ("--expt-extended-lambda", None),
+    ("-expt-extended-lambda", None),
+];
+
+/// `options` as NVRTC takes them: an nvcc flag of [`NVCC_ONLY`] as NVRTC spells it (once), or
+/// left out where NVRTC has no equivalent (see [`nvcc_only`] for the error the macro gives
+/// instead), and the architectures left out (NVRTC builds for one: see [`nvrtc_args`]); every
+/// other option as written.
+///
+/// ```
+/// use cuda_embed_source::options::nvrtc_options;
+/// let o = nvrtc_options(&["--expt-relaxed-constexpr", "-std=c++20", "--extended-lambda", "--gpu-architecture=sm_90a"]);
+/// assert_eq!(o, ["-default-device", "-std=c++20"]);
+/// ```
+pub fn nvrtc_options<S: AsRef<str>>(options: &[S]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for o in options.iter().map(AsRef::as_ref) {
+        if arch_option(o).is_some() {
+            continue;
+        }
+        let o = match NVCC_ONLY.iter().find(|(flag, _)| *flag == o) {
+            Some((_, Some(equivalent))) => *equivalent,
+            Some((_, None)) => continue,
+            None => o,
+        };
+        if !(out.iter().any(|x| x == o) && NVCC_ONLY.iter().any(|(_, e)| *e == Some(o))) {
+            out.push(o.to_string());
+        }
+    }
+    out
+}
+
+/// The first of `options` that NVRTC has no equivalent for ([`NVCC_ONLY`]), if any.
+///
+/// ```
+/// use cuda_embed_source::options::nvcc_only;
+/// assert_eq!(nvcc_only(&["-DN=4", "--extended-lambda"]), Some("--extended-lambda"));
+/// assert_eq!(nvcc_only(&["--expt-relaxed-constexpr"]), None);
+/// ```
+pub fn nvcc_only<S: AsRef<str>>(options: &[S]) -> Option<&str> {
+    options.iter().map(AsRef::as_ref).find(|o| NVCC_ONLY.iter().any(|(flag, e)| flag == o && e.is_none()))
 }
 
 /// The `(NAME, value)` pairs the compiler options define (`-DNAME=value`, `-DNAME`, `-D NAME`,
@@ -272,6 +344,22 @@ mod tests {
         assert_eq!(o[0], "--gpu-architecture=sm_80");
         assert_eq!(o[o.len() - 2..], ["-DA", "--use_fast_math"]);
         assert!(o[1..o.len() - 2].iter().all(|i| i.starts_with("--include-path=")));
+    }
+
+    #[test]
+    fn nvcc_flags_are_spelled_for_nvrtc_and_arch_suffixes_kept() {
+        let o = nvrtc_options(&["-expt-relaxed-constexpr", "--expt-relaxed-constexpr", "-default-device", "-DA"]);
+        assert_eq!(o, ["-default-device", "-DA"], "one -default-device");
+        assert_eq!(
+            nvrtc_options(&["--expt-extended-lambda", "-arch=sm_100f", "--gpu-architecture=sm_80"]),
+            ["--gpu-architecture=sm_80"]
+        );
+        let a = nvrtc_args(100, &["-arch=sm_100f", "--gpu-architecture=sm_90a"]);
+        assert_eq!(a[0], "--gpu-architecture=sm_100f");
+        assert!(!a.iter().any(|x| x.contains("sm_90a")));
+        assert_eq!(arch_option("--gpu-architecture=sm_90"), None);
+        assert_eq!(arch_option("--gpu-architecture=compute_90a"), None);
+        assert_eq!(nvcc_only(&["-expt-extended-lambda"]), Some("-expt-extended-lambda"));
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! the source and the user's defines, numbers and C operators. A condition naming what the
 //! compiler or a header defines (an identifier starting with `__`, e.g. `__CUDA_ARCH__`), or that
 //! cannot be read, is undecided: every branch of that `#if` is read, as if there were no `#if`
-//! (the compiler, when one runs, still has the last word on what exists). Expansion depth and
+//! (the compiler, when one runs, still has the last word on what exists); a declaration head
+//! just before it (`template <class T>`, `extern "C"`) is read again before each further branch,
+//! so each alternative definition is the declaration the compiler would see. Expansion depth and
 //! sizes are bounded, so no input makes it hang.
 
 use crate::lex::{Kind, Lexed, Token};
@@ -33,6 +35,48 @@ pub(crate) struct Cond {
     /// Whether a branch was already taken (`Some(true)`), none yet (`Some(false)`), or the group
     /// is undecided (`None`: every branch is read).
     taken: Option<bool>,
+    /// The tokens before the `#if` that head the declaration it splits (`template <class T>`,
+    /// `extern "C"`), as a range of the raw tokens: an undecided group reads each further branch
+    /// after a copy of them, as the compiler reads whichever branch it takes.
+    head: (usize, usize),
+}
+
+/// The longest declaration head repeated in each branch of an undecided `#if` (in tokens).
+const MAX_HEAD: usize = 256;
+
+/// The declaration head just before an `#if` at the end of `tokens`: the tokens since the last
+/// `;`, `{` or `}`, from the first `template` or `extern` (empty when there is none, and when
+/// longer than [`MAX_HEAD`], so that no input makes the copies grow without bound).
+fn head_of(tokens: &[Token]) -> (usize, usize) {
+    // Only the last MAX_HEAD tokens are looked at: an `#if` costs no more in a long source.
+    let window = tokens.len().saturating_sub(MAX_HEAD + 1);
+    let boundary = tokens[window..].iter().rposition(|t| t.text == ";" || t.text == "{" || t.text == "}");
+    let start = match boundary {
+        Some(at) => window + at + 1,
+        None if window == 0 => 0,
+        None => return (0, 0),
+    };
+    // The head begins at the first `template` or `extern` outside parentheses: what comes before
+    // it may be a macro call not yet expanded (`INSTANTIATE(int) template <class T>`).
+    let mut depth = 0usize;
+    for (at, t) in tokens.iter().enumerate().skip(start) {
+        match t.text.as_str() {
+            "(" => depth += 1,
+            ")" => depth = depth.saturating_sub(1),
+            "template" | "extern" if depth == 0 => return (at, tokens.len()),
+            _ => {}
+        }
+    }
+    (0, 0)
+}
+
+/// Starts a further branch of an undecided group: its declaration head again (see [`Cond::head`]).
+fn repeat_head(cond: Option<&Cond>, tokens: &mut Vec<Token>) {
+    if let Some(c) = cond.filter(|c| c.outer && c.taken.is_none()) {
+        let (from, to) = c.head;
+        let head: Vec<Token> = tokens.get(from..to).unwrap_or_default().to_vec();
+        tokens.extend(head);
+    }
 }
 
 /// Whether tokens at this point are read.
@@ -40,9 +84,9 @@ pub(crate) fn active(out: &Lexed) -> bool {
     out.cond.last().is_none_or(|c| c.active)
 }
 
-/// Handles a conditional directive (`name` is `if`, `ifdef`, ...; `rest` its text). Returns
-/// false when `name` is not one.
-pub(crate) fn conditional(name: &str, rest: &str, out: &mut Lexed) -> bool {
+/// Handles a conditional directive (`name` is `if`, `ifdef`, ...; `rest` its text) after the raw
+/// `tokens` read so far. Returns false when `name` is not one.
+pub(crate) fn conditional(name: &str, rest: &str, out: &mut Lexed, tokens: &mut Vec<Token>) -> bool {
     let outer = active(out);
     match name {
         "if" | "ifdef" | "ifndef" => {
@@ -51,9 +95,10 @@ pub(crate) fn conditional(name: &str, rest: &str, out: &mut Lexed) -> bool {
                 "ifdef" => is_defined(rest.trim(), out),
                 _ => is_defined(rest.trim(), out).map(|d| !d),
             };
+            let head = if outer { head_of(tokens) } else { (0, 0) };
             let cond = match decided {
-                Some(v) => Cond { outer, active: outer && v, taken: Some(v) },
-                None => Cond { outer, active: outer, taken: None },
+                Some(v) => Cond { outer, active: outer && v, taken: Some(v), head },
+                None => Cond { outer, active: outer, taken: None, head },
             };
             out.cond.push(cond);
         }
@@ -75,9 +120,10 @@ pub(crate) fn conditional(name: &str, rest: &str, out: &mut Lexed) -> bool {
                 }
             }
             // An undecided group reads every branch; a stray `#elif` changes nothing.
-            _ => {}
+            _ => repeat_head(out.cond.last(), tokens),
         },
         "else" => {
+            repeat_head(out.cond.last(), tokens);
             if let Some(c) = out.cond.last_mut() {
                 c.active = c.outer && c.taken != Some(true);
             }

@@ -18,7 +18,9 @@
 //! `--front-only` runs only the front end (no nvcc) and lists the files it refuses,
 //! `--every K` takes every K-th file in path order (a deterministic subset when nvcc is slow),
 //! `--max-files N` takes the first `N` files of each repository in path order, `--arch N` the
-//! architecture (default 80), `--jobs N` measures `N` files at once (default: the number of
+//! architecture (default 80; an arch-specific one too, `90a`), `--std c++20` the C++ standard
+//! (the macro's `std`), `--option FLAG` a compiler flag for every file (the macro's `options`, as
+//! nvcc spells it: `--expt-relaxed-constexpr`, `--extended-lambda`; repeatable), `--jobs N` measures `N` files at once (default: the number of
 //! cores), `--shard I/N` takes every `N`-th of the selected files starting at the `I`-th (so `N`
 //! runs with `I = 0..N` cover the selection once; add their tables), `--verbose` prints every file. Compiles go through the macro's
 //! build cache (`CUDA_EMBED_CACHE_DIR`), so a second run only recompiles what changed.
@@ -34,6 +36,10 @@
 //!   and whose `launch` takes `stream`, `config` and one parameter per `.param` of the entry, and
 //!   every struct passed by value has a Rust twin in the generated code (a launcher naming a type
 //!   that does not exist is no launcher).
+//!
+//! - **Template instances in PTX**: the other `.entry` symbols; **with launchers**: those a
+//!   checked instance of the macro is bound to (instances the source instantiates itself become
+//!   launchers without `instances = [...]`).
 //!
 //! It prints, for each kernel without a launcher, why (the macro's error), then the table.
 
@@ -58,6 +64,9 @@ struct Tally {
     kernels: usize,
     launchers: usize,
     templates: usize,
+    /// Template instances in the PTX that a launcher of the module is bound to (those the source
+    /// instantiates itself, or `instances` lists).
+    instances: usize,
 }
 
 /// One generated kernel module: its `NAME`, the types of its `launch` parameters.
@@ -68,7 +77,8 @@ struct Launcher {
 
 fn main() {
     let mut repos = Vec::new();
-    let (mut skip, mut max_files, mut arch, mut verbose) = (Vec::<String>::new(), usize::MAX, 80u32, false);
+    let (mut skip, mut max_files, mut arch, mut verbose) = (Vec::<String>::new(), usize::MAX, "80".to_string(), false);
+    let (mut std_flag, mut flags) = (None::<String>, Vec::<String>::new());
     let mut every = 1usize;
     let mut only = Vec::<String>::new();
     let mut front_only = false;
@@ -83,7 +93,9 @@ fn main() {
             "--define" => defines.push(args.next().expect("--define NAME[=VALUE]")),
             "--every" => every = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--every K"),
             "--max-files" => max_files = args.next().and_then(|n| n.parse().ok()).expect("--max-files N"),
-            "--arch" => arch = args.next().and_then(|n| n.parse().ok()).expect("--arch N"),
+            "--arch" => arch = args.next().filter(|a| nvcc::Arch::parse(a).is_ok()).expect("--arch N (80, 90a, ...)"),
+            "--std" => std_flag = Some(args.next().expect("--std c++17")),
+            "--option" => flags.push(args.next().expect("--option FLAG")),
             "--verbose" => verbose = true,
             "--front-only" => front_only = true,
             "--jobs" => jobs = args.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).expect("--jobs N"),
@@ -109,9 +121,18 @@ fn main() {
         Ok(Ok(n)) => n,
         other => panic!("the full-pipeline corpus needs nvcc (run under scripts/with-cuda): {:?}", other.err()),
     });
-    std::env::set_var("CUDA_EMBED_ARCHS", arch.to_string());
-    let archs = vec![nvcc::Arch::parse(&arch.to_string()).unwrap()];
-    let options: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
+    std::env::set_var("CUDA_EMBED_ARCHS", &arch);
+    let archs = vec![nvcc::Arch::parse(&arch).unwrap()];
+    let mut options: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
+    options.extend(std_flag.iter().map(|s| format!("-std={s}")));
+    options.extend(flags.iter().cloned());
+    // The macro's `std` and `options` for every file (see `lower`).
+    let mut extra = std_flag.map(|s| format!(", std = {s:?}")).unwrap_or_default();
+    if !flags.is_empty() {
+        let list: Vec<String> = flags.iter().map(|f| format!("{f:?}")).collect();
+        extra.push_str(&format!(", options = [{}]", list.join(", ")));
+    }
+    MACRO_OPTIONS.set(extra).expect("set once");
     let mut table: BTreeMap<String, Tally> = BTreeMap::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut not_accepted: Vec<String> = Vec::new();
@@ -174,15 +195,18 @@ fn main() {
         for (i, r) in results {
             let rel = &files[i];
             tally.tried += 1;
-            let (kernels, templates, missing) = match r {
+            let (kernels, templates, instances, missing) = match r {
                 FileResult::NotAccepted(why) => {
                     not_accepted.push(format!("{} {rel}: {}", repo.name, cut(&why, 160)));
                     continue;
                 }
-                FileResult::Accepted { kernels, templates, missing } => (kernels, templates, missing),
+                FileResult::Accepted { kernels, templates, instances, missing } => {
+                    (kernels, templates, instances, missing)
+                }
             };
             tally.accepted += 1;
             tally.templates += templates;
+            tally.instances += instances;
             tally.kernels += kernels;
             for (symbol, why) in &missing {
                 println!("MISSING {} {rel} {symbol}: {}", repo.name, cut(why, 300));
@@ -210,9 +234,10 @@ fn main() {
         println!("{n:>5}  {r}");
     }
     println!(
-        "\n| repository | files tried | files accepted | kernels in PTX | launchers | % | (template instances in PTX) |"
+        "\n| repository | files tried | files accepted | kernels in PTX | launchers | % | template instances in PTX \
+         | with launchers |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut total = Tally::default();
     for (name, t) in &table {
         row(name, t);
@@ -221,6 +246,7 @@ fn main() {
         total.kernels += t.kernels;
         total.launchers += t.launchers;
         total.templates += t.templates;
+        total.instances += t.instances;
     }
     row("total", &total);
 }
@@ -242,7 +268,7 @@ fn front_errors(repo: &Repo, files: &[String], defines: &[String]) {
 /// kernel and template-instance counts and the kernels without a launcher (PTX symbol, why).
 enum FileResult {
     NotAccepted(String),
-    Accepted { kernels: usize, templates: usize, missing: Vec<(String, String)> },
+    Accepted { kernels: usize, templates: usize, instances: usize, missing: Vec<(String, String)> },
 }
 
 /// Measures one file of `repo` (see the module docs).
@@ -288,18 +314,23 @@ fn measure(
             why.map(|w| (e.symbol.clone(), w))
         })
         .collect();
-    FileResult::Accepted { kernels: kernels.len(), templates: templates.len(), missing }
+    let instances = match &outcome {
+        Ok((bound, _, _)) => templates.iter().filter(|e| bound.iter().any(|b| b.0 == e.symbol)).count(),
+        Err(_) => 0,
+    };
+    FileResult::Accepted { kernels: kernels.len(), templates: templates.len(), instances, missing }
 }
 
 fn row(name: &str, t: &Tally) {
     println!(
-        "| {name} | {} | {} | {} | {} | {:.1}% | {} |",
+        "| {name} | {} | {} | {} | {} | {:.1}% | {} | {} |",
         t.tried,
         t.accepted,
         t.kernels,
         t.launchers,
         100.0 * t.launchers as f64 / t.kernels.max(1) as f64,
-        t.templates
+        t.templates,
+        t.instances
     );
 }
 
@@ -320,6 +351,9 @@ fn pipeline(
     (entries, outcome)
 }
 
+/// The macro's `std = ...` and `options = [...]` from `--std` and `--option`, as macro input text.
+static MACRO_OPTIONS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// The macro's front end on `file = rel` with these include dirs and defines, as `cuda_kernel!`
 /// runs it from `src/lib.rs` of the checkout.
 fn lower(rel: &str, includes: &[String], defines: &[String]) -> Result<Module, String> {
@@ -329,6 +363,7 @@ fn lower(rel: &str, includes: &[String], defines: &[String]) -> Result<Module, S
     if !defines.is_empty() {
         tokens.push_str(&format!(", defines = [{}]", defines.join(", ")));
     }
+    tokens.push_str(MACRO_OPTIONS.get().map_or("", String::as_str));
     let input: Input = syn::parse_str(&tokens).map_err(|e| format!("macro input: {e}"))?;
     let site = CallSite { file: "src/lib.rs".into(), line: 1, dir: None };
     front::lower(&input, &site).map_err(|f| format!("front end: {}", f.error))

@@ -113,6 +113,7 @@ fn expand_with<R>(
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
     let oracle = choose_oracle(input.compiler).map_err(at_source)?;
+    check_nvrtc_flags(&module, &oracle, input.compiler).map_err(at_source)?;
     let compiled = match &oracle {
         Ok(oracle) => Some(oracle::consult(oracle.as_ref(), &module).map_err(at_source)?),
         Err(_) => None,
@@ -130,6 +131,31 @@ fn expand_with<R>(
     deps.sort();
     deps.dedup();
     Ok(generate(&module, &checked, &image, &deps))
+}
+
+/// An nvcc flag that NVRTC has no equivalent for (`--extended-lambda`), on a module that NVRTC
+/// compiles because the module asks for it (`compiler = "nvrtc-build"` or `"nvrtc"`, or libnvrtc
+/// is the compiler found): an error naming the flag and the path. A module that falls back to
+/// NVRTC at first use only because no compiler was found builds as before (the flag is left
+/// out there, and NVRTC names it if a lambda needs it).
+fn check_nvrtc_flags(
+    module: &crate::front::ir::Module,
+    oracle: &Result<Box<dyn Oracle>, String>,
+    compiler: Compiler,
+) -> Result<(), String> {
+    let path = match oracle {
+        Ok(o) if o.is_nvrtc() => "NVRTC at build time (libnvrtc)",
+        Err(_) if compiler == Compiler::Nvrtc => "NVRTC at first use (`compiler = \"nvrtc\"`)",
+        _ => return Ok(()),
+    };
+    match cuda_embed_source::options::nvcc_only(&module.options) {
+        Some(flag) => Err(format!(
+            "`{flag}` is an nvcc flag that NVRTC has no equivalent for, and this module is compiled by {path}: \
+             NVRTC compiles device code only, where a lambda needs no `__device__` annotation (remove the \
+             annotation and the flag), or build it with nvcc (`compiler = \"nvcc\"`)"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The first time in a crate's build that a module falls back to NVRTC at run time because no

@@ -674,6 +674,13 @@ const ROWS: &[Row] = &[
         &[],
         &["fill"],
     ),
+    row(
+        "issue 39: class-template instances by value, written out and through `using`",
+        "template <typename T, int N> struct Tensor { T* data; long size[N]; };\n\
+         using T1 = Tensor<float, 1>;\n\
+         __global__ void k(Tensor<float, 1> t, ::lib::Pair<unsigned int, -2> p, T1 a, const Tensor<int, 2>* q) {}",
+        &[("k", false, &["t: user Tensor_float_1", "p: user Pair_unsigned_int_neg2", "a: user T1", "q: &any"])],
+    ),
 ];
 
 fn check(row: &Row, parsed: &Parsed) {
@@ -763,7 +770,12 @@ fn errors_name_the_parameter() {
         ("struct P { int n; }; __global__ void k(P&& moved) {}", "moved", "reference"),
         ("__global__ void k(void v) {}", "v", "void"),
         ("__global__ void k(long double x) {}", "x", "unsupported type"),
-        ("template <typename T> struct Matrix {}; __global__ void k(Matrix<float> m) {}", "m", "unsupported type"),
+        // A class-template instance maps (see the issue 39 row); a member type of one does not.
+        (
+            "template <typename T> struct Matrix {}; __global__ void k(Matrix<float>::type m) {}",
+            "m",
+            "unsupported type",
+        ),
         // A function pointer is not device memory (the error quotes the declarator).
         ("__global__ void k(void (*callback)(int)) {}", "arg0", "(* callback)"),
     ];

@@ -76,8 +76,13 @@ pub struct Parsed {
     pub kernels: Vec<Kernel>,
     /// Template kernels (launchable through the macro's `instances = [...]` list), one per name.
     pub templates: Vec<Kernel>,
-    /// Names declared more than once with different parameter lists (C++ overloads).
+    /// Names of non-template kernels declared more than once with different parameter lists
+    /// (C++ overloads).
     pub overloaded: Vec<String>,
+    /// Names of template kernels declared more than once with different parameter lists: not in
+    /// [`Parsed::templates`], as no instance list can name one of them (a library's overloaded
+    /// templates are no error until one is asked for).
+    pub overloaded_templates: Vec<String>,
     /// Type aliases found textually: `typedef float real;`, `using real = float;`.
     pub aliases: HashMap<String, Vec<Token>>,
     /// Struct/class/union/enum names defined in the source.
@@ -89,6 +94,27 @@ pub struct Parsed {
     pub include_sites: Vec<IncludeSite>,
     /// `__constant__`, `__device__` and `__managed__` variables at namespace scope.
     pub globals: Vec<GlobalVar>,
+    /// The explicit instantiations of template kernels with their template arguments written
+    /// out (`template __global__ void k<float, 128>(float*, int);`), in source order.
+    pub instantiations: Vec<Instantiation>,
+}
+
+/// An explicit instantiation of a template kernel: `template __global__ void ns::k<float>(float*);`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instantiation {
+    /// The enclosing namespaces of the instantiation, outermost first.
+    pub namespaces: Vec<String>,
+    /// The instance as written after `void`: `k<float>`, `ns::k<float, 128>`.
+    pub text: String,
+    /// 1-based line of the `__global__` keyword.
+    pub line: usize,
+}
+
+impl Instantiation {
+    /// The instance qualified by its enclosing namespaces: `ns::k<float>`.
+    pub fn qualified(&self) -> String {
+        qualify(&self.namespaces, &self.text)
+    }
 }
 
 /// A `__constant__` / `__device__` / `__managed__` variable at namespace scope.
@@ -272,6 +298,13 @@ pub fn parse_in(
                     block_c == Some(true) || prefix.windows(2).any(|w| w[0].is("extern") && w[1].text == "\"C\"");
                 let (mut kernel, next) = read_kernel(t, i, extern_c, &scopes)?;
                 if skip {
+                    let bare = template_at.is_some_and(|at| !prefix.get(at + 1).is_some_and(|x| x.is("<")));
+                    if bare && !prefix.iter().any(|x| x.is("extern")) {
+                        if let Some(text) = instance_text(&t[i..next.min(t.len())]) {
+                            let namespaces = namespaces_of(&scopes);
+                            parsed.instantiations.push(Instantiation { namespaces, text, line: tok.line });
+                        }
+                    }
                 } else if let Some(params) = template {
                     kernel.template = Some(params);
                     let key = kernel.qualified_name();
@@ -283,8 +316,8 @@ pub fn parse_in(
                             }
                         }
                         Some(_) => {
-                            if !parsed.overloaded.contains(&key) {
-                                parsed.overloaded.push(key);
+                            if !parsed.overloaded_templates.contains(&key) {
+                                parsed.overloaded_templates.push(key);
                             }
                         }
                     }
@@ -321,8 +354,35 @@ pub fn parse_in(
     }
     site_here(&scopes, usize::MAX, &mut parsed);
     parsed.kernels.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
-    parsed.templates.retain(|k| !parsed.overloaded.contains(&k.qualified_name()));
+    parsed.templates.retain(|k| !parsed.overloaded_templates.contains(&k.qualified_name()));
     Ok(parsed)
+}
+
+/// `ns::k<float, 128>` from the tokens of `__global__ void ns::k<float, 128>(float*, int);`: the
+/// name with its template arguments, `None` when they are not written out.
+fn instance_text(t: &[Token]) -> Option<String> {
+    let paren = t.iter().position(|x| x.is("("))?;
+    let open = t[..paren].iter().position(|x| x.is("<"))?;
+    let close = matching(t, open).filter(|c| t.get(c + 1).is_some_and(|x| x.is("(")))?;
+    let mut start = open.checked_sub(1).filter(|&n| t[n].is_ident())?;
+    while start >= 2 && t[start - 1].is("::") && t[start - 2].is_ident() {
+        start -= 2;
+    }
+    Some(format!("{}<{}>", join(&t[start..open]), compact(&t[open + 1..close])))
+}
+
+/// Template arguments as one writes them: a space only between two words and after a comma
+/// (`Vec<int, 2>`, `unsigned char`), so that they compare equal to an `instances` entry.
+fn compact(t: &[Token]) -> String {
+    let mut s = String::new();
+    for (n, x) in t.iter().enumerate() {
+        let prev = n.checked_sub(1).map(|p| &t[p]);
+        if prev.is_some_and(|p| p.is(",") || (p.kind != Kind::Punct && x.kind != Kind::Punct)) {
+            s.push(' ');
+        }
+        s.push_str(&x.text);
+    }
+    s
 }
 
 /// The [`IncludeSite`] of `include` under `scopes`.

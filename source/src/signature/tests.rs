@@ -44,3 +44,44 @@ fn a_parenthesised_kernel_name_is_the_name() {
     let p = parse("__global__ void (wrapped)(float* x, int n) {}").unwrap();
     assert_eq!((p.kernels[0].name.as_str(), p.kernels[0].params.len()), ("wrapped", 2));
 }
+
+#[test]
+fn alternative_definitions_under_cuda_arch_are_one_template() {
+    let src = "template <typename T>\n#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)\n\
+               __global__ void __cluster_dims__(2,1,1) k(T* p) { p[0] = T(1); }\n#else\n\
+               __global__ void k(T* p) { }\n#endif\ntemplate __global__ void k<float>(float*);\n\
+               extern \"C\"\n#ifdef __X__\n__global__ void c(int* p) {}\n#else\n__global__ void c(int* p) {}\n#endif\n";
+    let p = parse(src).unwrap();
+    let templates: Vec<&str> = p.templates.iter().map(|k| k.name.as_str()).collect();
+    let kernels: Vec<(&str, bool)> = p.kernels.iter().map(|k| (k.name.as_str(), k.extern_c)).collect();
+    assert_eq!((templates, kernels, p.overloaded.len()), (vec!["k"], vec![("c", true)], 0));
+}
+
+#[test]
+fn overloaded_templates_are_listed_apart_from_overloaded_kernels() {
+    let src = "namespace lib { template <class T> __global__ void init(T* p, int n) {}\n\
+               template <class T> __global__ void init(T* p) {} }\n\
+               template <class T> __global__ void one(T* p);\ntemplate <class T> __global__ void one(T* q) {}\n\
+               __global__ void s(float* x) {}\n__global__ void s(int* x) {}\n";
+    let p = parse(src).unwrap();
+    assert_eq!(p.overloaded_templates, ["lib::init"]);
+    assert_eq!(p.overloaded, ["s"]);
+    let templates: Vec<String> = p.templates.iter().map(Kernel::qualified_name).collect();
+    assert_eq!((templates, p.kernels.len()), (vec!["one".to_string()], 0));
+}
+
+#[test]
+fn explicit_instantiations_are_recorded_with_their_arguments() {
+    let src = "template <class T, int N> __global__ void k(T* p) {}\n\
+               template __global__ void k<float, 4>(float*);\n\
+               namespace ns { template <class T> __global__ void m(T* p) {}\n\
+               template __global__ void m<Vec<int, 2> >(Vec<int, 2>*); }\n\
+               template __global__ void ns::m<unsigned   char>(unsigned char*);\n\
+               extern template __global__ void k<int, 1>(int*);\n\
+               template <> __global__ void k<char, 2>(char* p) {}\n\
+               template __global__ void k(double*);\n";
+    let p = parse(src).unwrap();
+    let got: Vec<(String, usize)> = p.instantiations.iter().map(|i| (i.qualified(), i.line)).collect();
+    let want = [("k<float, 4>", 2), ("ns::m<Vec<int, 2>>", 4), ("ns::m<unsigned char>", 5)];
+    assert_eq!(got, want.map(|(t, l)| (t.to_string(), l)));
+}

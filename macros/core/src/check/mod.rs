@@ -300,7 +300,8 @@ fn size_error(g: &GlobalVar, elem: &Mapped, bytes: Option<u64>) -> Option<String
 
 /// Two instances with the same symbol (`k<size_t>` and `k<unsigned long>`) share one compiled
 /// kernel; two with the same Rust arguments but different symbols (`k<long>`, `k<long long>`)
-/// cannot both be Rust impls.
+/// cannot both be Rust impls: an error when both are listed, and the later one left out when the
+/// source's own explicit instantiation made it.
 fn dedupe_instances(
     module: &Module,
     kernels: Vec<TypedKernel>,
@@ -316,7 +317,9 @@ fn dedupe_instances(
         };
         let inst = &module.instances[ii];
         if let Some((_, _, sym, other)) = seen.iter().find(|s| s.0 == inst.template && *s.1 == args[ii]) {
-            if sym.is_none() || *sym != k.symbol {
+            // An instance the source makes itself, that nobody listed, yields to the earlier one
+            // (listed ones come first): a library's own instantiations do not refuse the file.
+            if (sym.is_none() || *sym != k.symbol) && !module.made_by_source.contains(&ii) {
                 return Err(syn::Error::new(
                     inst.lit.span(),
                     format!(

@@ -178,6 +178,12 @@ fn map_written(
             if let Some(last) = qualified_last(base) {
                 return Ok(Mapped::User { name: last.to_string(), layout: None });
             }
+            // `Tensor<float, 1> t`: a class-template instance, named as `using` names it (the
+            // alias's own name when the parameter is written with one).
+            if let Some(name) = template_id_name(base) {
+                let name = if is_plain_name(&param.base) { param.base.clone() } else { name };
+                return Ok(Mapped::User { name, layout: None });
+            }
             Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text))
         }
         // A declarator the parser could not read as `type *...` (a function pointer
@@ -210,7 +216,10 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
             param.name, type_text(param)
         )),
         kind::RECORD | kind::ENUM => {
-            let name = param.base.rsplit("::").next().unwrap_or(&param.base).to_string();
+            let name = match template_id_name(&param.base) {
+                Some(name) => name,
+                None => param.base.rsplit("::").next().unwrap_or(&param.base).to_string(),
+            };
             if !is_plain_name(&name) {
                 return Err(format!("parameter `{}` has unsupported type `{}`; {SUPPORTED}", param.name, param.text));
             }
@@ -227,6 +236,34 @@ fn map_probed(param: &Param, p: &Probed) -> Result<Mapped, String> {
 fn qualified_last(s: &str) -> Option<&str> {
     let s = s.strip_prefix("::").unwrap_or(s);
     (s.contains("::") && s.split("::").all(is_plain_name)).then(|| s.rsplit("::").next().unwrap_or(s))
+}
+
+/// The Rust name of a class-template instance written `base` (`Tensor<float,1>`,
+/// `lib::Tensor<float, -1>`): the template's unqualified name and its arguments, each run of
+/// characters that cannot be in a Rust identifier one `_` (`-` is `neg`): `Tensor_float_1`,
+/// `Tensor_float_neg1`. `None` when `base` is not `name<...>`.
+pub fn template_id_name(base: &str) -> Option<String> {
+    let open = base.find('<')?;
+    let inner = base.strip_suffix('>')?.get(open + 1..)?;
+    let template = base[..open].trim();
+    let template = template.strip_prefix("::").unwrap_or(template);
+    if !template.split("::").all(is_plain_name) {
+        return None;
+    }
+    let mut name = template.rsplit("::").next().unwrap_or(template).to_string();
+    let mut gap = true;
+    for c in inner.replace('-', "neg").chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            if gap {
+                name.push('_');
+            }
+            name.push(c);
+            gap = false;
+        } else {
+            gap = true;
+        }
+    }
+    Some(name)
 }
 
 /// The parameter's text without its name (`float& r` -> `float&`).
@@ -309,7 +346,17 @@ pub fn const_generic_type(ty: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod normalise_tests {
-    use super::normalise;
+    use super::{normalise, template_id_name};
+
+    #[test]
+    fn class_template_instances_get_a_rust_name() {
+        assert_eq!(template_id_name("Tensor<float,1>").as_deref(), Some("Tensor_float_1"));
+        assert_eq!(template_id_name("::lib::Tensor<unsigned int,-2>").as_deref(), Some("Tensor_unsigned_int_neg2"));
+        assert_eq!(template_id_name("Pair<ns::A,Vec<int,4>>").as_deref(), Some("Pair_ns_A_Vec_int_4"));
+        assert_eq!(template_id_name("Tensor"), None);
+        assert_eq!(template_id_name("a<b>c"), None);
+        assert_eq!(template_id_name("(x)<int>"), None);
+    }
 
     #[test]
     fn integer_keywords_in_any_order() {

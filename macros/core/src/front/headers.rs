@@ -107,7 +107,18 @@ fn merge(parsed: &mut Parsed, theirs: Parsed, file: &str) {
     let shape = |k: &Kernel| -> Vec<(String, usize, bool, bool)> {
         k.params.iter().map(|p| (p.base.clone(), p.pointer_depth, p.pointee_const, p.reference)).collect()
     };
-    for (mine, from) in [(&mut parsed.kernels, theirs.kernels), (&mut parsed.templates, theirs.templates)] {
+    // A header's own overloaded templates are named when an instance asks for one; its own
+    // overloaded kernels are left out, as before.
+    for o in theirs.overloaded_templates {
+        if !parsed.overloaded_templates.contains(&o) {
+            parsed.overloaded_templates.push(o);
+        }
+    }
+    let lists = [
+        (&mut parsed.kernels, theirs.kernels, &mut parsed.overloaded),
+        (&mut parsed.templates, theirs.templates, &mut parsed.overloaded_templates),
+    ];
+    for (mine, from, overloaded) in lists {
         for mut k in from.into_iter().filter(|k| k.defined) {
             k.file = Some(file.to_string());
             let key = k.qualified_name();
@@ -119,16 +130,18 @@ fn merge(parsed: &mut Parsed, theirs: Parsed, file: &str) {
                     }
                 }
                 Some(_) => {
-                    if !parsed.overloaded.contains(&key) {
-                        parsed.overloaded.push(key);
+                    if !overloaded.contains(&key) {
+                        overloaded.push(key);
                     }
                 }
             }
         }
     }
-    let overloaded = parsed.overloaded.clone();
+    let (overloaded, overloaded_templates) = (&parsed.overloaded, &parsed.overloaded_templates);
     parsed.kernels.retain(|k| !overloaded.contains(&k.qualified_name()));
-    parsed.templates.retain(|k| !overloaded.contains(&k.qualified_name()));
+    parsed.templates.retain(|k| !overloaded_templates.contains(&k.qualified_name()));
+    // The header's explicit instantiations are the translation unit's too.
+    parsed.instantiations.extend(theirs.instantiations);
     for g in theirs.globals {
         if !parsed.globals.iter().any(|o| o.qualified_name() == g.qualified_name()) {
             parsed.globals.push(GlobalVar { file: Some(file.to_string()), ..g });
@@ -194,6 +207,23 @@ mod tests {
         );
         // The header's typedef, as the define picked it.
         assert_eq!(signature::join(&parsed.aliases["real"]), "double");
+    }
+
+    #[test]
+    fn a_headers_explicit_instantiations_and_overloaded_templates_are_the_sources() {
+        let mut headers = [header(
+            "t.cuh",
+            "template <class T> __global__ void t(T* x) {}\ntemplate __global__ void t<float>(float*);\n\
+             template <class T> __global__ void o(T* x) {}\ntemplate <class T> __global__ void o(T* x, int n) {}\n",
+        )];
+        let src = "namespace ops {\n#include \"t.cuh\"\n}\n__global__ void k(float* y) {}\n";
+        let parsed = read_all(src, &mut headers, &[]).unwrap();
+        let got: Vec<String> = parsed.instantiations.iter().map(|i| i.qualified()).collect();
+        assert_eq!(
+            (got, parsed.overloaded_templates.clone()),
+            (vec!["ops::t<float>".to_string()], vec!["ops::o".to_string()])
+        );
+        assert!(parsed.overloaded.is_empty());
     }
 
     #[test]

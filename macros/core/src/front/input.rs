@@ -11,8 +11,9 @@ pub struct Input {
     pub source: Source,
     /// `archs = [...]`, with the span of the option for errors.
     pub archs: Option<(Vec<Arch>, Span)>,
-    /// Compiler options, passed to nvcc at build time and to NVRTC at run time alike: the typed
-    /// options (`defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`) turned into flags,
+    /// Compiler options, passed to nvcc at build time and to NVRTC alike (as
+    /// `options::nvrtc_options` spells them): the typed options (`defines`, `std`, `fast_math`,
+    /// `maxrregcount`, `lineinfo`, `extended_lambda`, `relaxed_constexpr`) turned into flags,
     /// followed by the free-form `options = [...]`. Nothing is added that the user did not ask for.
     pub options: Vec<String>,
     /// `include_dirs = ["..."]`, relative to the crate root, made absolute.
@@ -82,7 +83,8 @@ pub enum Compiler {
 
 const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instances = [\"axpy<float>\"]`, \
     `archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, `fast_math = true`, `maxrregcount = 64`, \
-    `lineinfo = true`, `include_dirs = [\"include\"]`, `options = [\"--extra-flag\"]`, \
+    `lineinfo = true`, `extended_lambda = true`, `relaxed_constexpr = true`, `include_dirs = [\"include\"]`, \
+    `options = [\"--extra-flag\"]`, \
     `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`, `rdc = true`, `link = [\"kernels/math.cu\"]`, \
     `lto = true` or `tune = { params = [\"BLOCK: 128, 256\"], block = \"BLOCK\", key = \"n\" }`";
 
@@ -182,8 +184,8 @@ fn is_identifier(s: &str) -> bool {
 }
 
 /// The compiler options every kernel macro accepts (`cuda_kernel!`, `elementwise_kernel!`, ...):
-/// `archs`, `defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`, `include_dirs`, `options`
-/// and `compiler`, one parser for all.
+/// `archs`, `defines`, `std`, `fast_math`, `maxrregcount`, `lineinfo`, `extended_lambda`,
+/// `relaxed_constexpr`, `include_dirs`, `options` and `compiler`, one parser for all.
 #[derive(Default)]
 pub struct Options {
     /// `archs = [...]`, with the span of the option for errors.
@@ -203,7 +205,8 @@ pub struct Options {
 impl Options {
     /// The option keys, for "expected one of" messages.
     pub const KEYS_HELP: &'static str = "`archs = [80, 90]`, `defines = [\"N=4\", \"DEBUG\"]`, `std = \"c++17\"`, \
-        `fast_math = true`, `maxrregcount = 64`, `lineinfo = true`, `include_dirs = [\"include\"]`, \
+        `fast_math = true`, `maxrregcount = 64`, `lineinfo = true`, `extended_lambda = true`, \
+        `relaxed_constexpr = true`, `include_dirs = [\"include\"]`, \
         `options = [\"--extra-flag\"]` or `compiler = \"auto\" | \"nvcc\" | \"nvrtc\"`";
 
     /// An error at the first macro the options define (`defines = [...]`, `-D` in `options`)
@@ -294,11 +297,19 @@ impl Options {
                 }
                 self.typed.push(format!("-std={}", v.value()));
             }
-            "fast_math" | "lineinfo" => {
+            "fast_math" | "lineinfo" | "extended_lambda" | "relaxed_constexpr" => {
                 let v: syn::LitBool =
                     input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{key}` takes `true` or `false`")))?;
                 if v.value {
-                    self.typed.push(if key == "fast_math" { "--use_fast_math" } else { "-lineinfo" }.to_string());
+                    // nvcc's spelling; `options::nvrtc_options` gives NVRTC its own (or leaves
+                    // the flag out where NVRTC has none, and the macro says so).
+                    let flag = match key.to_string().as_str() {
+                        "fast_math" => "--use_fast_math",
+                        "lineinfo" => "-lineinfo",
+                        "extended_lambda" => "--extended-lambda",
+                        _ => "--expt-relaxed-constexpr",
+                    };
+                    self.typed.push(flag.to_string());
                 }
             }
             "maxrregcount" => {
@@ -337,7 +348,9 @@ impl Options {
     }
 
     /// The compiler flags, for nvcc and NVRTC alike: the typed options (`defines`, `std`,
-    /// `fast_math`, `maxrregcount`, `lineinfo`) turned into flags, then the free-form `options`.
+    /// `fast_math`, `maxrregcount`, `lineinfo`, `extended_lambda`, `relaxed_constexpr`) turned
+    /// into nvcc's flags, then the free-form `options` (NVRTC gets them as
+    /// `options::nvrtc_options` spells them).
     pub fn flags(&self) -> Vec<String> {
         self.defines.iter().chain(&self.typed).chain(&self.extra).cloned().collect()
     }

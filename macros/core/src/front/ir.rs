@@ -42,8 +42,12 @@ pub struct Module {
     pub parsed: Parsed,
     /// Every launchable kernel: the ordinary ones, then one per listed template instance.
     pub units: Vec<Unit>,
-    /// `instances = [...]`, resolved against the templates.
+    /// `instances = [...]`, resolved against the templates, then the source's own explicit
+    /// instantiations, then the `tune` variants.
     pub instances: Vec<Instance>,
+    /// Which of [`Module::instances`] the source's own explicit instantiations added (not
+    /// listed): one whose Rust arguments an earlier instance already takes gets no launcher.
+    pub made_by_source: std::ops::Range<usize>,
     /// Entries of `instances = [...]` naming no kernel of the source, in a module with `link`
     /// files: the separate-compilation pipeline resolves them against the linked files'
     /// templates (`crate::link`); always empty without `link`.
@@ -271,14 +275,20 @@ pub struct LinkedUnit {
 }
 
 impl Image {
-    /// The image of a module compiled by NVRTC at run time.
+    /// The image of a module compiled by NVRTC at run time. Its arch-specific targets
+    /// (`archs = ["90a"]`) go with the options as `--gpu-architecture=sm_90a`: at first use on
+    /// a GPU of that compute capability, the module is built for that target
+    /// (`options::nvrtc_args`).
     pub fn source(module: &Module, reason: String) -> Image {
+        let targets =
+            module.archs.iter().filter(|a| !a.suffix.is_empty()).map(|a| format!("--gpu-architecture={}", a.sm()));
         Image::Source {
             text: format!("{}\n{}", module.line_directive, module.source),
             options: module
                 .options
                 .iter()
                 .cloned()
+                .chain(targets)
                 .chain(module.include_dirs.iter().map(|d| format!("-I{}", d.display())))
                 .collect(),
             headers: module.headers.iter().map(|h| (h.include.clone(), h.text.clone())).collect(),

@@ -134,12 +134,21 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     check_declarations(&parsed, input).map_err(fail)?;
     let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
-    let tune = input
+    let listed = instances.len();
+    if !input.link.enabled() {
+        // With `link`, each instance gets an explicit instantiation in its unit's text (see
+        // `crate::link`), which would be one too many for those the source makes itself.
+        add_explicit_instances(&parsed, &mut instances, span);
+    }
+    let mut made_by_source = listed..instances.len();
+    let mut tune = input
         .tune
         .as_ref()
         .map(|spec| crate::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
         .transpose()
         .map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    drop_unused_templates(&mut parsed, &mut instances, &mut made_by_source, tune.as_mut(), !pending.is_empty());
+    check_module_names(&parsed, &instances).map_err(fail)?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
         None => nvcc::archs_from_env().map_err(fail)?,
@@ -178,6 +187,7 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         parsed,
         units,
         instances,
+        made_by_source,
         pending,
         options: input.options.clone(),
         archs,
@@ -195,34 +205,26 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
             "kernel `{o}` is overloaded: give each overload its own name (a launcher needs one signature)"
         ));
     }
-    if parsed.kernels.is_empty() && parsed.templates.is_empty() {
+    if parsed.kernels.is_empty() && parsed.templates.is_empty() && parsed.overloaded_templates.is_empty() {
         return Err(
             "no `__global__` function in the CUDA source: write e.g. `extern \"C\" __global__ void k(float* x) { ... }`"
                 .into(),
         );
     }
-    if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() {
-        let list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
-        let example = parsed.templates[0].template.as_ref().map_or(String::new(), |p| {
+    let explicit = !input.link.enabled() && explicit(parsed);
+    if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() && !explicit {
+        let mut list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
+        list.extend(parsed.overloaded_templates.iter().map(|o| format!("{o} (overloaded)")));
+        let example = parsed.templates.first().and_then(|t| t.template.as_ref()).map_or(String::new(), |p| {
             let args: Vec<&str> =
                 p.iter().map(|t| if matches!(t.kind, TemplateKind::Type) { "float" } else { "256" }).collect();
             format!("{}<{}>", parsed.templates[0].qualified_name(), args.join(", "))
         });
+        let example = if example.is_empty() { "k<float>".to_string() } else { example };
         return Err(format!(
             "the CUDA source has only template kernels ({}): list the instances to build, e.g. `instances = [\"{example}\"]`",
             list.join(", ")
         ));
-    }
-    let mut seen = HashMap::new();
-    for k in parsed.kernels.iter().chain(&parsed.templates) {
-        rust_name(&k.name)?;
-        if let Some(prev) = seen.insert(k.name.clone(), k.qualified_name()) {
-            return Err(format!(
-                "kernels `{prev}` and `{}` would both generate a Rust module named `{}`: rename one",
-                k.qualified_name(),
-                k.name
-            ));
-        }
     }
     let mut global_names = HashMap::new();
     for g in &parsed.globals {
@@ -231,6 +233,151 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
                 "globals `{prev}` and `{}` would both become a Rust static named `{}`: rename one",
                 g.qualified_name(),
                 g.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The explicit instantiations of the source ([`Parsed::instantiations`]) that can become
+/// launchers, as `instances = [...]` entries would be written.
+fn explicit_instances(parsed: &Parsed) -> impl Iterator<Item = String> + '_ {
+    parsed.instantiations.iter().filter_map(|inst| {
+        // The probes name an instance from the global scope: inside a namespace, only arguments
+        // that mean the same there (builtin types, numbers) are safe to repeat.
+        let global = |a: &String| {
+            types::builtin(&types::normalise(a)).is_some()
+                || signature::parse_int(a).is_some()
+                || a == "true"
+                || a == "false"
+        };
+        let (_, args) = split_instance(&inst.text)?;
+        (inst.namespaces.is_empty() || args.iter().all(global)).then(|| inst.qualified())
+    })
+}
+
+/// Whether the source instantiates any template kernel itself.
+fn explicit(parsed: &Parsed) -> bool {
+    explicit_instances(parsed).next().is_some()
+}
+
+/// Adds the source's explicit instantiations to `instances`, after those listed (an instance
+/// listed too is built once). One that cannot be launched from Rust (its template overloaded,
+/// an argument no Rust generic can stand for, ...) is left out: the source compiles as it is,
+/// and listing it in `instances` says why.
+fn add_explicit_instances(parsed: &Parsed, instances: &mut Vec<Instance>, span: proc_macro2::Span) {
+    for text in explicit_instances(parsed) {
+        if let Ok((template, args, expr)) = resolve_instance(&text, parsed, instances) {
+            instances.push(Instance { lit: LitStr::new(&text, span), template, args, expr });
+        }
+    }
+}
+
+/// Leaves out of `parsed.templates` the templates whose Rust module name is better left to
+/// another kernel: a library's same-named templates in several namespaces, or overloads of a
+/// kernel's name, cost nothing until one is used. A template that nothing instantiates (no
+/// entry of `instances`, not `tune`d, not instantiated by the source) generates no module when
+/// another kernel or template has its name; one that only the source's own explicit
+/// instantiations use (`made_by_source`) yields to a kernel, to a template with listed
+/// instances and to an earlier such template, its instances left out with it. The compiler
+/// still compiles the source as it is. Indices into the templates and the instances are
+/// renumbered. With instances still to resolve against linked files (`pending`) nothing is left
+/// out: those may name any template.
+fn drop_unused_templates(
+    parsed: &mut Parsed,
+    instances: &mut Vec<Instance>,
+    made_by_source: &mut std::ops::Range<usize>,
+    mut tune: Option<&mut crate::tune::Plan>,
+    pending: bool,
+) {
+    if pending {
+        return;
+    }
+    let ms = made_by_source.clone();
+    let listed = |ti: usize| {
+        instances.iter().enumerate().any(|(ii, i)| i.template == ti && !ms.contains(&ii))
+            || tune.as_ref().is_some_and(|t| t.template == ti)
+    };
+    let by_source = |ti: usize| instances[ms.clone()].iter().any(|i| i.template == ti);
+    let shared = |ti: usize, name: &str| {
+        parsed.kernels.iter().any(|k| k.name == name)
+            || parsed.templates.iter().enumerate().any(|(o, t)| o != ti && t.name == name)
+    };
+    let mut taken: Vec<&str> = parsed.kernels.iter().map(|k| k.name.as_str()).collect();
+    taken.extend(parsed.templates.iter().enumerate().filter(|(ti, _)| listed(*ti)).map(|(_, t)| t.name.as_str()));
+    let mut keep = Vec::with_capacity(parsed.templates.len());
+    for (ti, t) in parsed.templates.iter().enumerate() {
+        keep.push(if listed(ti) {
+            true
+        } else if by_source(ti) {
+            let free = !taken.contains(&t.name.as_str());
+            taken.push(&t.name);
+            free
+        } else {
+            !shared(ti, &t.name)
+        });
+    }
+    if keep.iter().all(|k| *k) {
+        return;
+    }
+    let renumber = |keep: &[bool]| {
+        let mut next = 0usize;
+        keep.iter()
+            .map(|k| {
+                let at = next;
+                next += usize::from(*k);
+                at
+            })
+            .collect::<Vec<usize>>()
+    };
+    let templates = renumber(&keep);
+    let kept_instances: Vec<bool> = instances.iter().map(|i| keep[i.template]).collect();
+    let new_index = renumber(&kept_instances);
+    let mut at = 0;
+    parsed.templates.retain(|_| {
+        at += 1;
+        keep[at - 1]
+    });
+    let mut at = 0;
+    instances.retain(|_| {
+        at += 1;
+        kept_instances[at - 1]
+    });
+    for i in instances.iter_mut() {
+        i.template = templates[i.template];
+    }
+    let end = made_by_source.start + kept_instances[ms.clone()].iter().filter(|k| **k).count();
+    *made_by_source = made_by_source.start..end;
+    if let Some(t) = tune.as_mut() {
+        t.template = templates[t.template];
+        for v in &mut t.variants {
+            v.instance = new_index[v.instance];
+        }
+    }
+}
+
+/// The kernels and the templates left after [`drop_unused_templates`] each generate a Rust
+/// module named after the kernel: names that are Rust identifiers, none twice.
+fn check_module_names(parsed: &Parsed, instances: &[Instance]) -> Result<(), String> {
+    let mut seen: HashMap<String, (String, bool)> = HashMap::new();
+    for (k, template) in
+        parsed.kernels.iter().map(|k| (k, None)).chain(parsed.templates.iter().enumerate().map(|(ti, t)| (t, Some(ti))))
+    {
+        rust_name(&k.name)?;
+        let instantiated = template.is_some_and(|ti| instances.iter().any(|i| i.template == ti));
+        if let Some((prev, prev_instantiated)) = seen.insert(k.name.clone(), (k.qualified_name(), instantiated)) {
+            let why = match (instantiated, prev_instantiated) {
+                (false, false) => String::new(),
+                (true, true) => " (both templates are listed in `instances`): list only one, or".into(),
+                _ => " (a template listed in `instances`, and another kernel; a template that only the source \
+                      instantiates, or nothing, generates no module then):"
+                    .into(),
+            };
+            return Err(format!(
+                "kernels `{prev}` and `{}` would both generate a Rust module named `{}`{why}{} rename one",
+                k.qualified_name(),
+                k.name,
+                if why.is_empty() { ":" } else { "" },
             ));
         }
     }
@@ -325,6 +472,7 @@ fn resolve_instances(input: &Input, parsed: &Parsed) -> syn::Result<(Vec<Instanc
 fn names_a_kernel(text: &str, parsed: &Parsed) -> bool {
     let Some((name, _)) = split_instance(text) else { return true };
     parsed.templates.iter().chain(&parsed.kernels).any(|k| k.qualified_name() == name || k.name == name)
+        || parsed.overloaded_templates.iter().any(|o| *o == name || o.rsplit("::").next() == Some(name.as_str()))
 }
 
 /// One instance: its template, its arguments with defaults filled in, and its C++ name.
@@ -346,6 +494,17 @@ pub(crate) fn resolve_instance(
     let template = match matches.as_slice() {
         [one] => *one,
         [] => {
+            let overloaded = parsed
+                .overloaded_templates
+                .iter()
+                .find(|o| **o == name || (!name.contains("::") && o.rsplit("::").next() == Some(name.as_str())));
+            if let Some(o) = overloaded {
+                return Err(format!(
+                    "template kernel `{o}` is overloaded, so `{text}` names no one kernel (a launcher needs one \
+                     signature): give the overload you launch its own name, or write a `__global__` template of \
+                     another name that calls it and list that"
+                ));
+            }
             if parsed.kernels.iter().any(|k| k.qualified_name() == name || k.name == name) {
                 return Err(format!(
                     "`{name}` is not a template kernel: it is generated without `instances`; remove \"{text}\""

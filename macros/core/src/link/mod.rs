@@ -403,6 +403,12 @@ fn merge(module: &mut Module, owners: &mut Owners, ui: usize, unit: &Unit) -> Re
     if let Some(o) = parsed.overloaded.first() {
         return Err(format!("kernel `{o}` in `{}` is overloaded: give each overload its own name", unit.name));
     }
+    // An instance naming one of the unit's overloaded templates is refused, naming it.
+    for o in &parsed.overloaded_templates {
+        if !module.parsed.overloaded_templates.contains(o) {
+            module.parsed.overloaded_templates.push(o.clone());
+        }
+    }
     for k in parsed.kernels.iter().filter(|k| k.defined) {
         let mut k = k.clone();
         k.file = Some(unit.name.clone());

@@ -31,6 +31,12 @@ pub trait Oracle {
     /// Compiles `source` (the module's source with probes appended, beginning with a `#line`
     /// of its own where needed) with the module's options, archs and include directories.
     fn compile(&self, module: &Module, source: &str) -> Result<Built, String>;
+
+    /// Whether this is NVRTC (which takes nvcc's flags as `options::nvrtc_options` spells them,
+    /// and lacks some: `options::NVCC_ONLY`), not nvcc.
+    fn is_nvrtc(&self) -> bool {
+        false
+    }
 }
 
 /// What one compile produced.
@@ -189,6 +195,10 @@ impl Oracle for NvrtcBuild {
         self.0.name()
     }
 
+    fn is_nvrtc(&self) -> bool {
+        true
+    }
+
     fn compile(&self, module: &Module, source: &str) -> Result<Built, String> {
         // NVRTC cannot take a kernel's address in device code: those probes become name expressions.
         let (source, addresses) = probe::take_kernel_addresses(source);
@@ -261,12 +271,27 @@ pub fn consult(oracle: &dyn Oracle, module: &Module) -> Result<Compiled, String>
 pub(crate) fn cuda_structs(module: &Module) -> Vec<CudaStruct> {
     let defines = crate::front::defines(&module.options);
     let mut cuda = structs::structs_with(&module.source, &defines);
+    let mut templates = structs::class_templates(&module.source, &defines);
     for h in &module.headers {
         // A header included inside `namespace ops { }` declares its structs in `ops`.
-        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(|mut s| {
+        let in_site = |mut s: CudaStruct| {
             s.namespaces.splice(0..0, h.namespaces.iter().cloned());
             s
-        }));
+        };
+        cuda.extend(structs::structs_with(&h.text, &defines).into_iter().map(in_site));
+        templates.extend(structs::class_templates(&h.text, &defines).into_iter().map(in_site));
+    }
+    // The class-template instances passed by value (`Tensor<float, 1> t`) or held in globals:
+    // asked about like structs, under the name the parameter writes.
+    let by_value = module.units.iter().flat_map(|u| u.kernel.params.iter().map(|p| (&u.kernel.namespaces, p)));
+    let held = module.parsed.globals.iter().map(|g| (&g.namespaces, &g.elem));
+    for (scope, p) in by_value.chain(held) {
+        if p.pointer_depth != 0 || p.reference || structs::lookup(&cuda, scope, &p.base).is_some() {
+            continue;
+        }
+        if let Some(st) = structs::instance(&templates, scope, &p.base) {
+            cuda.push(st);
+        }
     }
     // The runtime's plain structs (`cudaExtent`, ...), whose members the toolkit defines: asked
     // about like the user's, and compared with the Rust twins' `DeviceSafe::LAYOUT`. Only those

@@ -209,7 +209,8 @@ pub struct Output {
 }
 
 /// NVRTC's options for `arch`: the architecture, the toolkit headers, `-I` per include directory,
-/// then the user's options as written.
+/// then the user's options as NVRTC spells them (`options::nvrtc_options`: nvcc's
+/// `--expt-relaxed-constexpr` is `-default-device`, ...).
 pub(crate) fn args(n: &Nvrtc, req: &Request<'_>, arch: &Arch) -> Vec<String> {
     let mut a = vec![format!("--gpu-architecture={}", arch.sm())];
     let mut toolkit = toolkit_include_dirs();
@@ -220,7 +221,7 @@ pub(crate) fn args(n: &Nvrtc, req: &Request<'_>, arch: &Arch) -> Vec<String> {
     }
     a.extend(toolkit.iter().map(|d| format!("--include-path={}", d.display())));
     a.extend(req.include_dirs.iter().map(|d| format!("-I{}", d.display())));
-    a.extend(req.options.iter().cloned());
+    a.extend(cuda_embed_source::options::nvrtc_options(req.options));
     a
 }
 

@@ -72,7 +72,33 @@ pub fn structs(source: &str) -> Vec<CudaStruct> {
 
 /// [`structs`] of the source as preprocessed with `defines` (`(NAME, value)` from `-D`).
 pub fn structs_with(source: &str, defines: &[(String, String)]) -> Vec<CudaStruct> {
+    records(source, defines, false)
+}
+
+/// The class templates (`template <class T, int N> struct Tensor { T* data; long size[N]; };`)
+/// defined at namespace scope in `source`, as [`structs_with`] lists structs: each under the
+/// template's name, its members those of the primary template. A template that is specialised
+/// anywhere in the source (`template <> struct Tensor<float, 1> {..}`) is not listed: the members
+/// of an instance may then not be these.
+pub fn class_templates(source: &str, defines: &[(String, String)]) -> Vec<CudaStruct> {
+    records(source, defines, true)
+}
+
+/// The struct an instance of a class template written `base` (`Tensor<float,1>`, a parameter's
+/// [`Param::base`](crate::signature::Param)) in namespace `scope` is, when C++ lookup finds the
+/// template among `templates` ([`class_templates`]): named `base`'s last component, in the
+/// template's namespaces, with the template's members; [`lookup`] then finds it under `base`.
+pub fn instance(templates: &[CudaStruct], scope: &[String], base: &str) -> Option<CudaStruct> {
+    let open = base.find('<')?;
+    base.ends_with('>').then_some(())?;
+    let st = &templates[lookup(templates, scope, &base[..open])?];
+    let last = base[..open].rsplit("::").next().unwrap_or(&base[..open]);
+    Some(CudaStruct { name: format!("{last}{}", &base[open..]), ..st.clone() })
+}
+
+fn records(source: &str, defines: &[(String, String)], templates: bool) -> Vec<CudaStruct> {
     let t = crate::lex::lex_with(source, defines).tokens;
+    let mut specialised: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut namespaces: Vec<Option<String>> = Vec::new(); // None: extern "C" block
     let mut stmt = 0usize;
@@ -94,7 +120,19 @@ pub fn structs_with(source: &str, defines: &[(String, String)]) -> Vec<CudaStruc
                     stmt = i + 1;
                 } else {
                     let close = matching(&t, i).unwrap_or(t.len() - 1);
-                    if let Some(head) = record_head(prefix) {
+                    let (prefix, template) = match prefix {
+                        [tk, open, ..] if tk.is("template") && open.is("<") => {
+                            let end = matching(prefix, 1).unwrap_or(prefix.len() - 1);
+                            (&prefix[end + 1..], true)
+                        }
+                        _ => (prefix, false),
+                    };
+                    if template {
+                        if let Some(name) = specialisation(prefix) {
+                            specialised.push(name);
+                        }
+                    }
+                    if let Some(head) = record_head(prefix).filter(|_| template == templates) {
                         let end = (close + 1..t.len()).find(|&k| t[k].is(";")).unwrap_or(t.len());
                         let members = if head.keyword == "union" || head.has_bases {
                             None
@@ -133,7 +171,16 @@ pub fn structs_with(source: &str, defines: &[(String, String)]) -> Vec<CudaStruc
         }
         i += 1;
     }
+    out.retain(|s| !specialised.contains(&s.name));
     out
+}
+
+/// `struct Tensor<float, 1>` (after a `template <...>` head): the name of the specialised
+/// template.
+fn specialisation(prefix: &[Token]) -> Option<String> {
+    let k = prefix.iter().position(|x| ["struct", "class", "union"].contains(&x.text.as_str()))?;
+    let open = prefix.iter().skip(k).position(|x| x.is("<"))? + k;
+    prefix[k + 1..open].iter().rev().find(|x| x.is_ident()).map(|x| x.text.clone())
 }
 
 /// The data members of the struct named `name` (`P` or `ns::P`) in `source`, in declaration
@@ -222,8 +269,8 @@ struct RecordHead {
 
 fn record_head(prefix: &[Token]) -> Option<RecordHead> {
     let k = prefix.iter().position(|x| ["struct", "class", "union"].contains(&x.text.as_str()))?;
-    // Before the keyword only `typedef` (and attributes); a `template` head is not a type we can
-    // probe without arguments.
+    // Before the keyword only `typedef` (and attributes); the caller took a `template <...>` head
+    // off (a template is probed through its instances, see `instance`).
     if prefix[..k].iter().any(|x| !(x.is("typedef") || x.is("__device__") || x.is("__host__"))) {
         return None;
     }
@@ -548,6 +595,34 @@ mod tests {
         assert_eq!(names(src, "Local"), None);
         assert_eq!(names(src, "Outer"), v(&["nested"]));
         assert_eq!(all[0].line, 2);
+    }
+
+    #[test]
+    fn class_templates_and_their_instances() {
+        let src = "template <typename T, int N> struct Tensor { T* data; long size[N]; };\n\
+                   namespace lib { template <class T> class Box { public: T v; }; struct Plain { int p; }; }\n\
+                   template <class T> struct Spec { T a; }; template <> struct Spec<float> { double b; };\n\
+                   template <class T> struct Part { T a; }; template <class T> struct Part<T*> { int b; };";
+        let all = class_templates(src, &[]);
+        let found: Vec<(String, Option<Vec<String>>)> =
+            all.iter().map(|s| (s.qualified_name(), s.members.clone())).collect();
+        assert_eq!(
+            found,
+            [("Tensor".into(), v(&["data", "size"])), ("lib::Box".into(), v(&["v"]))],
+            "specialised ones left out"
+        );
+        assert_eq!(structs(src).iter().map(|s| s.qualified_name()).collect::<Vec<_>>(), ["lib::Plain"]);
+        let ns = ["lib".to_string()];
+        let t = instance(&all, &[], "Tensor<float,1>").unwrap();
+        assert_eq!((t.qualified_name(), lookup(&[t], &[], "Tensor<float,1>")), ("Tensor<float,1>".into(), Some(0)));
+        let b = instance(&all, &ns, "Box<int>").unwrap();
+        assert_eq!(
+            (b.qualified_name(), lookup(std::slice::from_ref(&b), &ns, "Box<int>")),
+            ("lib::Box<int>".into(), Some(0))
+        );
+        assert_eq!(lookup(&[b], &[], "lib::Box<int>"), Some(0));
+        assert_eq!(instance(&all, &[], "Box<int>"), None, "not visible from the global scope");
+        assert_eq!(instance(&all, &[], "Tensor"), None);
     }
 
     #[test]
