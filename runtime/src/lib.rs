@@ -57,7 +57,7 @@ pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaV
 pub use device::report::synchronize;
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
-pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
+pub use graph::{Condition, ConditionalHandle, Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use launch::kernel::{Kernel, KernelRef};
 pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
@@ -135,6 +135,7 @@ pub mod __private {
     pub use crate::bind;
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::graph::LaunchCondition;
     pub use crate::graph::NdUpdate;
     pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};

@@ -20,6 +20,9 @@ pub(crate) enum Space {
     Host,
     /// A CUDA array (textures and surfaces over it), by handle: arrays have no device address.
     Array,
+    /// The condition of a conditional node, by handle, of the graph of this id (a kernel that
+    /// sets it writes it, the conditional node reads it).
+    Condition(u64),
 }
 
 /// One range of memory a node reads or writes (opaque: built by the node arguments).

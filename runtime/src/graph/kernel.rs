@@ -212,6 +212,7 @@ impl<'a> Graph<'a> {
         // Outputs are borrowed shared for the graph's lifetime: the aliasing check of every
         // kernel node, whatever family made it (`bind`).
         crate::bind::disjoint(accesses, label.as_str(), label.origin())?;
+        crate::bind::conditions(&self.scope, accesses, self.ctx.ordinal(), label.as_str())?;
         let graph = self.cu;
         self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut move |deps| {
             let mut n = std::ptr::null_mut();

@@ -33,6 +33,7 @@
 //! host closures with panic reporting, and a graph whose shape you can inspect.
 
 pub(crate) mod args;
+mod conditional;
 mod deps;
 mod exec;
 #[doc(hidden)]
@@ -44,6 +45,7 @@ mod nodes;
 #[doc(hidden)]
 pub use args::ByValue;
 pub use args::{GraphArg, NodeArg, NodeArgs};
+pub use conditional::{Condition, ConditionalHandle, LaunchCondition};
 pub use exec::GraphExec;
 #[doc(hidden)]
 pub use exec::NdUpdate;
@@ -97,6 +99,8 @@ pub enum NodeKind {
     EventRecord,
     /// Waits for a CUDA event.
     EventWait,
+    /// A conditional node (`while`, `if`, `switch`) and its bodies.
+    Conditional,
 }
 
 pub(crate) struct NodeInfo {
@@ -138,13 +142,16 @@ impl std::fmt::Display for Label {
 }
 
 /// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
-/// use its node handles for updates).
-pub(crate) struct RawGraph(pub(crate) sys::CUgraph);
+/// use its node handles for updates), if it is owned (the second field): a conditional node's
+/// body belongs to that node.
+pub(crate) struct RawGraph(pub(crate) sys::CUgraph, bool);
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        // SAFETY: created by cuGraphCreate, destroyed once, here.
-        unsafe { sys::cuGraphDestroy(self.0) };
+        if self.1 {
+            // SAFETY: created by cuGraphCreate, destroyed once, here.
+            unsafe { sys::cuGraphDestroy(self.0) };
+        }
     }
 }
 
@@ -260,6 +267,15 @@ pub struct Graph<'a> {
     pub(crate) last_kernel: Option<(crate::launch::kernel::KernelRef, &'static crate::module::load::Function)>,
     /// The last kernel configuration its nodes passed the checks with.
     pub(crate) checked: kernel::CheckedConfig,
+    /// This graph's id, then the ids of the graphs it is a conditional body of, innermost first:
+    /// the graphs whose conditions its kernels may set.
+    pub(crate) scope: Vec<u64>,
+    /// Whether it is the body of a conditional node (which holds only device work).
+    pub(crate) in_body: bool,
+    /// The conditions (graph id, handle) that already control a conditional node.
+    used_conditions: Vec<(u64, u64)>,
+    /// The node handles of every body nested in this graph (for updates of their nodes).
+    pub(crate) bodies: Vec<conditional::Body>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -281,12 +297,19 @@ impl<'a> Graph<'a> {
         // SAFETY: valid out-pointer; flags must be 0.
         let r = unsafe { sys::cuGraphCreate(&mut raw, 0) };
         driver(ctx, "cuGraphCreate", r)?;
-        Ok(Graph {
+        Ok(Graph::wrap(ctx, raw, true))
+    }
+
+    /// The builder of the driver's graph `raw` (empty), destroyed with the last of this and its
+    /// instantiations if `owned`.
+    fn wrap(ctx: &Arc<CudaContext>, raw: sys::CUgraph, owned: bool) -> Self {
+        let id = NEXT_GRAPH.fetch_add(1, Ordering::Relaxed);
+        Graph {
             ctx: ctx.clone(),
             cu_ctx: ctx.cu_ctx() as usize,
-            raw: Rc::new(RawGraph(raw)),
+            raw: Rc::new(RawGraph(raw, owned)),
             cu: raw,
-            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
+            id,
             // Room for the nodes and edges of a typical graph up front (growing from empty cost
             // a dozen reallocations, and copies, over the first hundred nodes), unless the
             // thread has the lists of a graph it dropped.
@@ -300,8 +323,12 @@ impl<'a> Graph<'a> {
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             last_kernel: None,
             checked: kernel::CheckedConfig::default(),
+            scope: vec![id],
+            in_body: !owned,
+            used_conditions: Vec::new(),
+            bodies: Vec::new(),
             _borrows: PhantomData,
-        })
+        }
     }
 
     /// The graph's context.

@@ -228,6 +228,18 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
+            Mapped::Value(t) if is_condition(t) => {
+                // `cudaGraphConditionalHandle`: only a graph's kernel nodes take one (`&Condition`,
+                // checked against the node's graph); the stream launchers take an argument of a
+                // trait nothing implements, so calling them does not compile.
+                let ty = rust_type(t);
+                let never = paths::launch_condition();
+                args.push(quote!(#id: impl #never));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                prelude.push(quote!(let #id: #ty = #never::handle(&#id);));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
             Mapped::Value(t) => {
                 let ty = rust_type(t);
                 // A toolkit struct (`cudaExtent`): its Rust twin's fields against the compiler's.
@@ -293,7 +305,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         }
         ids.push(match m {
             Mapped::Pointer { .. } => quote!(#id),
-            Mapped::Value(t) if is_object(t) => quote!(#id),
+            Mapped::Value(t) if is_object(t) || is_condition(t) => quote!(#id),
             _ => quote!(#by_value(#id)),
         });
     }
@@ -636,4 +648,11 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 fn is_object(t: &types::RustType) -> bool {
     use cuda_embed_source::ctypes::RustPath;
     matches!(t, types::RustType::Builtin(b) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")))
+}
+
+/// Whether a by-value parameter is a graph condition (`cudaGraphConditionalHandle`), which only
+/// graph nodes take.
+fn is_condition(t: &types::RustType) -> bool {
+    use cuda_embed_source::ctypes::RustPath;
+    matches!(t, types::RustType::Builtin(b) if b.rust == RustPath::Crate("ConditionalHandle"))
 }
