@@ -178,13 +178,9 @@ impl<'a> Graph<'a> {
         otherwise: impl FnOnce(&mut Graph<'a>) -> Result<()>,
     ) -> Result<Node> {
         let (mut then, mut otherwise) = (Some(then), Some(otherwise));
-        self.conditional(cond, Kind::If, 2, &mut |i, g| {
-            let f: Option<Box<dyn FnOnce(&mut Graph<'a>) -> Result<()>>> = if i == 0 {
-                then.take().map(|f| Box::new(f) as Box<_>)
-            } else {
-                otherwise.take().map(|f| Box::new(f) as Box<_>)
-            };
-            f.map_or(Ok(()), |f| f(g))
+        self.conditional(cond, Kind::If, 2, &mut |i, g| match i {
+            0 => then.take().map_or(Ok(()), |f| f(g)),
+            _ => otherwise.take().map_or(Ok(()), |f| f(g)),
         })
     }
 
@@ -298,7 +294,6 @@ impl<'a> Graph<'a> {
 
     /// Builds every body with `fill`; returns the accesses of the node (the bodies' and the
     /// condition it reads), its label and the bodies' node records.
-    #[allow(clippy::type_complexity)]
     fn fill_bodies(
         &mut self,
         cond: &Condition,
