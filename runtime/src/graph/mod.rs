@@ -276,6 +276,10 @@ pub struct Graph<'a> {
     used_conditions: Vec<(u64, u64)>,
     /// The node handles of every body nested in this graph (for updates of their nodes).
     pub(crate) bodies: Vec<conditional::Body>,
+    /// Whether the next kernel node's edges from kernel nodes are programmatic
+    /// ([`Graph::dependent`]), and the nodes added so.
+    pub(crate) programmatic: bool,
+    pub(crate) programmatic_nodes: Vec<usize>,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -327,6 +331,8 @@ impl<'a> Graph<'a> {
             in_body: !owned,
             used_conditions: Vec::new(),
             bodies: Vec::new(),
+            programmatic: false,
+            programmatic_nodes: Vec::new(),
             _borrows: PhantomData,
         }
     }
@@ -406,15 +412,18 @@ impl<'a> Graph<'a> {
         self.edges.iter().map(|&(f, t)| (n(f), n(t))).collect()
     }
 
-    /// The graph in Graphviz DOT: one box per node (`n3 [label="saxpy"]`), one arrow per edge.
+    /// The graph in Graphviz DOT: one box per node (`n3 [label="saxpy"]`), one arrow per edge
+    /// (dashed for a programmatic edge, see [`Graph::dependent`]).
     pub fn to_dot(&self) -> String {
         let mut s = String::from("digraph cuda_graph {\n    node [shape=box];\n");
         for (i, n) in self.nodes.iter().enumerate() {
             let label = n.label.as_str().replace('\\', "\\\\").replace('"', "\\\"");
             s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
         }
-        for (f, t) in self.edges.iter() {
-            s.push_str(&format!("    n{f} -> n{t};\n"));
+        for &(f, t) in self.edges.iter() {
+            let programmatic = self.programmatic_nodes.contains(&t) && self.nodes[f].kind == NodeKind::Kernel;
+            let style = if programmatic { " [style=dashed]" } else { "" };
+            s.push_str(&format!("    n{f} -> n{t}{style};\n"));
         }
         s.push_str("}\n");
         s

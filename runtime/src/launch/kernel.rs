@@ -463,6 +463,23 @@ impl<Sig> Kernel<Sig> {
         // SAFETY: the caller's contract.
         unsafe { self.go(stream, config, LaunchKind::Cluster(cluster), args) }.map(drop)
     }
+
+    /// A programmatic dependent launch: the kernel may start while the kernel before it on
+    /// `stream` still runs; see [`LaunchKind::Dependent`].
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`], and the kernel calls `cudaGridDependencySynchronize()` before
+    /// it touches memory the work before it on the stream writes or reads, unless that work does
+    /// not call `cudaTriggerProgrammaticLaunchCompletion()`.
+    pub unsafe fn launch_dependent(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Dependent, args) }.map(drop)
+    }
 }
 
 /// Where the code of a launch's full path lies (see

@@ -415,7 +415,8 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
     (doc, launch_doc)
 }
 
-/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`): they differ
+/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`,
+/// `launch_dependent`): they differ
 /// only in name, docs, an optional extra parameter, the return type and the launch kind.
 fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<TokenStream> {
     let (c_void, stream_ty, config_ty, result) =
@@ -454,6 +455,14 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
             quote!(cluster: #cluster_dim,),
             quote!(()),
             quote!(#kind::Cluster(cluster)),
+            quote!(.map(drop)),
+        ),
+        (
+            quote!(launch_dependent),
+            format!("A programmatic dependent launch (`LaunchKind::Dependent`): the kernel may start while the kernel before it on `stream` still runs (sm_90 and newer). It must call `cudaGridDependencySynchronize()` before it touches memory that work writes or reads; a kernel that does not wait is launched as by `launch` when the kernel before it does not call `cudaTriggerProgrammaticLaunchCompletion()`.\n\n# Safety\nAs for `launch`, and the kernel waits for the work before it as said above."),
+            quote!(),
+            quote!(()),
+            quote!(#kind::Dependent),
             quote!(.map(drop)),
         ),
     ];
