@@ -277,6 +277,11 @@ fn misuse_is_an_error() {
     graph_error(&e, "host node");
     let e = g.if_then(&c, |body| body.memcpy_htod(&host_in, &counter).map(drop)).unwrap_err();
     graph_error(&e, "host-to-device");
+    // A condition that controls no node: the graph does not instantiate (the driver may refuse
+    // it), and a body with one is refused.
+    graph_error(&g.instantiate().unwrap_err(), "control no conditional node");
+    let e = g.if_then(&c, |body| body.condition(1).map(drop)).unwrap_err();
+    graph_error(&e, "for this body control no conditional node");
     // The refused nodes left nothing behind: with every condition given its node, the graph
     // instantiates and runs.
     g.if_then(&c, |body| body.memset(&counter, 0i32).map(drop)).unwrap();

@@ -26,12 +26,21 @@ use cudarc::driver::{sys, CudaContext};
 /// A kernel parameter of CUDA type `cudaGraphConditionalHandle` (`CUgraphConditionalHandle`):
 /// the 64-bit handle the kernel passes to `cudaGraphSetConditional`. The signature marker of such
 /// a parameter; its argument is a [`&Condition`](Condition) of the graph the node is in.
+///
+/// ```no_run
+/// # use cuda_embed_runtime::{ConditionalHandle, Graph};
+/// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+/// let stop = g.condition(1)?;
+/// let h: ConditionalHandle = stop.handle(); // what the kernel receives
+/// println!("handle {:#x}", h.raw());
+/// # Ok(()) }
+/// ```
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConditionalHandle(u64);
 
 impl ConditionalHandle {
-    /// The driver's value of the handle.
+    /// The driver's value of the handle (see the type's example).
     pub fn raw(self) -> u64 {
         self.0
     }
@@ -67,12 +76,12 @@ pub struct Condition {
 }
 
 impl Condition {
-    /// The value every launch of the graph starts with.
+    /// The value every launch of the graph starts with (`g.condition(3)?.initial() == 3`).
     pub fn initial(&self) -> u32 {
         self.initial
     }
 
-    /// The typed handle a kernel receives.
+    /// The typed handle a kernel receives (see [`ConditionalHandle`]).
     pub fn handle(&self) -> ConditionalHandle {
         ConditionalHandle(self.handle)
     }
@@ -102,6 +111,12 @@ unsafe impl<'a> NodeArg<'a, ConditionalHandle> for &Condition {
 /// What a stream launch would take for a `cudaGraphConditionalHandle` parameter: nothing
 /// implements it, so `NAME::launch` of a kernel with such a parameter does not compile. A
 /// condition is set on the device only by kernel nodes of its graph (`NAME::node`).
+///
+/// ```compile_fail
+/// # use cuda_embed_runtime::{Condition, graph::LaunchCondition};
+/// fn launch(_: impl LaunchCondition) {}
+/// fn f(c: &Condition) { launch(c) } // `&Condition` is for graph nodes only
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a kernel that sets a graph condition cannot be launched on a stream",
     label = "a `cudaGraphConditionalHandle` parameter",
@@ -139,6 +154,14 @@ impl<'a> Graph<'a> {
     /// A new condition of this graph, starting every launch at `initial`
     /// (`cuGraphConditionalHandleCreate` with `CU_GRAPH_COND_ASSIGN_DEFAULT`). A `while` or `if`
     /// body runs when the value is not 0; a `switch` runs the case of that number.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+    /// let run = g.condition(0)?; // off unless a kernel before the node sets it
+    /// g.if_then(&run, |body| body.empty().map(drop))?;
+    /// # Ok(()) }
+    /// ```
     pub fn condition(&mut self, initial: u32) -> Result<Condition> {
         bind(&self.ctx)?;
         let mut handle = 0;
@@ -153,24 +176,53 @@ impl<'a> Graph<'a> {
             )
         };
         driver(&self.ctx, "cuGraphConditionalHandleCreate", r)?;
+        self.made_conditions.push(handle);
         Ok(Condition { handle, graph: self.id, initial, ctx: self.ctx.cu_ctx(), device: self.ctx.ordinal() })
     }
 
     /// A `while` node: runs `body` (built by the closure) as long as `cond` is not 0 when
     /// tested, before each iteration (so not at all if it starts at 0). A kernel of the body
-    /// sets `cond` to 0 to stop.
+    /// sets `cond` to 0 to stop. Returns the conditional node (in this graph).
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+    /// let more = g.condition(0)?; // a zero-trip loop unless a kernel sets it first
+    /// let lp = g.while_loop(&more, |body| {
+    ///     // step::node(body, cfg, &x, &more)?;
+    ///     body.empty().map(drop)
+    /// })?;
+    /// assert_eq!(g.label(lp), Some("while (1 nodes)"));
+    /// # Ok(()) }
+    /// ```
     pub fn while_loop(&mut self, cond: &Condition, body: impl FnOnce(&mut Graph<'a>) -> Result<()>) -> Result<Node> {
         let mut body = Some(body);
         self.conditional(cond, Kind::While, 1, &mut |_, g| body.take().map_or(Ok(()), |f| f(g)))
     }
 
     /// An `if` node: runs `then` when `cond` is not 0.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f<'a>(g: &mut Graph<'a>, x: &'a cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// let reset = g.condition(1)?;
+    /// g.if_then(&reset, |body| body.memset(x, 0.0f32).map(drop))?;
+    /// # Ok(()) }
+    /// ```
     pub fn if_then(&mut self, cond: &Condition, then: impl FnOnce(&mut Graph<'a>) -> Result<()>) -> Result<Node> {
         let mut then = Some(then);
         self.conditional(cond, Kind::If, 1, &mut |_, g| then.take().map_or(Ok(()), |f| f(g)))
     }
 
     /// An `if`/`else` node: runs `then` when `cond` is not 0, `otherwise` when it is 0.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f<'a>(g: &mut Graph<'a>, x: &'a cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// let positive = g.condition(0)?;
+    /// g.if_else(&positive, |then| then.memset(x, 1.0f32).map(drop), |otherwise| otherwise.memset(x, -1.0f32).map(drop))?;
+    /// # Ok(()) }
+    /// ```
     pub fn if_else(
         &mut self,
         cond: &Condition,
@@ -188,6 +240,14 @@ impl<'a> Graph<'a> {
     /// for each `i` in `0..cases`. No case, or a condition whose initial value has no case, is an
     /// [`Error::Graph`]; a value set on the device past the last case runs no body (as CUDA
     /// does).
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f<'a>(g: &mut Graph<'a>, x: &'a cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// let mode = g.condition(0)?;
+    /// g.switch(&mode, 3, |case, body| body.memset(x, case as f32).map(drop))?;
+    /// # Ok(()) }
+    /// ```
     pub fn switch(
         &mut self,
         cond: &Condition,
@@ -308,6 +368,7 @@ impl<'a> Graph<'a> {
         for (i, &raw) in bodies.iter().enumerate() {
             let mut body = Graph::body(self, raw);
             fill(i, &mut body)?;
+            body.all_conditions_used()?;
             accesses.extend(body.tracker.accesses());
             self.hosts.extend(body.hosts.iter().cloned());
             self.owned.extend(body.owned.iter().cloned());
@@ -327,6 +388,26 @@ impl<'a> Graph<'a> {
         };
         let counts: Vec<String> = counts.iter().map(|n| n.to_string()).collect();
         Ok((accesses, format!("{name} ({} nodes)", counts.join(" | ")), records))
+    }
+
+    /// Refuses a graph (or body) with a condition that controls no conditional node: the driver
+    /// may refuse to instantiate it.
+    pub(crate) fn all_conditions_used(&self) -> Result<()> {
+        let unused = self.made_conditions.iter().filter(|h| !self.used_conditions.contains(&(self.id, **h))).count();
+        if unused == 0 {
+            return Ok(());
+        }
+        Err(Error::Graph {
+            device: self.ctx.ordinal(),
+            cause: format!(
+                "{unused} condition(s) made with `condition()` for this {} control no conditional node",
+                if self.in_body { "body" } else { "graph" }
+            ),
+            fix: Some(
+                "give every condition its node (`while_loop`, `if_then`, `if_else`, `switch`), or do not make it"
+                    .into(),
+            ),
+        })
     }
 
     /// Refuses a condition of another graph, or one that already controls a conditional node.

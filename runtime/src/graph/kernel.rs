@@ -252,7 +252,7 @@ impl Graph<'_> {
     }
 
     /// The programmatic edges (see [`Graph::dependent`]), in the order added; [`Graph::edges`]
-    /// lists them with the others.
+    /// lists them with the others. Example at [`Graph::dependent`].
     pub fn programmatic_edges(&self) -> Vec<(Node, Node)> {
         self.edges
             .iter()

@@ -274,6 +274,8 @@ pub struct Graph<'a> {
     pub(crate) in_body: bool,
     /// The conditions (graph id, handle) that already control a conditional node.
     used_conditions: Vec<(u64, u64)>,
+    /// The handles of the conditions made for this graph.
+    made_conditions: Vec<u64>,
     /// The node handles of every body nested in this graph (for updates of their nodes).
     pub(crate) bodies: Vec<conditional::Body>,
     /// Whether the next kernel node's edges from kernel nodes are programmatic
@@ -330,6 +332,7 @@ impl<'a> Graph<'a> {
             scope: vec![id],
             in_body: !owned,
             used_conditions: Vec::new(),
+            made_conditions: Vec::new(),
             bodies: Vec::new(),
             programmatic: false,
             programmatic_nodes: Vec::new(),
@@ -444,8 +447,10 @@ impl<'a> Graph<'a> {
 
     /// Instantiates the graph (`cuGraphInstantiateWithFlags`): an executable graph to launch on
     /// any stream of the context, as often as needed. The graph stays usable (to instantiate
-    /// again, or as the source of [`GraphExec::update`]).
+    /// again, or as the source of [`GraphExec::update`]). A [`Condition`] made for the graph that
+    /// controls no conditional node is an [`Error::Graph`] (the driver may refuse such a graph).
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        self.all_conditions_used()?;
         GraphExec::new(self)
     }
 

@@ -471,6 +471,18 @@ impl<Sig> Kernel<Sig> {
     /// As for [`Kernel::launch`], and the kernel calls `cudaGridDependencySynchronize()` before
     /// it touches memory the work before it on the stream writes or reads, unless that work does
     /// not call `cudaTriggerProgrammaticLaunchCompletion()`.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::{args::{In, Out}, Kernel, LaunchConfig};
+    /// # fn f(k: Kernel<(In<f32>, Out<f32>, i32)>, s: &cuda_embed_runtime::CudaStream,
+    /// #      a: &mut cuda_embed_runtime::CudaSlice<f32>, b: &mut cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// let cfg = LaunchConfig::for_num_elems(1024);
+    /// unsafe {
+    ///     k.launch(s, cfg, (&*a, &mut *b, 1024))?;
+    ///     k.launch_dependent(s, cfg, (&*b, &mut *a, 1024))?; // overlaps the first one's tail
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn launch_dependent(
         &self,
         stream: &CudaStream,
