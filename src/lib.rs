@@ -131,10 +131,11 @@ pub use cuda_embed_runtime::synchronize;
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;
 pub use cuda_embed_runtime::{
-    args, cache, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, Condition, ConditionalHandle,
-    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode,
-    ElementwiseKernel, ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode,
-    KernelRef, LaunchConfig, LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
+    args, cache, context, cudarc, driver_available, nvrtc, nvtx, Arg, BuildPath, ClusterDim, Condition,
+    ConditionalHandle, CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer,
+    DeviceBufferMut, DriverCode, ElementwiseKernel, ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel,
+    KernelAttributes, KernelNode, KernelRef, LaunchConfig, LaunchKind, Module, Node, NodeKind, Program, ProgramKernel,
+    ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};

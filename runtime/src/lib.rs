@@ -17,6 +17,7 @@ mod launch; // the one launch routine, its limits, kernel handles
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, load, registry, globals
 pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
+pub mod nvtx; // NVTX ranges for profilers: `nvtx::range`, and per launch with the `nvtx` feature
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram

@@ -190,6 +190,8 @@ impl<'a> GraphExec<'a> {
     /// launches of one `GraphExec` are ordered by the driver).
     #[inline]
     pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::graph(self.nodes.len());
         if !self.hosts.is_empty() {
             self.panics()?;
         }

@@ -133,6 +133,9 @@ impl KernelRef {
         kind: LaunchKind,
         args: &mut [*mut c_void],
     ) -> Result<Option<f32>> {
+        // A profiler range around the launch (no code at all without the `nvtx` feature).
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::launch(self.name(), self.module().origin());
         // The common case in a few loads and compares: a plain launch of a loaded kernel without
         // module globals, within its cached limits, on the context this thread last bound. It
         // builds nothing the error paths need; anything else, and a launch the driver refuses
