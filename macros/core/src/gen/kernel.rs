@@ -459,7 +459,7 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
         ),
         (
             quote!(launch_dependent),
-            format!("A programmatic dependent launch (`LaunchKind::Dependent`): the kernel may start while the kernel before it on `stream` still runs (sm_90 and newer). It must call `cudaGridDependencySynchronize()` before it touches memory that work writes or reads; a kernel that does not wait is launched as by `launch` when the kernel before it does not call `cudaTriggerProgrammaticLaunchCompletion()`.\n\n# Safety\nAs for `launch`, and the kernel waits for the work before it as said above."),
+            "A programmatic dependent launch (`LaunchKind::Dependent`): the kernel may start while the kernel before it on `stream` still runs (sm_90 and newer). It must call `cudaGridDependencySynchronize()` before it touches memory that work writes or reads; a kernel that does not wait is launched as by `launch` when the kernel before it does not call `cudaTriggerProgrammaticLaunchCompletion()`.\n\n# Safety\nAs for `launch`, and the kernel waits for the work before it as said above.".to_string(),
             quote!(),
             quote!(()),
             quote!(#kind::Dependent),
