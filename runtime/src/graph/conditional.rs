@@ -319,6 +319,9 @@ impl<'a> Graph<'a> {
                     accesses,
                     "cuGraphAddDependencies",
                     |deps| {
+                        if deps.is_empty() {
+                            return (sys::CUresult::CUDA_SUCCESS, to);
+                        }
                         let targets = vec![to; deps.len()];
                         // SAFETY: nodes of this graph; one edge per dependency, default edge data.
                         let r = unsafe {
