@@ -295,3 +295,47 @@ fn misuse_is_an_error() {
     assert_eq!(stream.clone_dtoh(&runs).unwrap(), [1], "the one loop that was added ran once");
     drop(h);
 }
+
+/// A run-time kernel sets a condition too: `GraphArg::condition`, checked against the kernel's C
+/// signature (a plain `u64` for the handle is refused) and against the graph (a condition of
+/// another graph is refused), then a loop of 5 iterations.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn program_kernels_set_conditions() {
+    let ctx = ctx();
+    let stream = ctx.default_stream();
+    let src = r#"
+        extern "C" __global__ void prog_step(int* counter, int* runs, cudaGraphConditionalHandle more) {
+            if (threadIdx.x == 0 && blockIdx.x == 0) {
+                *runs += 1;
+                int c = --*counter;
+                cudaGraphSetConditional(more, c > 0 ? 1u : 0u);
+            }
+        }"#;
+    let module = cuda_embed::Program::new(src).name("graph_cond").load(&ctx).unwrap();
+    let k = module.kernel_checked("prog_step").unwrap();
+    let counter = stream.clone_htod(&[5i32]).unwrap();
+    let runs = stream.alloc_zeros::<i32>(1).unwrap();
+    let raw = 7u64;
+    let mut other = Graph::new(&ctx).unwrap();
+    let theirs = other.condition(1).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let more = g.condition(1).unwrap();
+    g.while_loop(&more, |body| {
+        use cuda_embed::graph::GraphArg;
+        let e = k.node(body, one(), &[GraphArg::write(&counter), GraphArg::write(&runs), GraphArg::value(&raw)]);
+        assert!(matches!(e, Err(Error::Signature { .. })), "a u64 for the handle: {e:?}");
+        let e = k.node(body, one(), &[GraphArg::write(&counter), GraphArg::write(&runs), GraphArg::condition(&theirs)]);
+        graph_error(&e.unwrap_err(), "condition of another graph");
+        k.node(body, one(), &[GraphArg::write(&counter), GraphArg::write(&runs), GraphArg::condition(&more)])?;
+        Ok(())
+    })
+    .unwrap();
+    let exec = g.instantiate().unwrap();
+    // SAFETY: one-element buffers.
+    unsafe { exec.launch(&stream).unwrap() };
+    exec.synchronize(&stream).unwrap();
+    drop(exec);
+    drop(g);
+    assert_eq!(stream.clone_dtoh(&runs).unwrap(), [5]);
+}

@@ -86,6 +86,12 @@ impl Condition {
         ConditionalHandle(self.handle)
     }
 
+    /// A condition of graph `graph` that no driver made, for checks that add no node.
+    #[cfg(test)]
+    pub(crate) fn test(graph: u64) -> Condition {
+        Condition { handle: 1, graph, initial: 0, ctx: std::ptr::null_mut(), device: 0 }
+    }
+
     /// The range that stands for the condition in dependency inference: kernels that set it
     /// write it, the node that tests it reads it.
     fn access(&self, write: bool) -> Access {

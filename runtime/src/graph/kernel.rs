@@ -2,7 +2,7 @@
 //! [`ProgramKernel`]s. Every one is checked like a launch (the same limit checks of the one
 //! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
 
-use super::args::{Access, GraphArg, GraphArgKind, NodeArgs, StackAccesses};
+use super::args::{Access, GraphArg, GraphArgKind, NodeArg, NodeArgs, StackAccesses};
 use super::{Graph, Label, Node, NodeKind};
 use crate::error::{Error, Result};
 use crate::launch::kernel::{Kernel, KernelRef};
@@ -404,11 +404,20 @@ impl ProgramKernel {
         let mut acc = graph.take_scratch();
         let mut pointers = vec![0u64; args.len()];
         for (a, p) in args.iter().zip(pointers.iter_mut()) {
-            if let GraphArgKind::Buffer { object, address, write } = a.kind {
-                // SAFETY: `object` is the `&'a S` the GraphArg constructor took for this `address`.
-                let (ptr, access) = unsafe { address(object, &ctx, write) }?;
-                *p = ptr;
-                acc.push(access);
+            match a.kind {
+                GraphArgKind::Buffer { object, address, write } => {
+                    // SAFETY: `object` is the `&'a S` the GraphArg constructor took for this
+                    // `address`.
+                    let (ptr, access) = unsafe { address(object, &ctx, write) }?;
+                    *p = ptr;
+                    acc.push(access);
+                }
+                GraphArgKind::Condition(c) => {
+                    // SAFETY: `GraphArg::condition` took a `&'a Condition`.
+                    let c = unsafe { &*c };
+                    *p = NodeArg::<'_, super::ConditionalHandle>::prepare(c, &ctx, &mut acc)?.raw();
+                }
+                GraphArgKind::Value(_) => {}
             }
         }
         let mut params: Vec<*mut c_void> = args
@@ -416,7 +425,7 @@ impl ProgramKernel {
             .zip(&pointers)
             .map(|(a, p)| match a.kind {
                 GraphArgKind::Value(v) => v as *mut c_void,
-                GraphArgKind::Buffer { .. } => p as *const u64 as *mut c_void,
+                GraphArgKind::Buffer { .. } | GraphArgKind::Condition(_) => p as *const u64 as *mut c_void,
             })
             .collect();
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
