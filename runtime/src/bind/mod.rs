@@ -311,13 +311,13 @@ fn aliased(accesses: &[Access], (i, j): (usize, usize), kernel: &str, origin: &s
 }
 
 /// The condition check of every kernel node and update: each condition the kernel sets
-/// (an access in [`Space::Condition`]) belongs to one of the graphs of `scope` (the node's graph,
-/// then the graphs it is a conditional body of), else an [`Error::Graph`] naming `kernel`.
+/// (an access in [`Space::Condition`]) belongs to the node's graph (`own`) or to one of the graphs
+/// it is a conditional body of (`parents`), else an [`Error::Graph`] naming `kernel`.
 #[inline]
-pub(crate) fn conditions(scope: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
+pub(crate) fn conditions(own: u64, parents: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
     for a in accesses {
         if let Space::Condition(g) = a.space {
-            if !scope.contains(&g) {
+            if g != own && !parents.contains(&g) {
                 return Err(foreign_condition(device, kernel));
             }
         }

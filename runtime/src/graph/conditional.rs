@@ -101,7 +101,7 @@ impl Condition {
 
 // SAFETY: the parameter is the handle itself (a u64, the layout of `cudaGraphConditionalHandle`);
 // the access records that the kernel sets the condition (for the inferred edges and the scope
-// check every kernel node and update makes: `Graph::check_conditions`).
+// check every kernel node and update makes: `bind::conditions`).
 unsafe impl<'a> NodeArg<'a, ConditionalHandle> for &Condition {
     type Param = ConditionalHandle;
     #[inline]
@@ -147,12 +147,12 @@ enum Kind {
 }
 
 /// The node handles of one body graph, kept by the root graph and its instantiations so that a
-/// node inside a body can be updated: the body's id, the ids of the graphs it is nested in (its
-/// own first), and its nodes' driver handles and kinds.
+/// node inside a body can be updated: the body's id, the ids of the graphs it is nested in (the
+/// innermost first), and its nodes' driver handles and kinds.
 #[derive(Debug, Clone)]
 pub(crate) struct Body {
     pub(crate) id: u64,
-    pub(crate) scope: Vec<u64>,
+    pub(crate) parents: Vec<u64>,
     pub(crate) nodes: Vec<(sys::CUgraphNode, NodeKind)>,
 }
 
@@ -384,7 +384,7 @@ impl<'a> Graph<'a> {
             counts.push(body.nodes.len());
             records.push(Body {
                 id: body.id,
-                scope: body.scope.clone(),
+                parents: body.parents.clone(),
                 nodes: body.nodes.iter().map(|n| (n.raw, n.kind)).collect(),
             });
             records.append(&mut body.bodies);
@@ -422,7 +422,7 @@ impl<'a> Graph<'a> {
     /// Refuses a condition of another graph, or one that already controls a conditional node.
     fn check_condition(&self, cond: &Condition) -> Result<()> {
         let cause = if cond.graph != self.id {
-            if self.scope.contains(&cond.graph) {
+            if self.parents.contains(&cond.graph) {
                 "the condition was made for an enclosing graph, not for this body: a conditional node tests a \
                  condition of its own graph"
             } else {
@@ -446,7 +446,8 @@ impl<'a> Graph<'a> {
     /// owned by it).
     fn body(parent: &Graph<'a>, raw: sys::CUgraph) -> Graph<'a> {
         let mut g = Graph::wrap(&parent.ctx, raw, false);
-        g.scope.extend(parent.scope.iter().copied());
+        g.parents.push(parent.id);
+        g.parents.extend(parent.parents.iter().copied());
         g
     }
 

@@ -254,15 +254,15 @@ impl<'a> GraphExec<'a> {
         // The node is of the graph this was instantiated from (or of one of its conditional
         // bodies), and was in it then; its handle is the one the driver knows it by. The graphs
         // whose conditions the kernel may set: the node's own and those it is nested in.
-        let root = [self.graph_id];
-        let scope: &[u64] = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
-            &root
+        let parents: &[u64] = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
+            &[]
         } else {
             match self.bodies.iter().find(|b| b.id == node.node.graph && node.node.index < b.nodes.len()) {
-                Some(b) => &b.scope,
+                Some(b) => &b.parents,
                 None => return Err(self.foreign_node()),
             }
         };
+        let own = node.node.graph;
         // The node's kernel was looked up on the graph's context when it was added: the same
         // context as this instantiation's.
         self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
@@ -273,7 +273,7 @@ impl<'a> GraphExec<'a> {
         let kernel = node.kernel;
         args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
             crate::bind::disjoint(acc.as_slice(), kernel.name(), kernel.module().origin())?;
-            crate::bind::conditions(scope, acc.as_slice(), ctx.ordinal(), kernel.name())?;
+            crate::bind::conditions(own, parents, acc.as_slice(), ctx.ordinal(), kernel.name())?;
             let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.

@@ -212,7 +212,7 @@ impl<'a> Graph<'a> {
         // Outputs are borrowed shared for the graph's lifetime: the aliasing check of every
         // kernel node, whatever family made it (`bind`).
         crate::bind::disjoint(accesses, label.as_str(), label.origin())?;
-        crate::bind::conditions(&self.scope, accesses, self.ctx.ordinal(), label.as_str())?;
+        crate::bind::conditions(self.id, &self.parents, accesses, self.ctx.ordinal(), label.as_str())?;
         if self.programmatic {
             // SAFETY: forwarded.
             return unsafe { self.programmatic_node(p, accesses, label) };

@@ -267,9 +267,9 @@ pub struct Graph<'a> {
     pub(crate) last_kernel: Option<(crate::launch::kernel::KernelRef, &'static crate::module::load::Function)>,
     /// The last kernel configuration its nodes passed the checks with.
     pub(crate) checked: kernel::CheckedConfig,
-    /// This graph's id, then the ids of the graphs it is a conditional body of, innermost first:
-    /// the graphs whose conditions its kernels may set.
-    pub(crate) scope: Vec<u64>,
+    /// The ids of the graphs it is a conditional body of, innermost first (none for a graph
+    /// made by `new`): with its own, the graphs whose conditions its kernels may set.
+    pub(crate) parents: Vec<u64>,
     /// Whether it is the body of a conditional node (which holds only device work).
     pub(crate) in_body: bool,
     /// The conditions (graph id, handle) that already control a conditional node.
@@ -329,7 +329,7 @@ impl<'a> Graph<'a> {
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             last_kernel: None,
             checked: kernel::CheckedConfig::default(),
-            scope: vec![id],
+            parents: Vec::new(),
             in_body: !owned,
             used_conditions: Vec::new(),
             made_conditions: Vec::new(),
