@@ -152,7 +152,12 @@ fn check(crate_dir: &str) {
     let g = graph(&src);
     let found = cycles(&g);
     let report: Vec<String> = found.iter().map(|c| describe(&g, c)).collect();
-    assert!(found.is_empty(), "{}: the top-level modules import each other in a cycle:\n{}", src.display(), report.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{}: the top-level modules import each other in a cycle:\n{}",
+        src.display(),
+        report.join("\n")
+    );
 }
 
 #[test]
@@ -176,6 +181,8 @@ fn the_reader_finds_cycles() {
     };
     assert!(cycles(&g(&[("a", "b"), ("b", "c")])).is_empty());
     assert_eq!(cycles(&g(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])), vec![vec!["a", "b", "c"]]);
-    let u = uses("use crate::front::ir;\n// crate::gen in a comment\nlet x = $crate::y; crate::oracle::nvcc::find(); mycrate::z");
+    let u = uses(
+        "use crate::front::ir;\n// crate::gen in a comment\nlet x = $crate::y; crate::oracle::nvcc::find(); mycrate::z",
+    );
     assert_eq!(u.keys().collect::<Vec<_>>(), ["front", "oracle", "y"]);
 }
