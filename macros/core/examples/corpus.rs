@@ -28,7 +28,7 @@
 //! rejected entry, and
 //! `CORPUS_DUMP=1` prints every accepted kernel's mapping (to eyeball for wrong accepts).
 
-use cuda_embed_macros_core::{check::types, signature};
+use cuda_embed_macros_core::{front::types, signature};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -43,9 +43,9 @@
 //!
 //! It prints, for each kernel without a launcher, why (the macro's error), then the table.
 
-use cuda_embed_macros_core::check::types::Mapped;
 use cuda_embed_macros_core::front::input::Input;
 use cuda_embed_macros_core::front::ir::Module;
+use cuda_embed_macros_core::front::types::Mapped;
 use cuda_embed_macros_core::oracle::nvcc::{self, Request};
 use cuda_embed_macros_core::{check, front, gen, oracle, oracle::ptx, CallSite};
 use std::collections::BTreeMap;
@@ -382,7 +382,8 @@ fn generate(
     *entries = Some(compiled.entries.clone());
     let checked = check::check(&module, Some(&compiled))
         .map_err(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" | "))?;
-    let tokens = gen::generate(&module, &checked, &compiled.image, &compiled.deps);
+    let tokens =
+        gen::generate(&module, &checked, &compiled.image, &compiled.deps, &cuda_embed_macros_core::tune::gen::items);
     let file: syn::File = syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
     let mut launchers = Vec::new();
     let mut twins = Vec::new();

@@ -3,15 +3,15 @@
 //! -> [`gen`] (tokens).
 
 use crate::check;
-use crate::check::report::Failure;
-use crate::check::types::Mapped;
 use crate::front;
 use crate::front::input::{Compiler, Input, Listing, Options, Source};
 use crate::front::ir::{rust_name, Image};
+use crate::front::report::Failure;
+use crate::front::types::Mapped;
 use crate::gen;
 use crate::oracle::nvcc::{self, NoNvcc};
 use crate::oracle::nvrtc;
-use crate::oracle::{self, Oracle};
+use crate::oracle::{self, Oracle, REQUIRE_COMPILER_VAR};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::LitStr;
@@ -84,7 +84,7 @@ pub fn expand_generated_as(
         link: Default::default(),
     };
     expand_with(&input, site, |module, checked, image, deps| {
-        let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps);
+        let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps, &gen::no_items);
         let plain = checked.kernels.iter().filter(|k| k.unit.instance.is_none());
         let mut signatures: Vec<_> = plain.map(|k| (k.unit.kernel.name.clone(), Ok(k.params.clone()))).collect();
         for (t, sig) in module.parsed.templates.iter().zip(&checked.templates) {
@@ -95,7 +95,8 @@ pub fn expand_generated_as(
 }
 
 fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> {
-    expand_with(input, site, gen::generate)
+    // `tune`'s launcher joins its template's module (the driver passes the feature's generator).
+    expand_with(input, site, |m, c, i, d| gen::generate(m, c, i, d, &crate::tune::gen::items))
 }
 
 fn expand_with<R>(
@@ -157,34 +158,6 @@ fn check_nvrtc_flags(
         None => Ok(()),
     }
 }
-
-/// The first time in a crate's build that a module falls back to NVRTC at run time because no
-/// CUDA compiler was found (not because one was asked for), a `deprecated` item whose use makes
-/// rustc print a warning on the user's build: such a binary compiles its kernels on every user's
-/// machine, and `cargo build` would otherwise say nothing. Once per crate (per proc-macro process).
-pub(crate) fn silent_fallback_warning(reason: &str) -> TokenStream {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if reason == nvcc::NoNvcc::Forced.to_string() || WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        return TokenStream::new();
-    }
-    let note = format!(
-        "cuda-embed: no CUDA compiler was found while building this crate ({reason}), so its kernels will be \
-         compiled by NVRTC on every user's machine at first use, without the build-time checks; install the \
-         CUDA toolkit (nvcc), or run cargo through cuda-embed's `scripts/with-cuda`, or set \
-         {REQUIRE_COMPILER_VAR}=1 to make this an error (`compiler = \"nvrtc\"` on the macro says it is meant)"
-    );
-    quote! {
-        const _: () = {
-            #[deprecated(note = #note)]
-            struct NoCudaCompilerAtBuildTime;
-            let _ = NoCudaCompilerAtBuildTime;
-        };
-    }
-}
-
-/// The variable that turns a build with no compiler (the run-time NVRTC path, whose build-time
-/// checks are skipped) into a compile error.
-pub const REQUIRE_COMPILER_VAR: &str = "CUDA_EMBED_REQUIRE_COMPILER";
 
 /// The compiler that answers questions about the source at build time, or why there is none
 /// (the source is then compiled by NVRTC at run time): nvcc when found, else libnvrtc, unless

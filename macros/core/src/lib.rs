@@ -13,8 +13,8 @@
 //!   from PTX), [`oracle::ptx`] (`.entry` parameter lists), [`oracle::structs`] (the members of the
 //!   source's C++ structs), [`oracle::firstload`] (the probe a module built with no compiler
 //!   carries to its first load).
-//! - [`check`]: one pass that maps and checks every kernel, instance and global; [`check::types`]:
-//!   the CUDA-to-Rust type tables; [`check::report`]: errors collected and reported together.
+//! - [`check`]: one pass that maps and checks every kernel, instance and global; [`front::types`]:
+//!   the CUDA-to-Rust type tables; [`front::report`]: errors collected and reported together.
 //! - [`gen`]: Rust items from the checked IR ([`gen::paths`] names the runtime).
 //! - [`expand`](mod@expand): the driver: front end, oracle, checker, generator.
 //! - [`elementwise`] and [`reduction`]: `elementwise_kernel!` and `reduction_kernel!` (macro,

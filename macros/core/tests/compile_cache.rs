@@ -3,7 +3,7 @@
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it).
 
 use cuda_embed_macros_core::oracle::nvcc::{self, Arch, Request};
-use cuda_embed_macros_core::{check::types, oracle::probe, oracle::ptx, signature};
+use cuda_embed_macros_core::{front::types, oracle::probe, oracle::ptx, signature};
 use std::sync::Mutex;
 
 // The cache directory is process-global (an environment variable): one test at a time.

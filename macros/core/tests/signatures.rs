@@ -16,7 +16,7 @@
 //! | `raw`        | `RawDevicePtr`                       |
 //! | `user P`     | `P (your #[repr(C)] type)`           |
 
-use cuda_embed_macros_core::check::types::{self, Mapped};
+use cuda_embed_macros_core::front::types::{self, Mapped};
 use cuda_embed_macros_core::lex;
 use cuda_embed_macros_core::signature::{self, Parsed};
 

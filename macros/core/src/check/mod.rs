@@ -1,16 +1,13 @@
 //! The checker: one pass over a [`Module`] that maps every type to Rust and checks it, against
 //! what the compiler said when one ran (`None`: no compiler, the source text is all there is).
 
-pub mod report; // errors collected and reported together
-pub mod types; // the CUDA-to-Rust type tables and the mapping of one parameter
-
-use crate::check::report::Errors;
 use crate::front::ir::{Checked, Fields, GenericArg, Global, InstanceArgs, MissingTwin, Module, TypedKernel, Unit};
+use crate::front::report::Errors;
+use crate::front::types::{self, Mapped, RustType};
 use crate::oracle::probe::ProbeKey;
 use crate::oracle::ptx;
 use crate::oracle::Compiled;
 use crate::signature::{self, GlobalVar, Kernel, Param, Parsed, TemplateKind};
-use types::{Mapped, RustType};
 
 /// Maps and checks every kernel, instance and global; every problem is reported, each at the
 /// most precise span known (the instance's literal, else the source literal).
@@ -63,8 +60,8 @@ fn twins(
     kernels: &[TypedKernel],
     globals: &[Global],
     compiled: Option<&Compiled>,
-) -> (Vec<(String, Vec<crate::oracle::TwinField>)>, Vec<MissingTwin>) {
-    let mut out: Vec<(String, Vec<crate::oracle::TwinField>)> = Vec::new();
+) -> (Vec<(String, Vec<crate::front::ir::TwinField>)>, Vec<MissingTwin>) {
+    let mut out: Vec<(String, Vec<crate::front::ir::TwinField>)> = Vec::new();
     let mut missing: Vec<MissingTwin> = Vec::new();
     let by_value = kernels.iter().flat_map(|k| {
         k.params.iter().zip(&k.unit.kernel.params).map(move |(m, p)| {

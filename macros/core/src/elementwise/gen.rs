@@ -2,8 +2,8 @@
 //! device), `launch_with` (the caller's `LaunchConfig`), the instance trait and the kernel handle.
 
 use super::Input;
-use crate::check::types::Mapped;
 use crate::expand::Generated;
+use crate::front::types::Mapped;
 use crate::gen::buffer_args::{BufferArgs, Family};
 use crate::gen::{generic_ident, param_ident, paths, rust_type};
 use cuda_embed_source::elementwise::types_kernel;

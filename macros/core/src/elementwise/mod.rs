@@ -8,9 +8,9 @@
 mod gen;
 mod node;
 
-use crate::check::report::Failure;
 use crate::expand::{expand_generated_as, CallSite};
 use crate::front::input::{Keyed, KeyedSpec, Listing, Options};
+use crate::front::report::Failure;
 use cuda_embed_source::elementwise::{self as source, Elementwise, Origin};
 use cuda_embed_source::params::{ListError, ParamLists, Source};
 use proc_macro2::{Span, TokenStream};
@@ -221,8 +221,8 @@ pub(crate) fn expand_input(
 /// The Rust type of an instance's C++ type, as named inside the kernel's module: the mapped
 /// builtin, or the user's struct of the same name one module up.
 fn instance_type(c: &str) -> TokenStream {
-    match crate::check::types::builtin(&crate::check::types::normalise(c)) {
-        Some(b) => crate::gen::rust_type(&crate::check::types::RustType::Builtin(b)),
+    match crate::front::types::builtin(&crate::front::types::normalise(c)) {
+        Some(b) => crate::gen::rust_type(&crate::front::types::RustType::Builtin(b)),
         None => {
             let last = c.trim_start_matches("struct ").rsplit("::").next().unwrap_or(c).trim();
             let id = quote::format_ident!("{}", last);

@@ -1,9 +1,9 @@
 //! The macro's input: `cuda_kernel!(r#"...source..."#, archs = [80, 90], options = ["-DN=4"])`.
 
-use crate::oracle::nvcc::Arch;
+use cuda_embed_source::options::Arch;
 use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
-use syn::{bracketed, Expr, ExprLit, Ident, Lit, LitStr, Token};
+use syn::{bracketed, Expr, ExprLit, Ident, Lit, LitBool, LitStr, Token};
 
 /// Parsed macro input.
 pub struct Input {
@@ -27,9 +27,9 @@ pub struct Input {
     /// How the not-listed-instance error names the kernel and where instances are listed.
     pub listing: Listing,
     /// `tune = { ... }`: autotuned variants of a template kernel.
-    pub tune: Option<crate::tune::Spec>,
+    pub tune: Option<crate::front::tune::Spec>,
     /// `rdc = true`, `link = ["..."]`, `lto = true`: separate compilation ([`crate::link`]).
-    pub link: crate::link::LinkOptions,
+    pub link: LinkOptions,
 }
 
 /// How a launch of a template instance that was not built is reported: `{kind} `axpy` was not
@@ -381,7 +381,7 @@ impl Parse for Input {
         let mut opts = Options::default();
         let mut instances = Vec::new();
         let mut tune = None;
-        let mut link = crate::link::LinkOptions::default();
+        let mut link = LinkOptions::default();
         let mut first = !inline;
         while !input.is_empty() {
             if !first {
@@ -414,7 +414,7 @@ impl Parse for Input {
                     source = Some(Source::File(lit));
                 }
                 "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
-                "tune" => tune = Some(crate::tune::Spec::parse(&key, input)?),
+                "tune" => tune = Some(crate::front::tune::Spec::parse(&key, input)?),
                 "rdc" | "link" | "lto" => link.parse_option(&key, input)?,
                 other => {
                     if !opts.parse_option(&key, input)? {
@@ -477,5 +477,69 @@ mod tests {
         assert!(p.contains("expands to `_ce_p_y`"), "{p}");
         let p = problem(r#"defines = ["_ce_n"]"#).unwrap();
         assert!(p.contains("the define of `_ce_n`"), "{p}");
+    }
+}
+
+/// `rdc = true`, `link = [...]` and `lto = true` as the macro was given them.
+#[derive(Default, Clone)]
+pub struct LinkOptions {
+    /// `rdc = ...`, with its span.
+    pub rdc: Option<(bool, Span)>,
+    /// `link = [...]`: further `.cu` files, relative to the crate root.
+    pub files: Vec<LitStr>,
+    /// `lto = ...`, with its span.
+    pub lto: Option<(bool, Span)>,
+    given: Vec<String>,
+}
+
+impl LinkOptions {
+    /// Parses the value of `rdc`, `link` or `lto` (the `=` already read).
+    pub fn parse_option(&mut self, key: &Ident, input: ParseStream) -> syn::Result<()> {
+        let k = key.to_string();
+        if self.given.contains(&k) {
+            return Err(syn::Error::new_spanned(key, format!("`{k}` is given twice")));
+        }
+        self.given.push(k.clone());
+        if k == "link" {
+            let files = string_list(input, "linked file (e.g. \"kernels/math.cu\")")?;
+            if files.is_empty() {
+                return Err(syn::Error::new_spanned(
+                    key,
+                    "`link` needs at least one `.cu` file, e.g. link = [\"kernels/math.cu\"]",
+                ));
+            }
+            for f in &files {
+                if f.value().trim().is_empty() {
+                    return Err(syn::Error::new_spanned(f, "a linked file is a path relative to the crate root"));
+                }
+            }
+            self.files = files;
+            return Ok(());
+        }
+        let v: LitBool =
+            input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes `true` or `false`")))?;
+        if k == "rdc" {
+            self.rdc = Some((v.value, key.span()));
+        } else {
+            self.lto = Some((v.value, key.span()));
+        }
+        Ok(())
+    }
+
+    /// Whether the module is compiled separately: `rdc = true`, any `link` file or `lto = true`.
+    pub fn enabled(&self) -> bool {
+        self.rdc.is_some_and(|r| r.0) || !self.files.is_empty() || self.lto()
+    }
+
+    /// Whether link-time optimisation is asked for.
+    pub fn lto(&self) -> bool {
+        self.lto.is_some_and(|l| l.0)
+    }
+
+    /// `rdc = false` together with what needs it.
+    pub fn contradiction(&self) -> Option<syn::Error> {
+        let (false, span) = self.rdc? else { return None };
+        let what = if !self.files.is_empty() { "`link = [...]`" } else { "`lto = true`" };
+        Some(syn::Error::new(span, format!("{what} needs relocatable device code: remove `rdc = false`")))
     }
 }

@@ -1,10 +1,10 @@
 //! The typed IR of one `cuda_kernel!`: what the front end read ([`Module`]) and what the checker
 //! learned about it ([`Checked`]). Plain data, carrying the user's spans; no logic beyond names.
 
-use crate::check::types::{Mapped, RustType};
 use crate::front::includes::Header;
-use crate::oracle::nvcc::Arch;
+use crate::front::types::{Mapped, RustType};
 use crate::signature::{GlobalVar, Kernel, Parsed};
+use cuda_embed_source::options::Arch;
 use proc_macro2::Span;
 use std::path::PathBuf;
 use syn::LitStr;
@@ -62,7 +62,7 @@ pub struct Module {
     /// How a not-listed instance is reported.
     pub listing: crate::front::input::Listing,
     /// `tune = { ... }`, resolved: its variants are among `instances`.
-    pub tune: Option<crate::tune::Plan>,
+    pub tune: Option<crate::front::tune::Plan>,
 }
 
 impl Module {
@@ -131,7 +131,7 @@ pub struct Checked {
     /// Rust twins of the structs passed by value or held in globals, generated from the
     /// compiler's layout (`(Rust name, fields)`), for the user who writes none: the user's own
     /// type of the same name wins.
-    pub twins: Vec<(String, Vec<crate::oracle::TwinField>)>,
+    pub twins: Vec<(String, Vec<TwinField>)>,
     /// The structs passed by value or held in globals that got no twin, with why: the user must
     /// write the Rust type, and the generated code says so when they did not.
     pub missing_twins: Vec<MissingTwin>,
@@ -221,8 +221,8 @@ pub enum Image {
         /// The compiler's release, e.g. `13.0`.
         release: String,
         /// The largest block each kernel is sure to take, per cubin: `("sm_90", [(symbol,
-        /// threads)])` (see [`crate::oracle::nvcc::Output::limits`]; empty when not known).
-        limits: crate::oracle::nvcc::BlockLimits,
+        /// threads)])` (see `crate::oracle::nvcc::Output::limits`; empty when not known).
+        limits: BlockLimits,
     },
     /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
     /// runtime loads the best one for the device.
@@ -305,3 +305,18 @@ pub fn rust_name(name: &str) -> Result<syn::Ident, String> {
     }
     Ok(syn::parse_str::<syn::Ident>(name).unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site())))
 }
+
+/// One field of a generated Rust twin, as the compiler laid it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TwinField {
+    /// The C++ member's name.
+    pub name: String,
+    /// Its element type (`None`: a pointer, as a raw device address).
+    pub elem: Option<crate::front::types::Builtin>,
+    /// 1, or the array's length.
+    pub count: u64,
+}
+
+/// Block limits per cubin: `("sm_90", [(symbol, threads)])` (see
+/// `crate::oracle::nvcc::Output::limits`).
+pub type BlockLimits = Vec<(String, Vec<(String, u32)>)>;

@@ -6,12 +6,13 @@ pub mod headers; // the kernels and globals the included user headers define
 pub mod includes; // the headers the source includes
 pub mod input; // the macro's arguments
 pub mod ir; // the typed IR of one module, as read and as checked
+pub mod report; // errors collected and reported together
+pub mod tune; // `tune = { ... }`: the option as data, resolved against the templates
+pub mod types; // the CUDA-to-Rust type model and tables, and the mapping of one parameter
 
-use crate::check::report::{Errors, Failure};
-use crate::check::types;
 use crate::front::input::{Input, Source};
 use crate::front::ir::{rust_name, CallSite, Instance, Module, Unit};
-use crate::oracle::nvcc;
+use crate::front::report::{Errors, Failure};
 use crate::signature::{self, Kernel, Parsed, TemplateKind};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -144,14 +145,14 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     let mut tune = input
         .tune
         .as_ref()
-        .map(|spec| crate::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
+        .map(|spec| crate::front::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
         .transpose()
         .map_err(|error| Failure { error, kernels: kernels.clone() })?;
     drop_unused_templates(&mut parsed, &mut instances, &mut made_by_source, tune.as_mut(), !pending.is_empty());
     check_module_names(&parsed, &instances).map_err(fail)?;
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
-        None => nvcc::archs_from_env().map_err(fail)?,
+        None => cuda_embed_source::options::archs_from_env().map_err(fail)?,
     };
     let origin = match &src.file {
         Some(_) => format!("{} ({}:{})", lit.value(), site.file, site.line),
@@ -287,7 +288,7 @@ fn drop_unused_templates(
     parsed: &mut Parsed,
     instances: &mut Vec<Instance>,
     made_by_source: &mut std::ops::Range<usize>,
-    mut tune: Option<&mut crate::tune::Plan>,
+    mut tune: Option<&mut crate::front::tune::Plan>,
     pending: bool,
 ) {
     if pending {

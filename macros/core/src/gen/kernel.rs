@@ -3,8 +3,8 @@
 
 use super::paths;
 use super::{generic_arg, generic_ident, param_ident, rust_type};
-use crate::check::types::{self, Mapped};
 use crate::front::ir::{rust_name, Checked, Fields, Module};
+use crate::front::types::{self, Mapped};
 use crate::oracle::structs;
 use crate::signature::{Kernel, TemplateKind};
 use proc_macro2::{Span, TokenStream};

@@ -10,8 +10,8 @@ pub mod buffer_args;
 pub mod kernel;
 pub mod paths;
 
-use crate::check::types::{Mapped, RustPath, RustType};
 use crate::front::ir::{rust_name, Checked, GenericArg, Global, Image, Module};
+use crate::front::types::{Mapped, RustPath, RustType};
 use kernel::{kernel_module, template_gen, KernelGen};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -141,7 +141,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             let image = quote! {
                 #image_ty::linked(&[#(#units),*], &[#((#header_names, #header_texts)),*], #lto, #reason)
             };
-            let warning = crate::expand::silent_fallback_warning(reason);
+            let warning = silent_fallback_warning(reason);
             if warning.is_empty() {
                 image
             } else {
@@ -195,7 +195,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
                     #probe, &[#(#checks),*], #mark, #unit, #own_len)
             };
-            let warning = crate::expand::silent_fallback_warning(reason);
+            let warning = silent_fallback_warning(reason);
             if warning.is_empty() {
                 image
             } else {
@@ -429,8 +429,14 @@ fn missing_twin(t: &crate::front::ir::MissingTwin, span: Span) -> (TokenStream, 
 
 /// Generates everything for a checked module: a hidden module holding the `ModuleSpec`, the
 /// globals and one module per kernel, re-exported where the macro was invoked.
-pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathBuf]) -> TokenStream {
-    let (hidden, items) = generate_hidden(module, checked, image, deps);
+pub fn generate(
+    module: &Module,
+    checked: &Checked,
+    image: &Image,
+    deps: &[PathBuf],
+    template_items: TemplateItems<'_>,
+) -> TokenStream {
+    let (hidden, items) = generate_hidden(module, checked, image, deps, template_items);
     let kernels = module.kernel_names().iter().filter_map(|k| rust_name(k).ok()).collect::<Vec<_>>();
     let globals =
         checked.globals.iter().map(|g| rust_name(&g.var.name).unwrap_or_else(|_| format_ident!("invalid_global_name")));
@@ -449,6 +455,42 @@ pub fn generate(module: &Module, checked: &Checked, image: &Image, deps: &[PathB
     }
 }
 
+/// Items a feature adds to the module of template `ti` (`tune`'s `tuned` launcher): the driver
+/// passes the feature's generator, so this stage never imports a feature.
+pub type TemplateItems<'a> = &'a dyn Fn(&Module, &Checked, usize) -> TokenStream;
+
+/// No items for any template.
+pub fn no_items(_: &Module, _: &Checked, _: usize) -> TokenStream {
+    TokenStream::new()
+}
+
+/// The first time in a crate's build that a module falls back to NVRTC at run time because no
+/// CUDA compiler was found (not because one was asked for), a `deprecated` item whose use makes
+/// rustc print a warning on the user's build: such a binary compiles its kernels on every user's
+/// machine, and `cargo build` would otherwise say nothing. Once per crate (per proc-macro process).
+pub(crate) fn silent_fallback_warning(reason: &str) -> TokenStream {
+    use crate::oracle::REQUIRE_COMPILER_VAR;
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if reason == crate::oracle::nvcc::NoNvcc::Forced.to_string()
+        || WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        return TokenStream::new();
+    }
+    let note = format!(
+        "cuda-embed: no CUDA compiler was found while building this crate ({reason}), so its kernels will be \
+         compiled by NVRTC on every user's machine at first use, without the build-time checks; install the \
+         CUDA toolkit (nvcc), or run cargo through cuda-embed's `scripts/with-cuda`, or set \
+         {REQUIRE_COMPILER_VAR}=1 to make this an error (`compiler = \"nvrtc\"` on the macro says it is meant)"
+    );
+    quote! {
+        const _: () = {
+            #[deprecated(note = #note)]
+            struct NoCudaCompilerAtBuildTime;
+            let _ = NoCudaCompilerAtBuildTime;
+        };
+    }
+}
+
 /// The hidden module alone (its name and its tokens), without the re-exports: for macros that
 /// wrap the kernels in their own module (`elementwise_kernel!`).
 pub fn generate_hidden(
@@ -456,6 +498,7 @@ pub fn generate_hidden(
     checked: &Checked,
     image: &Image,
     deps: &[PathBuf],
+    template_items: TemplateItems<'_>,
 ) -> (syn::Ident, TokenStream) {
     let span = module.span();
     let site = &module.site;
@@ -508,7 +551,7 @@ pub fn generate_hidden(
         match sig {
             Ok(params) => {
                 let mut gen = template_gen(module, checked, ti, params);
-                gen.items.extend(crate::tune::gen::items(module, checked, ti));
+                gen.items.extend(template_items(module, checked, ti));
                 modules.push(kernel_module(&gen, span))
             }
             Err(e) => modules.push(syn::Error::new(span, e).to_compile_error()),

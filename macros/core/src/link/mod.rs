@@ -38,11 +38,11 @@ pub mod symbols;
 mod tests;
 
 use crate::check;
-use crate::check::report::{Errors, Failure};
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
 use crate::front::ir::{Checked, Image, Instance, LinkedUnit, Module, Unit as IrUnit};
+use crate::front::report::{Errors, Failure};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
 use crate::oracle::nvrtc::Nvrtc;
 use crate::oracle::probe::{self, Answers, Probe, ProbeKey};
@@ -53,72 +53,7 @@ use nvcc::{Mode, Object};
 use nvjitlink::NvJitLink;
 use proc_macro2::Span;
 use std::path::PathBuf;
-use syn::parse::ParseStream;
-use syn::{Ident, LitBool, LitStr};
-
-/// `rdc = true`, `link = [...]` and `lto = true` as the macro was given them.
-#[derive(Default, Clone)]
-pub struct LinkOptions {
-    /// `rdc = ...`, with its span.
-    pub rdc: Option<(bool, Span)>,
-    /// `link = [...]`: further `.cu` files, relative to the crate root.
-    pub files: Vec<LitStr>,
-    /// `lto = ...`, with its span.
-    pub lto: Option<(bool, Span)>,
-    given: Vec<String>,
-}
-
-impl LinkOptions {
-    /// Parses the value of `rdc`, `link` or `lto` (the `=` already read).
-    pub fn parse_option(&mut self, key: &Ident, input: ParseStream) -> syn::Result<()> {
-        let k = key.to_string();
-        if self.given.contains(&k) {
-            return Err(syn::Error::new_spanned(key, format!("`{k}` is given twice")));
-        }
-        self.given.push(k.clone());
-        if k == "link" {
-            let files = crate::front::input::string_list(input, "linked file (e.g. \"kernels/math.cu\")")?;
-            if files.is_empty() {
-                return Err(syn::Error::new_spanned(
-                    key,
-                    "`link` needs at least one `.cu` file, e.g. link = [\"kernels/math.cu\"]",
-                ));
-            }
-            for f in &files {
-                if f.value().trim().is_empty() {
-                    return Err(syn::Error::new_spanned(f, "a linked file is a path relative to the crate root"));
-                }
-            }
-            self.files = files;
-            return Ok(());
-        }
-        let v: LitBool =
-            input.parse().map_err(|e| syn::Error::new(e.span(), format!("`{k}` takes `true` or `false`")))?;
-        if k == "rdc" {
-            self.rdc = Some((v.value, key.span()));
-        } else {
-            self.lto = Some((v.value, key.span()));
-        }
-        Ok(())
-    }
-
-    /// Whether the module is compiled separately: `rdc = true`, any `link` file or `lto = true`.
-    pub fn enabled(&self) -> bool {
-        self.rdc.is_some_and(|r| r.0) || !self.files.is_empty() || self.lto()
-    }
-
-    /// Whether link-time optimisation is asked for.
-    pub fn lto(&self) -> bool {
-        self.lto.is_some_and(|l| l.0)
-    }
-
-    /// `rdc = false` together with what needs it.
-    fn contradiction(&self) -> Option<syn::Error> {
-        let (false, span) = self.rdc? else { return None };
-        let what = if !self.files.is_empty() { "`link = [...]`" } else { "`lto = true`" };
-        Some(syn::Error::new(span, format!("{what} needs relocatable device code: remove `rdc = false`")))
-    }
-}
+use syn::LitStr;
 
 /// The relocatable-code flags that belong to `rdc`/`lto` rather than `options`: by hand they build
 /// an image that cannot be loaded (relocatable code needs the device link `rdc` adds).
@@ -283,7 +218,7 @@ pub fn find_backend(compiler: Compiler) -> Result<Result<Backend, String>, Strin
 
 /// No compiler at build time: the run-time path, unless `CUDA_EMBED_REQUIRE_COMPILER` forbids it.
 fn at_run_time(reason: String) -> Result<Result<Backend, String>, String> {
-    let var = crate::expand::REQUIRE_COMPILER_VAR;
+    let var = crate::oracle::REQUIRE_COMPILER_VAR;
     if compile::flag(var) {
         return Err(format!(
             "{var} is set but this module would be compiled and linked at run time, without the build-time checks: \

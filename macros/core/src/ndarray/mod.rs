@@ -4,10 +4,8 @@
 //! `NAME` when every operand is one contiguous run, else the strided kernel `NAME_nd` of the same
 //! instance (generated beside it by `cuda_embed_source::ndarray`).
 
-pub mod axes_node;
 pub mod node;
 pub mod operands;
-pub mod reduction;
 
 use crate::gen::buffer_args::BufferArgs;
 use crate::gen::paths;

@@ -10,8 +10,8 @@
 //! check; the runtime compiles the probe itself, and reads each answer from it, only to say what a
 //! parameter that failed is.
 
-use crate::check::types::{Builtin, Mapped, RustPath, RustType};
 use crate::front::ir::{Checked, TypedKernel};
+use crate::front::types::{Builtin, Mapped, RustPath, RustType};
 use crate::oracle::probe::{self, ProbeKey};
 use cuda_embed_source::typecode::{encode, kind, CONST_MASK, DEPTH_MASK, KIND_MASK, SIZE_MASK};
 
@@ -120,7 +120,7 @@ pub fn expect(m: &Mapped) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::types::builtin;
+    use crate::front::types::builtin;
     use cuda_embed_source::typecode::describe;
 
     fn holds(m: &Mapped, code: u64) -> bool {

@@ -15,8 +15,12 @@ pub mod probe; // the C++ questions appended to the source, answers read back fr
 pub mod ptx; // `.entry` parameter lists for the signature cross-check
 pub mod structs; // the members of the source's C++ structs
 
-use crate::check::types;
-use crate::front::ir::{Fields, Image, Module};
+use crate::front::types;
+
+/// The variable that turns a build with no compiler (the run-time NVRTC path, whose build-time
+/// checks are skipped) into a compile error.
+pub const REQUIRE_COMPILER_VAR: &str = "CUDA_EMBED_REQUIRE_COMPILER";
+use crate::front::ir::{Fields, Image, Module, TwinField};
 use crate::signature::{Param, TemplateKind};
 use nvcc::Request;
 use probe::{Answers, Probe, ProbeKey};
@@ -141,17 +145,6 @@ impl Compiled {
         let st = structs::lookup(&self.structs, scope, name)?;
         self.structs[st].members.as_deref()
     }
-}
-
-/// One field of a generated Rust twin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TwinField {
-    /// The C++ member's name.
-    pub name: String,
-    /// Its element type (`None`: a pointer, as a raw device address).
-    pub elem: Option<types::Builtin>,
-    /// 1, or the array's length.
-    pub count: u64,
 }
 
 /// nvcc at build time: a fatbin of every arch, PTX for the probes.

@@ -128,8 +128,7 @@ pub struct Request<'a> {
     pub include_dirs: &'a [PathBuf],
 }
 
-/// Block limits per cubin: `("sm_90", [(symbol, threads)])` (see [`Output::limits`]).
-pub type BlockLimits = Vec<(String, Vec<(String, u32)>)>;
+pub use crate::front::ir::BlockLimits;
 
 /// A compiled module.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 //! are resolved by the compiler itself — into a `__device__` integer. The integer's initial value
 //! appears in the PTX, where [`read`] picks it up. See `types::kind` for the encoding.
 
-use crate::check::types::{TOOLKIT, VECTORS};
+use crate::front::types::{TOOLKIT, VECTORS};
 use std::collections::HashMap;
 use std::fmt::{Display, Write};
 
@@ -315,8 +315,8 @@ impl Answers {
     }
 
     /// The type filed under `key`, decoded.
-    pub fn probed(&self, key: ProbeKey) -> Option<crate::check::types::Probed> {
-        self.number(key).map(crate::check::types::decode_probe)
+    pub fn probed(&self, key: ProbeKey) -> Option<crate::front::types::Probed> {
+        self.number(key).map(crate::front::types::decode_probe)
     }
 }
 

@@ -184,10 +184,10 @@ pub fn wrapper(
     } else {
         (node_where.clone(), quote!(__run #turbofish))
     };
-    let axes_fn = crate::ndarray::reduction::launch_axes(
+    let axes_fn = crate::reduction::axes::launch_axes(
         lists,
         param_type,
-        &crate::ndarray::reduction::AxesShared {
+        &crate::reduction::axes::AxesShared {
             name,
             hidden,
             kernel: &axes_kernel,
@@ -198,7 +198,7 @@ pub fn wrapper(
         },
         &mut params,
     );
-    let axes_node = crate::ndarray::axes_node::node_axes(lists, param_type, &node_shared);
+    let axes_node = crate::reduction::axes_node::node_axes(lists, param_type, &node_shared);
     let params = params.items();
     let doc_launch = format!(
         "Reduces every element of the inputs into element 0 of each output (each output has length 1). \

@@ -3,12 +3,14 @@
 //! the `cuda_kernel!` pipeline ([`expand_generated`]) and wraps the kernels in a module with safe
 //! `launch`, `launch_rows` and `launch_cols` functions.
 
+pub mod axes; // `launch_axes`: the reduction over any axes of N-D views
+pub mod axes_node; // `node_axes`: the same as a graph node
 pub mod gen; // the Rust items of a reduction_kernel!
 pub mod node; // reduction kernels as graph nodes
 
-use crate::check::types;
 use crate::expand::{expand_generated, CallSite};
 use crate::front::input::{Keyed, KeyedSpec, Options};
+use crate::front::types;
 use crate::gen::rust_type;
 use cuda_embed_source::params::{ListError, Param, ParamKind, ParamLists, ParamType, Role, Source};
 use cuda_embed_source::reduction::{RedParam, ReductionSource, Snippet};

@@ -11,8 +11,8 @@
 use super::launcher;
 use super::syntax::{self, Attr, KernelFn};
 use super::types::{Scalar, Ty};
-use crate::check::report::Failure;
 use crate::expand::{expand_generated, CallSite};
+use crate::front::report::Failure;
 use crate::gen::paths;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};

@@ -23,8 +23,8 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
-use crate::check::report::Failure;
 use crate::expand::{expand_generated, CallSite};
+use crate::front::report::Failure;
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::fmt::Write as _;

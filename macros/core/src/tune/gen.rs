@@ -2,9 +2,9 @@
 //! `Tuner` behind `tuner()`, and `tuned(&stream, args...)`, whose arguments are the kernel's own
 //! (every variant has the same signature).
 
-use super::resolve::{Op, Plan};
-use crate::check::types::{Mapped, RustType};
 use crate::front::ir::{Checked, Module};
+use crate::front::tune::resolve::{Op, Plan};
+use crate::front::types::{Mapped, RustType};
 use crate::gen::{param_ident, paths, rust_type};
 use cuda_embed_source::ctypes::RustPath;
 use proc_macro2::{Literal, Span, TokenStream};
@@ -343,7 +343,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
 /// The literal of the first formula or key entry that reads `name`, for errors about it.
 fn reader(plan: &Plan, name: &str) -> Option<Span> {
     let spec = &plan.spec;
-    let reads = |fs: &[super::Formula]| {
+    let reads = |fs: &[crate::front::tune::Formula]| {
         let mut names = Vec::new();
         fs.iter().for_each(|f| f.names(&mut names));
         names.iter().any(|n| n == name)

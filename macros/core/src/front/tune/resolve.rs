@@ -2,8 +2,8 @@
 //! combination of values, and every name in the formulas and the key checked.
 
 use super::{Formula, Spec};
-use crate::check::report::Errors;
 use crate::front::ir::Instance;
+use crate::front::report::Errors;
 use crate::signature::{Parsed, TemplateKind};
 
 /// One step of a formula's postfix program (the runtime's `tune::Op`).
