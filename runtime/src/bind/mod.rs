@@ -263,26 +263,36 @@ pub(crate) fn other_device(ctx: &CudaContext, buffer_device: usize) -> Error {
 
 /// The first two device ranges of one node (`(i, j)`, `i < j`, in the order they were recorded:
 /// the node's buffer operands in parameter order) of which one is written and which share a byte.
-/// Every kernel node, whatever made it, is added and updated through a check of this.
+/// Every kernel node, whatever made it, is added and updated through a check of this. Only the
+/// written ranges are compared with the others (a node of reads only costs one pass).
 #[inline]
 pub(crate) fn overlapping(accesses: &[Access]) -> Option<(usize, usize)> {
+    if accesses.len() < 2 {
+        return None; // one range cannot overlap another (the common node of one buffer)
+    }
     for (i, a) in accesses.iter().enumerate() {
-        for (j, b) in accesses.iter().enumerate().skip(i + 1) {
-            let device = (a.space == Space::Device) & (b.space == Space::Device);
-            if device & (a.write | b.write) & (a.lo < b.hi) & (b.lo < a.hi) {
-                return Some((i, j));
+        if !a.write || a.space != Space::Device {
+            continue;
+        }
+        for (j, b) in accesses.iter().enumerate() {
+            if (j != i) & (b.space == Space::Device) & (a.lo < b.hi) & (b.lo < a.hi) {
+                return Some((i.min(j), i.max(j)));
             }
         }
     }
     None
 }
 
-/// [`overlapping`] as the error of a node of `kernel` (from `origin`), or `Ok`.
+/// [`overlapping`] as the error of a node of the kernel `who` names (`(kernel, origin)`, asked
+/// only when there is an error), or `Ok`.
 #[inline]
-pub(crate) fn disjoint(accesses: &[Access], kernel: &str, origin: &str) -> Result<()> {
+pub(crate) fn disjoint<'w>(accesses: &[Access], who: impl FnOnce() -> (&'w str, &'w str)) -> Result<()> {
     match overlapping(accesses) {
         None => Ok(()),
-        Some((i, j)) => Err(aliased(accesses, (i, j), kernel, origin)),
+        Some((i, j)) => {
+            let (kernel, origin) = who();
+            Err(aliased(accesses, (i, j), kernel, origin))
+        }
     }
 }
 
