@@ -1,7 +1,10 @@
 //! Binding operands: the one checked path from a launcher's arguments to the addresses a kernel
-//! receives. Every launcher family takes device memory through here and nowhere else, so a new
-//! family cannot forget a check: the address of an operand is only handed out by a value that
-//! exists after the checks passed.
+//! receives. Every check of every launcher family is here. The generated launchers can only get
+//! an operand's address from a value that exists after its device check passed ([`input`],
+//! [`output`], [`nd_input`], [`nd_output`]); the typed argument tuples of `Kernel` values and the
+//! dynamic argument lists of the run-time twins run `placement` over every argument before they
+//! bind one; every graph node and update takes its buffers through `node_buffer` and is checked
+//! with `disjoint`.
 //!
 //! | check | launches (`launch*`, `tuned`, `fuse!`, Rust-syntax, `Kernel::launch`, run-time twins) | graph nodes and updates (`node*`, `update*`, `GraphExec::set`, `ProgramKernel::node`) |
 //! |---|---|---|
