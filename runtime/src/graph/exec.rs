@@ -233,7 +233,8 @@ impl<'a> GraphExec<'a> {
     /// Changes a kernel node's launch configuration and arguments (typed like the node:
     /// a wrong type is a compile error), with the checks of a launch
     /// (`cuGraphExecKernelNodeSetParams`). The graph's edges stay as they were built: keep the
-    /// new arguments' reads and writes compatible with them.
+    /// new arguments' reads and writes compatible with them. A written buffer that overlaps
+    /// another argument is an [`Error::Argument`], as when the node was added.
     #[inline]
     pub fn set<Sig, A: NodeArgs<'a, Sig>>(
         &mut self,
