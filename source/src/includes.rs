@@ -325,7 +325,9 @@ impl<'a> Scanner<'a> {
 /// A directory whose headers are versioned with the compiler: a CUDA toolkit or CCCL include
 /// directory, or a system one (under `/usr/include`).
 fn is_system_include_dir(dir: &Path) -> bool {
-    crate::options::is_toolkit_include_dir(dir) || dir.starts_with("/usr/include")
+    crate::options::is_toolkit_include_dir(dir)
+        || dir.starts_with("/usr/include")
+        || crate::options::is_cutlass_include_dir(dir)
 }
 
 #[cfg(test)]

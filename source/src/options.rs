@@ -248,6 +248,60 @@ pub fn include_dirs<S: AsRef<str>>(options: &[S]) -> Vec<PathBuf> {
     dirs
 }
 
+/// The variable naming the CUTLASS/CuTe include directory that `cutlass = true` uses
+/// (`scripts/with-cuda --with-cutlass` sets it).
+pub const CUTLASS_DIR_VAR: &str = "CUDA_EMBED_CUTLASS_DIR";
+
+/// The command that installs the pinned CUTLASS headers, for error messages.
+pub const CUTLASS_INSTALL: &str = "scripts/with-cuda --with-cutlass cargo build";
+
+/// Whether `dir` is a CUTLASS include directory: it holds `cutlass/version.h` and
+/// `cute/config.hpp`. Its headers are versioned as a whole (see [`cutlass_identity`]), like the
+/// toolkit's, rather than hashed one by one for every build.
+pub fn is_cutlass_include_dir(dir: &Path) -> bool {
+    dir.join("cutlass/version.h").is_file() && dir.join("cute/config.hpp").is_file()
+}
+
+/// The CUTLASS include directory `cutlass = true` uses: `CUDA_EMBED_CUTLASS_DIR`, which must be
+/// one ([`is_cutlass_include_dir`]). The error says what is missing and how to install it.
+pub fn cutlass_include_dir() -> Result<PathBuf, String> {
+    let how = format!(
+        "run `{CUTLASS_INSTALL}` (it installs the pinned `nvidia-cutlass` wheel's headers into .cuda/cutlass/include \
+         and sets {CUTLASS_DIR_VAR}), or set {CUTLASS_DIR_VAR} to a CUTLASS include directory (the one holding \
+         cutlass/ and cute/)"
+    );
+    match std::env::var_os(CUTLASS_DIR_VAR).filter(|v| !v.is_empty()) {
+        None => Err(format!("`cutlass = true` needs the CUTLASS headers and {CUTLASS_DIR_VAR} is not set: {how}")),
+        Some(d) => {
+            let dir = PathBuf::from(d);
+            if is_cutlass_include_dir(&dir) {
+                Ok(dir)
+            } else {
+                Err(format!(
+                    "`cutlass = true`: {CUTLASS_DIR_VAR} is `{}`, which holds no cutlass/version.h and cute/config.hpp: {how}",
+                    dir.display()
+                ))
+            }
+        }
+    }
+}
+
+/// What stands for every header of the CUTLASS include directories among `include_dirs` in a
+/// cache key: each directory with the bytes of its `cutlass/version.h`. A pinned install is never
+/// edited in place (a new pin is a new install), so its version is its content, as the nvcc
+/// version is the toolkit's; hashing its several hundred headers at every build would cost more
+/// than the rest of a cache hit.
+pub fn cutlass_identity(include_dirs: &[PathBuf]) -> Vec<String> {
+    include_dirs
+        .iter()
+        .filter(|d| is_cutlass_include_dir(d))
+        .map(|d| {
+            let version = std::fs::read(d.join("cutlass/version.h")).unwrap_or_default();
+            format!("cutlass={} version.h={}", d.display(), crate::key::hex(&crate::key::sha256(&version)))
+        })
+        .collect()
+}
+
 /// The headers that `options` include before the source, in order: NVRTC's and nvcc's
 /// `--pre-include=H` / `-include=H`, and the same with the name as the next option. The compiler
 /// reads them as if the source began with `#include "H"` for each; a cache key covers them as it

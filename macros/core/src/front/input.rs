@@ -312,6 +312,21 @@ impl Options {
                     self.typed.push(flag.to_string());
                 }
             }
+            "cutlass" => {
+                let v: syn::LitBool =
+                    input.parse().map_err(|e| syn::Error::new(e.span(), "`cutlass` takes `true` or `false`"))?;
+                if v.value {
+                    let dir = cuda_embed_source::options::cutlass_include_dir()
+                        .map_err(|e| syn::Error::new_spanned(key, e))?;
+                    // CUTLASS needs `--expt-relaxed-constexpr` (constexpr host functions called
+                    // in device code); it is not scanned for kernels or hashed header by header:
+                    // a `-I` option, not an `include_dirs` entry (see `options::cutlass_identity`).
+                    self.typed.push(format!("-I{}", dir.display()));
+                    if !self.typed.iter().any(|t| t == "--expt-relaxed-constexpr") {
+                        self.typed.push("--expt-relaxed-constexpr".into());
+                    }
+                }
+            }
             "maxrregcount" => {
                 let v: syn::LitInt = input
                     .parse()

@@ -171,6 +171,9 @@ pub fn environment(args: &[String]) -> Vec<String> {
         .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_default()))
         .collect();
     env.push(format!("host compiler={}", cuda_embed_source::host::host_compiler_identity(args)));
+    // CUTLASS include directories stand in the key by their version, not header by header (their
+    // headers are left out of the entry's dependencies below).
+    env.extend(cuda_embed_source::options::cutlass_identity(&cuda_embed_source::options::include_dirs(args)));
     env
 }
 
@@ -193,12 +196,18 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         return Ok(out);
     }
     let (fatbin, ptx, deps, limits) = run_nvcc(nvcc, req, &targets)?;
+    let cutlass_dirs: Vec<PathBuf> = cuda_embed_source::options::include_dirs(&args(req).args)
+        .into_iter()
+        .filter(|d| cuda_embed_source::options::is_cutlass_include_dir(d))
+        .map(|d| lexical(&d))
+        .collect();
     let user_deps: Vec<Dep> = deps
         .into_iter()
         // Relative names are the `#line` file (the Rust file or the `.cu` file itself), not a
         // header: the source text is already in the key.
         .filter(|d| d.is_absolute())
         .filter(|d| !is_toolkit_or_system_header(d, &nvcc.root))
+        .filter(|d| !cutlass_dirs.iter().any(|c| lexical(d).starts_with(c)))
         .filter_map(Dep::of_file)
         .collect();
     let entry = Entry { blobs: vec![fatbin], strings: vec![ptx, encode_limits(&limits)], deps: user_deps };

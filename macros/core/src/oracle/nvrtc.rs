@@ -253,6 +253,12 @@ pub fn compile(n: &Nvrtc, exprs: &[String], req: &Request<'_>) -> Result<Output,
     for a in &archs {
         key.list("args", args(n, req, a));
     }
+    // CUTLASS include directories by their version (their headers are not scanned: see
+    // `options::cutlass_identity`); no field at all without one, so other keys stay as they were.
+    let cutlass = options::cutlass_identity(&options::include_dirs(req.options));
+    if !cutlass.is_empty() {
+        key.list("cutlass", &cutlass);
+    }
     let key = key.finish();
     let store = Store::new(cache::build_dir(), "bin");
     if let Some(out) = store.read(&key).and_then(|e| output(e, &archs, exprs.len())) {

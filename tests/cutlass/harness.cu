@@ -1,0 +1,56 @@
+// Makes tests/cutlass/params_fixture.txt: CUTLASS's own host code (to_underlying_arguments,
+// get_grid_shape) for the `Plain` GEMM of examples/cutlass/gemm_sm90.cuh at a few shapes, with
+// cuTensorMapEncodeTiled replaced by a stand-in that prints its arguments. Bytes that differ
+// between two runs over differently dirtied stacks (padding) or that the stand-in wrote
+// (descriptors) print as `..`. Needs no GPU:
+//
+//   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I$CUDA_EMBED_CUTLASS_DIR \
+//        tests/cutlass/harness.cu -o /tmp/harness -L<toolkit>/lib && /tmp/harness | awk '/^shape/{delete seen} !seen[$0]++' > tests/cutlass/params_fixture.txt
+#define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
+#include <cuda.h>
+#include <cstdio>
+#include <cstring>
+#include <cstdint>
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* addr,
+    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* es,
+    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  printf("encode dt=%d rank=%u addr=%p dims=", (int)dt, rank, addr);
+  for (unsigned i = 0; i < rank; i++) printf("%llu,", (unsigned long long)dims[i]);
+  printf(" strides="); for (unsigned i = 0; i + 1 < rank; i++) printf("%llu,", (unsigned long long)strides[i]);
+  printf(" box="); for (unsigned i = 0; i < rank; i++) printf("%u,", box[i]);
+  printf(" es="); for (unsigned i = 0; i < rank; i++) printf("%u,", es[i]);
+  printf(" il=%d sw=%d l2=%d oob=%d\n", (int)il, (int)sw, (int)l2, (int)oob);
+  memset(map, 0xEE, sizeof(*map));
+  return CUDA_SUCCESS;
+}
+#include "../../examples/cutlass/gemm_sm90.cuh"
+
+using namespace gemm_sm90;
+using GK = Plain::Kernel;
+using P = typename GK::Params;
+__attribute__((noinline)) void compute(unsigned char* out, int M, int N, int K_, float alpha, float beta, int sms) {
+  typename GK::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K_, 1},
+    {(T*)0x7000000000, typename GK::StrideA{(int64_t)K_, cute::_1{}, (int64_t)M*K_},
+     (T*)0x7100000000, typename GK::StrideB{(int64_t)K_, cute::_1{}, (int64_t)N*K_}},
+    {{alpha, beta}, (T*)0x7200000000, typename GK::StrideC{(int64_t)N, cute::_1{}, (int64_t)M*N},
+     (T*)0x7300000000, typename GK::StrideD{(int64_t)N, cute::_1{}, (int64_t)M*N}}};
+  args.hw_info.sm_count = sms;
+  P p = GK::to_underlying_arguments(args, nullptr);
+  memcpy(out, &p, sizeof(P));
+  dim3 g = GK::get_grid_shape(p);
+  printf("grid %u %u %u\n", g.x, g.y, g.z);
+}
+__attribute__((noinline)) void dirty(unsigned char v) { volatile unsigned char junk[1 << 16]; for (int i = 0; i < (1 << 16); i++) junk[i] = v; }
+int main() {
+  printf("params %zu %zu smem %d threads %d\n", sizeof(P), alignof(P), (int)GK::SharedStorageSize, (int)GK::MaxThreadsPerBlock);
+  int shapes[][4] = {{4096, 1024, 512, 132}, {8192, 8192, 8192, 132}, {1000, 1496, 3000, 132}, {8192, 1024, 8192, 120}};
+  for (auto& s : shapes) {
+    static unsigned char a[sizeof(P)], b[sizeof(P)];
+    printf("shape %d %d %d %d 1.5 0.25\n", s[0], s[1], s[2], s[3]);
+    dirty(0x00); compute(a, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
+    dirty(0xAB); compute(b, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
+    printf("bytes ");
+    for (size_t i = 0; i < sizeof(P); i++) { if (a[i] == b[i] && a[i] != 0xEE) printf("%02x", a[i]); else printf(".."); }
+    printf("\n");
+  }
+}
