@@ -1,6 +1,6 @@
 //! The host half of the CUTLASS GEMM (examples/cutlass/params.rs) against CUTLASS's own host code:
 //! tests/cutlass/params_fixture.txt holds, for four shapes, the `cuTensorMapEncodeTiled` calls,
-//! the grid and the bytes of `Params` that CUTLASS 4.2's `to_underlying_arguments` and
+//! the grid and the bytes of `Params` (of the plain GEMM and of the fused bias + GELU one) that CUTLASS 4.2's `to_underlying_arguments` and
 //! `get_grid_shape` produce (made by tests/cutlass/harness.cu). No GPU, no CUTLASS headers needed.
 
 #[path = "../examples/cutlass/params.rs"]
@@ -10,6 +10,8 @@ mod params;
 use params::{Problem, TmaArgs};
 
 struct Case {
+    /// The fused bias + GELU kernel's Params (else the plain GEMM's).
+    bias: bool,
     problem: Problem,
     encodes: Vec<String>,
     grid: String,
@@ -19,10 +21,16 @@ struct Case {
 fn cases() -> Vec<Case> {
     let text = include_str!("cutlass/params_fixture.txt");
     let mut out: Vec<Case> = Vec::new();
+    let mut bias = false;
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.first().copied() {
-            Some("params") => assert_eq!(words[1].parse::<usize>().unwrap(), params::PARAMS_BYTES, "sizeof(Params)"),
+            Some("params") => {
+                bias = words[1] == "bias_gelu";
+                assert_eq!(words[2].parse::<usize>().unwrap(), params::PARAMS_BYTES, "sizeof(Params)");
+                assert_eq!(words[5].parse::<u32>().unwrap(), params::SHARED_BYTES, "SharedStorageSize");
+                assert_eq!(words[7].parse::<u32>().unwrap(), params::THREADS, "MaxThreadsPerBlock");
+            }
             Some("shape") => {
                 let n = |i: usize| words[i].parse::<u32>().unwrap();
                 let f = |i: usize| words[i].parse::<f32>().unwrap();
@@ -38,7 +46,7 @@ fn cases() -> Vec<Case> {
                     c: 0x72_0000_0000,
                     d: 0x73_0000_0000,
                 };
-                out.push(Case { problem, encodes: Vec::new(), grid: String::new(), bytes: Vec::new() });
+                out.push(Case { bias, problem, encodes: Vec::new(), grid: String::new(), bytes: Vec::new() });
             }
             Some("encode") => out.last_mut().unwrap().encodes.push(line.to_string()),
             Some("grid") => out.last_mut().unwrap().grid = line.to_string(),
@@ -73,7 +81,7 @@ fn encode_line(t: &TmaArgs) -> String {
 #[test]
 fn encode_arguments_match_cutlass() {
     let cases = cases();
-    assert_eq!(cases.len(), 4);
+    assert_eq!(cases.len(), 8);
     for case in &cases {
         let ours: Vec<String> = params::tma_args(&case.problem).iter().map(encode_line).collect();
         // The fixture lists each distinct call once per shape (A and B coincide for square shapes).
@@ -96,15 +104,23 @@ fn grid_matches_cutlass() {
 
 /// Padding that holds stale stack bytes in CUTLASS's `Params` (the same in both of the harness's
 /// runs, so not masked): the 4 bytes after beta and after alpha (each is followed by an 8-aligned
-/// pointer) and the byte after each epilogue descriptor (left from the stand-in encoder's 0xEE).
-const STALE_PADDING: &[(usize, usize)] = &[(772, 4), (804, 4), (1024, 1), (1280, 1)];
+/// pointer), the 6 after the bias's default value (bf16, followed by an 8-aligned stride) and the
+/// byte after each epilogue descriptor.
+const STALE_PADDING: &[(usize, usize)] = &[(772, 4), (804, 4), (842, 6), (1024, 1), (1280, 1)];
+
+const BIAS: u64 = 0x74_0000_0000;
 
 #[test]
 fn every_params_byte_matches_cutlass() {
-    let fields = params::fields();
     for case in cases() {
+        let fields = params::fields(case.bias);
         assert_eq!(case.bytes.len(), params::PARAMS_BYTES);
-        let ours = params::params(&case.problem, &[[0xEE; 128]; 4]);
+        let descriptors = [[0xEE; 128]; 4];
+        let ours = if case.bias {
+            params::params_bias_gelu(&case.problem, &descriptors, BIAS)
+        } else {
+            params::params(&case.problem, &descriptors)
+        };
         for (i, theirs) in case.bytes.iter().enumerate() {
             if STALE_PADDING.iter().any(|&(at, len)| (at..at + len).contains(&i)) {
                 assert!(!fields.iter().any(|&(at, len)| (at..at + len).contains(&i)), "byte {i} is padding");

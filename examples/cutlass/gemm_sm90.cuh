@@ -1,6 +1,7 @@
 // A bf16 Hopper GEMM on CUTLASS 3.x's sm90 collectives: TMA loads, wgmma, warp-specialized
 // cooperative persistent kernel, TMA epilogue. D = alpha * A @ B + beta * C with A row-major
 // (M x K), B column-major (K x N, i.e. an N x K row-major weight as in x @ W^T), C and D row-major.
+// `Plain` is the linear combination, `BiasGelu` fuses a bias per column and GELU into the epilogue.
 //
 // Included by examples/cutlass_gemm.rs through `cuda_kernel!(file = ..., cutlass = true)`; the
 // layout of `Plain::Kernel::Params` that examples/cutlass/params.rs fills is pinned by
@@ -38,4 +39,7 @@ struct Gemm {
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
 };
 using Plain = Gemm<cutlass::epilogue::fusion::LinearCombination<T, float, T, float>>;
+// D = GELU(alpha * acc + beta * C + bias[n]) (tanh GELU, as PyTorch's approximate="tanh").
+using BiasGelu = Gemm<cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
+    cutlass::epilogue::thread::GELU_taylor, T, float, T, T, float>>;
 }

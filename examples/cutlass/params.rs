@@ -134,12 +134,24 @@ pub fn grid(p: &Problem) -> (u32, u32, u32) {
     }
 }
 
-/// The byte ranges [`params`] writes (everything else is padding or a null pointer, zero).
-pub fn fields() -> Vec<(usize, usize)> {
-    let mut f =
-        vec![(0, 20), (128, 128), (384, 128), (640, 12), (768, 4), (800, 4), (896, 128), (1152, 128), (1408, 4)];
-    f.extend([(1536, 12), (1576, 12), (1592, 12), (1608, 24), (1632, 24), (1656, 36), (1696, 8)]);
+/// The byte ranges [`params`] writes (everything else is padding or a null pointer, zero);
+/// with `bias`, those of [`params_bias_gelu`].
+pub fn fields(bias: bool) -> Vec<(usize, usize)> {
+    let mut f = vec![(0, 20), (128, 128), (384, 128), (640, 12), (768, 4), (800, 4), (896, 128), (1152, 128)];
+    f.extend([(1408, 4), (1536, 12), (1576, 12), (1592, 12), (1608, 24), (1632, 24), (1656, 36), (1696, 8)]);
+    if bias {
+        f.push((832, 8));
+    }
     f
+}
+
+/// The fused GEMM's `Params` (`BiasGelu` in gemm_sm90.cuh: `D = GELU(alpha * A @ B + beta * C +
+/// bias[n])`): the same layout as [`params`] plus the bias pointer (one bf16 per column; its
+/// default value and batch stride stay zero).
+pub fn params_bias_gelu(p: &Problem, descriptors: &[[u8; 128]; 4], bias: u64) -> [u8; PARAMS_BYTES] {
+    let mut out = params(p, descriptors);
+    out[832..840].copy_from_slice(&bias.to_le_bytes());
+    out
 }
 
 /// CUTLASS's `Params` for `p`, with the encoded descriptors of [`tma_args`] (A, B, C, D).

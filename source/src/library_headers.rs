@@ -48,6 +48,21 @@ pub fn missing_library_header(log: &str) -> Option<(&str, &'static str)> {
     })
 }
 
+/// The first CUTLASS or CuTe header (`cutlass/...`, `cute/...`) `log` reports as missing: the
+/// source includes CUTLASS without `cutlass = true` (or without the headers installed).
+///
+/// ```
+/// use cuda_embed_source::library_headers::missing_cutlass_header;
+/// let log = "k.cu:3:10: fatal error: cute/tensor.hpp: No such file or directory";
+/// assert_eq!(missing_cutlass_header(log), Some("cute/tensor.hpp"));
+/// assert_eq!(missing_cutlass_header("k.cu:3:10: fatal error: cutlass_like.h: No such file or directory"), None);
+/// ```
+pub fn missing_cutlass_header(log: &str) -> Option<&str> {
+    missing_headers(log)
+        .map(|h| h.trim_start_matches('<').trim_end_matches('>'))
+        .find(|name| name.starts_with("cutlass/") || name.starts_with("cute/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,10 @@
 // Makes tests/cutlass/params_fixture.txt: CUTLASS's own host code (to_underlying_arguments,
-// get_grid_shape) for the `Plain` GEMM of examples/cutlass/gemm_sm90.cuh at a few shapes, with
+// get_grid_shape) for the `Plain` and `BiasGelu` GEMMs of examples/cutlass/gemm_sm90.cuh at a few shapes, with
 // cuTensorMapEncodeTiled replaced by a stand-in that prints its arguments. Bytes that differ
 // between two runs over differently dirtied stacks (padding) or that the stand-in wrote
 // (descriptors) print as `..`. Needs no GPU:
 //
-//   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I$CUDA_EMBED_CUTLASS_DIR \
+//   nvcc -O0 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I$CUDA_EMBED_CUTLASS_DIR \
 //        tests/cutlass/harness.cu -o /tmp/harness -L<toolkit>/lib && /tmp/harness | awk '/^shape/{delete seen} !seen[$0]++' > tests/cutlass/params_fixture.txt
 #define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
 #include <cuda.h>
@@ -26,31 +26,39 @@ extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType
 #include "../../examples/cutlass/gemm_sm90.cuh"
 
 using namespace gemm_sm90;
-using GK = Plain::Kernel;
-using P = typename GK::Params;
+template <class GK>
 __attribute__((noinline)) void compute(unsigned char* out, int M, int N, int K_, float alpha, float beta, int sms) {
+  using P = typename GK::Params;
   typename GK::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K_, 1},
     {(T*)0x7000000000, typename GK::StrideA{(int64_t)K_, cute::_1{}, (int64_t)M*K_},
      (T*)0x7100000000, typename GK::StrideB{(int64_t)K_, cute::_1{}, (int64_t)N*K_}},
     {{alpha, beta}, (T*)0x7200000000, typename GK::StrideC{(int64_t)N, cute::_1{}, (int64_t)M*N},
      (T*)0x7300000000, typename GK::StrideD{(int64_t)N, cute::_1{}, (int64_t)M*N}}};
   args.hw_info.sm_count = sms;
+  if constexpr (!std::is_same_v<GK, Plain::Kernel>) {
+    args.epilogue.thread.bias_ptr = (T*)0x7400000000;
+  }
   P p = GK::to_underlying_arguments(args, nullptr);
   memcpy(out, &p, sizeof(P));
   dim3 g = GK::get_grid_shape(p);
   printf("grid %u %u %u\n", g.x, g.y, g.z);
 }
 __attribute__((noinline)) void dirty(unsigned char v) { volatile unsigned char junk[1 << 16]; for (int i = 0; i < (1 << 16); i++) junk[i] = v; }
-int main() {
-  printf("params %zu %zu smem %d threads %d\n", sizeof(P), alignof(P), (int)GK::SharedStorageSize, (int)GK::MaxThreadsPerBlock);
+template <class GK> void run(const char* name) {
+  using P = typename GK::Params;
+  printf("params %s %zu %zu smem %d threads %d\n", name, sizeof(P), alignof(P), (int)GK::SharedStorageSize, (int)GK::MaxThreadsPerBlock);
   int shapes[][4] = {{4096, 1024, 512, 132}, {8192, 8192, 8192, 132}, {1000, 1496, 3000, 132}, {8192, 1024, 8192, 120}};
   for (auto& s : shapes) {
     static unsigned char a[sizeof(P)], b[sizeof(P)];
     printf("shape %d %d %d %d 1.5 0.25\n", s[0], s[1], s[2], s[3]);
-    dirty(0x00); compute(a, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
-    dirty(0xAB); compute(b, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
+    dirty(0x00); compute<GK>(a, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
+    dirty(0xAB); compute<GK>(b, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
     printf("bytes ");
     for (size_t i = 0; i < sizeof(P); i++) { if (a[i] == b[i] && a[i] != 0xEE) printf("%02x", a[i]); else printf(".."); }
     printf("\n");
   }
+}
+int main() {
+  run<Plain::Kernel>("plain");
+  run<BiasGelu::Kernel>("bias_gelu");
 }

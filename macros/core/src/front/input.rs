@@ -14,7 +14,8 @@ pub struct Input {
     /// Compiler options, passed to nvcc at build time and to NVRTC alike (as
     /// `options::nvrtc_options` spells them): the typed options (`defines`, `std`, `fast_math`,
     /// `maxrregcount`, `lineinfo`, `extended_lambda`, `relaxed_constexpr`) turned into flags,
-    /// followed by the free-form `options = [...]`. Nothing is added that the user did not ask for.
+    /// followed by the free-form `options = [...]`; `cutlass = true` adds `-I<CUTLASS dir>` and
+    /// `--expt-relaxed-constexpr`. Nothing is added that the user did not ask for.
     pub options: Vec<String>,
     /// `include_dirs = ["..."]`, relative to the crate root, made absolute.
     pub include_dirs: Vec<(String, Span)>,

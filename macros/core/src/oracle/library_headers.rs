@@ -5,10 +5,19 @@
 //! API); `CUDA_EMBED_LIBRARY_HEADERS=1` makes the script install them. A compile log that says
 //! such a header is missing ([`missing_library_header`]) gets a line saying so.
 
-use cuda_embed_source::library_headers::missing_library_header;
+use cuda_embed_source::library_headers::{missing_cutlass_header, missing_library_header};
 
-/// The advice for `log` when it reports a CUDA library's header as missing; `None` otherwise.
+/// The advice for `log` when it reports a CUDA library's or CUTLASS's header as missing; `None`
+/// otherwise.
 pub fn hint(log: &str) -> Option<String> {
+    if let Some(header) = missing_cutlass_header(log) {
+        return Some(format!(
+            "`{header}` is a CUTLASS/CuTe header: add `cutlass = true` to the macro's options, which puts the \
+             headers of {} on the include path (install the pinned ones once with `{}`)",
+            cuda_embed_source::options::CUTLASS_DIR_VAR,
+            cuda_embed_source::options::CUTLASS_INSTALL
+        ));
+    }
     let (header, library) = missing_library_header(log)?;
     Some(format!(
         "`{header}` is a header of {library}, which the pinned CUDA compiler wheels do not include: run the build \
@@ -41,6 +50,16 @@ mod tests {
         let profiler = "k.rs:1:10: fatal error: cuda_profiler_api.h: No such file or directory";
         assert!(hint(profiler).expect("profiler").contains("the CUDA profiler API"));
         assert!(with_hint(nvcc.to_string()).ends_with(&format!("\nhelp: {h}")));
+    }
+
+    #[test]
+    fn missing_cutlass_headers_name_the_option() {
+        let nvcc = "src/lib.rs:3:10: fatal error: cutlass/gemm/device/gemm.h: No such file or directory";
+        let h = hint(nvcc).expect("CUTLASS header");
+        assert!(h.starts_with("`cutlass/gemm/device/gemm.h` is a CUTLASS/CuTe header"), "{h}");
+        assert!(h.contains("`cutlass = true`") && h.contains("scripts/with-cuda --with-cutlass"), "{h}");
+        let nvrtc = "src/lib.rs(3): catastrophic error: cannot open source file \"cute/tensor.hpp\"";
+        assert!(hint(nvrtc).expect("CuTe header").contains("`cutlass = true`"));
     }
 
     #[test]
