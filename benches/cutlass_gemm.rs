@@ -31,6 +31,9 @@ elementwise_kernel!(
 );
 
 const ROUNDS: usize = 9;
+/// The tile swizzles compared (CUTLASS's `max_swizzle_size`), and the one of the fused runs.
+const SWIZZLES: [u32; 2] = [1, 8];
+const FUSED_SWIZZLE: u32 = 8;
 const INNER: usize = 10;
 
 /// Milliseconds per call of `f` over `INNER` calls between two events.
@@ -117,8 +120,8 @@ fn main() -> Result<()> {
     let stream = ctx.default_stream();
     let blas = CudaBlas::new(stream.clone()).map_err(|e| format!("cuBLAS: {e:?}"))?;
     println!("## CUTLASS sm90 bf16 GEMM (cuda_kernel!) vs cuBLAS, D = A @ B, bf16 in/out, fp32 accumulate\n");
-    println!("| m x n x k | ours TFLOP/s | cuBLAS TFLOP/s | ours / cuBLAS (paired: median, IQR, 95% CI) |");
-    println!("|---|---|---|---|");
+    println!("| m x n x k | swizzle | ours TFLOP/s | cuBLAS TFLOP/s | ours / cuBLAS (paired: median, IQR, 95% CI) |");
+    println!("|---|---|---|---|---|");
     let shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 1024, 8192), (4096, 14336, 4096), (16384, 4096, 4096)];
     let mut csv = Vec::new();
     for &(m, n, k) in &shapes {
@@ -128,14 +131,18 @@ fn main() -> Result<()> {
         let mut d = stream.alloc_zeros::<bf16>(m * n)?;
         let mut r = stream.alloc_zeros::<bf16>(m * n)?;
         let mnk = (m as u32, n as u32, k as u32);
-        let (o, rr) = paired(&stream, &mut || gemm::gemm(&stream, mnk, 1.0, &a, &b, 0.0, &c, &mut d), &mut || {
-            cublas(&blas, (m, n, k), &a, &b, &mut r)
-        })?;
-        let p = common::Paired::new(&rr, &o);
-        let (to, tr) = (tflops((m, n, k), common::median(o)), tflops((m, n, k), common::median(rr)));
-        println!("| {m}x{n}x{k} | {to:.0} | {tr:.0} | {} |", p.cell());
-        csv.push(format!("cutlass,gemm {m}x{n}x{k},{:.4},{to:.1},{tr:.1}", p.median));
+        for swizzle in SWIZZLES {
+            gemm::set_swizzle(swizzle);
+            let (o, rr) = paired(&stream, &mut || gemm::gemm(&stream, mnk, 1.0, &a, &b, 0.0, &c, &mut d), &mut || {
+                cublas(&blas, (m, n, k), &a, &b, &mut r)
+            })?;
+            let p = common::Paired::new(&rr, &o);
+            let (to, tr) = (tflops((m, n, k), common::median(o)), tflops((m, n, k), common::median(rr)));
+            println!("| {m}x{n}x{k} | {swizzle} | {to:.0} | {tr:.0} | {} |", p.cell());
+            csv.push(format!("cutlass,gemm {m}x{n}x{k} swizzle {swizzle},{:.4},{to:.1},{tr:.1}", p.median));
+        }
     }
+    gemm::set_swizzle(FUSED_SWIZZLE);
     println!("\n## Fused bias + GELU epilogue vs cuBLAS GEMM + elementwise_kernel! bias + GELU\n");
     println!(
         "| m x n x k | fused TFLOP/s | cuBLAS + elementwise TFLOP/s | fused / unfused (paired: median, IQR, 95% CI) |"

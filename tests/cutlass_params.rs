@@ -41,6 +41,7 @@ fn cases() -> Vec<Case> {
                     sm_count: n(4),
                     alpha: f(5),
                     beta: f(6),
+                    swizzle: n(7),
                     a: 0x70_0000_0000,
                     b: 0x71_0000_0000,
                     c: 0x72_0000_0000,
@@ -81,7 +82,7 @@ fn encode_line(t: &TmaArgs) -> String {
 #[test]
 fn encode_arguments_match_cutlass() {
     let cases = cases();
-    assert_eq!(cases.len(), 8);
+    assert_eq!(cases.len(), 16);
     for case in &cases {
         let ours: Vec<String> = params::tma_args(&case.problem).iter().map(encode_line).collect();
         // The fixture lists each distinct call once per shape (A and B coincide for square shapes).

@@ -71,6 +71,15 @@ fn encode(t: &params::TmaArgs) -> Result<[u8; 128]> {
     Ok(unsafe { std::mem::transmute::<sys::CUtensorMap, [u8; 128]>(map.assume_init()) })
 }
 
+/// The scheduler's largest tile swizzle for the GEMMs that follow (see [`params::Problem::swizzle`]).
+static SWIZZLE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+/// Sets the tile swizzle (1, 2, 4 or 8) of the GEMMs launched after it.
+#[allow(dead_code)] // the bench sweeps it
+pub fn set_swizzle(swizzle: u32) {
+    SWIZZLE.store(swizzle, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The problem of `D = alpha * A @ B + beta * C` over these buffers: A m x k, B n x k, C and D
 /// m x n, all row-major bf16, on `stream`'s GPU. An `Err` when a buffer is too short or CUTLASS
 /// cannot take the shape.
@@ -95,7 +104,8 @@ fn problem(
         stream.context().attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
             as u32;
     let addr = |s: &CudaSlice<bf16>| s.device_ptr(stream).0;
-    let p = params::Problem { m, n, k, a: addr(a), b: addr(b), c: addr(c), d: addr(d), alpha, beta, sm_count };
+    let swizzle = SWIZZLE.load(std::sync::atomic::Ordering::Relaxed);
+    let p = params::Problem { m, n, k, a: addr(a), b: addr(b), c: addr(c), d: addr(d), alpha, beta, sm_count, swizzle };
     if let Some(why) = p.unsupported() {
         return Err(format!("cutlass gemm: {why}").into());
     }

@@ -36,6 +36,9 @@ pub struct Problem {
     pub beta: f32,
     /// Multiprocessors of the GPU (the persistent grid's size).
     pub sm_count: u32,
+    /// The scheduler's largest tile swizzle (CUTLASS's `max_swizzle_size`: 1, 2, 4 or 8): that
+    /// many consecutive CTAs walk a column of tiles, so neighbours share their A or B tiles in L2.
+    pub swizzle: u32,
 }
 
 impl Problem {
@@ -108,17 +111,25 @@ fn fast_divmod(divisor: u64) -> (u64, u64, u32, u32) {
     (divisor, multiplier, shift, u32::from(lo == multiplier))
 }
 
-/// The persistent scheduler's tile counts: CTA tiles along M (rounded up to the cluster) and N,
-/// and whether it rasterizes along N.
-fn blocks(p: &Problem) -> (u32, u32, bool) {
-    let bm = p.m.div_ceil(TILE.0).next_multiple_of(CLUSTER.0);
-    let bn = p.n.div_ceil(TILE.1).next_multiple_of(CLUSTER.1);
-    (bm, bn, bn <= bm)
+/// The persistent scheduler's tile counts: CTA tiles along M and N (rounded up to the cluster
+/// and the swizzle), whether it rasterizes along N, and the log2 of the swizzle it uses.
+fn blocks(p: &Problem) -> (u32, u32, bool, i32) {
+    let (x, y) = (p.m.div_ceil(TILE.0).next_multiple_of(CLUSTER.0), p.n.div_ceil(TILE.1).next_multiple_of(CLUSTER.1));
+    // get_log_swizzle_size
+    let min = x.min(y);
+    let log = match p.swizzle {
+        s if s >= 8 && min >= 6 => 3,
+        s if s >= 4 && min >= 3 => 2,
+        s if s >= 2 && min >= 2 => 1,
+        _ => 0,
+    };
+    let (bm, bn) = (x.next_multiple_of((1 << log) * CLUSTER.0), y.next_multiple_of((1 << log) * CLUSTER.1));
+    (bm, bn, bn <= bm, log)
 }
 
 /// The launch grid (CUTLASS's `get_grid_shape` for this kernel, clusters of [`CLUSTER`]).
 pub fn grid(p: &Problem) -> (u32, u32, u32) {
-    let (bm, bn, along_n) = blocks(p);
+    let (bm, bn, along_n, _) = blocks(p);
     let total = bm * bn;
     // get_max_cta_occupancy(18 SMs per GPC, cluster 2x1, sm_count)
     let (sms, size, per_gpc) = (p.sm_count, CLUSTER.0 * CLUSTER.1, 18);
@@ -177,7 +188,7 @@ pub fn params(p: &Problem, descriptors: &[[u8; 128]; 4]) -> [u8; PARAMS_BYTES] {
     // hardware info: device 0, SM count, no max active clusters
     put(1540, &p.sm_count.to_le_bytes());
     // scheduler
-    let (bm, bn, along_n) = blocks(p);
+    let (bm, bn, along_n, log_swizzle) = blocks(p);
     let (major, minor, blk) =
         if along_n { (CLUSTER.1, CLUSTER.0, bn / CLUSTER.1) } else { (CLUSTER.0, CLUSTER.1, bm / CLUSTER.0) };
     let pow2 = |d: u32| (u64::from(d), d.trailing_zeros());
@@ -193,7 +204,7 @@ pub fn params(p: &Problem, descriptors: &[[u8; 128]; 4]) -> [u8; PARAMS_BYTES] {
         put(at + 20, &r.to_le_bytes());
     }
     put(1656, &(u64::from(bm) * u64::from(bn)).to_le_bytes());
-    put(1664, &0i32.to_le_bytes()); // log swizzle size (max swizzle 1)
+    put(1664, &log_swizzle.to_le_bytes());
     put(1668, &u32::from(along_n).to_le_bytes());
     for (i, v) in [bm / CLUSTER.0, bn / CLUSTER.1, 1, CLUSTER.0, CLUSTER.1].iter().enumerate() {
         put(1672 + 4 * i, &v.to_le_bytes());

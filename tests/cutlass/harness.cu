@@ -27,7 +27,7 @@ extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType
 
 using namespace gemm_sm90;
 template <class GK>
-__attribute__((noinline)) void compute(unsigned char* out, int M, int N, int K_, float alpha, float beta, int sms) {
+__attribute__((noinline)) void compute(unsigned char* out, int M, int N, int K_, float alpha, float beta, int sms, int swizzle) {
   using P = typename GK::Params;
   typename GK::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K_, 1},
     {(T*)0x7000000000, typename GK::StrideA{(int64_t)K_, cute::_1{}, (int64_t)M*K_},
@@ -35,6 +35,7 @@ __attribute__((noinline)) void compute(unsigned char* out, int M, int N, int K_,
     {{alpha, beta}, (T*)0x7200000000, typename GK::StrideC{(int64_t)N, cute::_1{}, (int64_t)M*N},
      (T*)0x7300000000, typename GK::StrideD{(int64_t)N, cute::_1{}, (int64_t)M*N}}};
   args.hw_info.sm_count = sms;
+  args.scheduler.max_swizzle_size = swizzle;
   if constexpr (!std::is_same_v<GK, Plain::Kernel>) {
     args.epilogue.thread.bias_ptr = (T*)0x7400000000;
   }
@@ -47,12 +48,14 @@ __attribute__((noinline)) void dirty(unsigned char v) { volatile unsigned char j
 template <class GK> void run(const char* name) {
   using P = typename GK::Params;
   printf("params %s %zu %zu smem %d threads %d\n", name, sizeof(P), alignof(P), (int)GK::SharedStorageSize, (int)GK::MaxThreadsPerBlock);
-  int shapes[][4] = {{4096, 1024, 512, 132}, {8192, 8192, 8192, 132}, {1000, 1496, 3000, 132}, {8192, 1024, 8192, 120}};
+  int shapes[][5] = {{4096, 1024, 512, 132, 1}, {8192, 8192, 8192, 132, 1}, {1000, 1496, 3000, 132, 1},
+                     {8192, 1024, 8192, 120, 1}, {8192, 8192, 8192, 132, 8}, {4096, 14336, 4096, 132, 4},
+                     {1000, 1496, 3000, 132, 2}, {384, 8192, 1024, 132, 8}};
   for (auto& s : shapes) {
     static unsigned char a[sizeof(P)], b[sizeof(P)];
-    printf("shape %d %d %d %d 1.5 0.25\n", s[0], s[1], s[2], s[3]);
-    dirty(0x00); compute<GK>(a, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
-    dirty(0xAB); compute<GK>(b, s[0], s[1], s[2], 1.5f, 0.25f, s[3]);
+    printf("shape %d %d %d %d 1.5 0.25 %d\n", s[0], s[1], s[2], s[3], s[4]);
+    dirty(0x00); compute<GK>(a, s[0], s[1], s[2], 1.5f, 0.25f, s[3], s[4]);
+    dirty(0xAB); compute<GK>(b, s[0], s[1], s[2], 1.5f, 0.25f, s[3], s[4]);
     printf("bytes ");
     for (size_t i = 0; i < sizeof(P); i++) { if (a[i] == b[i] && a[i] != 0xEE) printf("%02x", a[i]); else printf(".."); }
     printf("\n");
