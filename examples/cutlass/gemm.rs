@@ -29,7 +29,15 @@ pub struct GemmBiasGeluParams {
     bytes: [u8; params::PARAMS_BYTES],
 }
 
-cuda_kernel!(file = "examples/cutlass/gemm_sm90.cu", archs = ["90a"], std = "c++17", cutlass = true);
+// NDEBUG as CUTLASS's release builds: without it CuTe's device asserts are calls inside the wgmma
+// pipeline, which ptxas then serializes ("Potential Performance Loss", C7510).
+cuda_kernel!(
+    file = "examples/cutlass/gemm_sm90.cu",
+    archs = ["90a"],
+    std = "c++17",
+    defines = ["NDEBUG"],
+    cutlass = true
+);
 
 /// One TMA descriptor, encoded by the driver.
 fn encode(t: &params::TmaArgs) -> Result<[u8; 128]> {
