@@ -223,6 +223,9 @@ pub enum Image {
         /// The largest block each kernel is sure to take, per cubin: `("sm_90", [(symbol,
         /// threads)])` (see `crate::oracle::nvcc::Output::limits`; empty when not known).
         limits: BlockLimits,
+        /// ptxas's performance advisories about this build (see
+        /// `crate::oracle::nvcc::Output::advisories`), each made a warning on the user's build.
+        advisories: Vec<String>,
     },
     /// Built by NVRTC at build time: one cubin per architecture and the lowest one's PTX; the
     /// runtime loads the best one for the device.

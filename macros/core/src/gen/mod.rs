@@ -83,7 +83,7 @@ pub fn param_ident_reserving(name: &str, index: usize, extra: &[&str]) -> syn::I
 fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
     let image_ty = paths::image();
     match image {
-        Image::Fatbin { bytes, targets, release, limits } => {
+        Image::Fatbin { bytes, targets, release, limits, advisories } => {
             let n = bytes.len();
             let bytes = Literal::byte_string(bytes);
             // Per cubin, each kernel's block limit in the spec's kernel order (0: not known).
@@ -99,7 +99,9 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                 let arch = Literal::u32_unsuffixed(arch);
                 quote! { (#arch, &[#(#threads),*]) }
             });
+            let warnings = advisory_warnings(advisories);
             quote! {{
+                #warnings
                 #[repr(C, align(16))]
                 struct __Aligned([u8; #n]);
                 static __IMAGE: __Aligned = __Aligned(*#bytes);
@@ -491,6 +493,27 @@ pub(crate) fn silent_fallback_warning(reason: &str) -> TokenStream {
     }
 }
 
+/// ptxas's performance advisories about a module's build (`nvcc::Output::advisories`), as
+/// `deprecated` items whose use makes rustc print each as a warning at the macro: nvcc prints
+/// them on a successful build, where nobody reads its log (`wgmma` serialized by a call in the
+/// pipeline costs a CUTLASS GEMM about 10%).
+pub(crate) fn advisory_warnings(advisories: &[String]) -> TokenStream {
+    let items = advisories.iter().map(|a| {
+        let note = format!(
+            "cuda-embed: ptxas: {a} (for CUTLASS/CuTe kernels: define NDEBUG, `defines = [\"NDEBUG\"]`, so device \
+             asserts are not calls inside the wgmma pipeline)"
+        );
+        quote! {
+            const _: () = {
+                #[deprecated(note = #note)]
+                struct PtxasPerformanceAdvisory;
+                let _ = PtxasPerformanceAdvisory;
+            };
+        }
+    });
+    quote! { #(#items)* }
+}
+
 /// The hidden module alone (its name and its tokens), without the re-exports: for macros that
 /// wrap the kernels in their own module (`elementwise_kernel!`).
 pub fn generate_hidden(
@@ -600,4 +623,18 @@ pub fn generate_hidden(
         #twin_export
     };
     (hidden, items)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each ptxas advisory becomes one `deprecated` item (a warning on the user's build) that
+    /// quotes it and says what to do for CUTLASS kernels.
+    #[test]
+    fn advisories_become_warnings() {
+        let a = vec!["(C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized".to_string()];
+        let tokens = super::advisory_warnings(&a).to_string();
+        assert_eq!(tokens.matches("deprecated").count(), 1, "{tokens}");
+        assert!(tokens.contains("C7510") && tokens.contains("NDEBUG"), "{tokens}");
+        assert!(super::advisory_warnings(&[]).is_empty());
+    }
 }

@@ -172,6 +172,7 @@ impl Oracle for Nvcc {
                 targets: built.targets,
                 release: self.0.release(),
                 limits: built.limits,
+                advisories: built.advisories,
             },
             ptx: built.ptx,
             deps: built.deps,

@@ -149,6 +149,24 @@ pub struct Output {
     /// threads)])`. A first launch on a GPU that loads one of these cubins then need not ask the
     /// driver for the limit before the kernel runs.
     pub limits: BlockLimits,
+    /// ptxas's "Potential Performance Loss" advisories (e.g. C7510: `wgmma` serialized because a
+    /// call crosses the pipeline, which CuTe's device asserts cause without `NDEBUG`), kept in the
+    /// cache entry so a cached build reports them too. nvcc prints them on success, where the
+    /// macro shows no log: the generated code turns each into a warning.
+    pub advisories: Vec<String>,
+}
+
+/// The lines of a successful nvcc log that warn of lost performance (ptxas's `Potential
+/// Performance Loss` infos), each once.
+pub fn performance_advisories(log: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in log.lines().filter(|l| l.contains("Potential Performance Loss")) {
+        let line = line.trim().trim_start_matches("ptxas info    : ").to_string();
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 fn args(req: &Request<'_>) -> cuda_embed_source::options::NvccArgs {
@@ -195,7 +213,7 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
     if let Some(out) = store.read(&key).and_then(|e| output(e, true, &targets)) {
         return Ok(out);
     }
-    let (fatbin, ptx, deps, limits) = run_nvcc(nvcc, req, &targets)?;
+    let (fatbin, ptx, deps, limits, advisories) = run_nvcc(nvcc, req, &targets)?;
     let cutlass_dirs: Vec<PathBuf> = cuda_embed_source::options::include_dirs(&args(req).args)
         .into_iter()
         .filter(|d| cuda_embed_source::options::is_cutlass_include_dir(d))
@@ -210,19 +228,21 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         .filter(|d| !cutlass_dirs.iter().any(|c| lexical(d).starts_with(c)))
         .filter_map(Dep::of_file)
         .collect();
-    let entry = Entry { blobs: vec![fatbin], strings: vec![ptx, encode_limits(&limits)], deps: user_deps };
+    let entry =
+        Entry { blobs: vec![fatbin], strings: vec![ptx, encode_limits(&limits), advisories.join("\n")], deps: user_deps };
     store.write_or_warn(&key, &entry); // an unwritable cache only costs time
     output(entry, false, &targets).ok_or_else(|| "nvcc produced an empty fatbin".to_string())
 }
 
-/// The output an entry holds: exactly one non-empty fatbin, one PTX text and the block limits
-/// (else `None`: an entry of an older build, compiled again).
+/// The output an entry holds: exactly one non-empty fatbin, one PTX text, the block limits and
+/// the performance advisories (else `None`: an entry of an older build, compiled again).
 fn output(entry: Entry, from_cache: bool, targets: &[String]) -> Option<Output> {
     let Ok([fatbin]) = <[Vec<u8>; 1]>::try_from(entry.blobs) else { return None };
-    let Ok([ptx, limits]) = <[String; 2]>::try_from(entry.strings) else { return None };
+    let Ok([ptx, limits, advisories]) = <[String; 3]>::try_from(entry.strings) else { return None };
     let limits = decode_limits(&limits)?;
+    let advisories = advisories.lines().map(str::to_string).collect();
     let deps = entry.deps.into_iter().map(|d| d.path).collect();
-    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps, limits })
+    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps, limits, advisories })
 }
 
 /// [`Output::limits`] as a cache entry's text: a line per cubin, `sm_90 symbol threads symbol
@@ -291,8 +311,9 @@ fn kept_limits(keep: &Path, targets: &[String]) -> BlockLimits {
     out
 }
 
-/// What [`run_nvcc`] returns: the fatbin, the PTX, the files it read, the block limits.
-type NvccBuilt = (Vec<u8>, String, Vec<PathBuf>, BlockLimits);
+/// What [`run_nvcc`] returns: the fatbin, the PTX, the files it read, the block limits, the
+/// performance advisories.
+type NvccBuilt = (Vec<u8>, String, Vec<PathBuf>, BlockLimits, Vec<String>);
 
 fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBuilt, String> {
     let work = tempfile::Builder::new()
@@ -347,7 +368,7 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBu
     let ptx = std::fs::read_to_string(ptx_file).map_err(|e| e.to_string())?;
     let deps = std::fs::read_to_string(&depfile).map(|d| parse_depfile(&d)).unwrap_or_default();
     let limits = kept_limits(&keep, targets);
-    Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect(), limits))
+    Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect(), limits, performance_advisories(&log)))
 }
 
 /// Paths in a make-style dependency file.
@@ -461,6 +482,20 @@ mod tests {
         assert!(clean.ends_with("(1 repeated in the generated code, shown once)"), "{clean}");
         let once = "a.rs(9): error: x\n1 error detected in the compilation of \"a.rs\".";
         assert_eq!(clean_log(once), once, "nothing repeated: unchanged");
+    }
+
+    #[test]
+    fn performance_advisories_are_read_from_a_successful_log() {
+        // nvcc 13.0's log for a CUTLASS sm90 GEMM built without NDEBUG (two kernels).
+        let log = "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized \
+                   due to wgmma pipeline crossing function boundary at a function call in the function 'a'\n\
+                   ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized \
+                   due to wgmma pipeline crossing function boundary at a function call in the function 'a'\n\
+                   ptxas info    : 0 bytes gmem\n";
+        let a = performance_advisories(log);
+        assert_eq!(a.len(), 1, "each once: {a:?}");
+        assert!(a[0].starts_with("(C7510) Potential Performance Loss: wgmma.mma_async"), "{a:?}");
+        assert!(performance_advisories("ptxas info    : 0 bytes gmem\n").is_empty());
     }
 
     #[test]
