@@ -635,7 +635,13 @@ fn link(
                 units.iter().map(|u| u.name.as_str()).zip(objects.iter().map(|o| o.bytes.as_slice())).collect();
             let fatbin = nvcc::device_link(nvcc, mode, &module.archs, &inputs).map_err(explain)?;
             // The device link's cubins are not kept: its kernels' limits are read by the driver.
-            Ok(Image::Fatbin { bytes: fatbin, targets, release: nvcc.release(), limits: Vec::new(), advisories: Vec::new() })
+            Ok(Image::Fatbin {
+                bytes: fatbin,
+                targets,
+                release: nvcc.release(),
+                limits: Vec::new(),
+                advisories: Vec::new(),
+            })
         }
         Backend::Nvrtc(n, jl) => {
             let inputs: Vec<(&str, &Object)> = units.iter().map(|u| u.name.as_str()).zip(objects).collect();

@@ -228,8 +228,11 @@ pub fn compile(nvcc: &Nvcc, req: &Request<'_>) -> Result<Output, String> {
         .filter(|d| !cutlass_dirs.iter().any(|c| lexical(d).starts_with(c)))
         .filter_map(Dep::of_file)
         .collect();
-    let entry =
-        Entry { blobs: vec![fatbin], strings: vec![ptx, encode_limits(&limits), advisories.join("\n")], deps: user_deps };
+    let entry = Entry {
+        blobs: vec![fatbin],
+        strings: vec![ptx, encode_limits(&limits), advisories.join("\n")],
+        deps: user_deps,
+    };
     store.write_or_warn(&key, &entry); // an unwritable cache only costs time
     output(entry, false, &targets).ok_or_else(|| "nvcc produced an empty fatbin".to_string())
 }
@@ -242,7 +245,15 @@ fn output(entry: Entry, from_cache: bool, targets: &[String]) -> Option<Output> 
     let limits = decode_limits(&limits)?;
     let advisories = advisories.lines().map(str::to_string).collect();
     let deps = entry.deps.into_iter().map(|d| d.path).collect();
-    (!fatbin.is_empty()).then(|| Output { fatbin, ptx, from_cache, targets: targets.to_vec(), deps, limits, advisories })
+    (!fatbin.is_empty()).then(|| Output {
+        fatbin,
+        ptx,
+        from_cache,
+        targets: targets.to_vec(),
+        deps,
+        limits,
+        advisories,
+    })
 }
 
 /// [`Output::limits`] as a cache entry's text: a line per cubin, `sm_90 symbol threads symbol
