@@ -46,7 +46,7 @@ fn cutlass_option_finds_the_headers_or_names_the_install_command() {
     assert_eq!(id.len(), 1, "{id:?}");
     std::fs::write(root.join("cutlass/version.h"), "#define CUTLASS_MAJOR 5\n").unwrap();
     assert_ne!(cutlass_identity(&include_dirs(&input.options)), id, "another version, another key");
-    let scan = Scanner::new(&[root.clone()]).scan("#include <cute/tensor.hpp>\n", None);
+    let scan = Scanner::new(std::slice::from_ref(&root)).scan("#include <cute/tensor.hpp>\n", None);
     assert!(scan.headers.is_empty(), "CUTLASS headers are left to the compiler: {:?}", scan.headers.len());
     std::env::remove_var(CUTLASS_DIR_VAR);
 }
