@@ -91,7 +91,9 @@ use crate::key::{hex, sha256, Digest};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+mod bundle;
 mod manage;
+pub use bundle::{export, import, import_into, Moved, Recording};
 pub use manage::{clear, evict, max_bytes, usage, Usage, MAX_VAR};
 
 const MAGIC: &str = "cuda-embed cache entry v4";
@@ -257,6 +259,7 @@ impl Store {
         writeln!(f, "end {}", hex(&checksum(&written).to_be_bytes()))?;
         let file = self.path(key);
         tmp.persist(&file).map_err(|e| e.error)?;
+        bundle::note_used(&file);
         evict(&self.dir);
         Ok(file)
     }
@@ -323,6 +326,7 @@ impl Store {
             return Lookup::Stale;
         }
         manage::touch_if_old(path, last_used);
+        bundle::note_used(path);
         Lookup::Hit(entry)
     }
 }
