@@ -165,7 +165,11 @@ impl Prebuild {
 /// the bundle file `out` ([`cuda_embed_source::cache::export`]). Run it in the environment of
 /// the build (the same `CUDA_EMBED_ARCHS`, compiler, checkout folder), since the keys are computed
 /// from it.
-pub fn export(manifest_dir: &Path, out: &Path, jobs: usize) -> Result<(Report, cuda_embed_source::cache::Moved), String> {
+pub fn export(
+    manifest_dir: &Path,
+    out: &Path,
+    jobs: usize,
+) -> Result<(Report, cuda_embed_source::cache::Moved), String> {
     let rec = cuda_embed_source::cache::Recording::start();
     let report = Prebuild::package(manifest_dir).jobs(jobs).cargo_output(false).run();
     let used = rec.finish();

@@ -106,7 +106,8 @@ pub fn export(files: &[PathBuf], out: &Path) -> std::io::Result<Moved> {
             bad(format!("{} is not in a cache entry folder ({})", file.display(), SUBDIRS.join(", ")))
         })?;
         let bytes = std::fs::read(file).map_err(|e| bad(format!("cannot read {}: {e}", file.display())))?;
-        check_entry(&name, &bytes).map_err(|why| bad(format!("{} is not a valid cache entry: {why}", file.display())))?;
+        check_entry(&name, &bytes)
+            .map_err(|why| bad(format!("{} is not a valid cache entry: {why}", file.display())))?;
         body.extend_from_slice(format!("entry {subdir} {name} {}\n", bytes.len()).as_bytes());
         body.extend_from_slice(&bytes);
         body.push(b'\n');
@@ -238,7 +239,8 @@ mod tests {
         let files = keys
             .iter()
             .map(|k| {
-                let e = Entry { blobs: vec![k.as_bytes().repeat(100)], strings: vec![format!("ptx {k}")], deps: vec![] };
+                let e =
+                    Entry { blobs: vec![k.as_bytes().repeat(100)], strings: vec![format!("ptx {k}")], deps: vec![] };
                 store.write_atomic(k, &e).unwrap()
             })
             .collect();

@@ -126,7 +126,9 @@ pub fn run(invocations: &[Job], jobs: usize) -> Report {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = invocations.get(i) else { break };
                     let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let here = tokenized.entry(Arc::as_ptr(&job.file)).or_insert_with(|| job.file.invocations().unwrap_or_default());
+                        let here = tokenized
+                            .entry(Arc::as_ptr(&job.file))
+                            .or_insert_with(|| job.file.invocations().unwrap_or_default());
                         here.get(job.index).is_some_and(|inv| !inv.expand().to_string().contains("compile_error"))
                     }));
                     if !ok.unwrap_or(false) {

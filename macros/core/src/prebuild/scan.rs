@@ -138,7 +138,11 @@ pub fn scan_text(text: &str, path: &Path, rustc_name: &str) -> Result<Vec<Invoca
     let mut out = Vec::new();
     find(tokens, &mut |which, input: TokenStream| {
         let line = input.clone().into_iter().next().map_or(0, |t| t.span().start().line);
-        out.push(Invocation { which, tokens: input, site: CallSite { file: rustc_name.to_string(), line, dir: dir.clone() } });
+        out.push(Invocation {
+            which,
+            tokens: input,
+            site: CallSite { file: rustc_name.to_string(), line, dir: dir.clone() },
+        });
     });
     Ok(out)
 }
@@ -226,14 +230,14 @@ cuda_kernel!(r#"
 
 fn f() {
     cuda_embed::elementwise_kernel!(
-        name = scale,
+        scale,
         inputs = "T x",
         outputs = "T y",
         operation = "y = x * 2",
         types = ["float"],
     );
 }
-mod m { reduction_kernel! { name = s, inputs = "T x", map = "x", reduce = "a + b", identity = "0", outputs = "T y", types = ["float"] } }
+mod m { reduction_kernel! { s, inputs = "T x", map = "x", reduce = "a + b", identity = "0", outputs = "T y", types = ["float"] } }
 println!("cuda_kernel!(not one)");
 "###;
         let found = scan_text(text, Path::new("/p/src/lib.rs"), "src/lib.rs").unwrap();
