@@ -98,7 +98,10 @@ impl Prebuild {
 
     /// The package at `manifest_dir` (the folder of its `Cargo.toml`), its [`SOURCE_DIRS`].
     pub fn package(manifest_dir: impl Into<PathBuf>) -> Prebuild {
+        // Absolute as rustc's paths are (the workspace root joined with the file), not
+        // canonical: the include directory the macro passes (the Rust file's folder) is in the key.
         let manifest_dir = manifest_dir.into();
+        let manifest_dir = std::path::absolute(&manifest_dir).unwrap_or(manifest_dir);
         let dirs = SOURCE_DIRS.iter().map(|d| manifest_dir.join(d)).filter(|d| d.is_dir()).collect();
         Prebuild { manifest_dir, dirs, jobs: 0, cargo: std::env::var_os("OUT_DIR").is_some() }
     }
@@ -129,14 +132,6 @@ impl Prebuild {
 
     /// Prebuilds; see [`prebuild`].
     pub fn run(self) -> Report {
-        if self.cargo {
-            for d in &self.dirs {
-                println!("cargo:rerun-if-changed={}", d.display());
-            }
-            for v in ENV_VARS {
-                println!("cargo:rerun-if-env-changed={v}");
-            }
-        }
         let off = std::env::var(NO_PREBUILD_VAR).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
         let report = if off {
             Report { skipped: Some(format!("{NO_PREBUILD_VAR} is set")), ..Report::default() }
@@ -144,19 +139,32 @@ impl Prebuild {
             prebuild::prebuild(&self.files(), &self.manifest_dir, self.jobs)
         };
         if self.cargo {
-            if let Some(why) = report.skipped.as_ref().filter(|_| !off) {
-                println!("cargo:warning=cuda-embed-build: no prebuild ({why}); the kernel macros compile their modules themselves");
-            } else if !report.unreadable.is_empty() {
-                println!(
-                    "cargo:warning=cuda-embed-build: could not read {} (their kernels are compiled by the macros, one at a time)",
-                    report.unreadable.join("; ")
-                );
+            for line in self.cargo_lines(&report, off) {
+                println!("{line}");
             }
             if let Some(out) = std::env::var_os("OUT_DIR") {
                 let _ = std::fs::write(Path::new(&out).join("cuda-embed-prebuild.txt"), format!("{report}\n"));
             }
         }
         report
+    }
+
+    /// The build-script lines for `report`: when to run again, and at most one warning (none
+    /// when the prebuild was turned off on purpose, `off`).
+    fn cargo_lines(&self, report: &Report, off: bool) -> Vec<String> {
+        let mut lines: Vec<String> = self.dirs.iter().map(|d| format!("cargo:rerun-if-changed={}", d.display())).collect();
+        lines.extend(ENV_VARS.iter().map(|v| format!("cargo:rerun-if-env-changed={v}")));
+        if let Some(why) = report.skipped.as_ref().filter(|_| !off) {
+            lines.push(format!(
+                "cargo:warning=cuda-embed-build: no prebuild ({why}); the kernel macros compile their modules themselves"
+            ));
+        } else if !report.unreadable.is_empty() {
+            lines.push(format!(
+                "cargo:warning=cuda-embed-build: could not read {} (their kernels are compiled by the macros, one at a time)",
+                report.unreadable.join("; ")
+            ));
+        }
+        lines
     }
 }
 
@@ -178,4 +186,32 @@ pub fn export(
     }
     let moved = cuda_embed_source::cache::export(&used, out).map_err(|e| format!("cannot export: {e}"))?;
     Ok((report, moved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_warning_when_it_cannot_prebuild_none_when_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let p = Prebuild::package(dir.path());
+        let warnings = |r: &Report, off| {
+            let lines = p.cargo_lines(r, off);
+            assert!(lines.contains(&format!("cargo:rerun-if-changed={}", dir.path().join("src").display())));
+            assert!(lines.contains(&format!("cargo:rerun-if-env-changed={NO_PREBUILD_VAR}")));
+            lines.into_iter().filter(|l| l.starts_with("cargo:warning=")).collect::<Vec<_>>()
+        };
+        let no_compiler = Report { skipped: Some("no nvcc found and no libnvrtc".into()), ..Report::default() };
+        let w = warnings(&no_compiler, false);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("no prebuild (no nvcc found and no libnvrtc)"), "{w:?}");
+        assert!(warnings(&no_compiler, true).is_empty(), "turned off on purpose: no warning");
+        let unreadable = Report { unreadable: vec!["a.rs: bad".into(), "b.rs: bad".into()], ..Report::default() };
+        let w = warnings(&unreadable, false);
+        assert_eq!(w.len(), 1, "one warning for every unreadable file");
+        assert!(w[0].contains("a.rs: bad; b.rs: bad"), "{w:?}");
+        assert!(warnings(&Report::default(), false).is_empty());
+    }
 }

@@ -24,6 +24,14 @@
 //! (read-only, full) only costs time: the result is used uncached and one warning is printed per
 //! process.
 //!
+//! # Moving entries between machines
+//!
+//! [`export`] writes entry files (those a [`Recording`] saw a build use) into one bundle file, and
+//! [`import`] adds a bundle's entries to the cache after checking all of them (the bundle's
+//! checksum, each entry's format, key and checksum): a foreign or corrupt bundle is refused and
+//! changes nothing. Entries are keyed by everything that changes the code, so an imported entry
+//! of another toolkit is a miss. `cuda-embed-build export|import` does both from the command line.
+//!
 //! # What counts as an entry
 //!
 //! The cache directories are often shared with other files: `CUDA_EMBED_CACHE_DIR=.` or
