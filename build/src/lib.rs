@@ -14,10 +14,8 @@
 //! ```
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     cuda_embed_build::prebuild();
-//! }
+//! // build.rs: `fn main() { cuda_embed_build::prebuild(); }`
+//! cuda_embed_build::prebuild();
 //! ```
 //!
 //! Nothing else changes: without a build script the macros compile each module themselves, as
@@ -66,6 +64,10 @@ const ENV_VARS: [&str; 12] = [
 /// script runs again when a kernel changes) and at most one `cargo:warning` when something kept
 /// it from prebuilding; writes its report to `$OUT_DIR/cuda-embed-prebuild.txt`. Never fails the
 /// build.
+///
+/// A build script that prints any `rerun-if-changed` line is run again only when those paths
+/// change, no longer on any change in the package: a build script that also does other work
+/// and relied on that default names its own inputs too.
 pub fn prebuild() -> Report {
     Prebuild::new().run()
 }
@@ -152,7 +154,8 @@ impl Prebuild {
     /// The build-script lines for `report`: when to run again, and at most one warning (none
     /// when the prebuild was turned off on purpose, `off`).
     fn cargo_lines(&self, report: &Report, off: bool) -> Vec<String> {
-        let mut lines: Vec<String> = self.dirs.iter().map(|d| format!("cargo:rerun-if-changed={}", d.display())).collect();
+        let mut lines: Vec<String> =
+            self.dirs.iter().map(|d| format!("cargo:rerun-if-changed={}", d.display())).collect();
         lines.extend(ENV_VARS.iter().map(|v| format!("cargo:rerun-if-env-changed={v}")));
         if let Some(why) = report.skipped.as_ref().filter(|_| !off) {
             lines.push(format!(

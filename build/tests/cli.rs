@@ -2,6 +2,7 @@
 //! a bundle serves a prebuild (and the macros) without one compile; a corrupt bundle is refused
 //! and changes nothing; with no compiler the prebuild says why and builds nothing. Skipped
 //! without nvcc unless CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it).
+#![cfg(unix)] // entries are compared by inode
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

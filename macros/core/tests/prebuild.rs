@@ -3,6 +3,7 @@
 //! the same expansion with the same embedded images), the macros then compile nothing, a kernel
 //! edited after the prebuild is compiled afresh, and NVRTC at build time prebuilds too. Skipped
 //! without nvcc unless CUDA_EMBED_REQUIRE_TOOLKIT is set (scripts/with-cuda sets it).
+#![cfg(unix)] // entries are compared by inode
 
 use cuda_embed_macros_core::oracle::nvcc;
 use cuda_embed_macros_core::prebuild::{self, scan};

@@ -162,8 +162,11 @@ pub fn import_into(bundle: &Path, root: &Path) -> Result<Moved, String> {
     Ok(moved)
 }
 
-/// `(subdir, file name, entry bytes)` of every entry of a bundle, all checked; or what is wrong.
-fn parse_bundle(bytes: &[u8]) -> Result<Vec<(&'static str, &str, &[u8])>, String> {
+/// One entry of a bundle: its folder, its file name, its bytes.
+type BundleEntry<'a> = (&'static str, &'a str, &'a [u8]);
+
+/// Every entry of a bundle, all checked; or what is wrong.
+fn parse_bundle(bytes: &[u8]) -> Result<Vec<BundleEntry<'_>>, String> {
     let foreign = || "it is not a cuda-embed cache bundle (made with `cuda-embed-build export`)".to_string();
     if !bytes.starts_with(MAGIC.as_bytes()) || bytes.get(MAGIC.len()) != Some(&b'\n') {
         return Err(if bytes.starts_with(b"cuda-embed cache bundle v") {

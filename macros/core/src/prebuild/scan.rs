@@ -242,12 +242,12 @@ println!("cuda_kernel!(not one)");
 "###;
         let found = scan_text(text, Path::new("/p/src/lib.rs"), "src/lib.rs").unwrap();
         let which: Vec<_> = found.iter().map(|i| (i.which, i.site.line)).collect();
-        assert_eq!(which, [(Macro::CudaKernel, 3), (Macro::Elementwise, 9), (Macro::Reduction, 17)]);
+        assert_eq!(which, [(Macro::CudaKernel, 3), (Macro::Elementwise, 9), (Macro::Reduction, 16)]);
         assert_eq!(found[0].site.file, "src/lib.rs");
         assert_eq!(found[0].site.dir.as_deref(), Some(Path::new("/p/src")));
         let lines = key_lines(&found[1].tokens);
         assert_eq!((lines["inputs"], lines["operation"]), (10, 12));
-        assert!(literal_lines(&found[2].tokens).iter().any(|(t, l)| t == "\"a + b\"" && *l == 17));
+        assert!(literal_lines(&found[2].tokens).iter().any(|(t, l)| t == "\"a + b\"" && *l == 16));
         assert!(scan_text("fn f() { (", Path::new("x.rs"), "x.rs").is_err());
     }
 
