@@ -25,7 +25,7 @@
 //! that is not Rust tokens) says so in one warning and leaves those modules to the macros.
 //! `CUDA_EMBED_NO_PREBUILD=1` turns it off.
 //!
-//! The `cuda-embed-build` command (`cargo install cuda-embed-build`) does the same from the
+//! The `cuda-embed-build` command (this crate's binary) does the same from the
 //! command line, and exports the cache entries a crate uses to one file and imports them
 //! elsewhere (a CI cache): see the guide's "Parallel and shared builds".
 
