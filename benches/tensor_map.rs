@@ -35,9 +35,13 @@ fn main() -> cuda_embed::Result<()> {
     let x = s.clone_htod(&host)?;
     let mut y = s.alloc_zeros::<f32>(n)?;
     let mut z = s.alloc_zeros::<f32>(n)?;
-    let sms = ctx.attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+    let sms = ctx
+        .attribute(cuda_embed::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
         as u32;
-    println!("# TMA tiled copy vs cuMemcpyDtoDAsync, {rows} x {cols} f32 ({:.0} MiB), {sms} SMs", bytes / (1 << 20) as f64);
+    println!(
+        "# TMA tiled copy vs cuMemcpyDtoDAsync, {rows} x {cols} f32 ({:.0} MiB), {sms} SMs",
+        bytes / (1 << 20) as f64
+    );
     println!("| box (rows x cols) | stages | blocks/SM | TMA GB/s | memcpy GB/s | TMA / memcpy |");
     println!("|---|---|---|---|---|---|");
     let xv = NdView::new(&x, &[rows, cols])?;
@@ -52,7 +56,8 @@ fn main() -> cuda_embed::Result<()> {
         tma_copy_2d::set_max_dynamic_shared_memory(&ctx, smem)?;
         let (bx, by) = ((cols as u32).div_ceil(bw), (rows as u32).div_ceil(bh));
         let boxes = bx * by;
-        let cfg = LaunchConfig { grid_dim: ((sms * per_sm).min(boxes), 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: smem };
+        let cfg =
+            LaunchConfig { grid_dim: ((sms * per_sm).min(boxes), 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: smem };
         let mut run = || unsafe {
             tma_copy_2d::launch(&s, cfg, &src, &mut dst, bx as i32, boxes as i32, bw as i32, bh as i32, box_bytes)
         };

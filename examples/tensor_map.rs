@@ -32,7 +32,9 @@ fn run() -> cuda_embed::Result<()> {
         let smem = STAGES * box_bytes + 128;
         tma_copy_2d::set_max_dynamic_shared_memory(&ctx, smem)?;
         let cfg = LaunchConfig { grid_dim: (64, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: smem };
-        unsafe { tma_copy_2d::launch(&s, cfg, &src, &mut dst, bx as i32, (bx * by) as i32, bw as i32, bh as i32, box_bytes)? };
+        unsafe {
+            tma_copy_2d::launch(&s, cfg, &src, &mut dst, bx as i32, (bx * by) as i32, bw as i32, bh as i32, box_bytes)?
+        };
     }
     let got = s.clone_dtoh(&y)?;
     assert_eq!(got, host, "the TMA copy differs from its source");
@@ -49,7 +51,19 @@ fn run() -> cuda_embed::Result<()> {
         let (bx, by) = (256u32.div_ceil(bw), (rows as u32).div_ceil(bh));
         let smem = STAGES * bh * bw * 4 + 128;
         let cfg = LaunchConfig { grid_dim: (32, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: smem };
-        unsafe { tma_copy_2d::launch(&s, cfg, &src, &mut dst, bx as i32, (bx * by) as i32, bw as i32, bh as i32, bh * bw * 4)? };
+        unsafe {
+            tma_copy_2d::launch(
+                &s,
+                cfg,
+                &src,
+                &mut dst,
+                bx as i32,
+                (bx * by) as i32,
+                bw as i32,
+                bh as i32,
+                bh * bw * 4,
+            )?
+        };
     }
     let got = s.clone_dtoh(&w)?;
     for r in 0..rows {

@@ -126,6 +126,8 @@ pub use cuda_embed_runtime::ndarray;
 /// Waits for a stream and reports the first out-of-range index of any bounds-checked
 /// Rust-syntax kernel launched in its context (see [`mod@device`] and `#[cuda_embed::kernel]`).
 pub use cuda_embed_runtime::synchronize;
+/// TMA tensor maps made from N-D views: [`TensorMap`], [`TensorMapMut`] (`CUtensorMap` parameters).
+pub use cuda_embed_runtime::tensor_map;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;
@@ -136,10 +138,8 @@ pub use cuda_embed_runtime::{
     LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
-/// TMA tensor maps made from N-D views: [`TensorMap`], [`TensorMapMut`] (`CUtensorMap` parameters).
-pub use cuda_embed_runtime::tensor_map;
-pub use cuda_embed_runtime::{RawTensorMap, TensorMap, TensorMapMut};
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
+pub use cuda_embed_runtime::{RawTensorMap, TensorMap, TensorMapMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.

@@ -292,7 +292,9 @@ mod tests {
             use sys::CUtensorMapDataType::*;
             match d {
                 CU_TENSOR_MAP_DATA_TYPE_UINT8 => 1,
-                CU_TENSOR_MAP_DATA_TYPE_UINT16 | CU_TENSOR_MAP_DATA_TYPE_FLOAT16 | CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 => 2,
+                CU_TENSOR_MAP_DATA_TYPE_UINT16 | CU_TENSOR_MAP_DATA_TYPE_FLOAT16 | CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 => {
+                    2
+                }
                 CU_TENSOR_MAP_DATA_TYPE_UINT32 | CU_TENSOR_MAP_DATA_TYPE_INT32 | CU_TENSOR_MAP_DATA_TYPE_FLOAT32 => 4,
                 _ => 8,
             }
