@@ -61,7 +61,7 @@ pub fn check(
             show(shape)
         ));
     }
-    if address % ALIGN != 0 {
+    if !address.is_multiple_of(ALIGN) {
         return Err(format!(
             "alignment: the view's first element is at address {address:#x}, not a multiple of {ALIGN} bytes; \
              start the view at an element whose byte offset in the buffer is a multiple of {ALIGN}"
@@ -97,7 +97,7 @@ pub fn check(
         ));
     }
     let inner = u64::from(box_shape[rank - 1]) * elem_u;
-    if inner % ALIGN != 0 {
+    if !inner.is_multiple_of(ALIGN) {
         return Err(format!(
             "box inner bytes: the box's last extent {} times the element size {elem} is {inner} bytes, not a \
              multiple of {ALIGN}; use a last box extent that is a multiple of {}",
@@ -108,7 +108,7 @@ pub fn check(
     for k in 0..rank - 1 {
         let s = strides[k];
         let bytes = (s as i128) * elem as i128;
-        if s <= 0 || bytes as u64 % ALIGN != 0 || bytes as u64 >= MAX_STRIDE {
+        if s <= 0 || !(bytes as u64).is_multiple_of(ALIGN) || bytes as u64 >= MAX_STRIDE {
             return Err(format!(
                 "stride alignment: axis {k} of strides {} (elements) is {bytes} bytes; every stride but the last \
                  must be positive, a multiple of {ALIGN} bytes and below 2^40 (no broadcast or reversed axes); \
