@@ -297,6 +297,7 @@ runtime_types!(
     Complex64,
     TextureObject,
     SurfaceObject,
+    RawTensorMap,
     Char1,
     Char2,
     Char3,

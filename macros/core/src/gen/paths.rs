@@ -148,6 +148,12 @@ pub fn object_arg_trait() -> TokenStream {
     private("ObjectArg", Span::call_site())
 }
 
+/// The trait a `const __grid_constant__ CUtensorMap` parameter takes (`&TensorMap`, `&mut
+/// TensorMapMut`), `TensorMapArg`.
+pub fn tensor_map_arg() -> TokenStream {
+    private("TensorMapArg", Span::call_site())
+}
+
 /// The function that turns such an argument into its handle, checking its context.
 pub fn object_arg() -> TokenStream {
     private("object_arg", Span::call_site())
