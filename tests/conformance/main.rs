@@ -10,6 +10,7 @@
 mod rows;
 
 use cuda_embed::device::*;
+use cuda_embed::future::block_on;
 use cuda_embed::graph::GraphArg;
 use cuda_embed::{
     cuda_kernel, elementwise_kernel, fuse, reduction_kernel, Arg, CudaContext, CudaSlice, CudaStream,
@@ -232,7 +233,13 @@ fn another_device() {
         col.err("Kernel", "launch_timed", k.launch_timed(&s, cfg(), (2.0f32, &x, &mut yf, ni)));
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
+        // The async forms: the refusal is the future's result, before anything is queued.
+        col.err("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, cfg(), 2.0, &x, &mut yf, ni)));
+        col.err("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, cfg(), &xf, &mut y, &mut z)));
+        col.err("Kernel", "launch_async", block_on(k.launch_async(&s, cfg(), (2.0f32, &xf, &mut y, ni))));
     }
+    col.err("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &xf, 2.0, &mut y, &mut z)));
+    col.err("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut y, &mut yf)));
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));
     col.err("fuse!", "launch", fz::launch(&s, &xf, &x, &mut y, &mut z));
@@ -604,7 +611,12 @@ fn empty_operands() {
         col.ok("Kernel", "launch_timed", k.launch_timed(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cooperative", k.launch_cooperative(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cluster", k.launch_cluster(&s, c, (1, 1, 1), (2.0f32, &x, &mut yb, 0i32)));
+        col.ok("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, c, 2.0, &x, &mut yb, 0)));
+        col.ok("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, c, &x, &mut yb, &mut zb)));
+        col.ok("Kernel", "launch_async", block_on(k.launch_async(&s, c, (2.0f32, &x, &mut yb, 0i32))));
     }
+    col.ok("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &x, 2.0, &mut yb, &mut zb)));
+    col.ok("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut yb, &mut zb)));
     rsplit::check_errors(&s).unwrap();
     col.ok("elementwise_kernel!", "launch", ew::launch(&s, &x, 2.0, &mut yb, &mut zb));
     col.ok("elementwise_kernel!", "launch_with", ew::launch_with(&s, c, &x, 2.0, &mut yb, &mut zb));

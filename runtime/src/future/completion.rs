@@ -1,0 +1,272 @@
+//! The shared completion mechanism: one event and one driver callback per piece of watched work,
+//! one process-wide thread that turns the callbacks into wake-ups.
+//!
+//! The driver runs a stream callback (`cuStreamAddCallback`) on a thread of its own once every
+//! piece of work queued before it has finished, and passes it the stream's status: `CUDA_SUCCESS`
+//! or the error the work raised (a sticky error included: unlike `cuLaunchHostFunc`, whose function
+//! is not called at all once the context has failed, a stream callback is still called, with the
+//! error). That thread must make no CUDA call, and user code run there could (a waker that drops
+//! the last handle of a task drops the task's buffers, and a buffer's drop frees memory), so the
+//! callback only sends its [`Watch`] to the completion thread: one thread for the whole process,
+//! blocked on a channel, never spinning. That thread records the status, wakes the task and
+//! releases what a dropped future left behind, outside the driver's thread.
+//!
+//! A future can also see the work finished before the callback arrives: [`Watch::poll`] asks the
+//! event (`cuEventQuery`, a non-blocking call) before it parks the waker, so a task polled after
+//! the GPU finished is ready at once.
+
+use crate::error::{DriverCode, Error, Result};
+use cudarc::driver::{sys, CudaContext, CudaStream};
+use std::any::Any;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::Waker;
+
+/// What the watcher of one piece of work knows so far.
+#[derive(Default)]
+pub(crate) struct State {
+    /// The work's result once it is known to be finished: `CUDA_SUCCESS` or the error the driver
+    /// reported for it.
+    pub(crate) done: Option<sys::CUresult>,
+    /// The task to wake when it finishes.
+    waker: Option<Waker>,
+    /// What a future dropped before the work finished still owned (pinned host memory a copy
+    /// reads or writes): released by whoever sees the work finish, never before.
+    keep: Option<Box<dyn Any + Send>>,
+}
+
+/// One piece of watched work: its state, the event recorded after it, and the context the event
+/// belongs to (held alive, so the event can always be asked and destroyed).
+pub(crate) struct Watch {
+    state: Mutex<State>,
+    event: Option<(sys::CUevent, Arc<CudaContext>)>,
+}
+
+// SAFETY: the raw event handle is only used through driver calls, which are thread-safe, and is
+// destroyed once, in `Drop`; everything else is `Send + Sync` on its own.
+unsafe impl Send for Watch {}
+// SAFETY: as above.
+unsafe impl Sync for Watch {}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some((event, ctx)) = self.event.take() {
+            // The last handle goes on a thread of the user's or on the completion thread, never
+            // on the driver's callback thread (the callback hands its handle on): a driver call
+            // is allowed here. A failure leaves the event to the context.
+            if ctx.bind_to_thread().is_ok() {
+                // SAFETY: created in `Watch::queue`, destroyed once, here.
+                unsafe { sys::cuEventDestroy_v2(event) };
+            }
+        }
+    }
+}
+
+/// The answer of [`Watch::poll`].
+pub(crate) enum Polled {
+    /// The work finished with this result.
+    Done(sys::CUresult),
+    /// Not yet; the waker is parked and will be woken.
+    Waiting,
+}
+
+impl Watch {
+    /// A watch with no event and no driver, completed by [`Watch::complete`] alone: for the
+    /// tests of the state machine, which run without a GPU.
+    #[cfg(test)]
+    pub(crate) fn detached() -> Arc<Watch> {
+        Arc::new(Watch { state: Mutex::new(State::default()), event: None })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held (a waker's `will_wake`) leaves a consistent state.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Watches everything queued on `stream` so far: records an event after it and adds the
+    /// stream callback that completes the watch. Fails, having queued nothing that would complete
+    /// it, when the stream is being captured (a capture queues nothing to watch) or the driver
+    /// refuses.
+    pub(crate) fn queue(stream: &CudaStream) -> Result<Arc<Watch>> {
+        let ctx = stream.context();
+        let device = ctx.ordinal();
+        let fail = |call: &'static str, r: sys::CUresult| Error::Driver { call, device, cause: DriverCode(r) };
+        crate::launch::limits::bind(ctx)?;
+        if crate::launch::capture::is_capturing(stream) {
+            return Err(capturing(device));
+        }
+        // Started before any callback can need it.
+        completion_thread()?;
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the stream's context is current.
+        let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(fail("cuEventCreate", r));
+        }
+        // From here the event is the watch's, destroyed by its drop whatever happens.
+        let watch = Arc::new(Watch { state: Mutex::new(State::default()), event: Some((event, ctx.clone())) });
+        // SAFETY: the event and the stream are live and of the same context.
+        let r = unsafe { sys::cuEventRecord(event, stream.cu_stream()) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(fail("cuEventRecord", r));
+        }
+        let raw = Arc::into_raw(watch.clone());
+        // SAFETY: `raw` is an `Arc` handle given to the callback, which takes it back exactly once
+        // (see `on_complete`); the stream is live.
+        let r = unsafe { sys::cuStreamAddCallback(stream.cu_stream(), Some(on_complete), raw as *mut c_void, 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: the driver refused the callback, so it will never take the handle back.
+            drop(unsafe { Arc::from_raw(raw) });
+            return Err(fail("cuStreamAddCallback", r));
+        }
+        Ok(watch)
+    }
+
+    /// Whether the work has finished, asking the event when no callback has said so yet; parks
+    /// `waker` to be woken when it finishes otherwise. No lost wake-up: the completion takes the
+    /// waker under the same lock that parks it.
+    pub(crate) fn poll(&self, waker: &Waker) -> Polled {
+        let mut state = self.lock();
+        if let Some(r) = state.done {
+            return Polled::Done(r);
+        }
+        if let Some(r) = self.query() {
+            state.done = Some(r);
+            let keep = state.keep.take();
+            drop(state);
+            drop(keep);
+            return Polled::Done(r);
+        }
+        match &state.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => state.waker = Some(waker.clone()),
+        }
+        Polled::Waiting
+    }
+
+    /// The event's answer: `None` while the work runs (or with no event), else its result.
+    fn query(&self) -> Option<sys::CUresult> {
+        let (event, ctx) = self.event.as_ref()?;
+        if let Err(e) = ctx.bind_to_thread() {
+            return Some(e.0);
+        }
+        // SAFETY: the event is live until the watch drops.
+        match unsafe { sys::cuEventQuery(*event) } {
+            sys::CUresult::CUDA_ERROR_NOT_READY => None,
+            r => Some(r),
+        }
+    }
+
+    /// Records that the work finished with `status`, wakes the parked task and releases what a
+    /// dropped future left. Runs on the completion thread (or a test's); a panicking waker or
+    /// drop is contained, so the thread keeps serving every other future.
+    pub(crate) fn complete(&self, status: sys::CUresult) {
+        let (waker, keep) = {
+            let mut state = self.lock();
+            state.done.get_or_insert(status);
+            (state.waker.take(), state.keep.take())
+        };
+        if let Some(w) = waker {
+            let _ = catch_unwind(AssertUnwindSafe(|| w.wake()));
+        }
+        if keep.is_some() {
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(keep)));
+        }
+    }
+
+    /// Leaves `value` to be released when the work finishes: at once if it already has, else by
+    /// whoever sees it finish (the completion thread). What a future drops mid-flight goes here.
+    pub(crate) fn keep_until_done(&self, value: Box<dyn Any + Send>) {
+        let mut state = self.lock();
+        state.waker = None;
+        if state.done.is_none() && self.query().is_none() {
+            state.keep = Some(value);
+            return;
+        }
+        state.done.get_or_insert(sys::CUresult::CUDA_SUCCESS);
+        drop(state);
+        drop(value);
+    }
+
+    /// Whether the work is known to have finished (for tests and `is_done`).
+    pub(crate) fn finished(&self) -> bool {
+        let mut state = self.lock();
+        if state.done.is_some() {
+            return true;
+        }
+        match self.query() {
+            Some(r) => {
+                state.done = Some(r);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The driver's callback: hands the watch to the completion thread. No driver call, no
+/// allocation that could fail loudly, no user code, no unwinding.
+unsafe extern "C" fn on_complete(_stream: sys::CUstream, status: sys::CUresult, data: *mut c_void) {
+    // SAFETY: `data` is the handle `Watch::queue` made with `Arc::into_raw`, taken back once.
+    let watch = unsafe { Arc::from_raw(data as *const Watch) };
+    match COMPLETIONS.get() {
+        Some(tx) => {
+            if let Err(unsent) = tx.send((watch, status)) {
+                // The completion thread is gone (the process is ending): dropping the handle here
+                // could destroy the event on the driver's thread, so it is leaked instead.
+                std::mem::forget(unsent.0);
+            }
+        }
+        None => std::mem::forget(watch),
+    }
+}
+
+type Message = (Arc<Watch>, sys::CUresult);
+
+/// The sender of the completion thread; set once, when the first watch is queued.
+static COMPLETIONS: OnceLock<Sender<Message>> = OnceLock::new();
+static START: Mutex<()> = Mutex::new(());
+
+/// The completion thread's channel, starting the thread the first time.
+fn completion_thread() -> Result<&'static Sender<Message>> {
+    if let Some(tx) = COMPLETIONS.get() {
+        return Ok(tx);
+    }
+    let _once = START.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(tx) = COMPLETIONS.get() {
+        return Ok(tx);
+    }
+    let (tx, rx) = channel::<Message>();
+    std::thread::Builder::new()
+        .name("cuda-embed-completion".into())
+        .spawn(move || {
+            // Blocks in `recv` between completions: no spinning, no timer.
+            for (watch, status) in rx {
+                watch.complete(status);
+                // The last handle may go here, destroying the event: a driver call on this
+                // thread, which is allowed (it is not the driver's callback thread).
+                let _ = catch_unwind(AssertUnwindSafe(|| drop(watch)));
+            }
+        })
+        .map_err(|e| Error::Driver {
+            call: "std::thread::spawn (the completion thread of awaited work)",
+            device: 0,
+            cause: DriverCode(if e.kind() == std::io::ErrorKind::OutOfMemory {
+                sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+            } else {
+                sys::CUresult::CUDA_ERROR_OPERATING_SYSTEM
+            }),
+        })?;
+    Ok(COMPLETIONS.get_or_init(|| tx))
+}
+
+#[cold]
+fn capturing(device: usize) -> Error {
+    Error::Driver {
+        call: "cuStreamAddCallback (awaiting work on a stream that is being captured)",
+        device,
+        cause: DriverCode(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+    }
+}

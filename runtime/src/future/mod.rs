@@ -1,0 +1,273 @@
+//! GPU work as Rust futures: launches, copies and stream synchronisation that can be `.await`ed
+//! under any executor (tokio, smol, `futures::executor::block_on`), with no runtime of this
+//! crate's own and no thread per future.
+//!
+//! ```no_run
+//! # use cuda_embed_runtime::{future, CudaSlice};
+//! # async fn f(stream: std::sync::Arc<cuda_embed_runtime::CudaStream>, x: CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+//! let ctx = stream.context();
+//! // SAFETY (of `alloc_pinned`): the buffer is written by the copy before it is read.
+//! let host = unsafe { ctx.alloc_pinned::<f32>(x.len()) }?;
+//! let host = future::copy_to_host(&stream, &x, host).await?; // the pinned buffer, handed back
+//! println!("{:?}", &host.as_slice()?[..4]);
+//! future::synchronize(&stream).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # How completion reaches a task
+//!
+//! Queuing awaited work also queues, right behind it on the same stream, an event and a driver
+//! stream callback ([`completion`]). When the GPU has run everything before it, the driver calls
+//! the callback on its own thread with the stream's status; the callback hands the watch to one
+//! process-wide completion thread (blocked on a channel, never spinning), which records the result
+//! and wakes the task. A future polled after the GPU finished sees it at once through the event
+//! (`cuEventQuery`). The result is the work's: `Ok`, or the error the driver reports for it (a
+//! sticky error such as an illegal address included), named after the kernel or call.
+//!
+//! # Soundness: the future observes, it never guards
+//!
+//! A [`GpuFuture`] is returned *after* its work is queued: a launch, copy or wait is on the
+//! stream exactly as its synchronous form puts it there, whether or not the future is ever polled.
+//! The future only observes when that work is done. So what the host may do to the memory the
+//! work uses must not depend on the future being polled, dropped or forgotten, and it does not:
+//!
+//! - **Device memory** (kernel operands, copy sources and destinations) is never touched by the
+//!   host directly. Every safe use of a buffer after the work — reading it back, writing it,
+//!   launching on it, freeing it (cudarc frees with `cuMemFreeAsync` on the buffer's stream) — is
+//!   itself stream work, ordered after this work by the stream (same stream) or by cudarc's
+//!   buffer events, which the launch recorded through [`bind`](crate::bind) as every synchronous
+//!   launch does (other streams). That is the same argument that makes it sound to drop a buffer
+//!   right after a synchronous `launch` returns; an async launch adds nothing to it. The future
+//!   keeps the operands borrowed (`GpuFuture<'a>`) only so that the types say what is in flight:
+//!   reading an output while its future is pending is a compile error, not a hazard.
+//! - **Host memory** is the memory the host *does* touch directly, so the futures of copies
+//!   *own* it: [`copy_to_device`] and [`copy_to_host`] take cudarc's page-locked
+//!   [`PinnedHostSlice`](cudarc::driver::PinnedHostSlice) by value and hand it back from the
+//!   future once the copy is done (as io_uring APIs take their buffers). Until then no safe code
+//!   can reach it. A future **dropped** mid-flight gives what it owns to its watch, and the
+//!   completion thread releases it after the GPU has finished: the drop does not block, and the
+//!   memory is not freed under the copy. A future **forgotten** (`mem::forget`) never releases
+//!   it: the pinned memory leaks, which is the one thing `forget` may do, and is still
+//!   unreachable. Pageable host memory (`&mut [T]`) is not accepted for exactly this reason: a
+//!   forgotten borrow would end while the copy still writes.
+//!
+//! Cancelling a task (dropping its future at an `.await`) therefore never frees or exposes memory
+//! the GPU still uses, and never blocks the executor's thread.
+//!
+//! # Bad input
+//!
+//! Awaiting on a stream that is being captured is an error (a capture runs nothing to wait for).
+//! A future holds its context alive (through its event), so it cannot outlive it; a context
+//! lost to a sticky error is reported by every future that observes it, as an error, never a
+//! panic. An error found before anything was queued (a device check, a launch limit) is the
+//! future's result, returned at its first poll.
+
+pub(crate) mod completion;
+mod copy;
+mod executor;
+#[cfg(test)]
+mod tests;
+
+pub use copy::{copy_to_device, copy_to_host, synchronize};
+pub use executor::block_on;
+
+use crate::error::{DriverCode, Error, Result};
+use crate::launch::kernel::KernelRef;
+use completion::{Polled, Watch};
+use cudarc::driver::{sys, CudaStream};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// GPU work queued on a stream, as a future: it resolves when the GPU has finished the work and
+/// returns its result, and `T` (a buffer the work used, handed back; `()` for launches).
+///
+/// The work is queued when the future is made, not when it is first polled, and runs whether or
+/// not the future is polled, dropped or forgotten (see the [module docs](self) for why each of
+/// those is sound). `'a` is the borrow of the device buffers the work uses.
+///
+/// ```no_run
+/// # async fn f(stream: &cuda_embed_runtime::CudaStream) -> cuda_embed_runtime::Result<()> {
+/// let done = cuda_embed_runtime::future::synchronize(stream);
+/// assert!(!done.is_terminated());
+/// done.await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "the work is queued already; the future only tells when it is done"]
+pub struct GpuFuture<'a, T: Send + 'static = ()> {
+    inner: Inner<T>,
+    what: What,
+    device: usize,
+    _borrows: PhantomData<&'a ()>,
+}
+
+enum Inner<T> {
+    /// Queued and watched; `T` is handed back when the work is done.
+    Watching(Arc<Watch>, Option<T>),
+    /// Decided without watching: an error before anything was queued.
+    Ready(Result<T>),
+    /// Returned its result.
+    Finished,
+}
+
+/// What the work is, for its errors.
+#[derive(Clone, Copy)]
+enum What {
+    Kernel(KernelRef),
+    Call(&'static str),
+}
+
+// The future never pins `T` (it is only moved out whole), so it may move freely.
+impl<T: Send + 'static> Unpin for GpuFuture<'_, T> {}
+
+impl<'a, T: Send + 'static> GpuFuture<'a, T> {
+    /// The future of the work `queued` (the result of queuing it on `stream`), handing back
+    /// `value` when it is done. A failed `queued` is the future's result, and nothing is watched.
+    ///
+    /// `value` is what the work uses on the host side: if watching fails after the work was
+    /// queued, the stream is waited for before `value` is released, and leaked when even that
+    /// fails.
+    fn after(stream: &CudaStream, queued: Result<()>, what: What, value: T) -> Self {
+        let device = stream.context().ordinal();
+        let inner = match queued {
+            // Nothing was queued: nothing uses `value`.
+            Err(e) => Inner::Ready(Err(e)),
+            Ok(()) => match Watch::queue(stream) {
+                Ok(watch) => Inner::Watching(watch, Some(value)),
+                // Queued but not watched (the driver refused the event or the callback): host
+                // memory the work uses is released only after a wait for the stream, and leaked
+                // when even that fails. Work that owns none (launches, waits) has nothing to keep.
+                Err(e) => {
+                    if std::mem::needs_drop::<T>() {
+                        match crate::launch::sync::stream(stream) {
+                            Ok(()) => drop(value),
+                            Err(_) => std::mem::forget(value),
+                        }
+                    }
+                    Inner::Ready(Err(e))
+                }
+            },
+        };
+        GpuFuture { inner, what, device, _borrows: PhantomData }
+    }
+
+    /// A future over `watch` handing back `value` (or, with no watch, resolved to `Err(error)`),
+    /// made without a driver: for the tests of the state machine.
+    #[cfg(test)]
+    pub(crate) fn detached(watch: std::result::Result<Arc<Watch>, Error>, value: T, call: &'static str) -> Self {
+        let inner = match watch {
+            Ok(w) => Inner::Watching(w, Some(value)),
+            Err(e) => Inner::Ready(Err(e)),
+        };
+        GpuFuture { inner, what: What::Call(call), device: 0, _borrows: PhantomData }
+    }
+
+    /// The future of a copy or wait `call` queued on `stream` (`queued` its result).
+    pub(crate) fn after_call(stream: &CudaStream, queued: Result<()>, call: &'static str, value: T) -> Self {
+        Self::after(stream, queued, What::Call(call), value)
+    }
+
+    /// Whether the future has returned its result (polling it again would panic).
+    pub fn is_terminated(&self) -> bool {
+        matches!(self.inner, Inner::Finished)
+    }
+
+    /// Whether the work is done, without waiting and without a task: `Ok(true)` once the GPU
+    /// has finished it (with whatever result; `.await` returns it), `Ok(false)` while it runs.
+    ///
+    /// ```no_run
+    /// # fn f(stream: &cuda_embed_runtime::CudaStream) -> cuda_embed_runtime::Result<()> {
+    /// let done = cuda_embed_runtime::future::synchronize(stream);
+    /// while !done.is_done() { /* other work */ }
+    /// # Ok(()) }
+    /// ```
+    pub fn is_done(&self) -> bool {
+        match &self.inner {
+            Inner::Watching(watch, _) => watch.finished(),
+            Inner::Ready(_) | Inner::Finished => true,
+        }
+    }
+
+    /// The error of work that finished with driver status `r`.
+    #[cold]
+    fn failed(&self, r: sys::CUresult) -> Error {
+        match self.what {
+            What::Kernel(k) => Error::Launch {
+                kernel: k.name().to_string(),
+                origin: k.module().origin().to_string(),
+                device: self.device,
+                cause: format!(
+                    "the work queued up to and including this launch failed on the GPU: {} (reported by the first \
+                     future to observe it: the driver does not say which kernel raised it)",
+                    DriverCode(r)
+                ),
+                fix: Some(
+                    "an illegal address or a trap is sticky: the context can run nothing more; find the kernel with \
+                     `SANITIZE=memcheck` (compute-sanitizer) or by awaiting each launch"
+                        .into(),
+                ),
+            },
+            What::Call(call) => Error::Driver { call, device: self.device, cause: DriverCode(r) },
+        }
+    }
+}
+
+impl<'a> GpuFuture<'a, ()> {
+    /// The future of a launch of `kernel` on `stream` (`queued` the launch's result).
+    #[doc(hidden)]
+    pub fn after_launch(stream: &CudaStream, queued: Result<()>, kernel: KernelRef) -> Self {
+        Self::after(stream, queued, What::Kernel(kernel), ())
+    }
+}
+
+impl<T: Send + 'static> Future for GpuFuture<'_, T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        let this = self.get_mut();
+        let status = match &this.inner {
+            Inner::Watching(watch, _) => match watch.poll(cx.waker()) {
+                Polled::Waiting => return Poll::Pending,
+                Polled::Done(r) => Some(r),
+            },
+            Inner::Ready(_) => None,
+            Inner::Finished => panic!("a GpuFuture was polled after it returned its result"),
+        };
+        let result = match (std::mem::replace(&mut this.inner, Inner::Finished), status) {
+            (Inner::Watching(_, value), Some(sys::CUresult::CUDA_SUCCESS)) => {
+                value.ok_or_else(|| this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN))
+            }
+            (Inner::Watching(..), Some(r)) => Err(this.failed(r)),
+            (Inner::Ready(result), _) => result,
+            (_, _) => Err(this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN)),
+        };
+        Poll::Ready(result)
+    }
+}
+
+impl<T: Send + 'static> Drop for GpuFuture<'_, T> {
+    fn drop(&mut self) {
+        // A future dropped mid-flight leaves what it owns to its watch, released once the GPU is
+        // done with it (see the module docs); nothing waits here.
+        if let Inner::Watching(watch, Some(value)) = std::mem::replace(&mut self.inner, Inner::Finished) {
+            watch.keep_until_done(Box::new(value));
+        }
+    }
+}
+
+impl<T: Send + 'static> std::fmt::Debug for GpuFuture<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.what {
+            What::Kernel(k) => k.name(),
+            What::Call(c) => c,
+        };
+        let state = match &self.inner {
+            Inner::Watching(..) => "watching",
+            Inner::Ready(_) => "ready",
+            Inner::Finished => "finished",
+        };
+        f.debug_struct("GpuFuture").field("work", &what).field("device", &self.device).field("state", &state).finish()
+    }
+}

@@ -1,0 +1,280 @@
+//! Awaited GPU work (`cuda_embed::future`, `NAME::launch_async`): results, the four soundness
+//! cases of issue 35 (a forgotten future, a future dropped mid-flight, a buffer reused after
+//! completion, two futures on two streams over one input), device errors, copies through pinned
+//! memory. Run them under compute-sanitizer too (`SANITIZE=memcheck bash .gpu/run tests -- future`):
+//! none may report an error.
+
+use cuda_embed::future::{self, block_on};
+use cuda_embed::{cuda_kernel, elementwise_kernel, CudaSlice, CudaStream, Error, GpuFuture, Kernel, LaunchConfig};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void fill(float* y, float v, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = v;
+    }
+    extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i];
+    }
+    // Spins for `cycles` clock cycles in thread 0 of each block, then writes `v` everywhere: long
+    // enough that a future is still pending when the test drops or forgets it.
+    extern "C" __global__ void slow_fill(float* y, float v, long long cycles, int n) {
+        if (threadIdx.x == 0) {
+            long long start = clock64();
+            while (clock64() - start < cycles) { }
+        }
+        __syncthreads();
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = v;
+    }
+    extern "C" __global__ void fault(float* p) {
+        p[threadIdx.x + (1ll << 40)] = 1.0f;
+    }
+"#
+);
+
+elementwise_kernel!(
+    axpb,
+    inputs = "float x, scalar float a, scalar float b",
+    outputs = "float y",
+    operation = "y = a * x + b"
+);
+
+const N: usize = 1 << 20;
+/// About 100 ms of spinning on a 2 GHz GPU.
+const SLOW: i64 = 200_000_000;
+
+fn stream() -> Arc<CudaStream> {
+    cuda_embed::context(0).expect("this test needs a CUDA GPU").default_stream()
+}
+
+fn cfg(n: usize) -> LaunchConfig {
+    LaunchConfig::for_num_elems(n as u32)
+}
+
+fn all(s: &Arc<CudaStream>, y: &CudaSlice<f32>, v: f32) -> bool {
+    s.clone_dtoh(y).unwrap().iter().all(|&e| e == v)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_awaited_launch_has_finished_when_it_resolves() {
+    let s = stream();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 3.0, SLOW / 10, N as i32) };
+    assert!(!f.is_done(), "the kernel spins for ~10 ms");
+    block_on(f).unwrap();
+    // Nothing is left on the stream: the launch's completion was what the future waited for.
+    let idle = unsafe { cuda_embed::cudarc::driver::sys::cuStreamQuery(s.cu_stream()) };
+    assert_eq!(idle, cuda_embed::cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+    assert!(all(&s, &y, 3.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_family_s_async_form_computes() {
+    let s = stream();
+    let x = s.clone_htod(&vec![2.0f32; N]).unwrap();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    block_on(unsafe { scale::launch_async(&s, cfg(N), &x, &mut y, 3.0, N as i32) }).unwrap();
+    assert!(all(&s, &y, 6.0), "cuda_kernel! launch_async");
+    let k: Kernel<_> = fill::KERNEL;
+    block_on(unsafe { k.launch_async(&s, cfg(N), (&mut y, 5.0f32, N as i32)) }).unwrap();
+    assert!(all(&s, &y, 5.0), "Kernel::launch_async");
+    block_on(axpb::launch_async(&s, &x, 2.0, 1.0, &mut y)).unwrap();
+    assert!(all(&s, &y, 5.0), "elementwise_kernel! launch_async");
+}
+
+/// Soundness case 1: a forgotten future. The launch stays queued and runs; its buffers, no longer
+/// borrowed, can be read (the read is ordered after the kernel) and freed (the free too) at once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_forgotten_future_leaves_nothing_reachable_in_use() {
+    let s = stream();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 7.0, SLOW, N as i32) };
+    assert!(!f.is_done());
+    std::mem::forget(f);
+    // The read waits for the kernel (same stream): it sees the kernel's values, never zeros.
+    assert!(all(&s, &y, 7.0), "a read after forgetting is ordered after the kernel");
+    // Again, freeing right after forgetting: the free is ordered after the kernel.
+    let mut z = s.alloc_zeros::<f32>(N).unwrap();
+    std::mem::forget(unsafe { slow_fill::launch_async(&s, cfg(N), &mut z, 1.0, SLOW, N as i32) });
+    drop(z);
+    let w = s.clone_htod(&vec![4.0f32; N]).unwrap();
+    assert!(all(&s, &w, 4.0));
+    // A forgotten copy leaks its pinned host memory: never freed while the GPU writes it.
+    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    std::mem::forget(future::copy_to_host(&s, &w, host));
+    future::block_on(future::synchronize(&s)).unwrap();
+}
+
+/// Soundness case 2: futures dropped mid-flight. A launch's drop neither blocks nor frees; a
+/// copy's drop leaves the pinned memory to the completion thread, freed after the copy.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_future_dropped_mid_flight_frees_nothing_in_use() {
+    let s = stream();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 2.0, SLOW, N as i32) };
+    let t = Instant::now();
+    drop(f);
+    assert!(t.elapsed() < Duration::from_millis(20), "dropping a pending future does not wait");
+    assert!(all(&s, &y, 2.0));
+    // A copy behind a slow kernel, dropped while pending: its host memory outlives the copy.
+    let mut z = s.alloc_zeros::<f32>(N).unwrap();
+    unsafe { slow_fill::launch(&s, cfg(N), &mut z, 9.0, SLOW, N as i32) }.unwrap();
+    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    let copy = future::copy_to_host(&s, &z, host);
+    assert!(!copy.is_done());
+    let t = Instant::now();
+    drop(copy);
+    assert!(t.elapsed() < Duration::from_millis(20), "dropping a pending copy does not wait");
+    // Work after it still runs and is correct; memcheck sees no access to freed host memory.
+    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    let host = block_on(future::copy_to_host(&s, &z, host)).unwrap();
+    assert!(host.as_slice().unwrap().iter().all(|&v| v == 9.0));
+}
+
+/// Soundness case 3: a buffer used again after its future resolved, by a second awaited launch
+/// and by awaited copies in both directions.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_buffer_is_reused_after_completion() {
+    let s = stream();
+    let ctx = s.context();
+    let mut host = unsafe { ctx.alloc_pinned::<f32>(N) }.unwrap();
+    host.as_mut_slice().unwrap().iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
+    let mut x = s.alloc_zeros::<f32>(N).unwrap();
+    let host = block_on(future::copy_to_device(&s, host, &mut x)).unwrap();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    block_on(unsafe { scale::launch_async(&s, cfg(N), &x, &mut y, 2.0, N as i32) }).unwrap();
+    // `y` again, as the input now, and `x` as the output.
+    block_on(unsafe { scale::launch_async(&s, cfg(N), &y, &mut x, 0.5, N as i32) }).unwrap();
+    let host = block_on(future::copy_to_host(&s, &x, host)).unwrap();
+    assert!(host.as_slice().unwrap().iter().enumerate().all(|(i, &v)| v == i as f32));
+    let back = block_on(future::copy_to_host(&s, &y, host)).unwrap();
+    assert!(back.as_slice().unwrap().iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32));
+}
+
+/// Soundness case 4: two futures on two streams reading one input (shared borrows), each writing
+/// its own output; awaited in either order.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_futures_on_two_streams_over_one_input() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let x = s1.clone_htod(&vec![1.5f32; N]).unwrap();
+    let (mut y1, mut y2) = (s1.alloc_zeros::<f32>(N).unwrap(), s2.alloc_zeros::<f32>(N).unwrap());
+    let f1 = unsafe { scale::launch_async(&s1, cfg(N), &x, &mut y1, 2.0, N as i32) };
+    let f2 = unsafe { scale::launch_async(&s2, cfg(N), &x, &mut y2, 4.0, N as i32) };
+    block_on(f2).unwrap();
+    block_on(f1).unwrap();
+    assert!(all(&s1, &y1, 3.0));
+    assert!(all(&s2, &y2, 6.0));
+    // Both pending at once, one polled from another thread.
+    let f1 = unsafe { slow_fill::launch_async(&s1, cfg(N), &mut y1, 1.0, SLOW / 10, N as i32) };
+    let f2 = unsafe { scale::launch_async(&s2, cfg(N), &x, &mut y2, 1.0, N as i32) };
+    std::thread::scope(|t| {
+        t.spawn(move || block_on(f1).unwrap());
+        block_on(f2).unwrap();
+    });
+    assert!(all(&s1, &y1, 1.0) && all(&s2, &y2, 1.5));
+}
+
+/// Many futures in flight on several streams, awaited out of order: every one resolves, each
+/// after the work queued before it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn thousands_of_futures_resolve() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let streams: Vec<_> = (0..8).map(|_| ctx.new_stream().unwrap()).collect();
+    let mut ys: Vec<_> = streams.iter().map(|s| s.alloc_zeros::<f32>(1024).unwrap()).collect();
+    let mut pending: Vec<GpuFuture<'static>> = Vec::new();
+    for round in 0..1250 {
+        for (s, y) in streams.iter().zip(ys.iter_mut()) {
+            // SAFETY: `fill` stays within `n` elements of `y`.
+            unsafe { fill::launch(s, cfg(1024), y, round as f32, 1024) }.unwrap();
+            pending.push(future::synchronize(s));
+        }
+    }
+    assert_eq!(pending.len(), 10_000);
+    for f in pending.into_iter().rev() {
+        block_on(f).unwrap();
+    }
+    for (s, y) in streams.iter().zip(&ys) {
+        assert!(all(s, y, 1249.0));
+    }
+}
+
+/// A device error raised by a kernel is the result of the future that observes it. The fault
+/// ends the context, so it runs in a child process (this test binary, filtered to the child).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_device_error_is_the_future_s_result() {
+    if std::env::var_os("CUDA_EMBED_FAULT_CHILD").is_some() {
+        let s = stream();
+        let mut y = s.alloc_zeros::<f32>(32).unwrap();
+        let r = block_on(unsafe { fault::launch_async(&s, cfg(32), &mut y) });
+        match r {
+            Err(Error::Launch { kernel, cause, .. }) => {
+                assert_eq!(kernel, "fault");
+                assert!(cause.contains("failed on the GPU"), "{cause}");
+                println!("FAULT REPORTED: {cause}");
+            }
+            other => panic!("expected the kernel's device error, got {other:?}"),
+        }
+        // Later futures observe the sticky error too, as errors.
+        assert!(block_on(future::synchronize(&s)).is_err());
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args(["--ignored", "--exact", "a_device_error_is_the_future_s_result", "--nocapture"])
+        .env("CUDA_EMBED_FAULT_CHILD", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the future of a faulting kernel never resolved");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "child failed:\n{out}");
+    assert!(out.contains("FAULT REPORTED"), "{out}");
+}
+
+/// Bad input: copies of mismatched lengths or another context's memory are the future's error,
+/// and nothing is queued; a capturing stream cannot be awaited.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_copies_and_captures_are_errors() {
+    let s = stream();
+    let y = s.alloc_zeros::<f32>(16).unwrap();
+    let short = unsafe { s.context().alloc_pinned::<f32>(8) }.unwrap();
+    assert!(matches!(block_on(future::copy_to_host(&s, &y, short)), Err(Error::Shape { .. })));
+    let other = cuda_embed::CudaContext::new_non_primary(0, 0).unwrap();
+    let foreign = other.default_stream().alloc_zeros::<f32>(16).unwrap();
+    let host = unsafe { s.context().alloc_pinned::<f32>(16) }.unwrap();
+    let e = block_on(future::copy_to_host(&s, &foreign, host)).unwrap_err();
+    assert!(e.to_string().contains("device buffer is memory of"), "{e}");
+    s.context().bind_to_thread().unwrap();
+    let c = s.context().new_stream().unwrap();
+    c.begin_capture(cuda_embed::cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+    assert!(block_on(future::synchronize(&c)).is_err(), "a capturing stream has nothing to await");
+    let _ = c.end_capture(
+        cuda_embed::cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+    );
+    block_on(future::synchronize(&s)).unwrap();
+}
