@@ -4,6 +4,7 @@
 //! memory. Run them under compute-sanitizer too (`SANITIZE=memcheck bash .gpu/run tests -- future`):
 //! none may report an error.
 
+use cuda_embed::device::*;
 use cuda_embed::future::{self, block_on};
 use cuda_embed::{cuda_kernel, elementwise_kernel, CudaSlice, CudaStream, Error, GpuFuture, Kernel, LaunchConfig};
 use std::sync::Arc;
@@ -42,6 +43,15 @@ elementwise_kernel!(
     outputs = "float y",
     operation = "y = a * x + b"
 );
+
+/// A Rust-syntax kernel that reads one element past its input when asked to.
+#[cuda_embed::kernel]
+pub fn shifted(x: &[f32], y: &mut [f32], shift: u32) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < y.len() {
+        y[i] = x[i + shift as usize];
+    }
+}
 
 const N: usize = 1 << 20;
 /// About 100 ms of spinning on a 2 GHz GPU.
@@ -86,6 +96,25 @@ fn every_family_s_async_form_computes() {
     assert!(all(&s, &y, 5.0), "Kernel::launch_async");
     block_on(axpb::launch_async(&s, &x, 2.0, 1.0, &mut y)).unwrap();
     assert!(all(&s, &y, 5.0), "elementwise_kernel! launch_async");
+}
+
+/// The Rust-syntax form reports the bounds flag its launch raised, as the future's result.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_rust_kernel_s_future_reports_an_index_out_of_bounds() {
+    let s = stream();
+    let x = s.clone_htod(&vec![1.0f32; 64]).unwrap();
+    let mut y = s.alloc_zeros::<f32>(64).unwrap();
+    block_on(unsafe { shifted::launch_async(&s, cfg(64), &x, &mut y, 0) }).unwrap();
+    assert!(all(&s, &y, 1.0));
+    match block_on(unsafe { shifted::launch_async(&s, cfg(64), &x, &mut y, 1) }) {
+        Err(Error::IndexOutOfBounds { kernel, index, len, .. }) => {
+            assert_eq!((kernel.as_str(), index, len), ("shifted", 64, 64));
+        }
+        other => panic!("expected the out-of-range index, got {other:?}"),
+    }
+    // Reported once: the next launch is clean.
+    block_on(unsafe { shifted::launch_async(&s, cfg(64), &x, &mut y, 0) }).unwrap();
 }
 
 /// Soundness case 1: a forgotten future. The launch stays queued and runs; its buffers, no longer
