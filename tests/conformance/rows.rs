@@ -46,6 +46,7 @@ const DEVICE: Cell = Gpu("another_device");
 const FLAT: Cell = NotHazard("takes no view: a flat buffer's length is its own (an `unsafe` DeviceBuffer promise)");
 const VIEW: Cell = Compile("conformance_view_repoint.rs");
 const LAUNCH_ALIAS: Cell = Compile("conformance_launch_aliasing.rs");
+const ASYNC_ALIAS: Cell = Compile("future_output_pending.rs");
 const NODE_ALIAS: Cell = Gpu("graph_aliasing");
 const RAW_CONFIG: Cell =
     NotHazard("the kernel's own C++ (or Rust) decides how it indexes: the caller's configuration, `unsafe`");
@@ -77,10 +78,10 @@ pub const ROWS: &[Row] = &[
     flat("cuda_kernel!", "node", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "update", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "tuned", LAUNCH_ALIAS, CHOSEN),
-    flat("cuda_kernel!", "launch_async", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("cuda_kernel!", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
     flat("elementwise_kernel!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "launch_with", LAUNCH_ALIAS, ONE_D),
-    flat("elementwise_kernel!", "launch_async", LAUNCH_ALIAS, CHOSEN),
+    flat("elementwise_kernel!", "launch_async", ASYNC_ALIAS, CHOSEN),
     nd("elementwise_kernel!", "launch_nd", LAUNCH_ALIAS),
     flat("elementwise_kernel!", "node", NODE_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "node_with", NODE_ALIAS, ONE_D),
@@ -97,7 +98,7 @@ pub const ROWS: &[Row] = &[
     // `fuse!` generates an elementwise or a reduction module: the same generators as above.
     flat("fuse!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("fuse!", "launch_with", LAUNCH_ALIAS, ONE_D),
-    flat("fuse!", "launch_async", LAUNCH_ALIAS, CHOSEN),
+    flat("fuse!", "launch_async", ASYNC_ALIAS, CHOSEN),
     nd("fuse!", "launch_nd", LAUNCH_ALIAS),
     flat("fuse!", "node", NODE_ALIAS, CHOSEN),
     flat("fuse!", "node_with", NODE_ALIAS, ONE_D),
@@ -113,14 +114,14 @@ pub const ROWS: &[Row] = &[
     flat("#[kernel]", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
-    flat("#[kernel]", "launch_async", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("#[kernel]", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "node", NODE_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "update", NODE_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
-    flat("Kernel", "launch_async", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("Kernel", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
     flat("Kernel", "node", NODE_ALIAS, RAW_CONFIG),
     flat("Kernel", "GraphExec::set", NODE_ALIAS, RAW_CONFIG),
     flat("ElementwiseKernel", "launch", LAUNCH_ALIAS, CHOSEN),

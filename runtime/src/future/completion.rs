@@ -53,14 +53,64 @@ unsafe impl Sync for Watch {}
 impl Drop for Watch {
     fn drop(&mut self) {
         if let Some((event, ctx)) = self.event.take() {
-            // The last handle goes on a thread of the user's or on the completion thread, never
-            // on the driver's callback thread (the callback hands its handle on): a driver call
-            // is allowed here. A failure leaves the event to the context.
-            if ctx.bind_to_thread().is_ok() {
-                // SAFETY: created in `Watch::queue`, destroyed once, here.
+            // The event goes back to the pool for the next watch (a later record replaces
+            // whatever it recorded). The last handle goes on a thread of the user's or on the
+            // completion thread, never on the driver's callback thread (the callback hands its
+            // handle on), so the driver call below is allowed.
+            if !pool::give(&ctx, event) && ctx.bind_to_thread().is_ok() {
+                // SAFETY: created for this watch (or taken from the pool), destroyed once, here;
+                // a failure to bind leaves it to the context.
                 unsafe { sys::cuEventDestroy_v2(event) };
             }
         }
+    }
+}
+
+/// Idle events, per context, for later watches: an event per future made and destroyed each
+/// time would cost two more driver calls per launch. Each context's entry holds a `Weak`
+/// reference to its `CudaContext`: the allocation stays, so its address (the key) cannot be
+/// reused by another context, and an entry whose context is gone (its events with it) is never
+/// handed out.
+mod pool {
+    use cudarc::driver::{sys, CudaContext};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, Weak};
+
+    /// Idle events kept per context; more are destroyed.
+    const CAP: usize = 1024;
+
+    struct Idle {
+        ctx: Weak<CudaContext>,
+        events: Vec<usize>,
+    }
+
+    static POOL: Mutex<Option<HashMap<usize, Idle>>> = Mutex::new(None);
+
+    fn key(ctx: &Arc<CudaContext>) -> usize {
+        Arc::as_ptr(ctx) as usize
+    }
+
+    /// An idle event of `ctx`, if the pool has one.
+    pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<sys::CUevent> {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = pool.as_mut()?.get_mut(&key(ctx))?;
+        idle.events.pop().map(|e| e as sys::CUevent)
+    }
+
+    /// Keeps `event` of `ctx` for a later watch; `false` when the pool is full (destroy it).
+    pub(super) fn give(ctx: &Arc<CudaContext>, event: sys::CUevent) -> bool {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let map = pool.get_or_insert_with(HashMap::new);
+        // Entries of contexts that are gone hold dead handles only: forget them.
+        if map.len() > 16 {
+            map.retain(|_, idle| idle.ctx.strong_count() > 0);
+        }
+        let idle = map.entry(key(ctx)).or_insert_with(|| Idle { ctx: Arc::downgrade(ctx), events: Vec::new() });
+        if idle.events.len() >= CAP {
+            return false;
+        }
+        idle.events.push(event as usize);
+        true
     }
 }
 
@@ -99,12 +149,18 @@ impl Watch {
         }
         // Started before any callback can need it.
         completion_thread()?;
-        let mut event: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer; the stream's context is current.
-        let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(fail("cuEventCreate", r));
-        }
+        let event = match pool::take(ctx) {
+            Some(event) => event,
+            None => {
+                let mut event: sys::CUevent = std::ptr::null_mut();
+                // SAFETY: a valid out-pointer; the stream's context is current.
+                let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    return Err(fail("cuEventCreate", r));
+                }
+                event
+            }
+        };
         // From here the event is the watch's, destroyed by its drop whatever happens.
         let watch = Arc::new(Watch { state: Mutex::new(State::default()), event: Some((event, ctx.clone())) });
         // SAFETY: the event and the stream are live and of the same context.

@@ -69,7 +69,7 @@ mod executor;
 mod tests;
 
 pub use copy::{copy_to_device, copy_to_host, synchronize};
-pub use executor::block_on;
+pub use executor::{block_on, block_on_with, SPIN};
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;

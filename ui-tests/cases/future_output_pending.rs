@@ -1,0 +1,43 @@
+// An awaited launch keeps its buffers borrowed until its future is dropped: the types say what is
+// in flight. Reading an output while its future is pending, or giving that output to another
+// launch, is a compile error; so is an output over an input or another output of one async launch.
+use cuda_embed::{cuda_kernel, elementwise_kernel, CudaSlice, CudaStream, LaunchConfig};
+
+cuda_kernel!(r#"
+    extern "C" __global__ void scale(const float* x, float* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2.0f * x[i];
+    }
+    extern "C" __global__ void split(const float* x, float* y, float* z, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) { y[i] = x[i]; z[i] = x[i]; }
+    }
+"#);
+
+elementwise_kernel!(twice, inputs = "float x", outputs = "float y", operation = "y = 2 * x");
+
+async fn read_while_pending(s: &std::sync::Arc<CudaStream>, c: LaunchConfig, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) {
+    let pending = unsafe { scale::launch_async(s, c, x, y, 1) };
+    let _ = s.clone_dtoh(y);
+    let _ = pending.await;
+}
+
+async fn write_while_pending(s: &CudaStream, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) {
+    let pending = twice::launch_async(s, x, y);
+    let _ = twice::launch(s, x, y);
+    let _ = pending.await;
+}
+
+async fn output_over_input(s: &CudaStream, y: &mut CudaSlice<f32>) {
+    let _ = twice::launch_async(s, &*y, y).await;
+}
+
+async fn output_over_output(s: &CudaStream, c: LaunchConfig, x: &CudaSlice<f32>, b: &mut CudaSlice<f32>) {
+    let _ = unsafe { split::launch_async(s, c, x, b, b, 1) }.await;
+}
+
+async fn typed_value_output_over_input(s: &CudaStream, c: LaunchConfig, b: &mut CudaSlice<f32>, z: &mut CudaSlice<f32>) {
+    let _ = unsafe { split::KERNEL.launch_async(s, c, (&*b, b, z, 1i32)) }.await;
+}
+
+fn main() {}
