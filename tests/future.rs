@@ -307,3 +307,68 @@ fn bad_copies_and_captures_are_errors() {
     );
     block_on(future::synchronize(&s)).unwrap();
 }
+
+/// Under tokio's multi-threaded runtime: tasks on their own streams, each owning its buffers,
+/// awaiting launches and copies; results checked on the host.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tasks_under_tokio() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().unwrap();
+    let results = rt.block_on(async {
+        let tasks: Vec<_> = (0..16)
+            .map(|t| {
+                let s = ctx.new_stream().unwrap();
+                tokio::spawn(async move {
+                    let mut host = unsafe { s.context().alloc_pinned::<f32>(N) }?;
+                    host.as_mut_slice()?.fill(t as f32);
+                    let mut x = s.alloc_zeros::<f32>(N)?;
+                    let host = future::copy_to_device(&s, host, &mut x).await?;
+                    let mut y = s.alloc_zeros::<f32>(N)?;
+                    unsafe { scale::launch_async(&s, cfg(N), &x, &mut y, 2.0, N as i32) }.await?;
+                    axpb::launch_async(&s, &y, 1.0, 1.0, &mut x).await?;
+                    let host = future::copy_to_host(&s, &x, host).await?;
+                    let ok = host.as_slice()?.iter().all(|&v| v == 2.0 * t as f32 + 1.0);
+                    Ok::<bool, Error>(ok)
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.expect("task panicked"));
+        }
+        all
+    });
+    for (t, r) in results.into_iter().enumerate() {
+        assert!(r.unwrap(), "task {t} computed wrong values");
+    }
+}
+
+/// Cancelling a tokio task at an `.await` of a copy drops the future mid-flight: the pinned
+/// memory goes to the completion thread and is freed after the copy (memcheck: no error), and the
+/// runtime is not blocked meanwhile.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cancelled_tokio_task_frees_nothing_in_use() {
+    let s = stream();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let z = rt.block_on(async {
+        let mut z = s.alloc_zeros::<f32>(N).unwrap();
+        unsafe { slow_fill::launch(&s, cfg(N), &mut z, 4.0, SLOW, N as i32) }.unwrap();
+        let z = Arc::new(z);
+        let (s2, z2) = (s.clone(), z.clone());
+        let task = tokio::spawn(async move {
+            let host = unsafe { s2.context().alloc_pinned::<f32>(N) }.unwrap();
+            let host = future::copy_to_host(&s2, &*z2, host).await.unwrap();
+            host.as_slice().unwrap()[0]
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        task.abort();
+        let t = Instant::now();
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert!(t.elapsed() < Duration::from_millis(20), "cancelling did not wait for the GPU");
+        future::synchronize(&s).await.unwrap();
+        z
+    });
+    assert!(all(&s, &z, 4.0));
+}
