@@ -42,6 +42,9 @@ pub(crate) struct State {
 pub(crate) struct Watch {
     state: Mutex<State>,
     event: Option<(sys::CUevent, Arc<CudaContext>)>,
+    /// What the event answers, set by tests.
+    #[cfg(test)]
+    answer: Mutex<Option<sys::CUresult>>,
 }
 
 // SAFETY: the raw event handle is only used through driver calls, which are thread-safe, and is
@@ -116,18 +119,37 @@ mod pool {
 
 /// The answer of [`Watch::poll`].
 pub(crate) enum Polled {
-    /// The work finished with this result.
+    /// The work is over, with this result: the stream callback ran (it runs once the stream has
+    /// reached it, with the stream's status), or the event reports the work complete.
     Done(sys::CUresult),
+    /// The event reported this error. It may be another piece of work's (the driver reports
+    /// asynchronous errors of earlier work through any call) and does not say that this work is
+    /// over: what the work uses must stay alive until the callback runs.
+    Failed(sys::CUresult),
     /// Not yet; the waker is parked and will be woken.
     Waiting,
 }
 
+/// What the event says.
+enum Query {
+    Complete,
+    Running,
+    Error(sys::CUresult),
+}
+
 impl Watch {
-    /// A watch with no event and no driver, completed by [`Watch::complete`] alone: for the
-    /// tests of the state machine, which run without a GPU.
+    /// A watch with no event and no driver, completed by [`Watch::complete`] alone (its event
+    /// answers "running" until the test sets [`Watch::answer`]): for the tests of the state
+    /// machine, which run without a GPU.
     #[cfg(test)]
     pub(crate) fn detached() -> Arc<Watch> {
-        Arc::new(Watch { state: Mutex::new(State::default()), event: None })
+        Arc::new(Watch { state: Mutex::new(State::default()), event: None, answer: Mutex::new(None) })
+    }
+
+    /// What a detached watch's event answers from now on (`CUDA_ERROR_NOT_READY`: running).
+    #[cfg(test)]
+    pub(crate) fn answer(&self, r: sys::CUresult) {
+        *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -161,8 +183,13 @@ impl Watch {
                 event
             }
         };
-        // From here the event is the watch's, destroyed by its drop whatever happens.
-        let watch = Arc::new(Watch { state: Mutex::new(State::default()), event: Some((event, ctx.clone())) });
+        // From here the event is the watch's, pooled or destroyed by its drop whatever happens.
+        let watch = Arc::new(Watch {
+            state: Mutex::new(State::default()),
+            event: Some((event, ctx.clone())),
+            #[cfg(test)]
+            answer: Mutex::new(None),
+        });
         // SAFETY: the event and the stream are live and of the same context.
         let r = unsafe { sys::cuEventRecord(event, stream.cu_stream()) };
         if r != sys::CUresult::CUDA_SUCCESS {
@@ -180,44 +207,48 @@ impl Watch {
         Ok(watch)
     }
 
-    /// Whether the work has finished, asking the event when no callback has said so yet; parks
-    /// `waker` to be woken when it finishes otherwise. No lost wake-up: the completion takes the
-    /// waker under the same lock that parks it.
+    /// Whether the work is over, asking the event when the callback has not said so yet; parks
+    /// `waker` to be woken when it is otherwise. No lost wake-up: the completion takes the waker
+    /// under the same lock that parks it.
     pub(crate) fn poll(&self, waker: &Waker) -> Polled {
         let mut state = self.lock();
         if let Some(r) = state.done {
             return Polled::Done(r);
         }
-        if let Some(r) = self.query() {
-            state.done = Some(r);
-            let keep = state.keep.take();
-            drop(state);
-            drop(keep);
-            return Polled::Done(r);
+        match self.query() {
+            Query::Complete => {
+                state.done = Some(sys::CUresult::CUDA_SUCCESS);
+                Polled::Done(sys::CUresult::CUDA_SUCCESS)
+            }
+            Query::Error(r) => Polled::Failed(r),
+            Query::Running => {
+                match &state.waker {
+                    Some(w) if w.will_wake(waker) => {}
+                    _ => state.waker = Some(waker.clone()),
+                }
+                Polled::Waiting
+            }
         }
-        match &state.waker {
-            Some(w) if w.will_wake(waker) => {}
-            _ => state.waker = Some(waker.clone()),
-        }
-        Polled::Waiting
     }
 
-    /// The event's answer: `None` while the work runs (or with no event), else its result.
-    fn query(&self) -> Option<sys::CUresult> {
-        let (event, ctx) = self.event.as_ref()?;
+    /// The event's answer (a watch without one: running, or what a test set).
+    fn query(&self) -> Query {
+        #[cfg(test)]
+        if let Some(r) = *self.answer.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Query::from(r);
+        }
+        let Some((event, ctx)) = self.event.as_ref() else { return Query::Running };
         if let Err(e) = ctx.bind_to_thread() {
-            return Some(e.0);
+            return Query::Error(e.0);
         }
         // SAFETY: the event is live until the watch drops.
-        match unsafe { sys::cuEventQuery(*event) } {
-            sys::CUresult::CUDA_ERROR_NOT_READY => None,
-            r => Some(r),
-        }
+        Query::from(unsafe { sys::cuEventQuery(*event) })
     }
 
-    /// Records that the work finished with `status`, wakes the parked task and releases what a
-    /// dropped future left. Runs on the completion thread (or a test's); a panicking waker or
-    /// drop is contained, so the thread keeps serving every other future.
+    /// Records that the work is over with `status` (the stream callback's), wakes the parked
+    /// task and releases what a dropped future left. Runs on the completion thread (or a
+    /// test's); a panicking waker or drop is contained, so the thread keeps serving every other
+    /// future.
     pub(crate) fn complete(&self, status: sys::CUresult) {
         let (waker, keep) = {
             let mut state = self.lock();
@@ -232,32 +263,48 @@ impl Watch {
         }
     }
 
-    /// Leaves `value` to be released when the work finishes: at once if it already has, else by
-    /// whoever sees it finish (the completion thread). What a future drops mid-flight goes here.
+    /// Leaves `value` to be released when the work is over: at once if it is (the callback ran,
+    /// or the event reports it complete), else by the completion thread when the callback runs
+    /// (never on an error the event reports, which may be another work's). What a future drops
+    /// mid-flight, or could not hand back, goes here.
     pub(crate) fn keep_until_done(&self, value: Box<dyn Any + Send>) {
         let mut state = self.lock();
         state.waker = None;
-        if state.done.is_none() && self.query().is_none() {
-            state.keep = Some(value);
-            return;
+        if state.done.is_none() {
+            if let Query::Complete = self.query() {
+                state.done = Some(sys::CUresult::CUDA_SUCCESS);
+            } else {
+                state.keep = Some(value);
+                return;
+            }
         }
-        state.done.get_or_insert(sys::CUresult::CUDA_SUCCESS);
         drop(state);
         drop(value);
     }
 
-    /// Whether the work is known to have finished (for tests and `is_done`).
+    /// Whether the future would be ready: the work is over, or the event reports an error.
     pub(crate) fn finished(&self) -> bool {
         let mut state = self.lock();
         if state.done.is_some() {
             return true;
         }
         match self.query() {
-            Some(r) => {
-                state.done = Some(r);
+            Query::Complete => {
+                state.done = Some(sys::CUresult::CUDA_SUCCESS);
                 true
             }
-            None => false,
+            Query::Error(_) => true,
+            Query::Running => false,
+        }
+    }
+}
+
+impl From<sys::CUresult> for Query {
+    fn from(r: sys::CUresult) -> Query {
+        match r {
+            sys::CUresult::CUDA_SUCCESS => Query::Complete,
+            sys::CUresult::CUDA_ERROR_NOT_READY => Query::Running,
+            r => Query::Error(r),
         }
     }
 }

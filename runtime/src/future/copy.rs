@@ -69,7 +69,7 @@ where
     T: DeviceRepr + Send + 'static,
     S: DeviceBuffer<T>,
 {
-    let checked = check("copy_to_host", stream, dst.context(), src.stream().context(), dst.len(), src.len());
+    let checked = check("copy_to_host", stream, dst.context(), src.stream().context(), src.len(), dst.len());
     let queued = checked.and_then(|()| stream.memcpy_dtoh(src, &mut dst).map_err(|e| driver(stream, DTOH, e)));
     GpuFuture::after_call(stream, queued, DTOH, dst)
 }

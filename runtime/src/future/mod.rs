@@ -227,21 +227,28 @@ impl<T: Send + 'static> Future for GpuFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
         let this = self.get_mut();
-        let status = match &this.inner {
-            Inner::Watching(watch, _) => match watch.poll(cx.waker()) {
-                Polled::Waiting => return Poll::Pending,
-                Polled::Done(r) => Some(r),
-            },
-            Inner::Ready(_) => None,
+        let polled = match &this.inner {
+            Inner::Watching(watch, _) => watch.poll(cx.waker()),
+            Inner::Ready(_) => Polled::Done(sys::CUresult::CUDA_SUCCESS),
             Inner::Finished => panic!("a GpuFuture was polled after it returned its result"),
         };
-        let result = match (std::mem::replace(&mut this.inner, Inner::Finished), status) {
-            (Inner::Watching(_, value), Some(sys::CUresult::CUDA_SUCCESS)) => {
-                value.ok_or_else(|| this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN))
-            }
-            (Inner::Watching(..), Some(r)) => Err(this.failed(r)),
+        if let Polled::Waiting = polled {
+            return Poll::Pending;
+        }
+        let result = match (std::mem::replace(&mut this.inner, Inner::Finished), polled) {
             (Inner::Ready(result), _) => result,
-            (_, _) => Err(this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN)),
+            (Inner::Watching(_, Some(value)), Polled::Done(sys::CUresult::CUDA_SUCCESS)) => Ok(value),
+            // The work is over (failed): what it used can go.
+            (Inner::Watching(..), Polled::Done(r)) => Err(this.failed(r)),
+            // An error observed while the work may still run: reported now, and what the work
+            // uses is left to the watch, released when the stream callback runs.
+            (Inner::Watching(watch, value), Polled::Failed(r)) => {
+                if let Some(value) = value {
+                    watch.keep_until_done(Box::new(value));
+                }
+                Err(this.failed(r))
+            }
+            _ => Err(this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN)),
         };
         Poll::Ready(result)
     }

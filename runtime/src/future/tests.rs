@@ -221,3 +221,46 @@ fn futures_are_send() {
     let f = GpuFuture::detached(Ok(Watch::detached()), vec![1u8], "test");
     send(&f);
 }
+
+/// An error the event reports may be another work's: the future returns it, but what the work
+/// uses stays alive until the stream callback says the work is over.
+#[test]
+fn an_observed_error_keeps_the_host_memory_until_the_callback() {
+    let watch = Watch::detached();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut f = GpuFuture::detached(Ok(watch.clone()), Owned(drops.clone()), "cuMemcpyDtoHAsync");
+    watch.answer(CUresult::CUDA_ERROR_LAUNCH_FAILED);
+    assert!(f.is_done(), "the future would be ready");
+    let (_, waker) = counting();
+    assert!(matches!(poll(&mut f, &waker), Poll::Ready(Err(Error::Driver { .. }))));
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "released while the copy could still run");
+    watch.complete(CUresult::CUDA_ERROR_LAUNCH_FAILED);
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "released by the callback");
+}
+
+/// The event reporting the work complete is as good as the callback: the value is handed back
+/// without waiting for it, and a later callback changes nothing.
+#[test]
+fn the_event_completes_before_the_callback() {
+    let watch = Watch::detached();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut f = GpuFuture::detached(Ok(watch.clone()), Owned(drops.clone()), "test");
+    let (count, waker) = counting();
+    assert!(poll(&mut f, &waker).is_pending());
+    watch.answer(CUresult::CUDA_SUCCESS);
+    assert!(matches!(poll(&mut f, &waker), Poll::Ready(Ok(Owned(_)))));
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    watch.complete(CUresult::CUDA_SUCCESS);
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "the parked waker is still woken once (harmless)");
+}
+
+/// A future dropped after the event reported completion releases at once, without the callback.
+#[test]
+fn dropped_after_the_event_completed_releases_at_once() {
+    let watch = Watch::detached();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let f = GpuFuture::detached(Ok(watch.clone()), Owned(drops.clone()), "test");
+    watch.answer(CUresult::CUDA_SUCCESS);
+    drop(f);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
