@@ -6,7 +6,10 @@
 
 use cuda_embed::device::*;
 use cuda_embed::future::{self, block_on};
-use cuda_embed::{cuda_kernel, elementwise_kernel, CudaSlice, CudaStream, Error, GpuFuture, Kernel, LaunchConfig};
+use cuda_embed::{
+    cuda_kernel, elementwise_kernel, fuse, reduction_kernel, CudaSlice, CudaStream, Error, GpuFuture, Kernel,
+    LaunchConfig,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,6 +46,10 @@ elementwise_kernel!(
     outputs = "float y",
     operation = "y = a * x + b"
 );
+
+reduction_kernel!(total, inputs = "float x", outputs = "float y", map = "x", reduce = "a + b", identity = "0");
+
+fuse!(sumsq, inputs = "float x", steps = ["float v = x * x"], outputs = "float s", reduce = "a + b", identity = "0");
 
 /// A Rust-syntax kernel that reads one element past its input when asked to.
 #[cuda_embed::kernel]
@@ -96,6 +103,11 @@ fn every_family_s_async_form_computes() {
     assert!(all(&s, &y, 5.0), "Kernel::launch_async");
     block_on(axpb::launch_async(&s, &x, 2.0, 1.0, &mut y)).unwrap();
     assert!(all(&s, &y, 5.0), "elementwise_kernel! launch_async");
+    let mut r = s.alloc_zeros::<f32>(1).unwrap();
+    block_on(total::launch_async(&s, &x, &mut r)).unwrap();
+    assert_eq!(s.clone_dtoh(&r).unwrap(), [2.0 * N as f32], "reduction_kernel! launch_async");
+    block_on(sumsq::launch_async(&s, &x, &mut r)).unwrap();
+    assert_eq!(s.clone_dtoh(&r).unwrap(), [4.0 * N as f32], "fuse! (reduction) launch_async");
 }
 
 /// The Rust-syntax form reports the bounds flag its launch raised, as the future's result.

@@ -257,6 +257,8 @@ fn another_device() {
     let mut rf = f.alloc_zeros::<f32>(1).unwrap();
     col.err("reduction_kernel!", "launch", red::launch(&s, &xf, &mut r1, &mut r2));
     col.err("reduction_kernel!", "launch", red::launch(&s, &x, &mut rf, &mut r2));
+    col.err("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &xf, &mut r1, &mut r2)));
+    col.err("fuse!", "launch_async", block_on(fr::launch_async(&s, &xf, &mut r1)));
     col.err("fuse!", "launch", fr::launch(&s, &xf, &mut r1));
     let (mut rows1, mut rows2) = (s.alloc_zeros::<f32>(16).unwrap(), s.alloc_zeros::<f32>(16).unwrap());
     col.err("reduction_kernel!", "launch_rows", red::launch_rows(&s, &xf, 16, &mut rows1, &mut rows2));
@@ -634,6 +636,9 @@ fn empty_operands() {
     col.ok("reduction_kernel!", "launch", red::launch(&s, &x, &mut r1, &mut r2));
     assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
     col.ok("fuse!", "launch", fr::launch(&s, &x, &mut r1));
+    col.ok("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &x, &mut r1, &mut r2)));
+    assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
+    col.ok("fuse!", "launch_async", block_on(fr::launch_async(&s, &x, &mut r1)));
     col.ok("reduction_kernel!", "launch_rows", red::launch_rows(&s, &x, 4, &mut yb, &mut zb));
     col.ok("reduction_kernel!", "launch_cols", red::launch_cols(&s, &x, 0, &mut yb, &mut zb));
     col.ok("fuse!", "launch_rows", fr::launch_rows(&s, &x, 4, &mut yb));

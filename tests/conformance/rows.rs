@@ -89,6 +89,7 @@ pub const ROWS: &[Row] = &[
     nd("elementwise_kernel!", "update_nd", NODE_ALIAS),
     flat("reduction_kernel!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("reduction_kernel!", "launch_rows", LAUNCH_ALIAS, CHOSEN),
+    flat("reduction_kernel!", "launch_async", ASYNC_ALIAS, CHOSEN),
     flat("reduction_kernel!", "launch_cols", LAUNCH_ALIAS, CHOSEN),
     nd("reduction_kernel!", "launch_axes", LAUNCH_ALIAS),
     flat("reduction_kernel!", "node", NODE_ALIAS, CHOSEN),

@@ -1,7 +1,7 @@
 // An awaited launch keeps its buffers borrowed until its future is dropped: the types say what is
 // in flight. Reading an output while its future is pending, or giving that output to another
 // launch, is a compile error; so is an output over an input or another output of one async launch.
-use cuda_embed::{cuda_kernel, elementwise_kernel, CudaSlice, CudaStream, LaunchConfig};
+use cuda_embed::{cuda_kernel, elementwise_kernel, reduction_kernel, CudaSlice, CudaStream, LaunchConfig};
 
 cuda_kernel!(r#"
     extern "C" __global__ void scale(const float* x, float* y, int n) {
@@ -13,6 +13,8 @@ cuda_kernel!(r#"
         if (i < n) { y[i] = x[i]; z[i] = x[i]; }
     }
 "#);
+
+reduction_kernel!(total, inputs = "float x", outputs = "float y", map = "x", reduce = "a + b", identity = "0");
 
 elementwise_kernel!(twice, inputs = "float x", outputs = "float y", operation = "y = 2 * x");
 
@@ -38,6 +40,10 @@ async fn output_over_output(s: &CudaStream, c: LaunchConfig, x: &CudaSlice<f32>,
 
 async fn typed_value_output_over_input(s: &CudaStream, c: LaunchConfig, b: &mut CudaSlice<f32>, z: &mut CudaSlice<f32>) {
     let _ = unsafe { split::KERNEL.launch_async(s, c, (&*b, b, z, 1i32)) }.await;
+}
+
+async fn reduction_output_over_input(s: &std::sync::Arc<CudaStream>, b: &mut CudaSlice<f32>) {
+    let _ = total::launch_async(s, &*b, b).await;
 }
 
 fn main() {}

@@ -115,7 +115,9 @@ enum Inner<T> {
 /// What the work is, for its errors.
 #[derive(Clone, Copy)]
 enum What {
-    Kernel(KernelRef),
+    /// A launch: the kernel (or generated launcher) and where it was declared.
+    Kernel { name: &'static str, origin: &'static str },
+    /// A copy or a wait: the driver call.
     Call(&'static str),
 }
 
@@ -194,9 +196,9 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
     #[cold]
     fn failed(&self, r: sys::CUresult) -> Error {
         match self.what {
-            What::Kernel(k) => Error::Launch {
-                kernel: k.name().to_string(),
-                origin: k.module().origin().to_string(),
+            What::Kernel { name, origin } => Error::Launch {
+                kernel: name.to_string(),
+                origin: origin.to_string(),
                 device: self.device,
                 cause: format!(
                     "the work queued up to and including this launch failed on the GPU: {} (reported by the first \
@@ -218,7 +220,14 @@ impl<'a> GpuFuture<'a, ()> {
     /// The future of a launch of `kernel` on `stream` (`queued` the launch's result).
     #[doc(hidden)]
     pub fn after_launch(stream: &CudaStream, queued: Result<()>, kernel: KernelRef) -> Self {
-        Self::after(stream, queued, What::Kernel(kernel), ())
+        Self::after_named(stream, queued, kernel.name(), kernel.module().origin())
+    }
+
+    /// The future of the launches of a generated launcher `name` declared at `origin` (a
+    /// reduction's, which may run one of several kernels) on `stream`.
+    #[doc(hidden)]
+    pub fn after_named(stream: &CudaStream, queued: Result<()>, name: &'static str, origin: &'static str) -> Self {
+        Self::after(stream, queued, What::Kernel { name, origin }, ())
     }
 }
 
@@ -267,7 +276,7 @@ impl<T: Send + 'static> Drop for GpuFuture<'_, T> {
 impl<T: Send + 'static> std::fmt::Debug for GpuFuture<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = match self.what {
-            What::Kernel(k) => k.name(),
+            What::Kernel { name, .. } => name,
             What::Call(c) => c,
         };
         let state = match &self.inner {
