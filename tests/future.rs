@@ -47,6 +47,17 @@ elementwise_kernel!(
     operation = "y = a * x + b"
 );
 
+cuda_kernel!(
+    r#"
+    template <int BLOCK>
+    __global__ void tfill(float* y, float v, size_t n) {
+        size_t i = blockIdx.x * (size_t)BLOCK + threadIdx.x;
+        if (i < n) y[i] = v;
+    }
+"#,
+    tune = { params = ["BLOCK: 64, 128"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n" }
+);
+
 reduction_kernel!(total, inputs = "float x", outputs = "float y", map = "x", reduce = "a + b", identity = "0");
 
 fuse!(sumsq, inputs = "float x", steps = ["float v = x * x"], outputs = "float s", reduce = "a + b", identity = "0");
@@ -108,6 +119,13 @@ fn every_family_s_async_form_computes() {
     assert_eq!(s.clone_dtoh(&r).unwrap(), [2.0 * N as f32], "reduction_kernel! launch_async");
     block_on(sumsq::launch_async(&s, &x, &mut r)).unwrap();
     assert_eq!(s.clone_dtoh(&r).unwrap(), [4.0 * N as f32], "fuse! (reduction) launch_async");
+    block_on(unsafe { tfill::tuned_async(&s, &mut y, 8.0, N) }).unwrap();
+    assert!(all(&s, &y, 8.0), "tuned_async");
+    let mut g = cuda_embed::Graph::new(s.context()).unwrap();
+    fill::node(&mut g, cfg(N), &y, 9.0, N as i32).unwrap();
+    let exec = g.instantiate().unwrap();
+    block_on(unsafe { exec.launch_async(&s) }).unwrap();
+    assert!(all(&s, &y, 9.0), "GraphExec::launch_async");
 }
 
 /// The Rust-syntax form reports the bounds flag its launch raised, as the future's result.

@@ -224,6 +224,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
+        col.err("cuda_kernel!", "tuned_async", block_on(tsplit::tuned_async(&s, &xf, &mut y, &mut z, n)));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
         col.err("#[kernel]", "launch_timed", rsplit::launch_timed(&s, cfg(), &x, &mut yf, &mut z));
         col.err("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, cfg(), &xf, &mut y, &mut z));
@@ -604,6 +605,9 @@ fn empty_operands() {
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
         col.mark("cuda_kernel!", "tuned");
+        let e = block_on(tsplit::tuned_async(&s, &x, &mut yb, &mut zb, 0)).unwrap_err();
+        assert!(e.to_string().contains("empty launch"), "{e}");
+        col.mark("cuda_kernel!", "tuned_async");
         col.ok("#[kernel]", "launch", rsplit::launch(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_timed", rsplit::launch_timed(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, c, &x, &mut yb, &mut zb));

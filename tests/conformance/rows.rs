@@ -79,6 +79,7 @@ pub const ROWS: &[Row] = &[
     flat("cuda_kernel!", "update", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "tuned", LAUNCH_ALIAS, CHOSEN),
     flat("cuda_kernel!", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
+    flat("cuda_kernel!", "tuned_async", ASYNC_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "launch_with", LAUNCH_ALIAS, ONE_D),
     flat("elementwise_kernel!", "launch_async", ASYNC_ALIAS, CHOSEN),

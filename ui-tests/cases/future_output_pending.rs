@@ -42,6 +42,12 @@ async fn typed_value_output_over_input(s: &CudaStream, c: LaunchConfig, b: &mut 
     let _ = unsafe { split::KERNEL.launch_async(s, c, (&*b, b, z, 1i32)) }.await;
 }
 
+async fn graph_launch_while_updating(s: &CudaStream, exec: &mut cuda_embed::GraphExec<'_>) {
+    let pending = unsafe { exec.launch_async(s) };
+    let _ = exec.update(&cuda_embed::Graph::new(s.context()).unwrap());
+    let _ = pending.await;
+}
+
 async fn reduction_output_over_input(s: &std::sync::Arc<CudaStream>, b: &mut CudaSlice<f32>) {
     let _ = total::launch_async(s, &*b, b).await;
 }
