@@ -119,6 +119,20 @@ fn every_family_s_async_form_computes() {
     assert_eq!(s.clone_dtoh(&r).unwrap(), [2.0 * N as f32], "reduction_kernel! launch_async");
     block_on(sumsq::launch_async(&s, &x, &mut r)).unwrap();
     assert_eq!(s.clone_dtoh(&r).unwrap(), [4.0 * N as f32], "fuse! (reduction) launch_async");
+    {
+        let xv = cuda_embed::NdView::new(&x, &[1024, N / 1024]).unwrap();
+        let mut yv = cuda_embed::NdViewMut::new(&mut y, &[N / 1024, 1024]).unwrap();
+        block_on(axpb::launch_nd_async(&s, &xv.transpose(), 3.0, 0.0, &mut yv)).unwrap();
+    }
+    assert!(all(&s, &y, 6.0), "elementwise_kernel! launch_nd_async");
+    {
+        let xv = cuda_embed::NdView::new(&x, &[1024, N / 1024]).unwrap();
+        let mut rows = s.alloc_zeros::<f32>(1024).unwrap();
+        let mut rv = cuda_embed::NdViewMut::new(&mut rows, &[1024]).unwrap();
+        block_on(total::launch_axes_async(&s, &xv, &[1], &mut rv)).unwrap();
+        let want = 2.0 * (N / 1024) as f32;
+        assert!(all(&s, &rows, want), "reduction_kernel! launch_axes_async");
+    }
     block_on(unsafe { tfill::tuned_async(&s, &mut y, 8.0, N) }).unwrap();
     assert!(all(&s, &y, 8.0), "tuned_async");
     let mut g = cuda_embed::Graph::new(s.context()).unwrap();

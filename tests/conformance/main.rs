@@ -251,6 +251,12 @@ fn another_device() {
         let mut zv = NdViewMut::new(&mut z, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xfv, 2.0, &mut yv, &mut zv));
         col.err("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xfv, &mut yv, &mut zv));
+        col.err(
+            "elementwise_kernel!",
+            "launch_nd_async",
+            block_on(ew::launch_nd_async(&s, &xfv, 2.0, &mut yv, &mut zv)),
+        );
+        col.err("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xfv, &mut yv, &mut zv)));
         let mut yfv = NdViewMut::new(&mut yf, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yfv, &mut zv));
     }
@@ -272,6 +278,12 @@ fn another_device() {
         let mut b = NdViewMut::new(&mut rows2, &[16]).unwrap();
         col.err("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xfv, &[1], &mut a, &mut b));
         col.err("fuse!", "launch_axes", fr::launch_axes(&s, &xfv, &[0], &mut a));
+        col.err(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xfv, &[1], &mut a, &mut b)),
+        );
+        col.err("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xfv, &[0], &mut a)));
     }
     // Graph nodes: a buffer of another context than the graph's.
     {
@@ -634,6 +646,8 @@ fn empty_operands() {
         let mut zv = NdViewMut::from_view(zb.slice_mut(..), &[0, 4]).unwrap();
         col.ok("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yv, &mut zv));
         col.ok("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xv, &mut yv, &mut zv));
+        col.ok("elementwise_kernel!", "launch_nd_async", block_on(ew::launch_nd_async(&s, &xv, 2.0, &mut yv, &mut zv)));
+        col.ok("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xv, &mut yv, &mut zv)));
     }
     // Reductions of nothing: the identity.
     let (mut r1, mut r2) = (s.clone_htod(&[7.0f32]).unwrap(), s.clone_htod(&[7.0f32]).unwrap());
@@ -653,6 +667,12 @@ fn empty_operands() {
         let mut b = NdViewMut::from_view(zb.slice_mut(..), &[0]).unwrap();
         col.ok("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xv, &[1], &mut a, &mut b));
         col.ok("fuse!", "launch_axes", fr::launch_axes(&s, &xv, &[1], &mut a));
+        col.ok(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xv, &[1], &mut a, &mut b)),
+        );
+        col.ok("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xv, &[1], &mut a)));
     }
     {
         let (yb, zb) = (y0.slice(0..0), z0.slice(0..0));

@@ -52,4 +52,14 @@ async fn reduction_output_over_input(s: &std::sync::Arc<CudaStream>, b: &mut Cud
     let _ = total::launch_async(s, &*b, b).await;
 }
 
+async fn nd_output_over_input(s: &CudaStream, v: &mut cuda_embed::NdViewMut<'_, f32>) {
+    let _ = twice::launch_nd_async(s, &*v, v).await;
+}
+
+async fn axes_output_pending(s: &std::sync::Arc<CudaStream>, x: &cuda_embed::NdView<'_, f32>, v: &mut cuda_embed::NdViewMut<'_, f32>) {
+    let pending = total::launch_axes_async(s, x, &[0], v);
+    let _ = v.shape();
+    let _ = pending.await;
+}
+
 fn main() {}

@@ -197,7 +197,8 @@ impl Watch {
         }
         let raw = Arc::into_raw(watch.clone());
         // SAFETY: `raw` is an `Arc` handle given to the callback, which takes it back exactly once
-        // (see `on_complete`); the stream is live.
+        // (see `on_complete`): the driver runs each added callback exactly once, after a device
+        // error too (`cuStreamAddCallback`'s contract); the stream is live.
         let r = unsafe { sys::cuStreamAddCallback(stream.cu_stream(), Some(on_complete), raw as *mut c_void, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             // SAFETY: the driver refused the callback, so it will never take the handle back.

@@ -196,6 +196,7 @@ pub fn wrapper(
             name,
             hidden,
             kernel: &axes_kernel,
+            generics: &generics,
             gen_decl: &gen_decl,
             turbofish: &turbofish,
             where_clause: &axes_where,
