@@ -416,3 +416,29 @@ fn a_cancelled_tokio_task_frees_nothing_in_use() {
     });
     assert!(all(&s, &z, 4.0));
 }
+
+/// Awaiting events: the work recorded in each, on any stream; more waits at once than there are
+/// watcher streams; an event never recorded resolves at once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn events_are_awaitable() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let fresh = ctx.new_event(None).unwrap();
+    block_on(future::event(&fresh)).unwrap();
+    let streams: Vec<_> = (0..12).map(|_| ctx.new_stream().unwrap()).collect();
+    let mut ys: Vec<_> = streams.iter().map(|s| s.alloc_zeros::<f32>(N).unwrap()).collect();
+    let mut waits = Vec::new();
+    for (k, (s, y)) in streams.iter().zip(ys.iter_mut()).enumerate() {
+        unsafe { slow_fill::launch(s, cfg(N), y, k as f32, SLOW / 20, N as i32) }.unwrap();
+        let recorded = s.record_event(None).unwrap();
+        waits.push((future::event(&recorded), recorded));
+    }
+    assert!(waits.len() > future::WATCHERS);
+    for (k, (wait, recorded)) in waits.into_iter().enumerate().rev() {
+        block_on(wait).unwrap();
+        assert!(recorded.is_complete(), "event {k} resolved before its work");
+    }
+    for (k, (s, y)) in streams.iter().zip(&ys).enumerate() {
+        assert!(all(s, y, k as f32));
+    }
+}

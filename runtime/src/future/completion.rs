@@ -162,13 +162,18 @@ impl Watch {
     /// it, when the stream is being captured (a capture queues nothing to watch) or the driver
     /// refuses.
     pub(crate) fn queue(stream: &CudaStream) -> Result<Arc<Watch>> {
-        let ctx = stream.context();
+        crate::launch::limits::bind(stream.context())?;
+        if crate::launch::capture::is_capturing(stream) {
+            return Err(capturing(stream.context().ordinal()));
+        }
+        Watch::queue_raw(stream.context(), stream.cu_stream())
+    }
+
+    /// [`Watch::queue`] on a stream of `ctx` that is never captured, known by its handle (the
+    /// watcher streams of event waits), with `ctx` current.
+    pub(crate) fn queue_raw(ctx: &Arc<CudaContext>, stream: sys::CUstream) -> Result<Arc<Watch>> {
         let device = ctx.ordinal();
         let fail = |call: &'static str, r: sys::CUresult| Error::Driver { call, device, cause: DriverCode(r) };
-        crate::launch::limits::bind(ctx)?;
-        if crate::launch::capture::is_capturing(stream) {
-            return Err(capturing(device));
-        }
         // Started before any callback can need it.
         completion_thread()?;
         let event = match pool::take(ctx) {
@@ -191,7 +196,7 @@ impl Watch {
             answer: Mutex::new(None),
         });
         // SAFETY: the event and the stream are live and of the same context.
-        let r = unsafe { sys::cuEventRecord(event, stream.cu_stream()) };
+        let r = unsafe { sys::cuEventRecord(event, stream) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(fail("cuEventRecord", r));
         }
@@ -199,7 +204,7 @@ impl Watch {
         // SAFETY: `raw` is an `Arc` handle given to the callback, which takes it back exactly once
         // (see `on_complete`): the driver runs each added callback exactly once, after a device
         // error too (`cuStreamAddCallback`'s contract); the stream is live.
-        let r = unsafe { sys::cuStreamAddCallback(stream.cu_stream(), Some(on_complete), raw as *mut c_void, 0) };
+        let r = unsafe { sys::cuStreamAddCallback(stream, Some(on_complete), raw as *mut c_void, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             // SAFETY: the driver refused the callback, so it will never take the handle back.
             drop(unsafe { Arc::from_raw(raw) });

@@ -1,6 +1,13 @@
-//! GPU work as Rust futures: launches, copies and stream synchronisation that can be `.await`ed
-//! under any executor (tokio, smol, `futures::executor::block_on`), with no runtime of this
-//! crate's own and no thread per future.
+//! GPU work as Rust futures: launches, copies, stream synchronisation and events that can be
+//! `.await`ed under any executor (tokio, smol, `futures::executor::block_on`, or [`block_on`]
+//! here), with no runtime of this crate's own and no thread per future.
+//!
+//! Every generated launcher family has an async form that checks and binds its operands exactly
+//! as the blocking one does (it *is* the blocking launch, followed by a watch of its completion):
+//! `NAME::launch_async` (`cuda_kernel!`, Rust-syntax kernels, `elementwise_kernel!`,
+//! `reduction_kernel!`, `fuse!`), `launch_nd_async`, `launch_axes_async`, `tuned_async`,
+//! [`Kernel::launch_async`](crate::Kernel::launch_async) and
+//! [`GraphExec::launch_async`](crate::GraphExec::launch_async).
 //!
 //! ```no_run
 //! # use cuda_embed_runtime::{future, CudaSlice};
@@ -64,11 +71,13 @@
 
 pub(crate) mod completion;
 mod copy;
+mod event;
 mod executor;
 #[cfg(test)]
 mod tests;
 
 pub use copy::{copy_to_device, copy_to_host, synchronize};
+pub use event::{event, WATCHERS};
 pub use executor::{block_on, block_on_with, SPIN};
 
 use crate::error::{DriverCode, Error, Result};
@@ -217,6 +226,16 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
 }
 
 impl<'a> GpuFuture<'a, ()> {
+    /// The future of `watched` work on device `device` (an event wait on a watcher stream),
+    /// which owns nothing.
+    pub(crate) fn watching(device: usize, watched: Result<Arc<Watch>>, call: &'static str) -> Self {
+        let inner = match watched {
+            Ok(watch) => Inner::Watching(watch, Some(())),
+            Err(e) => Inner::Ready(Err(e)),
+        };
+        GpuFuture { inner, what: What::Call(call), device, _borrows: PhantomData }
+    }
+
     /// The future of a launch of `kernel` on `stream` (`queued` the launch's result).
     #[doc(hidden)]
     pub fn after_launch(stream: &CudaStream, queued: Result<()>, kernel: KernelRef) -> Self {
