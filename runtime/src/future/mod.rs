@@ -24,8 +24,8 @@
 //! # How completion reaches a task
 //!
 //! Queuing awaited work also queues, right behind it on the same stream, an event and a driver
-//! stream callback ([`completion`]). When the GPU has run everything before it, the driver calls
-//! the callback on its own thread with the stream's status; the callback hands the watch to one
+//! stream callback (`cuStreamAddCallback`). When the GPU has run everything before it, the driver
+//! calls the callback on its own thread with the stream's status; the callback hands the watch to one
 //! process-wide completion thread (blocked on a channel, never spinning), which records the result
 //! and wakes the task. A future polled after the GPU finished sees it at once through the event
 //! (`cuEventQuery`). The result is the work's: `Ok`, or the error the driver reports for it (a
