@@ -60,7 +60,7 @@ impl Drop for Watch {
             // whatever it recorded). The last handle goes on a thread of the user's or on the
             // completion thread, never on the driver's callback thread (the callback hands its
             // handle on), so the driver call below is allowed.
-            if !pool::give(&ctx, event) && ctx.bind_to_thread().is_ok() {
+            if !pool::give(&ctx, event) && crate::launch::limits::bind(&ctx).is_ok() {
                 // SAFETY: created for this watch (or taken from the pool), destroyed once, here;
                 // a failure to bind leaves it to the context.
                 unsafe { sys::cuEventDestroy_v2(event) };
@@ -244,8 +244,9 @@ impl Watch {
             return Query::from(r);
         }
         let Some((event, ctx)) = self.event.as_ref() else { return Query::Running };
-        if let Err(e) = ctx.bind_to_thread() {
-            return Query::Error(e.0);
+        // Through the crate's own bind, so its record of the thread's context stays true.
+        if let Err(e) = crate::launch::limits::bind(ctx) {
+            return Query::Error(e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
         }
         // SAFETY: the event is live until the watch drops.
         Query::from(unsafe { sys::cuEventQuery(*event) })

@@ -56,7 +56,11 @@
 //!   memory is not freed under the copy. A future **forgotten** (`mem::forget`) never releases
 //!   it: the pinned memory leaks, which is the one thing `forget` may do, and is still
 //!   unreachable. Pageable host memory (`&mut [T]`) is not accepted for exactly this reason: a
-//!   forgotten borrow would end while the copy still writes.
+//!   forgotten borrow would end while the copy still writes. Only two signals end the work for
+//!   this purpose: the stream callback (run once the stream has reached it, also after a device
+//!   error) and the event reporting completion. An error the event reports is the future's result
+//!   at once, but it may be another piece of work's (the driver reports earlier asynchronous
+//!   errors through any call), so the host memory then stays with the watch until the callback.
 //!
 //! Cancelling a task (dropping its future at an `.await`) therefore never frees or exposes memory
 //! the GPU still uses, and never blocks the executor's thread.
