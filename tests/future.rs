@@ -1,8 +1,9 @@
 //! Awaited GPU work (`cuda_embed::future`, `NAME::launch_async`): results, the four soundness
 //! cases of issue 35 (a forgotten future, a future dropped mid-flight, a buffer reused after
 //! completion, two futures on two streams over one input), device errors, copies through pinned
-//! memory. Run them under compute-sanitizer too (`SANITIZE=memcheck bash .gpu/run tests -- future`):
-//! none may report an error.
+//! memory. Run the `soundness_*` tests under compute-sanitizer too (`SANITIZE=memcheck bash
+//! .gpu/run tests -- future soundness`): none may report an error. (Not the whole file:
+//! `a_device_error_is_the_future_s_result` faults on purpose, in a child process.)
 
 use cuda_embed::device::*;
 use cuda_embed::future::{self, block_on};
@@ -165,7 +166,7 @@ fn a_rust_kernel_s_future_reports_an_index_out_of_bounds() {
 /// borrowed, can be read (the read is ordered after the kernel) and freed (the free too) at once.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn a_forgotten_future_leaves_nothing_reachable_in_use() {
+fn soundness_forgotten_future() {
     let s = stream();
     let mut y = s.alloc_zeros::<f32>(N).unwrap();
     let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 7.0, SLOW, N as i32) };
@@ -189,7 +190,7 @@ fn a_forgotten_future_leaves_nothing_reachable_in_use() {
 /// copy's drop leaves the pinned memory to the completion thread, freed after the copy.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn a_future_dropped_mid_flight_frees_nothing_in_use() {
+fn soundness_dropped_mid_flight() {
     let s = stream();
     let mut y = s.alloc_zeros::<f32>(N).unwrap();
     let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 2.0, SLOW, N as i32) };
@@ -216,7 +217,7 @@ fn a_future_dropped_mid_flight_frees_nothing_in_use() {
 /// and by awaited copies in both directions.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn a_buffer_is_reused_after_completion() {
+fn soundness_buffer_reused_after_completion() {
     let s = stream();
     let ctx = s.context();
     let mut host = unsafe { ctx.alloc_pinned::<f32>(N) }.unwrap();
@@ -237,7 +238,7 @@ fn a_buffer_is_reused_after_completion() {
 /// its own output; awaited in either order.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn two_futures_on_two_streams_over_one_input() {
+fn soundness_two_streams_one_input() {
     let ctx = cuda_embed::context(0).unwrap();
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let x = s1.clone_htod(&vec![1.5f32; N]).unwrap();
@@ -393,7 +394,7 @@ fn tasks_under_tokio() {
 /// runtime is not blocked meanwhile.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn a_cancelled_tokio_task_frees_nothing_in_use() {
+fn soundness_cancelled_tokio_task() {
     let s = stream();
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let z = rt.block_on(async {
