@@ -6,13 +6,13 @@
 //!    `stream.synchronize()` on the same thread (target: at most 1.10x).
 //!    Rounds of `FUTURE_PER_ROUND` (100) of each, the order alternating from round to round; the
 //!    paired median of the per-round ratios.
-//! 2. **Launch host cost**: `launch_async` (the launch, the event, the stream callback; the futures
+//! 2. **Launch host cost**: `launch_async` (the launch and an event record behind it; the futures
 //!    dropped untimed) against the plain `launch`, in batches of 500 with a sync between batches
 //!    (target: at most 1.05x).
 //! 3. **Throughput**: 10,000 kernels of about 2 us over 8 streams, all in flight as futures from
-//!    one thread and awaited (parking at once), against 8 threads each launching and synchronising its stream's
-//!    share: kernels per second, and the process CPU time over wall time of each (the waiting
-//!    side must not keep a core busy: a ratio near 0 for the futures).
+//!    one thread and awaited (parking at once), against 8 threads each launching and synchronising
+//!    its stream's share: kernels per second, and the process CPU time over wall time of each (the
+//!    waiting side must not keep a core busy: a ratio near 0 for the futures).
 //!
 //! `FUTURE_ROUNDS` (300) rounds. Run: `cargo bench --bench future` (`bash .gpu/run bench future`).
 
@@ -99,7 +99,10 @@ fn run() -> cuda_embed::Result<()> {
     println!("|---|---|---|");
     println!("| launch + stream.synchronize() | {b:.2} | 1.000x |");
     println!("| block_on(launch_async) (polls for up to 20 us, then parks) | {a:.2} | {:.3}x |", a / b);
-    println!("| block_on_with(launch_async, 0) (parks at once: the stream callback's path) | {w:.2} | {:.3}x |", w / b);
+    println!(
+        "| block_on_with(launch_async, 0) (parks at once: the watcher stream's callback) | {w:.2} | {:.3}x |",
+        w / b
+    );
     println!("{}", common::paired_header("awaited / blocking", rounds));
     println!("| block_on | {} |", Paired::new(&awaited, &blocking).cell());
     println!("| parked at once | {} |", Paired::new(&parked, &blocking).cell());
@@ -132,7 +135,7 @@ fn run() -> cuda_embed::Result<()> {
     println!("| method | ns | vs launch |");
     println!("|---|---|---|");
     println!("| launch | {p:.0} | 1.000x |");
-    println!("| launch_async (event + stream callback) | {a:.0} | {:.3}x |", a / p);
+    println!("| launch_async (launch + event record) | {a:.0} | {:.3}x |", a / p);
     println!("{}", common::paired_header("async / plain", asyncs.len()));
     println!("| host cost | {} |", Paired::new(&asyncs, &plains).cell());
     println!();

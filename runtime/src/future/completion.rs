@@ -1,19 +1,23 @@
-//! The shared completion mechanism: one event and one driver callback per piece of watched work,
-//! one process-wide thread that turns the callbacks into wake-ups.
+//! The shared completion mechanism: an event behind each piece of watched work, a driver
+//! callback only for work a task is actually waiting for, one process-wide thread that turns the
+//! callbacks into wake-ups.
 //!
-//! The driver runs a stream callback (`cuStreamAddCallback`) on a thread of its own once every
-//! piece of work queued before it has finished, and passes it the stream's status: `CUDA_SUCCESS`
-//! or the error the work raised (a sticky error included: unlike `cuLaunchHostFunc`, whose function
-//! is not called at all once the context has failed, a stream callback is still called, with the
-//! error). That thread must make no CUDA call, and user code run there could (a waker that drops
-//! the last handle of a task drops the task's buffers, and a buffer's drop frees memory), so the
-//! callback only sends its [`Watch`] to the completion thread: one thread for the whole process,
-//! blocked on a channel, never spinning. That thread records the status, wakes the task and
-//! releases what a dropped future left behind, outside the driver's thread.
+//! Queuing watched work records an event right behind it on its stream ([`Watch::record`]): one
+//! cheap stream operation, nothing that holds the stream up. A future polled after the GPU finished
+//! sees it through the event (`cuEventQuery`, non-blocking) and needs nothing more. Only a future
+//! found unfinished *arms* its watch ([`Watch::poll`]): a watcher stream of this crate's own waits
+//! for the event (`cuStreamWaitEvent`) and then runs a stream callback (`cuStreamAddCallback`). The
+//! callback is not queued on the work's own stream because a callback blocks its stream until it
+//! returns: there it would hold every later launch behind a host round trip.
 //!
-//! A future can also see the work finished before the callback arrives: [`Watch::poll`] asks the
-//! event (`cuEventQuery`, a non-blocking call) before it parks the waker, so a task polled after
-//! the GPU finished is ready at once.
+//! The driver runs each stream callback exactly once, on a thread of its own, once everything
+//! before it has run, and passes it `CUDA_SUCCESS` or the error of the context (a sticky error
+//! included: unlike `cuLaunchHostFunc`'s function, which is not called at all once the context
+//! has failed, a stream callback is still called, with the error). That thread must make no CUDA
+//! call, and user code run there could (a waker that drops the last handle of a task drops the
+//! task's buffers, and a buffer's drop frees memory), so the callback only sends its [`Watch`] to
+//! the completion thread: one thread for the whole process, blocked on a channel, never spinning.
+//! That thread records the status, wakes the task and releases what a dropped future left behind.
 
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream};
@@ -33,8 +37,11 @@ pub(crate) struct State {
     /// The task to wake when it finishes.
     waker: Option<Waker>,
     /// What a future dropped before the work finished still owned (pinned host memory a copy
-    /// reads or writes): released by whoever sees the work finish, never before.
+    /// reads or writes): released by whoever sees the work finish, never before. Only ever set
+    /// on an armed watch, whose callback will come.
     keep: Option<Box<dyn Any + Send>>,
+    /// Whether the callback that completes the watch is queued (on a watcher stream).
+    armed: bool,
 }
 
 /// One piece of watched work: its state, the event recorded after it, and the context the event
@@ -55,6 +62,15 @@ unsafe impl Sync for Watch {}
 
 impl Drop for Watch {
     fn drop(&mut self) {
+        // Never reached with host memory kept for unfinished work (an armed watch's last handle
+        // is its callback's, dropped after `complete` released it); should it be, leaking is the
+        // safe answer.
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if state.done.is_none() {
+            if let Some(keep) = state.keep.take() {
+                std::mem::forget(keep);
+            }
+        }
         if let Some((event, ctx)) = self.event.take() {
             // The event goes back to the pool for the next watch (a later record replaces
             // whatever it recorded). The last handle goes on a thread of the user's or on the
@@ -157,25 +173,21 @@ impl Watch {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Watches everything queued on `stream` so far: records an event after it and adds the
-    /// stream callback that completes the watch. Fails, having queued nothing that would complete
-    /// it, when the stream is being captured (a capture queues nothing to watch) or the driver
-    /// refuses.
-    pub(crate) fn queue(stream: &CudaStream) -> Result<Arc<Watch>> {
+    /// Watches everything queued on `stream` so far: records an event behind it. Fails, having
+    /// queued nothing, when the stream is being captured (a capture queues nothing to watch) or
+    /// the driver refuses.
+    pub(crate) fn record(stream: &CudaStream) -> Result<Arc<Watch>> {
         crate::launch::limits::bind(stream.context())?;
         if crate::launch::capture::is_capturing(stream) {
             return Err(capturing(stream.context().ordinal()));
         }
-        Watch::queue_raw(stream.context(), stream.cu_stream())
+        Watch::record_raw(stream.context(), stream.cu_stream())
     }
 
-    /// [`Watch::queue`] on a stream of `ctx` that is never captured, known by its handle (the
-    /// watcher streams of event waits), with `ctx` current.
-    pub(crate) fn queue_raw(ctx: &Arc<CudaContext>, stream: sys::CUstream) -> Result<Arc<Watch>> {
+    /// [`Watch::record`] on a stream of `ctx` that is never captured, known by its handle (a
+    /// watcher stream, for event waits), with `ctx` current.
+    pub(crate) fn record_raw(ctx: &Arc<CudaContext>, stream: sys::CUstream) -> Result<Arc<Watch>> {
         let device = ctx.ordinal();
-        let fail = |call: &'static str, r: sys::CUresult| Error::Driver { call, device, cause: DriverCode(r) };
-        // Started before any callback can need it.
-        completion_thread()?;
         let event = match pool::take(ctx) {
             Some(event) => event,
             None => {
@@ -183,7 +195,7 @@ impl Watch {
                 // SAFETY: a valid out-pointer; the stream's context is current.
                 let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
                 if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(fail("cuEventCreate", r));
+                    return Err(Error::Driver { call: "cuEventCreate", device, cause: DriverCode(r) });
                 }
                 event
             }
@@ -198,25 +210,50 @@ impl Watch {
         // SAFETY: the event and the stream are live and of the same context.
         let r = unsafe { sys::cuEventRecord(event, stream) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(fail("cuEventRecord", r));
-        }
-        let raw = Arc::into_raw(watch.clone());
-        // SAFETY: `raw` is an `Arc` handle given to the callback, which takes it back exactly once
-        // (see `on_complete`): the driver runs each added callback exactly once, after a device
-        // error too (`cuStreamAddCallback`'s contract); the stream is live.
-        let r = unsafe { sys::cuStreamAddCallback(stream, Some(on_complete), raw as *mut c_void, 0) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            // SAFETY: the driver refused the callback, so it will never take the handle back.
-            drop(unsafe { Arc::from_raw(raw) });
-            return Err(fail("cuStreamAddCallback", r));
+            return Err(Error::Driver { call: "cuEventRecord", device, cause: DriverCode(r) });
         }
         Ok(watch)
     }
 
-    /// Whether the work is over, asking the event when the callback has not said so yet; parks
-    /// `waker` to be woken when it is otherwise. No lost wake-up: the completion takes the waker
-    /// under the same lock that parks it.
-    pub(crate) fn poll(&self, waker: &Waker) -> Polled {
+    /// Queues the callback that completes the watch, on a watcher stream that first waits for the
+    /// event; once. Under `state`'s lock, so the callback's `complete` waits for the caller to
+    /// have parked its waker or kept its memory. A watch without an event (the tests') counts as
+    /// armed: the test completes it.
+    fn arm(self: &Arc<Self>, state: &mut State) -> std::result::Result<(), sys::CUresult> {
+        if state.armed {
+            return Ok(());
+        }
+        let Some((event, ctx)) = self.event.as_ref() else {
+            state.armed = true;
+            return Ok(());
+        };
+        completion_thread().map_err(|_| sys::CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
+        let watcher =
+            super::watcher::stream(ctx).map_err(|e| e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_UNKNOWN))?;
+        // SAFETY: the watcher stream and the event are live and of one context, made current by
+        // `watcher::stream`; the wait captures the event's record of this watch's work.
+        let r = unsafe { sys::cuStreamWaitEvent(watcher, *event, 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(r);
+        }
+        let raw = Arc::into_raw(self.clone());
+        // SAFETY: `raw` is an `Arc` handle given to the callback, which takes it back exactly once
+        // (see `on_complete`): the driver runs each added callback exactly once, after a device
+        // error too (`cuStreamAddCallback`'s contract); the watcher stream is live.
+        let r = unsafe { sys::cuStreamAddCallback(watcher, Some(on_complete), raw as *mut c_void, 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: the driver refused the callback, so it will never take the handle back.
+            drop(unsafe { Arc::from_raw(raw) });
+            return Err(r);
+        }
+        state.armed = true;
+        Ok(())
+    }
+
+    /// Whether the work is over, asking the event when the callback has not said so yet; arms
+    /// the watch and parks `waker` to be woken when it is otherwise. No lost wake-up: the
+    /// completion takes the waker under the same lock that parks it.
+    pub(crate) fn poll(self: &Arc<Self>, waker: &Waker) -> Polled {
         let mut state = self.lock();
         if let Some(r) = state.done {
             return Polled::Done(r);
@@ -228,6 +265,10 @@ impl Watch {
             }
             Query::Error(r) => Polled::Failed(r),
             Query::Running => {
+                if let Err(r) = self.arm(&mut state) {
+                    // Nothing would wake the task: the failure is the result.
+                    return Polled::Failed(r);
+                }
                 match &state.waker {
                     Some(w) if w.will_wake(waker) => {}
                     _ => state.waker = Some(waker.clone()),
@@ -272,16 +313,22 @@ impl Watch {
 
     /// Leaves `value` to be released when the work is over: at once if it is (the callback ran,
     /// or the event reports it complete), else by the completion thread when the callback runs
-    /// (never on an error the event reports, which may be another work's). What a future drops
-    /// mid-flight, or could not hand back, goes here.
-    pub(crate) fn keep_until_done(&self, value: Box<dyn Any + Send>) {
+    /// (never on an error the event reports, which may be another work's), arming the watch for
+    /// that; leaked if it cannot be armed. What a future drops mid-flight, or could not hand
+    /// back, goes here.
+    pub(crate) fn keep_until_done(self: &Arc<Self>, value: Box<dyn Any + Send>) {
         let mut state = self.lock();
         state.waker = None;
         if state.done.is_none() {
             if let Query::Complete = self.query() {
                 state.done = Some(sys::CUresult::CUDA_SUCCESS);
-            } else {
+            } else if self.arm(&mut state).is_ok() {
                 state.keep = Some(value);
+                return;
+            } else {
+                // Nothing will say when the work is over: the memory is leaked, never freed
+                // under it.
+                std::mem::forget(value);
                 return;
             }
         }
@@ -316,10 +363,10 @@ impl From<sys::CUresult> for Query {
     }
 }
 
-/// The driver's callback: hands the watch to the completion thread. No driver call, no
-/// allocation that could fail loudly, no user code, no unwinding.
+/// The driver's callback: hands the watch to the completion thread. No driver call, no user
+/// code, no unwinding.
 unsafe extern "C" fn on_complete(_stream: sys::CUstream, status: sys::CUresult, data: *mut c_void) {
-    // SAFETY: `data` is the handle `Watch::queue` made with `Arc::into_raw`, taken back once.
+    // SAFETY: `data` is the handle `Watch::arm` made with `Arc::into_raw`, taken back once.
     let watch = unsafe { Arc::from_raw(data as *const Watch) };
     match COMPLETIONS.get() {
         Some(tx) => {
@@ -335,7 +382,7 @@ unsafe extern "C" fn on_complete(_stream: sys::CUstream, status: sys::CUresult, 
 
 type Message = (Arc<Watch>, sys::CUresult);
 
-/// The sender of the completion thread; set once, when the first watch is queued.
+/// The sender of the completion thread; set once, when the first watch is armed.
 static COMPLETIONS: OnceLock<Sender<Message>> = OnceLock::new();
 static START: Mutex<()> = Mutex::new(());
 

@@ -23,13 +23,17 @@
 //!
 //! # How completion reaches a task
 //!
-//! Queuing awaited work also queues, right behind it on the same stream, an event and a driver
-//! stream callback (`cuStreamAddCallback`). When the GPU has run everything before it, the driver
-//! calls the callback on its own thread with the stream's status; the callback hands the watch to one
-//! process-wide completion thread (blocked on a channel, never spinning), which records the result
-//! and wakes the task. A future polled after the GPU finished sees it at once through the event
-//! (`cuEventQuery`). The result is the work's: `Ok`, or the error the driver reports for it (a
-//! sticky error such as an illegal address included), named after the kernel or call.
+//! Queuing awaited work also records an event right behind it on its stream: one cheap stream
+//! operation, nothing that holds the stream up. A future polled after the GPU finished sees it
+//! through the event (`cuEventQuery`) and costs nothing more. A future found unfinished arms its
+//! watch: a watcher stream of this crate's own waits for the event and then runs a driver stream
+//! callback (`cuStreamAddCallback`), off the work's own stream (a callback blocks its stream until
+//! it returns, which there would hold every later launch behind a host round trip). The driver
+//! calls the callback on its own thread with the context's status; the callback hands the watch to
+//! one process-wide completion thread (blocked on a channel, never spinning), which records the
+//! result and wakes the task. No thread per future, no spinning. The result is the work's: `Ok`,
+//! or the error the driver reports for it (a sticky error such as an illegal address included),
+//! named after the kernel or call.
 //!
 //! # Soundness: the future observes, it never guards
 //!
@@ -79,10 +83,12 @@ mod event;
 mod executor;
 #[cfg(test)]
 mod tests;
+mod watcher;
 
 pub use copy::{copy_to_device, copy_to_host, synchronize};
-pub use event::{event, WATCHERS};
+pub use event::event;
 pub use executor::{block_on, block_on_with, SPIN};
+pub use watcher::WATCHERS;
 
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
@@ -149,9 +155,9 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
         let inner = match queued {
             // Nothing was queued: nothing uses `value`.
             Err(e) => Inner::Ready(Err(e)),
-            Ok(()) => match Watch::queue(stream) {
+            Ok(()) => match Watch::record(stream) {
                 Ok(watch) => Inner::Watching(watch, Some(value)),
-                // Queued but not watched (the driver refused the event or the callback): host
+                // Queued but not watched (the driver refused the event): host
                 // memory the work uses is released only after a wait for the stream, and leaked
                 // when even that fails. Work that owns none (launches, waits) has nothing to keep.
                 Err(e) => {
