@@ -281,7 +281,7 @@ impl<T: Send + 'static> Future for GpuFuture<'_, T> {
             // An error observed while the work may still run: reported now, and what the work
             // uses is left to the watch, released when the stream callback runs.
             (Inner::Watching(watch, value), Polled::Failed(r)) => {
-                if let Some(value) = value {
+                if let Some(value) = value.filter(|_| std::mem::needs_drop::<T>()) {
                     watch.keep_until_done(Box::new(value));
                 }
                 Err(this.failed(r))
@@ -296,8 +296,11 @@ impl<T: Send + 'static> Drop for GpuFuture<'_, T> {
     fn drop(&mut self) {
         // A future dropped mid-flight leaves what it owns to its watch, released once the GPU is
         // done with it (see the module docs); nothing waits here.
+        // What needs no drop (a launch's `()`) needs no keeping, nor a callback to release it.
         if let Inner::Watching(watch, Some(value)) = std::mem::replace(&mut self.inner, Inner::Finished) {
-            watch.keep_until_done(Box::new(value));
+            if std::mem::needs_drop::<T>() {
+                watch.keep_until_done(Box::new(value));
+            }
         }
     }
 }
