@@ -13,6 +13,10 @@
 //!    one thread and awaited (parking at once), against 8 threads each launching and synchronising
 //!    its stream's share: kernels per second, and the process CPU time over wall time of each (the
 //!    waiting side must not keep a core busy: a ratio near 0 for the futures).
+//! 4. **Stream-ordered allocation**: a 100-step loop, each step allocating a 4 MiB temporary
+//!    (`alloc_zeros`: `cuMemAllocAsync`), filling it, dropping it (`cuMemFreeAsync`) and awaiting
+//!    the step, with the default pool's release threshold at the driver's default (0: freed memory
+//!    goes back at every synchronisation) against `future::retain_freed_memory` keeping it.
 //!
 //! `FUTURE_ROUNDS` (300) rounds. Run: `cargo bench --bench future` (`bash .gpu/run bench future`).
 
@@ -27,6 +31,10 @@ use common::Paired;
 cuda_kernel!(
     r#"
     extern "C" __global__ void empty0(int n) {}
+    extern "C" __global__ void fill(float* y, float v, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = v;
+    }
     extern "C" __global__ void spin(long long cycles) {
         long long start = clock64();
         while (clock64() - start < cycles) { }
@@ -194,6 +202,51 @@ fn run() -> cuda_embed::Result<()> {
             cb / wb,
             wb / wf
         );
+    }
+
+    // 4. Stream-ordered allocation.
+    let steps = 100;
+    let elems = 1 << 20;
+    let (mut released, mut retained) = (Vec::new(), Vec::new());
+    if ctx.has_async_alloc() {
+        for round in 0..(rounds / 10).max(5) + WARMUP {
+            for m in 0..2 {
+                let method = (m + round) % 2;
+                cuda_embed::future::retain_freed_memory(&ctx, if method == 0 { 0 } else { u64::MAX })?;
+                let t0 = Instant::now();
+                for _ in 0..steps {
+                    let mut tmp = stream.alloc_zeros::<f32>(elems)?;
+                    block_on(unsafe {
+                        fill::launch_async(
+                            &stream,
+                            LaunchConfig::for_num_elems(elems as u32),
+                            &mut tmp,
+                            1.0,
+                            elems as i32,
+                        )
+                    })?;
+                    drop(tmp);
+                }
+                let us = t0.elapsed().as_secs_f64() * 1e6 / steps as f64;
+                if round >= WARMUP {
+                    [&mut released, &mut retained][method].push(us);
+                }
+            }
+        }
+        cuda_embed::future::retain_freed_memory(&ctx, 0)?;
+    }
+    println!();
+    if released.is_empty() {
+        println!("Stream-ordered allocation: this device has no memory pools (cudarc allocates synchronously)");
+    } else {
+        let (r, k) = (common::median(released.clone()), common::median(retained.clone()));
+        println!("Stream-ordered allocation: {steps} steps of alloc_zeros(4 MiB) + fill + drop + await (us per step):");
+        println!("| pool release threshold | us per step | vs default |");
+        println!("|---|---|---|");
+        println!("| 0 (the driver's default: freed memory returned at each sync) | {r:.1} | 1.000x |");
+        println!("| retain_freed_memory(u64::MAX) | {k:.1} | {:.3}x |", k / r);
+        println!("{}", common::paired_header("retained / default", released.len()));
+        println!("| per step | {} |", Paired::new(&retained, &released).cell());
     }
     Ok(())
 }

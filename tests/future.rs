@@ -162,6 +162,29 @@ fn a_rust_kernel_s_future_reports_an_index_out_of_bounds() {
     block_on(unsafe { shifted::launch_async(&s, cfg(64), &x, &mut y, 0) }).unwrap();
 }
 
+/// Stream-ordered temporaries with the pool keeping freed memory: a loop of allocate, fill,
+/// drop, await computes right, and the threshold goes back to the driver's default.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn temporaries_freed_in_stream_order() {
+    let ctx = cuda_embed::context(0).unwrap();
+    if !ctx.has_async_alloc() {
+        eprintln!("no memory pools on this device: nothing to test");
+        return;
+    }
+    let s = ctx.default_stream();
+    future::retain_freed_memory(&ctx, u64::MAX).unwrap();
+    let mut sum = s.alloc_zeros::<f32>(1).unwrap();
+    for step in 0..100 {
+        let mut tmp = s.alloc_zeros::<f32>(1 << 16).unwrap();
+        block_on(unsafe { fill::launch_async(&s, cfg(1 << 16), &mut tmp, step as f32, 1 << 16) }).unwrap();
+        block_on(total::launch_async(&s, &tmp, &mut sum)).unwrap();
+        drop(tmp);
+        assert_eq!(s.clone_dtoh(&sum).unwrap(), [step as f32 * 65536.0]);
+    }
+    future::retain_freed_memory(&ctx, 0).unwrap();
+}
+
 /// Soundness case 1: a forgotten future. The launch stays queued and runs; its buffers, no longer
 /// borrowed, can be read (the read is ordered after the kernel) and freed (the free too) at once.
 #[test]

@@ -81,6 +81,7 @@ pub(crate) mod completion;
 mod copy;
 mod event;
 mod executor;
+mod pool;
 #[cfg(test)]
 mod tests;
 mod watcher;
@@ -88,6 +89,7 @@ mod watcher;
 pub use copy::{copy_to_device, copy_to_host, synchronize};
 pub use event::event;
 pub use executor::{block_on, block_on_with, SPIN};
+pub use pool::retain_freed_memory;
 pub use watcher::WATCHERS;
 
 use crate::error::{DriverCode, Error, Result};
