@@ -73,6 +73,11 @@ pub fn shifted(x: &[f32], y: &mut [f32], shift: u32) {
 }
 
 const N: usize = 1 << 20;
+
+/// Held by the tests that raise or read bounds-check records (a Rust-syntax kernel's index out of
+/// range, `GraphExec::launch_async`'s check of every launched kernel), which run on threads of one
+/// process and would otherwise read each other's records.
+static BOUNDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// About 100 ms of spinning on a 2 GHz GPU.
 const SLOW: i64 = 200_000_000;
 
@@ -139,6 +144,7 @@ fn every_family_s_async_form_computes() {
     let mut g = cuda_embed::Graph::new(s.context()).unwrap();
     fill::node(&mut g, cfg(N), &y, 9.0, N as i32).unwrap();
     let exec = g.instantiate().unwrap();
+    let _records = BOUNDS.lock().unwrap_or_else(|e| e.into_inner());
     block_on(unsafe { exec.launch_async(&s) }).unwrap();
     assert!(all(&s, &y, 9.0), "GraphExec::launch_async");
 }
@@ -147,6 +153,7 @@ fn every_family_s_async_form_computes() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_rust_kernel_s_future_reports_an_index_out_of_bounds() {
+    let _records = BOUNDS.lock().unwrap_or_else(|e| e.into_inner());
     let s = stream();
     let x = s.clone_htod(&vec![1.0f32; 64]).unwrap();
     let mut y = s.alloc_zeros::<f32>(64).unwrap();
@@ -449,7 +456,7 @@ fn events_are_awaitable() {
     let ctx = cuda_embed::context(0).unwrap();
     let fresh = ctx.new_event(None).unwrap();
     block_on(future::event(&fresh)).unwrap();
-    let streams: Vec<_> = (0..12).map(|_| ctx.new_stream().unwrap()).collect();
+    let streams: Vec<_> = (0..future::WATCHERS + 8).map(|_| ctx.new_stream().unwrap()).collect();
     let mut ys: Vec<_> = streams.iter().map(|s| s.alloc_zeros::<f32>(N).unwrap()).collect();
     let mut waits = Vec::new();
     for (k, (s, y)) in streams.iter().zip(ys.iter_mut()).enumerate() {

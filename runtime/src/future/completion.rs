@@ -96,7 +96,7 @@ mod pool {
     use std::sync::{Arc, Mutex, Weak};
 
     /// Idle events kept per context; more are destroyed.
-    const CAP: usize = 1024;
+    const CAP: usize = 16_384;
 
     struct Idle {
         ctx: Weak<CudaContext>,

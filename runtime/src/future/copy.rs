@@ -100,20 +100,24 @@ fn check(
 ) -> Result<()> {
     let ctx = stream.context();
     let shape = |detail: String| Err(Error::Shape { op: format!("future::{op}"), detail });
+    let whose = |other: &CudaContext| {
+        if other.ordinal() == ctx.ordinal() {
+            format!("another CUDA context on device {} than the stream's", ctx.ordinal())
+        } else {
+            format!("device {}, but the stream is on device {}", other.ordinal(), ctx.ordinal())
+        }
+    };
     if !same_context(device_ctx, ctx) {
         return shape(format!(
-            "the device buffer is memory of device {}, the stream is on device {}: copy on a stream of the buffer's \
-             context",
-            device_ctx.ordinal(),
-            ctx.ordinal()
+            "the device buffer is memory of {}: copy on a stream of the buffer's context",
+            whose(device_ctx)
         ));
     }
     if !same_context(host_ctx, ctx) {
         return shape(format!(
-            "the pinned host buffer was allocated in the context of device {}, the stream is on device {}: allocate \
-             it with the stream's context (`stream.context().alloc_pinned(n)`)",
-            host_ctx.ordinal(),
-            ctx.ordinal()
+            "the pinned host buffer was allocated in {}: allocate it with the stream's context \
+             (`stream.context().alloc_pinned(n)`)",
+            whose(host_ctx)
         ));
     }
     if room < copied {
