@@ -67,7 +67,7 @@ fn main() {
 
 async fn serve(ctx: Arc<cuda_embed::CudaContext>) -> cuda_embed::Result<()> {
     let requests = env("SERVICE_REQUESTS", 512);
-    let iters = env("SERVICE_ITERS", 400);
+    let iters = env("SERVICE_ITERS", 2000);
     let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
     let streams = [ctx.new_stream()?, ctx.new_stream()?];
     // The time origin of the chart, and a warm-up launch (the module loads here, not in a batch).
@@ -157,9 +157,10 @@ async fn worker(
     iters: usize,
 ) -> cuda_embed::Result<(usize, Vec<(usize, char, CudaEvent, CudaEvent)>)> {
     let ctx = stream.context().clone();
-    // SAFETY (of `alloc_pinned`): written before it is read.
+    // SAFETY (of the pinned allocations): each is written before it is read. The upload buffer is
+    // write-combined (the host only writes it), the download buffer is not (the host reads it).
     let mut up: PinnedHostSlice<f32> = unsafe { ctx.alloc_pinned(BATCH * M) }?;
-    let mut down: PinnedHostSlice<f32> = unsafe { ctx.alloc_pinned(BATCH * M) }?;
+    let mut down: PinnedHostSlice<f32> = unsafe { ctx.alloc_pinned_with_flags(BATCH * M, 0) }?;
     let mut x: CudaSlice<f32> = stream.alloc_zeros(BATCH * M)?;
     let mut y: CudaSlice<f32> = stream.alloc_zeros(BATCH * M)?;
     let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);

@@ -211,7 +211,7 @@ fn soundness_forgotten_future() {
     let w = s.clone_htod(&vec![4.0f32; N]).unwrap();
     assert!(all(&s, &w, 4.0));
     // A forgotten copy leaks its pinned host memory: never freed while the GPU writes it.
-    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    let host = unsafe { s.context().alloc_pinned_with_flags::<f32>(N, 0) }.unwrap();
     std::mem::forget(future::copy_to_host(&s, &w, host));
     future::block_on(future::synchronize(&s)).unwrap();
 }
@@ -231,14 +231,14 @@ fn soundness_dropped_mid_flight() {
     // A copy behind a slow kernel, dropped while pending: its host memory outlives the copy.
     let mut z = s.alloc_zeros::<f32>(N).unwrap();
     unsafe { slow_fill::launch(&s, cfg(N), &mut z, 9.0, SLOW, N as i32) }.unwrap();
-    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    let host = unsafe { s.context().alloc_pinned_with_flags::<f32>(N, 0) }.unwrap();
     let copy = future::copy_to_host(&s, &z, host);
     assert!(!copy.is_done());
     let t = Instant::now();
     drop(copy);
     assert!(t.elapsed() < Duration::from_millis(20), "dropping a pending copy does not wait");
     // Work after it still runs and is correct; memcheck sees no access to freed host memory.
-    let host = unsafe { s.context().alloc_pinned::<f32>(N) }.unwrap();
+    let host = unsafe { s.context().alloc_pinned_with_flags::<f32>(N, 0) }.unwrap();
     let host = block_on(future::copy_to_host(&s, &z, host)).unwrap();
     assert!(host.as_slice().unwrap().iter().all(|&v| v == 9.0));
 }
@@ -250,7 +250,7 @@ fn soundness_dropped_mid_flight() {
 fn soundness_buffer_reused_after_completion() {
     let s = stream();
     let ctx = s.context();
-    let mut host = unsafe { ctx.alloc_pinned::<f32>(N) }.unwrap();
+    let mut host = unsafe { ctx.alloc_pinned_with_flags::<f32>(N, 0) }.unwrap();
     host.as_mut_slice().unwrap().iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
     let mut x = s.alloc_zeros::<f32>(N).unwrap();
     let host = block_on(future::copy_to_device(&s, host, &mut x)).unwrap();
@@ -395,7 +395,7 @@ fn tasks_under_tokio() {
             .map(|t| {
                 let s = ctx.new_stream().unwrap();
                 tokio::spawn(async move {
-                    let mut host = unsafe { s.context().alloc_pinned::<f32>(N) }?;
+                    let mut host = unsafe { s.context().alloc_pinned_with_flags::<f32>(N, 0) }?;
                     host.as_mut_slice()?.fill(t as f32);
                     let mut x = s.alloc_zeros::<f32>(N)?;
                     let host = future::copy_to_device(&s, host, &mut x).await?;
@@ -433,7 +433,7 @@ fn soundness_cancelled_tokio_task() {
         let z = Arc::new(z);
         let (s2, z2) = (s.clone(), z.clone());
         let task = tokio::spawn(async move {
-            let host = unsafe { s2.context().alloc_pinned::<f32>(N) }.unwrap();
+            let host = unsafe { s2.context().alloc_pinned_with_flags::<f32>(N, 0) }.unwrap();
             let host = future::copy_to_host(&s2, &*z2, host).await.unwrap();
             host.as_slice().unwrap()[0]
         });

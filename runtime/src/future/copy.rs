@@ -55,7 +55,8 @@ where
 /// ```no_run
 /// # async fn f(stream: std::sync::Arc<cuda_embed_runtime::CudaStream>, y: cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
 /// use cuda_embed_runtime::future;
-/// let host = unsafe { stream.context().alloc_pinned::<f32>(y.len()) }?; // SAFETY: the copy writes it
+/// // Not write-combined (`alloc_pinned`'s default), since the host reads it. SAFETY: the copy writes it.
+/// let host = unsafe { stream.context().alloc_pinned_with_flags::<f32>(y.len(), 0) }?;
 /// let host = future::copy_to_host(&stream, &y, host).await?;
 /// let first = host.as_slice()?[0];
 /// # Ok(()) }

@@ -13,8 +13,9 @@
 //! # use cuda_embed_runtime::{future, CudaSlice};
 //! # async fn f(stream: std::sync::Arc<cuda_embed_runtime::CudaStream>, x: CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
 //! let ctx = stream.context();
-//! // SAFETY (of `alloc_pinned`): the buffer is written by the copy before it is read.
-//! let host = unsafe { ctx.alloc_pinned::<f32>(x.len()) }?;
+//! // SAFETY (of the allocation): the buffer is written by the copy before it is read. Not
+//! // write-combined (`alloc_pinned`'s default), since the host reads it.
+//! let host = unsafe { ctx.alloc_pinned_with_flags::<f32>(x.len(), 0) }?;
 //! let host = future::copy_to_host(&stream, &x, host).await?; // the pinned buffer, handed back
 //! println!("{:?}", &host.as_slice()?[..4]);
 //! future::synchronize(&stream).await?;
