@@ -149,6 +149,43 @@ fn every_family_s_async_form_computes() {
     assert!(all(&s, &y, 9.0), "GraphExec::launch_async");
 }
 
+/// The run-time twins' async forms (NVRTC at run time: skipped without libnvrtc).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn run_time_twins_async_forms_compute() {
+    use cuda_embed::{Arg, ElementwiseProgram, Program, ReductionProgram, TypedArg};
+    if !cuda_embed::nvrtc::is_available() {
+        eprintln!("libnvrtc not found: the run-time twins were not checked");
+        return;
+    }
+    let s = stream();
+    let x = s.clone_htod(&vec![2.0f32; N]).unwrap();
+    let mut y = s.alloc_zeros::<f32>(N).unwrap();
+    let ek =
+        ElementwiseProgram::new("twice_rt", "float x", "float y", "y = 2 * x").unwrap().build(s.context(), "").unwrap();
+    block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut y)])).unwrap();
+    assert!(all(&s, &y, 4.0), "ElementwiseKernel::launch_async");
+    let rk = ReductionProgram::new("sum_rt", "float x", "float y")
+        .map("x")
+        .reduce("a + b")
+        .identity("0")
+        .load(s.context())
+        .unwrap();
+    let mut r = s.alloc_zeros::<f32>(1).unwrap();
+    block_on(rk.launch_async(&s, &mut [TypedArg::slice(&y), TypedArg::slice_mut(&mut r)])).unwrap();
+    assert_eq!(s.clone_dtoh(&r).unwrap(), [4.0 * N as f32], "Reduction::launch_async");
+    let src = r#"extern "C" __global__ void set(float* y, float v, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = v;
+    }"#;
+    let m = Program::new(src).name("future_rt.cu").load(s.context()).unwrap();
+    let k = m.kernel("set").unwrap();
+    let n = N as i32;
+    block_on(unsafe { k.launch_async(&s, cfg(N), &mut [Arg::slice_mut(&mut y), Arg::value(&7.0f32), Arg::value(&n)]) })
+        .unwrap();
+    assert!(all(&s, &y, 7.0), "ProgramKernel::launch_async");
+}
+
 /// The Rust-syntax form reports the bounds flag its launch raised, as the future's result.
 #[test]
 #[ignore = "needs a CUDA GPU"]

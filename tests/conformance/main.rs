@@ -361,6 +361,15 @@ fn another_device() {
                     &mut [Arg::slice(&x), Arg::slice_mut(&mut yf), Arg::slice_mut(&mut z), Arg::value(&ni)],
                 ),
             );
+            col.err(
+                "ProgramKernel",
+                "launch_async",
+                block_on(k.launch_async(
+                    &s,
+                    cfg(),
+                    &mut [Arg::slice(&xf), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&ni)],
+                )),
+            );
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(
@@ -377,6 +386,11 @@ fn another_device() {
             .build(s.context(), "")
             .unwrap();
         col.err("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&xf), Arg::slice_mut(&mut y)]));
+        col.err(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut yf)])),
+        );
         col.err(
             "ElementwiseKernel",
             "launch_with",
@@ -401,6 +415,11 @@ fn another_device() {
             .load(s.context())
             .unwrap();
         col.err("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)]));
+        col.err(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)])),
+        );
         col.err(
             "Reduction",
             "launch_rows",
@@ -733,6 +752,7 @@ fn empty_operands() {
             let args = &mut [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&zero)];
             col.ok("ProgramKernel", "launch", k.launch(&s, c, args));
             col.ok("ProgramKernel", "launch_as", k.launch_as(&s, c, cuda_embed::LaunchKind::Plain, args));
+            col.ok("ProgramKernel", "launch_async", block_on(k.launch_async(&s, c, args)));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.ok(
@@ -746,6 +766,11 @@ fn empty_operands() {
             .unwrap();
         let mut ye = y.slice_mut(0..0);
         col.ok("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)]));
+        col.ok(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)])),
+        );
         col.ok(
             "ElementwiseKernel",
             "launch_with",
@@ -769,6 +794,13 @@ fn empty_operands() {
             .unwrap();
         let mut r = s.clone_htod(&[3.0f32]).unwrap();
         col.ok("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)]));
+        assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
+        s.memcpy_htod(&[3.0f32], &mut r).unwrap();
+        col.ok(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)])),
+        );
         assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
         let mut re = r.slice_mut(0..0);
         col.ok(

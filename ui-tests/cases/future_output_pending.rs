@@ -62,4 +62,17 @@ async fn axes_output_pending(s: &std::sync::Arc<CudaStream>, x: &cuda_embed::NdV
     let _ = pending.await;
 }
 
+async fn run_time_twins(
+    s: &std::sync::Arc<CudaStream>,
+    k: &cuda_embed::ElementwiseKernel,
+    r: &cuda_embed::Reduction,
+    p: &cuda_embed::ProgramKernel,
+    b: &mut CudaSlice<f32>,
+) {
+    use cuda_embed::{Arg, TypedArg};
+    let _ = k.launch_async(s, &mut [Arg::slice(&*b), Arg::slice_mut(b)]).await;
+    let _ = r.launch_async(s, &mut [TypedArg::slice(&*b), TypedArg::slice_mut(b)]).await;
+    let _ = unsafe { p.launch_async(s, LaunchConfig::for_num_elems(1), &mut [Arg::slice(&*b), Arg::slice_mut(b)]) }.await;
+}
+
 fn main() {}

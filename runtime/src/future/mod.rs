@@ -135,10 +135,12 @@ enum Inner<T> {
 }
 
 /// What the work is, for its errors.
-#[derive(Clone, Copy)]
 enum What {
     /// A launch: the kernel (or generated launcher) and where it was declared.
     Kernel { name: &'static str, origin: &'static str },
+    /// A launch of a kernel built at run time (a `ProgramKernel`, an `ElementwiseKernel`, a
+    /// `Reduction`): its name and origin, known only then.
+    Program { name: Box<str>, origin: Box<str> },
     /// A copy or a wait: the driver call.
     Call(&'static str),
 }
@@ -217,28 +219,36 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
     /// The error of work that finished with driver status `r`.
     #[cold]
     fn failed(&self, r: sys::CUresult) -> Error {
-        match self.what {
-            What::Kernel { name, origin } => Error::Launch {
-                kernel: name.to_string(),
-                origin: origin.to_string(),
-                device: self.device,
-                cause: format!(
-                    "the work queued up to and including this launch failed on the GPU: {} (reported by the first \
-                     future to observe it: the driver does not say which kernel raised it)",
-                    DriverCode(r)
-                ),
-                fix: Some(
-                    "an illegal address or a trap is sticky: the context can run nothing more; find the kernel with \
-                     `SANITIZE=memcheck` (compute-sanitizer) or by awaiting each launch"
-                        .into(),
-                ),
-            },
-            What::Call(call) => Error::Driver { call, device: self.device, cause: DriverCode(r) },
+        let (name, origin) = match &self.what {
+            What::Kernel { name, origin } => (*name, *origin),
+            What::Program { name, origin } => (&**name, &**origin),
+            What::Call(call) => return Error::Driver { call, device: self.device, cause: DriverCode(r) },
+        };
+        Error::Launch {
+            kernel: name.to_string(),
+            origin: origin.to_string(),
+            device: self.device,
+            cause: format!(
+                "the work queued up to and including this launch failed on the GPU: {} (reported by the first \
+                 future to observe it: the driver does not say which kernel raised it)",
+                DriverCode(r)
+            ),
+            fix: Some(
+                "an illegal address or a trap is sticky: the context can run nothing more; find the kernel with \
+                 `SANITIZE=memcheck` (compute-sanitizer) or by awaiting each launch"
+                    .into(),
+            ),
         }
     }
 }
 
 impl<'a> GpuFuture<'a, ()> {
+    /// The future of the launch of kernel `name` built at run time (`origin`: the program) on
+    /// `stream`.
+    pub(crate) fn after_program(stream: &CudaStream, queued: Result<()>, name: &str, origin: &str) -> Self {
+        Self::after(stream, queued, What::Program { name: name.into(), origin: origin.into() }, ())
+    }
+
     /// The future of `watched` work on device `device` (an event wait on a watcher stream),
     /// which owns nothing.
     pub(crate) fn watching(device: usize, watched: Result<Arc<Watch>>, call: &'static str) -> Self {
@@ -310,8 +320,9 @@ impl<T: Send + 'static> Drop for GpuFuture<'_, T> {
 
 impl<T: Send + 'static> std::fmt::Debug for GpuFuture<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match self.what {
+        let what = match &self.what {
             What::Kernel { name, .. } => name,
+            What::Program { name, .. } => &**name,
             What::Call(c) => c,
         };
         let state = match &self.inner {
