@@ -6,8 +6,11 @@
 //! as the blocking one does (it *is* the blocking launch, followed by a watch of its completion):
 //! `NAME::launch_async` (`cuda_kernel!`, Rust-syntax kernels, `elementwise_kernel!`,
 //! `reduction_kernel!`, `fuse!`), `launch_nd_async`, `launch_axes_async`, `tuned_async`,
-//! [`Kernel::launch_async`](crate::Kernel::launch_async) and
-//! [`GraphExec::launch_async`](crate::GraphExec::launch_async).
+//! [`Kernel::launch_async`](crate::Kernel::launch_async),
+//! [`GraphExec::launch_async`](crate::GraphExec::launch_async) and the run-time twins'
+//! [`ElementwiseKernel::launch_async`](crate::ElementwiseKernel::launch_async),
+//! [`Reduction::launch_async`](crate::Reduction::launch_async) and
+//! [`ProgramKernel::launch_async`](crate::ProgramKernel::launch_async).
 //!
 //! ```no_run
 //! # use cuda_embed_runtime::{future, CudaSlice};
