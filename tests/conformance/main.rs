@@ -10,6 +10,7 @@
 mod rows;
 
 use cuda_embed::device::*;
+use cuda_embed::future::block_on;
 use cuda_embed::graph::GraphArg;
 use cuda_embed::{
     cuda_kernel, elementwise_kernel, fuse, reduction_kernel, Arg, CudaContext, CudaSlice, CudaStream,
@@ -223,6 +224,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
+        col.err("cuda_kernel!", "tuned_async", block_on(tsplit::tuned_async(&s, &xf, &mut y, &mut z, n)));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
         col.err("#[kernel]", "launch_timed", rsplit::launch_timed(&s, cfg(), &x, &mut yf, &mut z));
         col.err("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, cfg(), &xf, &mut y, &mut z));
@@ -232,7 +234,13 @@ fn another_device() {
         col.err("Kernel", "launch_timed", k.launch_timed(&s, cfg(), (2.0f32, &x, &mut yf, ni)));
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
+        // The async forms: the refusal is the future's result, before anything is queued.
+        col.err("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, cfg(), 2.0, &x, &mut yf, ni)));
+        col.err("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, cfg(), &xf, &mut y, &mut z)));
+        col.err("Kernel", "launch_async", block_on(k.launch_async(&s, cfg(), (2.0f32, &xf, &mut y, ni))));
     }
+    col.err("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &xf, 2.0, &mut y, &mut z)));
+    col.err("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut y, &mut yf)));
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));
     col.err("fuse!", "launch", fz::launch(&s, &xf, &x, &mut y, &mut z));
@@ -243,6 +251,12 @@ fn another_device() {
         let mut zv = NdViewMut::new(&mut z, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xfv, 2.0, &mut yv, &mut zv));
         col.err("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xfv, &mut yv, &mut zv));
+        col.err(
+            "elementwise_kernel!",
+            "launch_nd_async",
+            block_on(ew::launch_nd_async(&s, &xfv, 2.0, &mut yv, &mut zv)),
+        );
+        col.err("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xfv, &mut yv, &mut zv)));
         let mut yfv = NdViewMut::new(&mut yf, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yfv, &mut zv));
     }
@@ -250,6 +264,8 @@ fn another_device() {
     let mut rf = f.alloc_zeros::<f32>(1).unwrap();
     col.err("reduction_kernel!", "launch", red::launch(&s, &xf, &mut r1, &mut r2));
     col.err("reduction_kernel!", "launch", red::launch(&s, &x, &mut rf, &mut r2));
+    col.err("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &xf, &mut r1, &mut r2)));
+    col.err("fuse!", "launch_async", block_on(fr::launch_async(&s, &xf, &mut r1)));
     col.err("fuse!", "launch", fr::launch(&s, &xf, &mut r1));
     let (mut rows1, mut rows2) = (s.alloc_zeros::<f32>(16).unwrap(), s.alloc_zeros::<f32>(16).unwrap());
     col.err("reduction_kernel!", "launch_rows", red::launch_rows(&s, &xf, 16, &mut rows1, &mut rows2));
@@ -262,6 +278,12 @@ fn another_device() {
         let mut b = NdViewMut::new(&mut rows2, &[16]).unwrap();
         col.err("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xfv, &[1], &mut a, &mut b));
         col.err("fuse!", "launch_axes", fr::launch_axes(&s, &xfv, &[0], &mut a));
+        col.err(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xfv, &[1], &mut a, &mut b)),
+        );
+        col.err("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xfv, &[0], &mut a)));
     }
     // Graph nodes: a buffer of another context than the graph's.
     {
@@ -339,6 +361,15 @@ fn another_device() {
                     &mut [Arg::slice(&x), Arg::slice_mut(&mut yf), Arg::slice_mut(&mut z), Arg::value(&ni)],
                 ),
             );
+            col.err(
+                "ProgramKernel",
+                "launch_async",
+                block_on(k.launch_async(
+                    &s,
+                    cfg(),
+                    &mut [Arg::slice(&xf), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&ni)],
+                )),
+            );
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(
@@ -355,6 +386,11 @@ fn another_device() {
             .build(s.context(), "")
             .unwrap();
         col.err("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&xf), Arg::slice_mut(&mut y)]));
+        col.err(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut yf)])),
+        );
         col.err(
             "ElementwiseKernel",
             "launch_with",
@@ -379,6 +415,11 @@ fn another_device() {
             .load(s.context())
             .unwrap();
         col.err("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)]));
+        col.err(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)])),
+        );
         col.err(
             "Reduction",
             "launch_rows",
@@ -595,6 +636,9 @@ fn empty_operands() {
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
         col.mark("cuda_kernel!", "tuned");
+        let e = block_on(tsplit::tuned_async(&s, &x, &mut yb, &mut zb, 0)).unwrap_err();
+        assert!(e.to_string().contains("empty launch"), "{e}");
+        col.mark("cuda_kernel!", "tuned_async");
         col.ok("#[kernel]", "launch", rsplit::launch(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_timed", rsplit::launch_timed(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, c, &x, &mut yb, &mut zb));
@@ -604,7 +648,12 @@ fn empty_operands() {
         col.ok("Kernel", "launch_timed", k.launch_timed(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cooperative", k.launch_cooperative(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cluster", k.launch_cluster(&s, c, (1, 1, 1), (2.0f32, &x, &mut yb, 0i32)));
+        col.ok("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, c, 2.0, &x, &mut yb, 0)));
+        col.ok("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, c, &x, &mut yb, &mut zb)));
+        col.ok("Kernel", "launch_async", block_on(k.launch_async(&s, c, (2.0f32, &x, &mut yb, 0i32))));
     }
+    col.ok("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &x, 2.0, &mut yb, &mut zb)));
+    col.ok("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut yb, &mut zb)));
     rsplit::check_errors(&s).unwrap();
     col.ok("elementwise_kernel!", "launch", ew::launch(&s, &x, 2.0, &mut yb, &mut zb));
     col.ok("elementwise_kernel!", "launch_with", ew::launch_with(&s, c, &x, 2.0, &mut yb, &mut zb));
@@ -616,12 +665,17 @@ fn empty_operands() {
         let mut zv = NdViewMut::from_view(zb.slice_mut(..), &[0, 4]).unwrap();
         col.ok("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yv, &mut zv));
         col.ok("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xv, &mut yv, &mut zv));
+        col.ok("elementwise_kernel!", "launch_nd_async", block_on(ew::launch_nd_async(&s, &xv, 2.0, &mut yv, &mut zv)));
+        col.ok("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xv, &mut yv, &mut zv)));
     }
     // Reductions of nothing: the identity.
     let (mut r1, mut r2) = (s.clone_htod(&[7.0f32]).unwrap(), s.clone_htod(&[7.0f32]).unwrap());
     col.ok("reduction_kernel!", "launch", red::launch(&s, &x, &mut r1, &mut r2));
     assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
     col.ok("fuse!", "launch", fr::launch(&s, &x, &mut r1));
+    col.ok("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &x, &mut r1, &mut r2)));
+    assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
+    col.ok("fuse!", "launch_async", block_on(fr::launch_async(&s, &x, &mut r1)));
     col.ok("reduction_kernel!", "launch_rows", red::launch_rows(&s, &x, 4, &mut yb, &mut zb));
     col.ok("reduction_kernel!", "launch_cols", red::launch_cols(&s, &x, 0, &mut yb, &mut zb));
     col.ok("fuse!", "launch_rows", fr::launch_rows(&s, &x, 4, &mut yb));
@@ -632,6 +686,12 @@ fn empty_operands() {
         let mut b = NdViewMut::from_view(zb.slice_mut(..), &[0]).unwrap();
         col.ok("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xv, &[1], &mut a, &mut b));
         col.ok("fuse!", "launch_axes", fr::launch_axes(&s, &xv, &[1], &mut a));
+        col.ok(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xv, &[1], &mut a, &mut b)),
+        );
+        col.ok("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xv, &[1], &mut a)));
     }
     {
         let (yb, zb) = (y0.slice(0..0), z0.slice(0..0));
@@ -692,6 +752,7 @@ fn empty_operands() {
             let args = &mut [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&zero)];
             col.ok("ProgramKernel", "launch", k.launch(&s, c, args));
             col.ok("ProgramKernel", "launch_as", k.launch_as(&s, c, cuda_embed::LaunchKind::Plain, args));
+            col.ok("ProgramKernel", "launch_async", block_on(k.launch_async(&s, c, args)));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.ok(
@@ -705,6 +766,11 @@ fn empty_operands() {
             .unwrap();
         let mut ye = y.slice_mut(0..0);
         col.ok("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)]));
+        col.ok(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)])),
+        );
         col.ok(
             "ElementwiseKernel",
             "launch_with",
@@ -728,6 +794,13 @@ fn empty_operands() {
             .unwrap();
         let mut r = s.clone_htod(&[3.0f32]).unwrap();
         col.ok("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)]));
+        assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
+        s.memcpy_htod(&[3.0f32], &mut r).unwrap();
+        col.ok(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)])),
+        );
         assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
         let mut re = r.slice_mut(0..0);
         col.ok(
