@@ -76,7 +76,7 @@ impl Drop for Watch {
             // whatever it recorded). The last handle goes on a thread of the user's or on the
             // completion thread, never on the driver's callback thread (the callback hands its
             // handle on), so the driver call below is allowed.
-            if !pool::give(&ctx, event) && crate::launch::limits::bind(&ctx).is_ok() {
+            if !pool::give(&ctx, event) && crate::driver::bind(&ctx).is_ok() {
                 // SAFETY: created for this watch (or taken from the pool), destroyed once, here;
                 // a failure to bind leaves it to the context.
                 unsafe { sys::cuEventDestroy_v2(event) };
@@ -177,7 +177,7 @@ impl Watch {
     /// queued nothing, when the stream is being captured (a capture queues nothing to watch) or
     /// the driver refuses.
     pub(crate) fn record(stream: &CudaStream) -> Result<Arc<Watch>> {
-        crate::launch::limits::bind(stream.context())?;
+        crate::driver::bind(stream.context())?;
         if crate::launch::capture::is_capturing(stream) {
             return Err(capturing(stream.context().ordinal()));
         }
@@ -286,7 +286,7 @@ impl Watch {
         }
         let Some((event, ctx)) = self.event.as_ref() else { return Query::Running };
         // Through the crate's own bind, so its record of the thread's context stays true.
-        if let Err(e) = crate::launch::limits::bind(ctx) {
+        if let Err(e) = crate::driver::bind(ctx) {
             return Query::Error(e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
         }
         // SAFETY: the event is live until the watch drops.

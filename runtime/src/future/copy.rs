@@ -126,7 +126,7 @@ fn check(
             "{copied} elements are copied but the destination holds {room}: pass a destination of at least {copied}"
         ));
     }
-    crate::launch::limits::bind(ctx)?;
+    crate::driver::bind(ctx)?;
     if crate::launch::capture::is_capturing(stream) {
         return Err(Error::Driver {
             call: if op == "copy_to_device" { HTOD } else { DTOH },

@@ -85,6 +85,7 @@ pub(crate) mod completion;
 mod copy;
 mod event;
 mod executor;
+mod launchers; // the async forms of Kernel, GraphExec, ProgramKernel and Reduction
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -170,7 +171,7 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
                 // when even that fails. Work that owns none (launches, waits) has nothing to keep.
                 Err(e) => {
                     if std::mem::needs_drop::<T>() {
-                        match crate::launch::sync::stream(stream) {
+                        match crate::driver::sync::stream(stream) {
                             Ok(()) => drop(value),
                             Err(_) => std::mem::forget(value),
                         }

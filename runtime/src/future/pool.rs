@@ -36,7 +36,7 @@ pub fn retain_freed_memory(ctx: &Arc<CudaContext>, bytes: u64) -> Result<()> {
     if !ctx.has_async_alloc() {
         return Err(fail("cuDeviceGetDefaultMemPool (no memory pools)", sys::CUresult::CUDA_ERROR_NOT_SUPPORTED));
     }
-    crate::launch::limits::bind(ctx)?;
+    crate::driver::bind(ctx)?;
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: a valid out-pointer and the context's own device.
     let r = unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) };

@@ -28,7 +28,7 @@ static STREAMS: Mutex<Option<HashMap<usize, Watchers>>> = Mutex::new(None);
 
 /// A watcher stream of `ctx` for one more wait, with `ctx` made current.
 pub(crate) fn stream(ctx: &Arc<CudaContext>) -> Result<sys::CUstream> {
-    crate::launch::limits::bind(ctx)?;
+    crate::driver::bind(ctx)?;
     let mut all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
     let map = all.get_or_insert_with(HashMap::new);
     if map.len() > 16 {

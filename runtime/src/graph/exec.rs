@@ -156,7 +156,7 @@ impl<'a> GraphExec<'a> {
         Ok(())
     }
 
-    fn panics(&self) -> Result<()> {
+    pub(crate) fn panics(&self) -> Result<()> {
         match host::check(&self.hosts, self.ctx.ordinal()) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -196,35 +196,6 @@ impl<'a> GraphExec<'a> {
         let r = unsafe { sys::cuGraphLaunch(self.raw, stream.cu_stream()) };
         self.launched.set(true);
         driver(&self.ctx, "cuGraphLaunch", r)
-    }
-
-    /// [`GraphExec::launch`] as a future: the graph is launched now, and the future resolves
-    /// when the GPU has finished it, to what [`GraphExec::synchronize`] would return then: the
-    /// launch's or the work's error, a host node that panicked, the first out-of-range index of a
-    /// bounds-checked Rust-syntax kernel (read after the work is done). The graph stays borrowed
-    /// until the future is dropped; dropping or forgetting it early is sound (see
-    /// [`future`](crate::future): a launched `GraphExec` also waits for its context when dropped).
-    ///
-    /// ```no_run
-    /// # async fn f(exec: &cuda_embed_runtime::GraphExec<'_>, stream: &cuda_embed_runtime::CudaStream) -> cuda_embed_runtime::Result<()> {
-    /// unsafe { exec.launch_async(stream) }.await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// As for [`GraphExec::launch`].
-    pub unsafe fn launch_async<'s>(
-        &'s self,
-        stream: &'s CudaStream,
-    ) -> impl std::future::Future<Output = Result<()>> + use<'a, 's> {
-        // SAFETY: the caller's contract.
-        let queued = unsafe { self.launch(stream) };
-        let done = crate::future::GpuFuture::after_call(stream, queued, "cuGraphLaunch (GraphExec::launch_async)", ());
-        async move {
-            done.await?;
-            self.panics()?;
-            crate::device::report::check_launched(stream)
-        }
     }
 
     /// Waits for `stream`, then reports a host node that panicked (as [`Error::Graph`]), then,

@@ -421,31 +421,6 @@ impl<Sig> Kernel<Sig> {
         unsafe { self.go(stream, config, LaunchKind::Plain, args) }.map(drop)
     }
 
-    /// [`Kernel::launch`] as a future: the kernel is queued (and its arguments checked and bound)
-    /// now, exactly as `launch` queues it; the future resolves when the GPU has finished it, to
-    /// the launch's result: a refusal before the launch, or the error the work raised on the GPU.
-    /// The buffers in `args` stay borrowed until the future is dropped; dropping or forgetting
-    /// it early is sound (see [`future`](crate::future)).
-    ///
-    /// ```ignore
-    /// let k: Kernel<(Out<i32>, i32)> = add_one::KERNEL;
-    /// unsafe { k.launch_async(&stream, cfg, (&mut out, n)) }.await?;
-    /// ```
-    ///
-    /// # Safety
-    /// As for [`Kernel::launch`].
-    #[inline]
-    pub unsafe fn launch_async<'a>(
-        &self,
-        stream: &CudaStream,
-        config: LaunchConfig,
-        args: impl KernelArgs<Sig> + 'a,
-    ) -> crate::future::GpuFuture<'a> {
-        // SAFETY: the caller's contract.
-        let queued = unsafe { self.launch(stream, config, args) };
-        crate::future::GpuFuture::after_launch(stream, queued, self.raw)
-    }
-
     /// Like [`Kernel::launch`], and returns the kernel's GPU time in milliseconds.
     ///
     /// # Safety

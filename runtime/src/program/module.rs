@@ -289,33 +289,6 @@ impl ProgramKernel {
         unsafe { self.launch_as(stream, cfg, LaunchKind::Plain, args) }.map(drop)
     }
 
-    /// [`ProgramKernel::launch`] as a future: the kernel is queued now (checked as `launch`
-    /// checks it), and the future resolves when the GPU has finished it, to the launch's result.
-    /// The buffers in `args` stay borrowed until the future is dropped; dropping or forgetting it
-    /// early is sound (see [`future`](crate::future)).
-    ///
-    /// ```no_run
-    /// # async fn f(k: &cuda_embed_runtime::ProgramKernel, stream: &cuda_embed_runtime::CudaStream,
-    /// #            y: &mut cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
-    /// use cuda_embed_runtime::{Arg, LaunchConfig};
-    /// let n = y.len() as i32;
-    /// unsafe { k.launch_async(stream, LaunchConfig::for_num_elems(n as u32), &mut [Arg::slice_mut(y), Arg::value(&n)]) }.await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// As for [`ProgramKernel::launch`].
-    pub unsafe fn launch_async<'a>(
-        &self,
-        stream: &CudaStream,
-        cfg: LaunchConfig,
-        args: &mut [Arg<'a>],
-    ) -> crate::future::GpuFuture<'a> {
-        // SAFETY: the caller's contract.
-        let queued = unsafe { self.launch(stream, cfg, args) };
-        crate::future::GpuFuture::after_program(stream, queued, &self.name, self.origin())
-    }
-
     /// Launches as `kind` says (plain, timed, cooperative, with clusters), with the checks of
     /// [`ProgramKernel::launch`]. Returns the GPU time in milliseconds for [`LaunchKind::Timed`].
     ///

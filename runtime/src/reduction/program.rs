@@ -328,27 +328,6 @@ impl Reduction {
         self.run(stream, Shape::Full, 0, args)
     }
 
-    /// [`Reduction::launch`] as a future: the reduction is queued now (checked, planned and bound
-    /// as `launch` does), and the future resolves when the GPU has finished it, to the launch's
-    /// result. The buffers in `args` stay borrowed until the future is dropped; dropping or
-    /// forgetting it early is sound (see [`future`](crate::future)).
-    ///
-    /// ```no_run
-    /// # async fn f(r: &cuda_embed_runtime::Reduction, stream: &std::sync::Arc<cuda_embed_runtime::CudaStream>,
-    /// #            x: &cuda_embed_runtime::CudaSlice<f32>, y: &mut cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
-    /// use cuda_embed_runtime::TypedArg;
-    /// r.launch_async(stream, &mut [TypedArg::slice(x), TypedArg::slice_mut(y)]).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn launch_async<'a>(
-        &self,
-        stream: &Arc<CudaStream>,
-        args: &mut [TypedArg<'a>],
-    ) -> crate::future::GpuFuture<'a> {
-        let queued = self.launch(stream, args);
-        crate::future::GpuFuture::after_program(stream, queued, &self.name, "a ReductionProgram")
-    }
-
     /// Reduces each contiguous row of `cols` elements (CuPy's `axis=-1`): each output has one
     /// element per row.
     pub fn launch_rows(&self, stream: &Arc<CudaStream>, cols: usize, args: &mut [TypedArg<'_>]) -> Result<()> {
