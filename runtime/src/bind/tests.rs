@@ -26,12 +26,12 @@ fn a_written_range_may_overlap_nothing_else_of_its_node() {
 
 #[test]
 fn aliasing_is_an_argument_error_naming_both_operands() {
-    let e = disjoint(&[dev(0, 64, false), dev(16, 32, true)], "scale", "src/lib.rs:3").unwrap_err();
+    let e = disjoint(&[dev(0, 64, false), dev(16, 32, true)], || ("scale", "src/lib.rs:3")).unwrap_err();
     let Error::Argument { kernel, parameter, detail, .. } = &e else { panic!("expected Error::Argument, got {e:?}") };
     assert_eq!(kernel, "scale");
     assert!(parameter.contains("#0") && parameter.contains("#1"), "{parameter}");
     assert!(detail.contains("overlap") && detail.contains("separate buffers"), "{detail}");
-    assert!(disjoint(&[dev(0, 64, false), dev(64, 80, true)], "scale", "here").is_ok());
+    assert!(disjoint(&[dev(0, 64, false), dev(64, 80, true)], || ("scale", "here")).is_ok());
 }
 
 #[test]

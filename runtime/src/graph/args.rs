@@ -46,6 +46,15 @@ impl Record for Vec<Access> {
     }
 }
 
+/// Drops every range: what an update passes when its node has fewer than two arguments that name
+/// memory (no aliasing is possible, and the edges stay as built).
+pub(crate) struct Discard;
+
+impl Record for Discard {
+    #[inline(always)]
+    fn record(&mut self, _: Access) {}
+}
+
 /// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
 /// parameters and each reports at most one range (more spill to the heap), so adding a kernel
 /// node needs neither an allocation nor the graph's scratch list. Nothing is written to make
@@ -152,6 +161,11 @@ impl Access {
 pub unsafe trait NodeArg<'a, M> {
     /// What the kernel parameter holds: the value, or a `u64` device address.
     type Param;
+    /// Whether the argument may name memory (a range the aliasing check compares); `true`
+    /// unless it is a value. An update of a node with fewer than two such arguments skips the
+    /// aliasing check, which cannot find anything there.
+    #[doc(hidden)]
+    const MEMORY: bool = true;
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
@@ -161,6 +175,7 @@ pub unsafe trait NodeArg<'a, M> {
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
 unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
     type Param = T;
+    const MEMORY: bool = false;
     #[inline(always)]
     fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self)
@@ -176,6 +191,7 @@ pub struct ByValue<T>(pub T);
 // checked; the value is the parameter.
 unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
     type Param = T;
+    const MEMORY: bool = false;
     #[inline(always)]
     fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self.0)
@@ -190,6 +206,9 @@ unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
 /// `with_params` must call `f` with one pointer per marker, each to the prepared parameter,
 /// valid for the call.
 pub unsafe trait NodeArgs<'a, Sig> {
+    /// How many arguments may name memory ([`NodeArg::MEMORY`]).
+    #[doc(hidden)]
+    const MEMORY: usize;
     /// Prepares every argument (noting its ranges in `accesses`) and calls `f` with the
     /// parameter pointers and the ranges.
     #[doc(hidden)]

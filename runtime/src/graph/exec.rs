@@ -1,7 +1,7 @@
 //! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
 //! kernel-node updates, memcpy/memset node updates and whole-graph update.
 
-use super::args::{Access, NodeArgs, Record, StackAccesses};
+use super::args::{Access, Discard, NodeArgs, Record, StackAccesses};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
@@ -233,13 +233,14 @@ impl<'a> GraphExec<'a> {
     /// Changes a kernel node's launch configuration and arguments (typed like the node:
     /// a wrong type is a compile error), with the checks of a launch
     /// (`cuGraphExecKernelNodeSetParams`). The graph's edges stay as they were built: keep the
-    /// new arguments' reads and writes compatible with them.
+    /// new arguments' reads and writes compatible with them. A written buffer that overlaps
+    /// another argument is an [`Error::Argument`], as when the node was added.
     #[inline]
-    pub fn set<Sig>(
+    pub fn set<Sig, A: NodeArgs<'a, Sig>>(
         &mut self,
         node: &KernelNode<Sig>,
         config: LaunchConfig,
-        args: impl NodeArgs<'a, Sig>,
+        args: A,
     ) -> Result<()> {
         // The node is of the graph this was instantiated from, and was in it then; its handle
         // is the one the driver knows it by.
@@ -254,8 +255,7 @@ impl<'a> GraphExec<'a> {
         // for aliasing as when the node was added (`bind`); they are not kept: an update keeps the
         // edges the graph was built with.
         let kernel = node.kernel;
-        args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
-            crate::bind::disjoint(acc.as_slice(), kernel.name(), kernel.module().origin())?;
+        let write = |params: &mut [*mut std::ffi::c_void]| {
             let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
@@ -266,7 +266,16 @@ impl<'a> GraphExec<'a> {
                 // SAFETY: as above.
                 unsafe { set_params_bound(ctx, exec, n, &p) }
             }
-        })
+        };
+        if A::MEMORY < 2 {
+            // One argument naming memory cannot alias another: nothing to record.
+            args.with_params(ctx, &mut Discard, |params, _| write(params))
+        } else {
+            args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
+                crate::bind::disjoint(acc.as_slice(), || (kernel.name(), kernel.module().origin()))?;
+                write(params)
+            })
+        }
     }
 
     fn set_copy(
@@ -512,7 +521,7 @@ impl<'a> NdUpdate<'_, 'a> {
                 self.rebuild(name, format!("the new operands have elements, the node is {}", kind_name(self.kind)))
             );
         }
-        crate::bind::disjoint(self.accesses.as_slice(), kernel.name(), kernel.module().origin())?;
+        crate::bind::disjoint(self.accesses.as_slice(), || (kernel.name(), kernel.module().origin()))?;
         let ctx = self.exec.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         check(&target, &ctx, config)?;

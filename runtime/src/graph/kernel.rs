@@ -211,7 +211,7 @@ impl<'a> Graph<'a> {
     ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         // Outputs are borrowed shared for the graph's lifetime: the aliasing check of every
         // kernel node, whatever family made it (`bind`).
-        crate::bind::disjoint(accesses, label.as_str(), label.origin())?;
+        crate::bind::disjoint(accesses, || (label.as_str(), label.origin()))?;
         let graph = self.cu;
         self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut move |deps| {
             let mut n = std::ptr::null_mut();
