@@ -96,15 +96,49 @@ fn all(s: &Arc<CudaStream>, y: &CudaSlice<f32>, v: f32) -> bool {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_awaited_launch_has_finished_when_it_resolves() {
-    let s = stream();
+    // A stream of the test's own: the default stream is shared with the other tests of this
+    // binary, which run at the same time and keep it busy with kernels of their own (with it,
+    // this test saw CUDA_ERROR_NOT_READY below: their work, not this launch's).
+    let s = cuda_embed::context(0).expect("this test needs a CUDA GPU").new_stream().unwrap();
     let mut y = s.alloc_zeros::<f32>(N).unwrap();
-    let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 3.0, SLOW / 10, N as i32) };
-    assert!(!f.is_done(), "the kernel spins for ~10 ms");
-    block_on(f).unwrap();
-    // Nothing is left on the stream: the launch's completion was what the future waited for.
-    let idle = unsafe { cuda_embed::cudarc::driver::sys::cuStreamQuery(s.cu_stream()) };
-    assert_eq!(idle, cuda_embed::cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+    s.synchronize().unwrap();
+    for spin in [future::SPIN, Duration::ZERO] {
+        let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 3.0, SLOW / 10, N as i32) };
+        assert!(!f.is_done(), "the kernel spins for ~10 ms");
+        future::block_on_with(f, spin).unwrap();
+        // Nothing is left on the stream: the launch's completion was what the future waited for.
+        let idle = unsafe { cuda_embed::cudarc::driver::sys::cuStreamQuery(s.cu_stream()) };
+        assert_eq!(idle, cuda_embed::cudarc::driver::sys::CUresult::CUDA_SUCCESS, "spin {spin:?}");
+    }
     assert!(all(&s, &y, 3.0));
+}
+
+/// A launch on a stream under capture is captured (as its blocking form's is), and its future
+/// reports that there is nothing to await; the capture still ends in a graph that runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_awaited_launch_under_capture_is_an_error() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let c = ctx.new_stream().unwrap();
+    let mut y = c.alloc_zeros::<f32>(1024).unwrap();
+    c.synchronize().unwrap();
+    ctx.bind_to_thread().unwrap();
+    c.begin_capture(cuda_embed::cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+    let f = unsafe { fill::launch_async(&c, cfg(1024), &mut y, 5.0, 1024) };
+    let e = block_on(f).unwrap_err();
+    assert!(e.to_string().contains("captur"), "{e}");
+    let graph = c
+        .end_capture(
+            cuda_embed::cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+        )
+        .unwrap()
+        .expect("the capture holds the launch");
+    graph.launch().unwrap();
+    c.synchronize().unwrap();
+    assert!(all(&c, &y, 5.0), "the captured launch ran when the graph did");
+    // The pooled watch whose event was recorded into the capture serves later work.
+    block_on(unsafe { fill::launch_async(&c, cfg(1024), &mut y, 6.0, 1024) }).unwrap();
+    assert!(all(&c, &y, 6.0));
 }
 
 #[test]

@@ -1,23 +1,27 @@
 //! The shared completion mechanism: an event behind each piece of watched work, a driver
-//! callback only for work a task is actually waiting for, one process-wide thread that turns the
-//! callbacks into wake-ups.
+//! callback only for work a task is actually waiting for, one process-wide thread that drops
+//! what the callbacks may not.
 //!
 //! Queuing watched work records an event right behind it on its stream ([`Watch::record`]): one
-//! cheap stream operation, nothing that holds the stream up. A future polled after the GPU finished
-//! sees it through the event (`cuEventQuery`, non-blocking) and needs nothing more. Only a future
-//! found unfinished *arms* its watch ([`Watch::poll`]): a watcher stream of this crate's own waits
-//! for the event (`cuStreamWaitEvent`) and then runs a stream callback (`cuStreamAddCallback`). The
-//! callback is not queued on the work's own stream because a callback blocks its stream until it
-//! returns: there it would hold every later launch behind a host round trip.
+//! cheap stream operation, nothing that holds the stream up. The watch comes from a pool (with its
+//! event and allocation), so that costs no allocation and no event creation. A future polled
+//! after the GPU finished sees it through the event (`cuEventQuery`, non-blocking) and needs
+//! nothing more; `block_on` polls that way while it spins. Only a future found unfinished by a
+//! poll that will wait *arms* its watch ([`Watch::poll`]): a watcher stream of this crate's own
+//! waits for the event (`cuStreamWaitEvent`) and then runs a stream callback
+//! (`cuStreamAddCallback`). The callback is not queued on the work's own stream because a
+//! callback blocks its stream until it returns: there it would hold every later launch behind a
+//! host round trip.
 //!
 //! The driver runs each stream callback exactly once, on a thread of its own, once everything
 //! before it has run, and passes it `CUDA_SUCCESS` or the error of the context (a sticky error
 //! included: unlike `cuLaunchHostFunc`'s function, which is not called at all once the context
 //! has failed, a stream callback is still called, with the error). That thread must make no CUDA
-//! call, and user code run there could (a waker that drops the last handle of a task drops the
-//! task's buffers, and a buffer's drop frees memory), so the callback only sends its [`Watch`] to
-//! the completion thread: one thread for the whole process, blocked on a channel, never spinning.
-//! That thread records the status, wakes the task and releases what a dropped future left behind.
+//! call. The callback records the status and wakes the task by reference (`wake_by_ref`, which
+//! drops nothing), so the wake-up takes no second thread hop; then it sends the [`Watch`] and the
+//! waker to the completion thread (one for the whole process, blocked on a channel, never
+//! spinning), which drops them and releases what a dropped future left behind: dropping a task's
+//! last waker may drop the task and its buffers, and a buffer's drop frees memory.
 
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream};
@@ -46,9 +50,20 @@ pub(crate) struct State {
 
 /// One piece of watched work: its state, the event recorded after it, and the context the event
 /// belongs to (held alive, so the event can always be asked and destroyed).
+///
+/// Watches are reused: the last handle of a finished watch gives it, event and allocation, to
+/// the pool of its context ([`Watch::release`]), and the next awaited launch takes it from there
+/// (an allocation, an event and a context handle per launch would cost more than the launch's own
+/// host code). An idle watch holds no context handle, so the pool keeps no context alive.
 pub(crate) struct Watch {
     state: Mutex<State>,
-    event: Option<(sys::CUevent, Arc<CudaContext>)>,
+    /// The event (null: a test's watch, which has none).
+    event: sys::CUevent,
+    /// The event's context: `None` only while the watch idles in the pool (or has no event).
+    ctx: Option<Arc<CudaContext>>,
+    /// The stream the event is recorded on (its handle, as a number): which watcher stream the
+    /// watch arms on (see `watcher.rs`).
+    lane: usize,
     /// What the event answers, set by tests.
     #[cfg(test)]
     answer: Mutex<Option<sys::CUresult>>,
@@ -65,71 +80,83 @@ impl Drop for Watch {
         // Never reached with host memory kept for unfinished work (an armed watch's last handle
         // is its callback's, dropped after `complete` released it); should it be, leaking is the
         // safe answer.
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        if state.done.is_none() {
-            if let Some(keep) = state.keep.take() {
-                std::mem::forget(keep);
-            }
-        }
-        if let Some((event, ctx)) = self.event.take() {
-            // The event goes back to the pool for the next watch (a later record replaces
-            // whatever it recorded). The last handle goes on a thread of the user's or on the
-            // completion thread, never on the driver's callback thread (the callback hands its
-            // handle on), so the driver call below is allowed.
-            if !pool::give(&ctx, event) && crate::driver::bind(&ctx).is_ok() {
-                // SAFETY: created for this watch (or taken from the pool), destroyed once, here;
-                // a failure to bind leaves it to the context.
-                unsafe { sys::cuEventDestroy_v2(event) };
+        forget_unfinished(self.state.get_mut().unwrap_or_else(|e| e.into_inner()));
+        // A watch that could not be pooled (its handles dropped at once on two threads, or the
+        // pool full). The last handle goes on a thread of the user's or on the completion
+        // thread, never on the driver's callback thread (the callback hands its handle on), so
+        // the driver call below is allowed. An idle watch's context may be gone, and its event
+        // with it: only a live watch destroys its event.
+        if let Some(ctx) = self.ctx.take() {
+            if !self.event.is_null() && crate::driver::bind(&ctx).is_ok() {
+                // SAFETY: created for this watch, destroyed once, here; a failure to bind leaves
+                // it to the context.
+                unsafe { sys::cuEventDestroy_v2(self.event) };
             }
         }
     }
 }
 
-/// Idle events, per context, for later watches: an event per future made and destroyed each
-/// time would cost two more driver calls per launch. Each context's entry holds a `Weak`
-/// reference to its `CudaContext`: the allocation stays, so its address (the key) cannot be
-/// reused by another context, and an entry whose context is gone (its events with it) is never
-/// handed out.
+/// What a watch kept for work not known to be over is leaked, never freed under it.
+fn forget_unfinished(state: &mut State) {
+    if state.done.is_none() {
+        if let Some(keep) = state.keep.take() {
+            std::mem::forget(keep);
+        }
+    }
+}
+
+/// Idle watches, per context, for later work. Each context's entry holds a `Weak` reference to
+/// its `CudaContext`: the allocation stays, so its address (the key) cannot be reused by another
+/// context, and an entry whose context is gone (its events with it) is never handed out (its
+/// watches are dropped without destroying their events).
 mod pool {
-    use cudarc::driver::{sys, CudaContext};
-    use std::collections::HashMap;
+    use super::Watch;
+    use cudarc::driver::CudaContext;
     use std::sync::{Arc, Mutex, Weak};
 
-    /// Idle events kept per context; more are destroyed.
+    /// Idle watches kept per context; more are dropped (their events destroyed).
     const CAP: usize = 16_384;
 
     struct Idle {
+        /// The address of the `CudaContext`.
+        key: usize,
         ctx: Weak<CudaContext>,
-        events: Vec<usize>,
+        watches: Vec<Arc<Watch>>,
     }
 
-    static POOL: Mutex<Option<HashMap<usize, Idle>>> = Mutex::new(None);
+    /// A list, not a map: a process has a context or a few, and a scan of them costs less than
+    /// hashing a key (this is on every awaited launch's path).
+    static POOL: Mutex<Vec<Idle>> = Mutex::new(Vec::new());
 
-    fn key(ctx: &Arc<CudaContext>) -> usize {
-        Arc::as_ptr(ctx) as usize
-    }
-
-    /// An idle event of `ctx`, if the pool has one.
-    pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<sys::CUevent> {
+    /// An idle watch of `ctx` (the only handle to it), if the pool has one.
+    #[inline]
+    pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<Arc<Watch>> {
+        let key = Arc::as_ptr(ctx) as usize;
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let idle = pool.as_mut()?.get_mut(&key(ctx))?;
-        idle.events.pop().map(|e| e as sys::CUevent)
+        pool.iter_mut().find(|i| i.key == key)?.watches.pop()
     }
 
-    /// Keeps `event` of `ctx` for a later watch; `false` when the pool is full (destroy it).
-    pub(super) fn give(ctx: &Arc<CudaContext>, event: sys::CUevent) -> bool {
+    /// Keeps idle `watch` (the only handle to it) of `ctx` for later work; handed back when the
+    /// pool is full.
+    pub(super) fn give(ctx: &Arc<CudaContext>, watch: Arc<Watch>) -> Result<(), Arc<Watch>> {
+        let key = Arc::as_ptr(ctx) as usize;
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let map = pool.get_or_insert_with(HashMap::new);
-        // Entries of contexts that are gone hold dead handles only: forget them.
-        if map.len() > 16 {
-            map.retain(|_, idle| idle.ctx.strong_count() > 0);
+        let at = match pool.iter().position(|i| i.key == key) {
+            Some(at) => at,
+            None => {
+                // Entries of contexts that are gone hold dead events only: drop them (idle
+                // watches hold no context, so their drop destroys nothing).
+                pool.retain(|idle| idle.ctx.strong_count() > 0);
+                pool.push(Idle { key, ctx: Arc::downgrade(ctx), watches: Vec::new() });
+                pool.len() - 1
+            }
+        };
+        let idle = &mut pool[at];
+        if idle.watches.len() >= CAP {
+            return Err(watch);
         }
-        let idle = map.entry(key(ctx)).or_insert_with(|| Idle { ctx: Arc::downgrade(ctx), events: Vec::new() });
-        if idle.events.len() >= CAP {
-            return false;
-        }
-        idle.events.push(event as usize);
-        true
+        idle.watches.push(watch);
+        Ok(())
     }
 }
 
@@ -142,9 +169,12 @@ pub(crate) enum Polled {
     /// asynchronous errors of earlier work through any call) and does not say that this work is
     /// over: what the work uses must stay alive until the callback runs.
     Failed(sys::CUresult),
-    /// Not yet; the waker is parked and will be woken.
+    /// Not yet; the waker is parked and will be woken (or, polled from `block_on`'s spin,
+    /// nothing is parked: it polls again).
     Waiting,
 }
+
+const CONTEXT_LOST: sys::CUresult = sys::CUresult::CUDA_ERROR_INVALID_CONTEXT;
 
 /// What the event says.
 enum Query {
@@ -159,7 +189,13 @@ impl Watch {
     /// machine, which run without a GPU.
     #[cfg(test)]
     pub(crate) fn detached() -> Arc<Watch> {
-        Arc::new(Watch { state: Mutex::new(State::default()), event: None, answer: Mutex::new(None) })
+        Arc::new(Watch {
+            state: Mutex::new(State::default()),
+            event: std::ptr::null_mut(),
+            ctx: None,
+            lane: 0,
+            answer: Mutex::new(None),
+        })
     }
 
     /// What a detached watch's event answers from now on (`CUDA_ERROR_NOT_READY`: running).
@@ -168,51 +204,117 @@ impl Watch {
         *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
     }
 
+    /// Whether the completing callback is queued (for the tests).
+    #[cfg(test)]
+    pub(crate) fn armed(&self) -> bool {
+        self.lock().armed
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock was held (a waker's `will_wake`) leaves a consistent state.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Watches everything queued on `stream` so far: records an event behind it. Fails, having
-    /// queued nothing, when the stream is being captured (a capture queues nothing to watch) or
-    /// the driver refuses.
-    pub(crate) fn record(stream: &CudaStream) -> Result<Arc<Watch>> {
-        crate::driver::bind(stream.context())?;
-        if crate::launch::capture::is_capturing(stream) {
-            return Err(capturing(stream.context().ordinal()));
+    /// queued nothing, when the driver refuses or, if `capture` says to ask, when the stream is
+    /// being captured (a capture queues nothing to watch). Not asked, an event recorded into a
+    /// capture answers `CUDA_ERROR_CAPTURED_EVENT` when queried.
+    ///
+    /// Right after a launch on `stream`, which made its context current through the crate's
+    /// bind: the record trusts that (as the launch does) and binds only when the driver answers
+    /// with a context error (another context made current behind the crate's back).
+    #[inline]
+    pub(crate) fn record(stream: &CudaStream, capture: bool) -> Result<Arc<Watch>> {
+        let ctx = stream.context();
+        if !crate::driver::bound_here(ctx) {
+            crate::driver::bind(ctx)?;
         }
-        Watch::record_raw(stream.context(), stream.cu_stream())
+        match Watch::try_record(ctx, stream, capture) {
+            Err(Recorded::Failed(r)) if crate::driver::wrong_context(r) => {
+                crate::driver::bind(ctx)?;
+                Watch::try_record(ctx, stream, true).map_err(|e| e.error(ctx.ordinal()))
+            }
+            r => r.map_err(|e| e.error(ctx.ordinal())),
+        }
+    }
+
+    /// [`Watch::record`] with the context current (or believed so).
+    #[inline]
+    fn try_record(
+        ctx: &Arc<CudaContext>,
+        stream: &CudaStream,
+        capture: bool,
+    ) -> std::result::Result<Arc<Watch>, Recorded> {
+        if capture && crate::launch::capture::is_capturing(stream) {
+            return Err(Recorded::Capturing);
+        }
+        Watch::record_on(ctx, stream.cu_stream())
     }
 
     /// [`Watch::record`] on a stream of `ctx` that is never captured, known by its handle (a
     /// watcher stream, for event waits), with `ctx` current.
     pub(crate) fn record_raw(ctx: &Arc<CudaContext>, stream: sys::CUstream) -> Result<Arc<Watch>> {
-        let device = ctx.ordinal();
-        let event = match pool::take(ctx) {
-            Some(event) => event,
-            None => {
-                let mut event: sys::CUevent = std::ptr::null_mut();
-                // SAFETY: a valid out-pointer; the stream's context is current.
-                let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(Error::Driver { call: "cuEventCreate", device, cause: DriverCode(r) });
+        Watch::record_on(ctx, stream).map_err(|e| e.error(ctx.ordinal()))
+    }
+
+    #[inline]
+    fn record_on(ctx: &Arc<CudaContext>, stream: sys::CUstream) -> std::result::Result<Arc<Watch>, Recorded> {
+        let watch = match pool::take(ctx) {
+            Some(mut watch) => {
+                // The pool holds the only handle (and no `Weak`): `get_mut` cannot fail.
+                if let Some(w) = Arc::get_mut(&mut watch) {
+                    w.ctx = Some(ctx.clone());
+                    w.lane = stream as usize;
                 }
-                event
+                watch
+            }
+            // A new event is made in the current context: bound for certain first (the pool's
+            // events must be the context's).
+            None => {
+                crate::driver::bind(ctx).map_err(Recorded::Bind)?;
+                Arc::new(Watch {
+                    state: Mutex::new(State::default()),
+                    event: new_event()?,
+                    ctx: Some(ctx.clone()),
+                    lane: stream as usize,
+                    #[cfg(test)]
+                    answer: Mutex::new(None),
+                })
             }
         };
-        // From here the event is the watch's, pooled or destroyed by its drop whatever happens.
-        let watch = Arc::new(Watch {
-            state: Mutex::new(State::default()),
-            event: Some((event, ctx.clone())),
-            #[cfg(test)]
-            answer: Mutex::new(None),
-        });
         // SAFETY: the event and the stream are live and of the same context.
-        let r = unsafe { sys::cuEventRecord(event, stream) };
+        let r = unsafe { sys::cuEventRecord(watch.event, stream) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(Error::Driver { call: "cuEventRecord", device, cause: DriverCode(r) });
+            Watch::release(watch);
+            return Err(Recorded::Failed(r));
         }
         Ok(watch)
+    }
+
+    /// The event and its context, unless the watch has no event (a test's).
+    #[inline]
+    fn live(&self) -> Option<(sys::CUevent, &Arc<CudaContext>)> {
+        self.ctx.as_ref().filter(|_| !self.event.is_null()).map(|ctx| (self.event, ctx))
+    }
+
+    /// Drops a handle to `watch`; the last one gives the watch to its context's pool, for later
+    /// work (see [`Watch`]). Every holder of a handle releases it this way; one dropped plainly
+    /// (two holders releasing at the same moment, each seeing the other's handle) only costs the
+    /// event's reuse.
+    pub(crate) fn release(mut watch: Arc<Watch>) {
+        let Some(w) = Arc::get_mut(&mut watch) else { return };
+        let Some(ctx) = w.ctx.take() else { return };
+        let state = w.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        forget_unfinished(state);
+        // Leaves no waker or kept value behind (what is left is dropped here, after the work).
+        let old = std::mem::take(state);
+        if let Err(mut watch) = pool::give(&ctx, watch) {
+            // The pool is full: the watch is dropped, destroying its event.
+            if let Some(w) = Arc::get_mut(&mut watch) {
+                w.ctx = Some(ctx);
+            }
+        }
+        drop(old);
     }
 
     /// Queues the callback that completes the watch, on a watcher stream that first waits for the
@@ -223,16 +325,16 @@ impl Watch {
         if state.armed {
             return Ok(());
         }
-        let Some((event, ctx)) = self.event.as_ref() else {
+        let Some((event, ctx)) = self.live() else {
             state.armed = true;
             return Ok(());
         };
         completion_thread().map_err(|_| sys::CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
-        let watcher =
-            super::watcher::stream(ctx).map_err(|e| e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_UNKNOWN))?;
+        let watcher = super::watcher::stream(ctx, self.lane)
+            .map_err(|e| e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_UNKNOWN))?;
         // SAFETY: the watcher stream and the event are live and of one context, made current by
         // `watcher::stream`; the wait captures the event's record of this watch's work.
-        let r = unsafe { sys::cuStreamWaitEvent(watcher, *event, 0) };
+        let r = unsafe { sys::cuStreamWaitEvent(watcher, event, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(r);
         }
@@ -264,6 +366,9 @@ impl Watch {
                 Polled::Done(sys::CUresult::CUDA_SUCCESS)
             }
             Query::Error(r) => Polled::Failed(r),
+            // Polled again at once by `block_on`'s spin: nothing to arm yet (its last poll before
+            // it parks arms).
+            Query::Running if super::executor::spinning() => Polled::Waiting,
             Query::Running => {
                 if let Err(r) = self.arm(&mut state) {
                     // Nothing would wake the task: the failure is the result.
@@ -284,27 +389,65 @@ impl Watch {
         if let Some(r) = *self.answer.lock().unwrap_or_else(|e| e.into_inner()) {
             return Query::from(r);
         }
-        let Some((event, ctx)) = self.event.as_ref() else { return Query::Running };
-        // Through the crate's own bind, so its record of the thread's context stays true.
-        if let Err(e) = crate::driver::bind(ctx) {
-            return Query::Error(e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+        let Some((event, ctx)) = self.live() else { return Query::Running };
+        // Through the crate's own bind, so its record of the thread's context stays true; a
+        // thread that made the context current through it already is trusted (as launches trust
+        // it), and binds again only on a context error.
+        let bind = || crate::driver::bind(ctx).map_err(|e| e.driver_code().unwrap_or(CONTEXT_LOST));
+        if !crate::driver::bound_here(ctx) {
+            if let Err(r) = bind() {
+                return Query::Error(r);
+            }
         }
         // SAFETY: the event is live until the watch drops.
-        Query::from(unsafe { sys::cuEventQuery(*event) })
+        let r = unsafe { sys::cuEventQuery(event) };
+        if r != sys::CUresult::CUDA_SUCCESS
+            && r != sys::CUresult::CUDA_ERROR_NOT_READY
+            && crate::driver::wrong_context(r)
+        {
+            if let Err(r) = bind() {
+                return Query::Error(r);
+            }
+            // SAFETY: as above.
+            return Query::from(unsafe { sys::cuEventQuery(event) });
+        }
+        Query::from(r)
     }
 
     /// Records that the work is over with `status` (the stream callback's), wakes the parked
-    /// task and releases what a dropped future left. Runs on the completion thread (or a
-    /// test's); a panicking waker or drop is contained, so the thread keeps serving every other
-    /// future.
+    /// task and releases what a dropped future left: [`Watch::signal`] and
+    /// [`Watch::finish`] on one thread (a test's).
+    #[cfg(test)]
     pub(crate) fn complete(&self, status: sys::CUresult) {
-        let (waker, keep) = {
+        let waker = self.signal(status);
+        self.finish(waker);
+    }
+
+    /// Records that the work is over with `status` and wakes the parked task by reference: on
+    /// the driver's callback thread, so that the wake-up costs no second thread hop. Nothing
+    /// here makes a driver call or drops anything a user owns: the waker itself is returned, to
+    /// be dropped on the completion thread with what a dropped future left ([`Watch::finish`])
+    /// (dropping a task's last waker may drop the task, and with it buffers whose drop calls the
+    /// driver). A panicking waker is contained.
+    pub(crate) fn signal(&self, status: sys::CUresult) -> Option<Waker> {
+        let waker = {
             let mut state = self.lock();
             state.done.get_or_insert(status);
-            (state.waker.take(), state.keep.take())
+            state.waker.take()
         };
-        if let Some(w) = waker {
-            let _ = catch_unwind(AssertUnwindSafe(|| w.wake()));
+        if let Some(w) = &waker {
+            let _ = catch_unwind(AssertUnwindSafe(|| w.wake_by_ref()));
+        }
+        waker
+    }
+
+    /// The second half of the completion, on the completion thread: drops `waker` (taken by
+    /// [`Watch::signal`]) and releases what a dropped future left. A panicking drop is
+    /// contained, so the thread keeps serving every other future.
+    pub(crate) fn finish(&self, waker: Option<Waker>) {
+        let keep = self.lock().keep.take();
+        if waker.is_some() {
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(waker)));
         }
         if keep.is_some() {
             let _ = catch_unwind(AssertUnwindSafe(|| drop(keep)));
@@ -363,24 +506,26 @@ impl From<sys::CUresult> for Query {
     }
 }
 
-/// The driver's callback: hands the watch to the completion thread. No driver call, no user
-/// code, no unwinding.
+/// The driver's callback: records the result and wakes the task ([`Watch::signal`]: no driver
+/// call, no drop of anything the user owns, no unwinding), then hands the watch and the waker to
+/// the completion thread, which drops them and what a dropped future left.
 unsafe extern "C" fn on_complete(_stream: sys::CUstream, status: sys::CUresult, data: *mut c_void) {
     // SAFETY: `data` is the handle `Watch::arm` made with `Arc::into_raw`, taken back once.
     let watch = unsafe { Arc::from_raw(data as *const Watch) };
-    match COMPLETIONS.get() {
-        Some(tx) => {
-            if let Err(unsent) = tx.send((watch, status)) {
-                // The completion thread is gone (the process is ending): dropping the handle here
-                // could destroy the event on the driver's thread, so it is leaked instead.
-                std::mem::forget(unsent.0);
-            }
-        }
-        None => std::mem::forget(watch),
+    let Some(tx) = COMPLETIONS.get() else {
+        // Never: the thread is started before any callback is queued. Leaked, not dropped here.
+        std::mem::forget(watch);
+        return;
+    };
+    let waker = watch.signal(status);
+    if let Err(unsent) = tx.send((watch, waker)) {
+        // The completion thread is gone (the process is ending): dropping the handle or the
+        // waker here could call the driver on its own thread, so they are leaked instead.
+        std::mem::forget(unsent.0);
     }
 }
 
-type Message = (Arc<Watch>, sys::CUresult);
+type Message = (Arc<Watch>, Option<Waker>);
 
 /// The sender of the completion thread; set once, when the first watch is armed.
 static COMPLETIONS: OnceLock<Sender<Message>> = OnceLock::new();
@@ -400,11 +545,12 @@ fn completion_thread() -> Result<&'static Sender<Message>> {
         .name("cuda-embed-completion".into())
         .spawn(move || {
             // Blocks in `recv` between completions: no spinning, no timer.
-            for (watch, status) in rx {
-                watch.complete(status);
-                // The last handle may go here, destroying the event: a driver call on this
-                // thread, which is allowed (it is not the driver's callback thread).
-                let _ = catch_unwind(AssertUnwindSafe(|| drop(watch)));
+            for (watch, waker) in rx {
+                watch.finish(waker);
+                // The last handle may go here, pooling the watch (or destroying its event: a
+                // driver call on this thread, which is allowed: it is not the driver's callback
+                // thread).
+                let _ = catch_unwind(AssertUnwindSafe(|| Watch::release(watch)));
             }
         })
         .map_err(|e| Error::Driver {
@@ -419,11 +565,49 @@ fn completion_thread() -> Result<&'static Sender<Message>> {
     Ok(COMPLETIONS.get_or_init(|| tx))
 }
 
+/// The error of awaiting work queued on a stream under capture.
 #[cold]
-fn capturing(device: usize) -> Error {
+pub(crate) fn capturing(device: usize) -> Error {
     Error::Driver {
         call: "cuStreamAddCallback (awaiting work on a stream that is being captured)",
         device,
         cause: DriverCode(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
     }
+}
+
+/// Why a watch could not be recorded.
+enum Recorded {
+    /// The stream is being captured.
+    Capturing,
+    /// The context could not be made current.
+    Bind(Error),
+    /// `cuEventCreate` refused.
+    Create(sys::CUresult),
+    /// `cuEventRecord` refused.
+    Failed(sys::CUresult),
+}
+
+impl Recorded {
+    #[cold]
+    fn error(self, device: usize) -> Error {
+        match self {
+            Recorded::Capturing => capturing(device),
+            Recorded::Bind(e) => e,
+            Recorded::Create(r) => Error::Driver { call: "cuEventCreate", device, cause: DriverCode(r) },
+            Recorded::Failed(r) => Error::Driver { call: "cuEventRecord", device, cause: DriverCode(r) },
+        }
+    }
+}
+
+/// A new event for the pool's watches (the context current).
+#[cold]
+#[inline(never)]
+fn new_event() -> std::result::Result<sys::CUevent, Recorded> {
+    let mut event: sys::CUevent = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer; the stream's context is current.
+    let r = unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Recorded::Create(r));
+    }
+    Ok(event)
 }

@@ -23,7 +23,7 @@ const CALL: &str = "cuStreamWaitEvent (future::event)";
 /// ```
 pub fn event(event: &CudaEvent) -> GpuFuture<'static> {
     let ctx = event.context();
-    let watched = super::watcher::stream(ctx).and_then(|stream| {
+    let watched = super::watcher::stream(ctx, event.cu_event() as usize).and_then(|stream| {
         // SAFETY: both handles are live (the watcher for the process, the event borrowed) and of
         // the context made current by `watcher`.
         let r = unsafe { sys::cuStreamWaitEvent(stream, event.cu_event(), 0) };

@@ -1,5 +1,6 @@
 //! The smallest executor: for synchronous code, tests and examples that have no async runtime.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -28,8 +29,9 @@ pub const SPIN: Duration = Duration::from_micros(20);
 /// dependency. Any executor works with this crate's futures; this one is for code that has none.
 ///
 /// A pending future is polled again for up to [`SPIN`] (a poll of GPU work is a non-blocking
-/// `cuEventQuery`), so short work is seen as soon as it is done, as `stream.synchronize()` sees
-/// it; then the thread parks until the completion thread wakes it, using no CPU while it waits.
+/// `cuEventQuery`, and arms no wake-up while spinning), so short work is seen as soon as it is
+/// done, as `stream.synchronize()` sees it; then a last poll arms the wake-up and the thread
+/// parks until the completion thread wakes it, using no CPU while it waits.
 ///
 /// ```no_run
 /// # fn f(stream: &cuda_embed_runtime::CudaStream) -> cuda_embed_runtime::Result<()> {
@@ -56,17 +58,54 @@ pub fn block_on_with<F: Future>(future: F, spin: Duration) -> F::Output {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     loop {
-        let start = Instant::now();
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
+        if !spin.is_zero() {
+            // Polls while spinning only ask the events: a watch is armed (a wait and a callback
+            // queued on a watcher stream, a driver round trip later) only by the poll before the
+            // thread parks, so work that finishes within the spin costs no more than the launch.
+            let start = Instant::now();
+            let _spinning = Spinning::enter();
+            loop {
+                if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                    return out;
+                }
+                if start.elapsed() >= spin {
+                    break;
+                }
+                std::hint::spin_loop();
             }
-            if start.elapsed() >= spin {
-                break;
-            }
-            std::hint::spin_loop();
+        }
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
         }
         // A wake-up between the poll and here leaves the token set: `park` returns at once.
         std::thread::park();
+    }
+}
+
+thread_local! {
+    /// Whether this thread is in [`block_on`]'s spin, which polls again without parking.
+    static SPINNING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a poll on this thread comes from [`block_on`]'s spin: a pending GPU future then
+/// needs no wake-up (the spin polls it again, and the last poll before parking is not a spin's).
+#[inline]
+pub(crate) fn spinning() -> bool {
+    SPINNING.with(Cell::get)
+}
+
+/// The spin of one [`block_on_with`] on this thread; restores what was there before when it ends
+/// (a `block_on` nested in a poll, a panic).
+pub(crate) struct Spinning(bool);
+
+impl Spinning {
+    pub(crate) fn enter() -> Spinning {
+        Spinning(SPINNING.with(|s| s.replace(true)))
+    }
+}
+
+impl Drop for Spinning {
+    fn drop(&mut self) {
+        SPINNING.with(|s| s.set(self.0));
     }
 }

@@ -28,16 +28,19 @@
 //! # How completion reaches a task
 //!
 //! Queuing awaited work also records an event right behind it on its stream: one cheap stream
-//! operation, nothing that holds the stream up. A future polled after the GPU finished sees it
-//! through the event (`cuEventQuery`) and costs nothing more. A future found unfinished arms its
-//! watch: a watcher stream of this crate's own waits for the event and then runs a driver stream
-//! callback (`cuStreamAddCallback`), off the work's own stream (a callback blocks its stream until
-//! it returns, which there would hold every later launch behind a host round trip). The driver
-//! calls the callback on its own thread with the context's status; the callback hands the watch to
-//! one process-wide completion thread (blocked on a channel, never spinning), which records the
-//! result and wakes the task. No thread per future, no spinning. The result is the work's: `Ok`,
-//! or the error the driver reports for it (a sticky error such as an illegal address included),
-//! named after the kernel or call.
+//! operation, nothing that holds the stream up (the event comes from a pool, with the rest of the
+//! watch). A future polled after the GPU finished sees it through the event (`cuEventQuery`) and
+//! costs nothing more; [`block_on`] polls that way while it spins. A future found unfinished by a
+//! poll that will wait arms its watch: a watcher stream of this crate's own (one per work stream,
+//! up to [`WATCHERS`]) waits for the event and then runs a driver stream callback
+//! (`cuStreamAddCallback`), off the work's own stream (a callback blocks its stream until it
+//! returns, which there would hold every later launch behind a host round trip). The driver
+//! calls the callback on its own thread with the context's status; the callback records it and
+//! wakes the task (by reference: nothing is dropped there), and hands the watch and the waker to
+//! one process-wide completion thread (blocked on a channel, never spinning), which drops them
+//! and whatever a dropped future left. No thread per future, no spinning. The result is the
+//! work's: `Ok`, or the error the driver reports for it (a sticky error such as an illegal
+//! address included), named after the kernel or call.
 //!
 //! # Soundness: the future observes, it never guards
 //!
@@ -75,7 +78,9 @@
 //!
 //! # Bad input
 //!
-//! Awaiting on a stream that is being captured is an error (a capture runs nothing to wait for).
+//! Awaiting on a stream that is being captured is an error (a capture runs nothing to wait for):
+//! a copy or a wait is refused before anything is queued; a launch (which asks the driver no more
+//! than its blocking form does) is captured, and its future reports the error when polled.
 //! A future holds its context alive (through its event), so it cannot outlive it; a context
 //! lost to a sticky error is reported by every future that observes it, as an error, never a
 //! panic. An error found before anything was queued (a device check, a launch limit) is the
@@ -132,8 +137,9 @@ pub struct GpuFuture<'a, T: Send + 'static = ()> {
 enum Inner<T> {
     /// Queued and watched; `T` is handed back when the work is done.
     Watching(Arc<Watch>, Option<T>),
-    /// Decided without watching: an error before anything was queued.
-    Ready(Result<T>),
+    /// Decided without watching: an error before anything was queued (boxed: the future is
+    /// moved around on every launch, the error is rare).
+    Ready(Box<Error>),
     /// Returned its result.
     Finished,
 }
@@ -163,8 +169,12 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
         let device = stream.context().ordinal();
         let inner = match queued {
             // Nothing was queued: nothing uses `value`.
-            Err(e) => Inner::Ready(Err(e)),
-            Ok(()) => match Watch::record(stream) {
+            Err(e) => Inner::Ready(Box::new(e)),
+            // A launch asks no more than the launch did: under capture, its event is recorded
+            // into the capture, and asking it answers `CUDA_ERROR_CAPTURED_EVENT` (reported as
+            // awaiting a capture). A copy or wait asks first: a copy's host memory must not be
+            // handed back before the copy runs, and a capture runs nothing.
+            Ok(()) => match Watch::record(stream, matches!(what, What::Call(_))) {
                 Ok(watch) => Inner::Watching(watch, Some(value)),
                 // Queued but not watched (the driver refused the event): host
                 // memory the work uses is released only after a wait for the stream, and leaked
@@ -176,7 +186,7 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
                             Err(_) => std::mem::forget(value),
                         }
                     }
-                    Inner::Ready(Err(e))
+                    Inner::Ready(Box::new(e))
                 }
             },
         };
@@ -189,7 +199,7 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
     pub(crate) fn detached(watch: std::result::Result<Arc<Watch>, Error>, value: T, call: &'static str) -> Self {
         let inner = match watch {
             Ok(w) => Inner::Watching(w, Some(value)),
-            Err(e) => Inner::Ready(Err(e)),
+            Err(e) => Inner::Ready(Box::new(e)),
         };
         GpuFuture { inner, what: What::Call(call), device: 0, _borrows: PhantomData }
     }
@@ -223,6 +233,9 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
     /// The error of work that finished with driver status `r`.
     #[cold]
     fn failed(&self, r: sys::CUresult) -> Error {
+        if r == sys::CUresult::CUDA_ERROR_CAPTURED_EVENT {
+            return completion::capturing(self.device);
+        }
         let (name, origin) = match &self.what {
             What::Kernel { name, origin } => (*name, *origin),
             What::Program { name, origin } => (&**name, &**origin),
@@ -258,7 +271,7 @@ impl<'a> GpuFuture<'a, ()> {
     pub(crate) fn watching(device: usize, watched: Result<Arc<Watch>>, call: &'static str) -> Self {
         let inner = match watched {
             Ok(watch) => Inner::Watching(watch, Some(())),
-            Err(e) => Inner::Ready(Err(e)),
+            Err(e) => Inner::Ready(Box::new(e)),
         };
         GpuFuture { inner, what: What::Call(call), device, _borrows: PhantomData }
     }
@@ -290,14 +303,18 @@ impl<T: Send + 'static> Future for GpuFuture<'_, T> {
         if let Polled::Waiting = polled {
             return Poll::Pending;
         }
-        let result = match (std::mem::replace(&mut this.inner, Inner::Finished), polled) {
-            (Inner::Ready(result), _) => result,
-            (Inner::Watching(_, Some(value)), Polled::Done(sys::CUresult::CUDA_SUCCESS)) => Ok(value),
+        let (watch, value) = match std::mem::replace(&mut this.inner, Inner::Finished) {
+            Inner::Ready(e) => return Poll::Ready(Err(*e)),
+            Inner::Watching(watch, value) => (watch, value),
+            Inner::Finished => unreachable!("matched above"),
+        };
+        let result = match (value, polled) {
+            (Some(value), Polled::Done(sys::CUresult::CUDA_SUCCESS)) => Ok(value),
             // The work is over (failed): what it used can go.
-            (Inner::Watching(..), Polled::Done(r)) => Err(this.failed(r)),
+            (_, Polled::Done(r)) => Err(this.failed(r)),
             // An error observed while the work may still run: reported now, and what the work
             // uses is left to the watch, released when the stream callback runs.
-            (Inner::Watching(watch, value), Polled::Failed(r)) => {
+            (value, Polled::Failed(r)) => {
                 if let Some(value) = value.filter(|_| std::mem::needs_drop::<T>()) {
                     watch.keep_until_done(Box::new(value));
                 }
@@ -305,6 +322,7 @@ impl<T: Send + 'static> Future for GpuFuture<'_, T> {
             }
             _ => Err(this.failed(sys::CUresult::CUDA_ERROR_UNKNOWN)),
         };
+        Watch::release(watch);
         Poll::Ready(result)
     }
 }
@@ -314,10 +332,11 @@ impl<T: Send + 'static> Drop for GpuFuture<'_, T> {
         // A future dropped mid-flight leaves what it owns to its watch, released once the GPU is
         // done with it (see the module docs); nothing waits here.
         // What needs no drop (a launch's `()`) needs no keeping, nor a callback to release it.
-        if let Inner::Watching(watch, Some(value)) = std::mem::replace(&mut self.inner, Inner::Finished) {
-            if std::mem::needs_drop::<T>() {
+        if let Inner::Watching(watch, value) = std::mem::replace(&mut self.inner, Inner::Finished) {
+            if let Some(value) = value.filter(|_| std::mem::needs_drop::<T>()) {
                 watch.keep_until_done(Box::new(value));
             }
+            Watch::release(watch);
         }
     }
 }

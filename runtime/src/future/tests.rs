@@ -264,3 +264,60 @@ fn dropped_after_the_event_completed_releases_at_once() {
     drop(f);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn a_poll_from_block_on_s_spin_arms_nothing() {
+    let watch = Watch::detached();
+    let mut f = GpuFuture::detached(Ok(watch.clone()), (), "test");
+    let (count, waker) = counting();
+    {
+        let _spin = super::executor::Spinning::enter();
+        assert!(poll(&mut f, &waker).is_pending());
+        assert!(!watch.armed(), "a spinning poll queued a callback");
+    }
+    assert!(poll(&mut f, &waker).is_pending());
+    assert!(watch.armed(), "the poll before parking arms the watch");
+    watch.complete(CUresult::CUDA_SUCCESS);
+    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    assert!(poll(&mut f, &waker).is_ready());
+}
+
+#[test]
+fn block_on_sees_work_done_during_its_spin_and_after_it() {
+    for spin in [Duration::from_secs(5), Duration::ZERO] {
+        let watch = Watch::detached();
+        let f = GpuFuture::detached(Ok(watch.clone()), 7u32, "test");
+        let completer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            watch.complete(CUresult::CUDA_SUCCESS);
+        });
+        assert_eq!(super::block_on_with(f, spin).unwrap(), 7);
+        completer.join().unwrap();
+    }
+}
+
+#[test]
+fn the_callback_wakes_by_reference_and_the_completion_thread_drops() {
+    let watch = Watch::detached();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut f = GpuFuture::detached(Ok(watch.clone()), Owned(drops.clone()), "test");
+    let (count, waker) = counting();
+    assert!(poll(&mut f, &waker).is_pending());
+    drop(waker);
+    drop(f); // mid-flight: the watch keeps the host memory
+    let (count2, waker2) = counting();
+    let mut g = GpuFuture::detached(Ok(watch.clone()), (), "test");
+    assert!(poll(&mut g, &waker2).is_pending());
+    drop(waker2);
+    // The driver's thread: the task is woken, nothing is dropped there.
+    let taken = watch.signal(CUresult::CUDA_SUCCESS);
+    assert_eq!(count2.0.load(Ordering::SeqCst), 1);
+    assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    assert_eq!(Arc::strong_count(&count2), 2, "the waker is still held, for the completion thread");
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // The completion thread: drops the waker and the kept memory.
+    watch.finish(taken);
+    assert_eq!(Arc::strong_count(&count2), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(poll(&mut g, &Waker::noop()).is_ready());
+}

@@ -3,48 +3,59 @@
 //! blocks its stream until it returns).
 //!
 //! They are made with the driver (cudarc does not know them, so they do not switch its contexts
-//! into multi-stream event tracking), non-blocking, and kept for the rest of the process. An idle
-//! watcher (`cuStreamQuery`) is reused; otherwise another is made, up to [`WATCHERS`] per
-//! context, after which they are taken in turn (a callback may then also wait for an earlier
-//! watch's event on the same watcher).
+//! into multi-stream event tracking), non-blocking, and kept for the rest of the process. Each
+//! work stream (a *lane*: the stream an event is recorded on) gets a watcher of its own, up to
+//! [`WATCHERS`] per context, after which lanes share them in turn. The watches of one lane
+//! finish in order anyway, so queuing them on one watcher delays none of them; two lanes on one
+//! watcher may delay a callback until the other lane's earlier work is done (never a wrong
+//! answer: only a later wake-up). Choosing costs no driver call.
 
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 /// Watcher streams per context at most.
 pub const WATCHERS: usize = 32;
 
+/// Lanes remembered per context; more start the assignment afresh (streams come and go).
+const LANES: usize = 256;
+
 struct Watchers {
+    /// The address of the `CudaContext` (kept allocated by `ctx`, so never another's).
+    key: usize,
     ctx: Weak<CudaContext>,
+    /// The watcher streams made so far.
     streams: Vec<usize>,
+    /// Each lane seen and the watcher it was given.
+    lanes: Vec<(usize, usize)>,
+    /// The watcher the next new lane gets once all are made.
     next: usize,
 }
 
-/// Every context's watcher streams, keyed by the address of its `CudaContext` (kept allocated by
-/// the `Weak`, so never another context's; an entry whose context is gone is never used).
-static STREAMS: Mutex<Option<HashMap<usize, Watchers>>> = Mutex::new(None);
+/// Every context's watcher streams: a list, not a map (a process has a context or a few).
+static STREAMS: Mutex<Vec<Watchers>> = Mutex::new(Vec::new());
 
-/// A watcher stream of `ctx` for one more wait, with `ctx` made current.
-pub(crate) fn stream(ctx: &Arc<CudaContext>) -> Result<sys::CUstream> {
+/// The watcher stream of `ctx` for a wait of work queued on `lane`, with `ctx` made current.
+pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstream> {
     crate::driver::bind(ctx)?;
+    let key = Arc::as_ptr(ctx) as usize;
     let mut all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = all.get_or_insert_with(HashMap::new);
-    if map.len() > 16 {
-        map.retain(|_, w| w.ctx.strong_count() > 0);
-    }
-    let w = map.entry(Arc::as_ptr(ctx) as usize).or_insert_with(|| Watchers {
-        ctx: Arc::downgrade(ctx),
-        streams: Vec::new(),
-        next: 0,
-    });
-    // SAFETY (of each query): the watcher streams live as long as their context, which is live.
-    let idle = |s: &&usize| unsafe { sys::cuStreamQuery(**s as sys::CUstream) } == sys::CUresult::CUDA_SUCCESS;
-    if let Some(&s) = w.streams.iter().find(idle) {
+    let at = match all.iter().position(|w| w.key == key) {
+        Some(at) => at,
+        None => {
+            all.retain(|w| w.ctx.strong_count() > 0);
+            all.push(Watchers { key, ctx: Arc::downgrade(ctx), streams: Vec::new(), lanes: Vec::new(), next: 0 });
+            all.len() - 1
+        }
+    };
+    let w = &mut all[at];
+    if let Some(&(_, s)) = w.lanes.iter().find(|(l, _)| *l == lane) {
         return Ok(s as sys::CUstream);
     }
-    if w.streams.len() < WATCHERS {
+    if w.lanes.len() >= LANES {
+        w.lanes.clear();
+    }
+    let s = if w.streams.len() < WATCHERS {
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; the context is current.
         let r = unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) };
@@ -56,8 +67,11 @@ pub(crate) fn stream(ctx: &Arc<CudaContext>) -> Result<sys::CUstream> {
             });
         }
         w.streams.push(s as usize);
-        return Ok(s);
-    }
-    w.next = (w.next + 1) % w.streams.len();
-    Ok(w.streams[w.next] as sys::CUstream)
+        s as usize
+    } else {
+        w.next = (w.next + 1) % w.streams.len();
+        w.streams[w.next]
+    };
+    w.lanes.push((lane, s));
+    Ok(s as sys::CUstream)
 }
