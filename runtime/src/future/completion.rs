@@ -318,7 +318,7 @@ impl Watch {
     }
 
     /// Queues the callback that completes the watch, on a watcher stream that first waits for the
-    /// event; once. Under `state`'s lock, so the callback's `complete` waits for the caller to
+    /// event; once. Under `state`'s lock, so the callback's `signal` waits for the caller to
     /// have parked its waker or kept its memory. A watch without an event (the tests') counts as
     /// armed: the test completes it.
     fn arm(self: &Arc<Self>, state: &mut State) -> std::result::Result<(), sys::CUresult> {
@@ -332,8 +332,9 @@ impl Watch {
         completion_thread().map_err(|_| sys::CUresult::CUDA_ERROR_OPERATING_SYSTEM)?;
         let watcher = super::watcher::stream(ctx, self.lane)
             .map_err(|e| e.driver_code().unwrap_or(sys::CUresult::CUDA_ERROR_UNKNOWN))?;
-        // SAFETY: the watcher stream and the event are live and of one context, made current by
-        // `watcher::stream`; the wait captures the event's record of this watch's work.
+        // SAFETY: the watcher stream and the event are live and of one context (both named, so
+        // the current context does not matter); the wait captures the event's record of this
+        // watch's work.
         let r = unsafe { sys::cuStreamWaitEvent(watcher, event, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(r);

@@ -25,7 +25,7 @@ pub fn event(event: &CudaEvent) -> GpuFuture<'static> {
     let ctx = event.context();
     let watched = super::watcher::stream(ctx, event.cu_event() as usize).and_then(|stream| {
         // SAFETY: both handles are live (the watcher for the process, the event borrowed) and of
-        // the context made current by `watcher`.
+        // the event's context (both named, so the current context does not matter).
         let r = unsafe { sys::cuStreamWaitEvent(stream, event.cu_event(), 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(Error::Driver { call: CALL, device: ctx.ordinal(), cause: DriverCode(r) });

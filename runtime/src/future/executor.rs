@@ -55,7 +55,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// ```
 pub fn block_on_with<F: Future>(future: F, spin: Duration) -> F::Output {
     let mut future = pin!(future);
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    // One waker per thread, made once: a `block_on` of a short launch costs no allocation.
+    let waker = WAKER.with(Waker::clone);
     let mut cx = Context::from_waker(&waker);
     loop {
         if !spin.is_zero() {
@@ -83,6 +84,8 @@ pub fn block_on_with<F: Future>(future: F, spin: Duration) -> F::Output {
 }
 
 thread_local! {
+    /// The waker of [`block_on`] on this thread: unparks it.
+    static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     /// Whether this thread is in [`block_on`]'s spin, which polls again without parking.
     static SPINNING: Cell<bool> = const { Cell::new(false) };
 }

@@ -319,5 +319,5 @@ fn the_callback_wakes_by_reference_and_the_completion_thread_drops() {
     watch.finish(taken);
     assert_eq!(Arc::strong_count(&count2), 1);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
-    assert!(poll(&mut g, &Waker::noop()).is_ready());
+    assert!(poll(&mut g, Waker::noop()).is_ready());
 }

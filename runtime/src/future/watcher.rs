@@ -37,7 +37,11 @@ static STREAMS: Mutex<Vec<Watchers>> = Mutex::new(Vec::new());
 
 /// The watcher stream of `ctx` for a wait of work queued on `lane`, with `ctx` made current.
 pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstream> {
-    crate::driver::bind(ctx)?;
+    // Trusted as launches trust it (the waits and callbacks name their streams and events, and
+    // do not depend on the current context); a new watcher stream binds for certain below.
+    if !crate::driver::bound_here(ctx) {
+        crate::driver::bind(ctx)?;
+    }
     let key = Arc::as_ptr(ctx) as usize;
     let mut all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
     let at = match all.iter().position(|w| w.key == key) {
@@ -56,6 +60,7 @@ pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstrea
         w.lanes.clear();
     }
     let s = if w.streams.len() < WATCHERS {
+        crate::driver::bind(ctx)?;
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; the context is current.
         let r = unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) };
