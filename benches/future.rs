@@ -8,12 +8,14 @@
 //!    paired median of the per-round ratios.
 //! 2. **Launch host cost**: `launch_async` (the launch and an event record behind it; the futures
 //!    dropped untimed) against the plain `launch`, in batches of 500 with a sync between batches
-//!    (target: at most 1.05x).
+//!    (target: at most 1.05x); and `launch` followed by a raw `cuEventRecord`, the driver's floor
+//!    for any launch whose completion is watched by an event.
 //! 3. **Throughput**: 10,000 kernels of about 2 us over 8 streams, all in flight as futures and
 //!    awaited, from one thread (parking at once) and from 8 tokio tasks on 8 worker threads (one
 //!    per stream), against 8 threads each launching and synchronising its stream's share: kernels
 //!    per second, and the process CPU time over wall time of each (the waiting side must not keep
-//!    a core busy).
+//!    a core busy). Then the waiting alone: one ~100 ms kernel per stream, 8 futures awaited from
+//!    one thread against 8 threads synchronising, CPU time over wall time of each.
 //! 4. **Stream-ordered allocation**: a 100-step loop, each step allocating a 4 MiB temporary
 //!    (`alloc_zeros`: `cuMemAllocAsync`), filling it, dropping it (`cuMemFreeAsync`) and awaiting
 //!    the step, with the default pool's release threshold at the driver's default (0: freed memory
@@ -78,6 +80,26 @@ fn async_batch(stream: &CudaStream, held: &mut Vec<GpuFuture<'static>>) {
     }
 }
 
+/// `BATCH` plain launches, each followed by a raw `cuEventRecord` of one event: the driver's
+/// floor under `async_batch` (an awaited launch records an event behind its work).
+#[inline(never)]
+fn recorded_batch(stream: &CudaStream, event: cuda_embed::cudarc::driver::sys::CUevent) -> cuda_embed::Result<()> {
+    use cuda_embed::cudarc::driver::sys;
+    for _ in 0..BATCH {
+        unsafe { empty0::launch(stream, one(), 0)? };
+        // SAFETY: a live event of the stream's context.
+        let r = unsafe { sys::cuEventRecord(event, stream.cu_stream()) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(cuda_embed::Error::Driver {
+                call: "cuEventRecord",
+                device: 0,
+                cause: cuda_embed::DriverCode(r),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `BATCH` plain launches (the reference of `async_batch`).
 #[inline(never)]
 fn plain_batch(stream: &CudaStream) -> cuda_embed::Result<()> {
@@ -136,33 +158,37 @@ fn run() -> cuda_embed::Result<()> {
     println!();
 
     // 2. Launch host cost.
-    let (mut asyncs, mut plains) = (Vec::new(), Vec::new());
+    let (mut asyncs, mut plains, mut recorded) = (Vec::new(), Vec::new(), Vec::new());
     let mut held: Vec<GpuFuture<'static>> = Vec::with_capacity(BATCH);
+    let event = ctx.new_event(None)?; // timing disabled, as the watches' events
     for round in 0..rounds.min(200) + WARMUP {
-        for m in 0..2 {
-            let method = (m + round) % 2;
+        for m in 0..3 {
+            let method = (m + round) % 3;
             let t0 = Instant::now();
-            if method == 0 {
-                async_batch(&stream, &mut held);
-            } else {
-                plain_batch(&stream)?;
+            match method {
+                0 => async_batch(&stream, &mut held),
+                1 => plain_batch(&stream)?,
+                _ => recorded_batch(&stream, event.cu_event())?,
             }
             let ns = t0.elapsed().as_secs_f64() * 1e9 / BATCH as f64;
             stream.synchronize()?;
             held.clear();
             if round >= WARMUP {
-                [&mut asyncs, &mut plains][method].push(ns);
+                [&mut asyncs, &mut plains, &mut recorded][method].push(ns);
             }
         }
     }
-    let (a, p) = (common::median(asyncs.clone()), common::median(plains.clone()));
+    let (a, p, r) = (common::median(asyncs.clone()), common::median(plains.clone()), common::median(recorded.clone()));
     println!("Launch host cost (ns per launch, batches of {BATCH}):");
     println!("| method | ns | vs launch |");
     println!("|---|---|---|");
     println!("| launch | {p:.0} | 1.000x |");
-    println!("| launch_async (launch + event record) | {a:.0} | {:.3}x |", a / p);
-    println!("{}", common::paired_header("async / plain", asyncs.len()));
-    println!("| host cost | {} |", Paired::new(&asyncs, &plains).cell());
+    println!("| launch + raw cuEventRecord (the driver's floor for a watched launch) | {r:.0} | {:.3}x |", r / p);
+    println!("| launch_async (launch + pooled watch + event record) | {a:.0} | {:.3}x |", a / p);
+    println!("{}", common::paired_header("ratio", asyncs.len()));
+    println!("| launch_async / launch | {} |", Paired::new(&asyncs, &plains).cell());
+    println!("| launch + cuEventRecord / launch | {} |", Paired::new(&recorded, &plains).cell());
+    println!("| launch_async / (launch + cuEventRecord) | {} |", Paired::new(&asyncs, &recorded).cell());
     println!();
 
     // 3. Throughput.
@@ -256,6 +282,41 @@ fn run() -> cuda_embed::Result<()> {
             wb / wt
         );
     }
+
+    // 3b. CPU time while only waiting: one ~100 ms kernel per stream, awaited as futures from one
+    // thread (parking at once) against 8 threads each synchronising its stream.
+    let long: i64 = common::env_usize("FUTURE_WAIT_CYCLES", 200_000_000) as i64;
+    let (c0, t0) = (cpu_seconds(), Instant::now());
+    let futures: Vec<GpuFuture<'static>> =
+        streams.iter().map(|s| unsafe { spin::launch_async(s, one(), long) }).collect();
+    for f in futures {
+        block_on_with(f, Duration::ZERO)?;
+    }
+    let (wall_f, cpu_f) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+    let (c0, t0) = (cpu_seconds(), Instant::now());
+    std::thread::scope(|t| -> cuda_embed::Result<()> {
+        let handles: Vec<_> = streams
+            .iter()
+            .map(|s| {
+                t.spawn(move || -> cuda_embed::Result<()> {
+                    unsafe { spin::launch(s, one(), long)? };
+                    s.synchronize()?;
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("a blocking thread panicked")?;
+        }
+        Ok(())
+    })?;
+    let (wall_b, cpu_b) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+    println!();
+    println!("Waiting only: one ~100 ms kernel on each of 8 streams (process CPU time / wall time):");
+    println!("| method | wall ms | CPU/wall |");
+    println!("|---|---|---|");
+    println!("| 8 futures awaited from one thread (parked) | {:.1} | {:.3} |", wall_f * 1e3, cpu_f / wall_f);
+    println!("| 8 blocking threads, launch + synchronize | {:.1} | {:.3} |", wall_b * 1e3, cpu_b / wall_b);
 
     // 4. Stream-ordered allocation.
     let steps = 100;

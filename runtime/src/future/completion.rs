@@ -216,23 +216,23 @@ impl Watch {
     }
 
     /// Watches everything queued on `stream` so far: records an event behind it. Fails, having
-    /// queued nothing, when the driver refuses or, if `capture` says to ask, when the stream is
-    /// being captured (a capture queues nothing to watch). Not asked, an event recorded into a
-    /// capture answers `CUDA_ERROR_CAPTURED_EVENT` when queried.
+    /// queued nothing, when the stream is being captured (a capture queues nothing to watch; and
+    /// querying an event recorded into a capture invalidates the capture, as the H200 run of
+    /// 2026-11-28 showed) or the driver refuses.
     ///
     /// Right after a launch on `stream`, which made its context current through the crate's
     /// bind: the record trusts that (as the launch does) and binds only when the driver answers
     /// with a context error (another context made current behind the crate's back).
     #[inline]
-    pub(crate) fn record(stream: &CudaStream, capture: bool) -> Result<Arc<Watch>> {
+    pub(crate) fn record(stream: &CudaStream) -> Result<Arc<Watch>> {
         let ctx = stream.context();
         if !crate::driver::bound_here(ctx) {
             crate::driver::bind(ctx)?;
         }
-        match Watch::try_record(ctx, stream, capture) {
+        match Watch::try_record(ctx, stream) {
             Err(Recorded::Failed(r)) if crate::driver::wrong_context(r) => {
                 crate::driver::bind(ctx)?;
-                Watch::try_record(ctx, stream, true).map_err(|e| e.error(ctx.ordinal()))
+                Watch::try_record(ctx, stream).map_err(|e| e.error(ctx.ordinal()))
             }
             r => r.map_err(|e| e.error(ctx.ordinal())),
         }
@@ -240,12 +240,8 @@ impl Watch {
 
     /// [`Watch::record`] with the context current (or believed so).
     #[inline]
-    fn try_record(
-        ctx: &Arc<CudaContext>,
-        stream: &CudaStream,
-        capture: bool,
-    ) -> std::result::Result<Arc<Watch>, Recorded> {
-        if capture && crate::launch::capture::is_capturing(stream) {
+    fn try_record(ctx: &Arc<CudaContext>, stream: &CudaStream) -> std::result::Result<Arc<Watch>, Recorded> {
+        if crate::launch::capture::is_capturing(stream) {
             return Err(Recorded::Capturing);
         }
         Watch::record_on(ctx, stream.cu_stream())
@@ -463,6 +459,12 @@ impl Watch {
     pub(crate) fn keep_until_done(self: &Arc<Self>, value: Box<dyn Any + Send>) {
         let mut state = self.lock();
         state.waker = None;
+        if state.done.is_none() && state.armed {
+            // The callback is coming: no driver call here (a future dropped by a cancelled task
+            // makes none).
+            state.keep = Some(value);
+            return;
+        }
         if state.done.is_none() {
             if let Query::Complete = self.query() {
                 state.done = Some(sys::CUresult::CUDA_SUCCESS);
@@ -568,7 +570,7 @@ fn completion_thread() -> Result<&'static Sender<Message>> {
 
 /// The error of awaiting work queued on a stream under capture.
 #[cold]
-pub(crate) fn capturing(device: usize) -> Error {
+fn capturing(device: usize) -> Error {
     Error::Driver {
         call: "cuStreamAddCallback (awaiting work on a stream that is being captured)",
         device,

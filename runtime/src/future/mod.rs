@@ -79,8 +79,9 @@
 //! # Bad input
 //!
 //! Awaiting on a stream that is being captured is an error (a capture runs nothing to wait for):
-//! a copy or a wait is refused before anything is queued; a launch (which asks the driver no more
-//! than its blocking form does) is captured, and its future reports the error when polled.
+//! the future's result, returned at its first poll (a launch is captured, as its blocking form's
+//! is; a copy is refused before anything is queued). No event is recorded into a capture:
+//! querying one would invalidate it.
 //! A future holds its context alive (through its event), so it cannot outlive it; a context
 //! lost to a sticky error is reported by every future that observes it, as an error, never a
 //! panic. An error found before anything was queued (a device check, a launch limit) is the
@@ -170,11 +171,7 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
         let inner = match queued {
             // Nothing was queued: nothing uses `value`.
             Err(e) => Inner::Ready(Box::new(e)),
-            // A launch asks no more than the launch did: under capture, its event is recorded
-            // into the capture, and asking it answers `CUDA_ERROR_CAPTURED_EVENT` (reported as
-            // awaiting a capture). A copy or wait asks first: a copy's host memory must not be
-            // handed back before the copy runs, and a capture runs nothing.
-            Ok(()) => match Watch::record(stream, matches!(what, What::Call(_))) {
+            Ok(()) => match Watch::record(stream) {
                 Ok(watch) => Inner::Watching(watch, Some(value)),
                 // Queued but not watched (the driver refused the event): host
                 // memory the work uses is released only after a wait for the stream, and leaked
@@ -233,9 +230,6 @@ impl<'a, T: Send + 'static> GpuFuture<'a, T> {
     /// The error of work that finished with driver status `r`.
     #[cold]
     fn failed(&self, r: sys::CUresult) -> Error {
-        if r == sys::CUresult::CUDA_ERROR_CAPTURED_EVENT {
-            return completion::capturing(self.device);
-        }
         let (name, origin) = match &self.what {
             What::Kernel { name, origin } => (*name, *origin),
             What::Program { name, origin } => (&**name, &**origin),
