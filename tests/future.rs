@@ -80,11 +80,35 @@ const N: usize = 1 << 20;
 static BOUNDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// About 100 ms of spinning on a 2 GHz GPU.
 const SLOW: i64 = 200_000_000;
-/// About 1 s: the kernels of the tests that assert that work is still pending after some driver
-/// calls. The other tests of this binary run at the same time and load modules and allocate and
-/// free pinned memory meanwhile, which held this thread's driver calls for tens of milliseconds
-/// on the H200 (a 10 ms kernel was over before the call after its launch returned).
-const LONG: i64 = 2_000_000_000;
+/// About 200 ms per wave of blocks (a launch of `cfg(N)` runs four): the kernels of the tests
+/// that assert that work is still pending after some driver calls. Those tests run alone, in a
+/// child process (see [`alone`]).
+const LONG: i64 = 400_000_000;
+
+/// Runs the calling test `name` alone in a child process of this binary (where this returns
+/// `true` and the test's body runs) and checks that it passed there (here it returns `false`).
+///
+/// For the tests that assert that GPU work is still pending after a launch and a few driver
+/// calls: while the other tests of this binary ran on other threads, such a call of this thread
+/// was apparently held until the device was idle (on the H200, 2026-11-28, in three tests at
+/// once: a future, then a stream, found done right after a ~4 s kernel was launched on a stream
+/// of the test's own; the soundness tests passed when only the five of them ran, under memcheck),
+/// which no kernel length can outlast. A process of its own has no other threads making driver
+/// calls. (compute-sanitizer follows child processes.)
+fn alone(name: &str) -> bool {
+    if std::env::var_os("CUDA_EMBED_ALONE").is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", name, "--nocapture", "--test-threads", "1"])
+        .env("CUDA_EMBED_ALONE", "1")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{name}, run alone, failed:\n{text}");
+    assert!(text.contains("1 passed"), "{name} did not run alone:\n{text}");
+    false
+}
 
 /// Whether `s` still has work to do (`cuStreamQuery`: NOT_READY).
 fn busy(s: &CudaStream) -> bool {
@@ -112,6 +136,9 @@ fn all(s: &Arc<CudaStream>, y: &CudaSlice<f32>, v: f32) -> bool {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_awaited_launch_has_finished_when_it_resolves() {
+    if !alone("an_awaited_launch_has_finished_when_it_resolves") {
+        return;
+    }
     // A stream of the test's own: the default stream is shared with the other tests of this
     // binary, which run at the same time and keep it busy with kernels of their own (with it,
     // this test saw CUDA_ERROR_NOT_READY below: their work, not this launch's).
@@ -283,6 +310,9 @@ fn temporaries_freed_in_stream_order() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn soundness_forgotten_future() {
+    if !alone("soundness_forgotten_future") {
+        return;
+    }
     let s = stream();
     let mut y = s.alloc_zeros::<f32>(N).unwrap();
     let f = unsafe { slow_fill::launch_async(&s, cfg(N), &mut y, 7.0, LONG, N as i32) };
@@ -307,6 +337,9 @@ fn soundness_forgotten_future() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn soundness_dropped_mid_flight() {
+    if !alone("soundness_dropped_mid_flight") {
+        return;
+    }
     // Drops that waited for the GPU would find the stream idle: the checks below ask it (a
     // stream of the test's own, so the work on it is this test's).
     let s = own_stream();
@@ -511,6 +544,9 @@ fn tasks_under_tokio() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn soundness_cancelled_tokio_task() {
+    if !alone("soundness_cancelled_tokio_task") {
+        return;
+    }
     let s = own_stream();
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let z = rt.block_on(async {
