@@ -117,6 +117,9 @@ pub use cuda_embed_macros::{
 /// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
 /// atomics, warp shuffles and votes.
 pub use cuda_embed_runtime::device;
+/// GPU work as futures: awaited launches (`NAME::launch_async`), copies through pinned host
+/// memory and stream synchronisation, under any executor ([`GpuFuture`]).
+pub use cuda_embed_runtime::future;
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
 /// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
@@ -134,8 +137,8 @@ pub use cuda_embed_runtime::tune;
 pub use cuda_embed_runtime::{
     args, cache, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction,
     CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
-    ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
-    LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
+    ElementwiseProgram, Error, Global, GpuFuture, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef,
+    LaunchConfig, LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};

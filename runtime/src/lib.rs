@@ -13,6 +13,7 @@ pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and thei
 mod driver; // thin checked driver calls: bind a context, read attributes, waits (the bottom)
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
+pub mod future; // GPU work as futures: awaited launches, copies through pinned memory, synchronisation
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod launch; // the one launch routine, its limits, kernel handles
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
@@ -59,6 +60,7 @@ pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaV
 pub use device::report::synchronize;
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
+pub use future::GpuFuture;
 pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use launch::kernel::{Kernel, KernelRef};
 pub use launch::limits::KernelAttributes;

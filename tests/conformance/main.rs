@@ -10,6 +10,7 @@
 mod rows;
 
 use cuda_embed::device::*;
+use cuda_embed::future::block_on;
 use cuda_embed::graph::GraphArg;
 use cuda_embed::{
     cuda_kernel, elementwise_kernel, fuse, reduction_kernel, Arg, CudaContext, CudaStream, ElementwiseProgram, Error,
@@ -236,6 +237,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
+        col.err("cuda_kernel!", "tuned_async", block_on(tsplit::tuned_async(&s, &xf, &mut y, &mut z, n)));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
         col.err("#[kernel]", "launch_timed", rsplit::launch_timed(&s, cfg(), &x, &mut yf, &mut z));
         col.err("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, cfg(), &xf, &mut y, &mut z));
@@ -245,6 +247,10 @@ fn another_device() {
         col.err("Kernel", "launch_timed", k.launch_timed(&s, cfg(), (2.0f32, &x, &mut yf, ni)));
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
+        // The async forms: the refusal is the future's result, before anything is queued.
+        col.err("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, cfg(), 2.0, &x, &mut yf, ni)));
+        col.err("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, cfg(), &xf, &mut y, &mut z)));
+        col.err("Kernel", "launch_async", block_on(k.launch_async(&s, cfg(), (2.0f32, &xf, &mut y, ni))));
     }
     // Tensor maps: the map of another context's buffer, as the read or the written map, in
     // launches, graph nodes and updates.
@@ -265,6 +271,7 @@ fn another_device() {
             col.err(t, "launch_timed", tmap_pair::launch_timed(&s, cfg(), &src, &mut dstf));
             col.err(t, "launch_cooperative", tmap_pair::launch_cooperative(&s, cfg(), &srcf, &mut dst));
             col.err(t, "launch_cluster", tmap_pair::launch_cluster(&s, cfg(), (1, 1, 1), &src, &mut dstf));
+            col.err(t, "launch_async", block_on(tmap_pair::launch_async(&s, cfg(), &srcf, &mut dst)));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(t, "node", tmap_pair::node(&mut g, cfg(), &srcf, &dst));
@@ -279,6 +286,8 @@ fn another_device() {
         unsafe { exec.launch(&s).unwrap() };
         s.synchronize().unwrap();
     }
+    col.err("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &xf, 2.0, &mut y, &mut z)));
+    col.err("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut y, &mut yf)));
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));
     col.err("fuse!", "launch", fz::launch(&s, &xf, &x, &mut y, &mut z));
@@ -289,6 +298,12 @@ fn another_device() {
         let mut zv = NdViewMut::new(&mut z, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xfv, 2.0, &mut yv, &mut zv));
         col.err("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xfv, &mut yv, &mut zv));
+        col.err(
+            "elementwise_kernel!",
+            "launch_nd_async",
+            block_on(ew::launch_nd_async(&s, &xfv, 2.0, &mut yv, &mut zv)),
+        );
+        col.err("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xfv, &mut yv, &mut zv)));
         let mut yfv = NdViewMut::new(&mut yf, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yfv, &mut zv));
     }
@@ -296,6 +311,8 @@ fn another_device() {
     let mut rf = f.alloc_zeros::<f32>(1).unwrap();
     col.err("reduction_kernel!", "launch", red::launch(&s, &xf, &mut r1, &mut r2));
     col.err("reduction_kernel!", "launch", red::launch(&s, &x, &mut rf, &mut r2));
+    col.err("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &xf, &mut r1, &mut r2)));
+    col.err("fuse!", "launch_async", block_on(fr::launch_async(&s, &xf, &mut r1)));
     col.err("fuse!", "launch", fr::launch(&s, &xf, &mut r1));
     let (mut rows1, mut rows2) = (s.alloc_zeros::<f32>(16).unwrap(), s.alloc_zeros::<f32>(16).unwrap());
     col.err("reduction_kernel!", "launch_rows", red::launch_rows(&s, &xf, 16, &mut rows1, &mut rows2));
@@ -308,6 +325,12 @@ fn another_device() {
         let mut b = NdViewMut::new(&mut rows2, &[16]).unwrap();
         col.err("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xfv, &[1], &mut a, &mut b));
         col.err("fuse!", "launch_axes", fr::launch_axes(&s, &xfv, &[0], &mut a));
+        col.err(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xfv, &[1], &mut a, &mut b)),
+        );
+        col.err("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xfv, &[0], &mut a)));
     }
     // Graph nodes: a buffer of another context than the graph's.
     {
@@ -385,6 +408,15 @@ fn another_device() {
                     &mut [Arg::slice(&x), Arg::slice_mut(&mut yf), Arg::slice_mut(&mut z), Arg::value(&ni)],
                 ),
             );
+            col.err(
+                "ProgramKernel",
+                "launch_async",
+                block_on(k.launch_async(
+                    &s,
+                    cfg(),
+                    &mut [Arg::slice(&xf), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&ni)],
+                )),
+            );
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(
@@ -401,6 +433,11 @@ fn another_device() {
             .build(s.context(), "")
             .unwrap();
         col.err("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&xf), Arg::slice_mut(&mut y)]));
+        col.err(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut yf)])),
+        );
         col.err(
             "ElementwiseKernel",
             "launch_with",
@@ -425,6 +462,11 @@ fn another_device() {
             .load(s.context())
             .unwrap();
         col.err("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)]));
+        col.err(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)])),
+        );
         col.err(
             "Reduction",
             "launch_rows",
@@ -655,6 +697,9 @@ fn empty_operands() {
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
         col.mark("cuda_kernel!", "tuned");
+        let e = block_on(tsplit::tuned_async(&s, &x, &mut yb, &mut zb, 0)).unwrap_err();
+        assert!(e.to_string().contains("empty launch"), "{e}");
+        col.mark("cuda_kernel!", "tuned_async");
         col.ok("#[kernel]", "launch", rsplit::launch(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_timed", rsplit::launch_timed(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, c, &x, &mut yb, &mut zb));
@@ -664,7 +709,12 @@ fn empty_operands() {
         col.ok("Kernel", "launch_timed", k.launch_timed(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cooperative", k.launch_cooperative(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cluster", k.launch_cluster(&s, c, (1, 1, 1), (2.0f32, &x, &mut yb, 0i32)));
+        col.ok("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, c, 2.0, &x, &mut yb, 0)));
+        col.ok("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, c, &x, &mut yb, &mut zb)));
+        col.ok("Kernel", "launch_async", block_on(k.launch_async(&s, c, (2.0f32, &x, &mut yb, 0i32))));
     }
+    col.ok("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &x, 2.0, &mut yb, &mut zb)));
+    col.ok("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut yb, &mut zb)));
     rsplit::check_errors(&s).unwrap();
     col.ok("elementwise_kernel!", "launch", ew::launch(&s, &x, 2.0, &mut yb, &mut zb));
     col.ok("elementwise_kernel!", "launch_with", ew::launch_with(&s, c, &x, 2.0, &mut yb, &mut zb));
@@ -676,12 +726,17 @@ fn empty_operands() {
         let mut zv = NdViewMut::from_view(zb.slice_mut(..), &[0, 4]).unwrap();
         col.ok("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yv, &mut zv));
         col.ok("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xv, &mut yv, &mut zv));
+        col.ok("elementwise_kernel!", "launch_nd_async", block_on(ew::launch_nd_async(&s, &xv, 2.0, &mut yv, &mut zv)));
+        col.ok("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xv, &mut yv, &mut zv)));
     }
     // Reductions of nothing: the identity.
     let (mut r1, mut r2) = (s.clone_htod(&[7.0f32]).unwrap(), s.clone_htod(&[7.0f32]).unwrap());
     col.ok("reduction_kernel!", "launch", red::launch(&s, &x, &mut r1, &mut r2));
     assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
     col.ok("fuse!", "launch", fr::launch(&s, &x, &mut r1));
+    col.ok("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &x, &mut r1, &mut r2)));
+    assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
+    col.ok("fuse!", "launch_async", block_on(fr::launch_async(&s, &x, &mut r1)));
     col.ok("reduction_kernel!", "launch_rows", red::launch_rows(&s, &x, 4, &mut yb, &mut zb));
     col.ok("reduction_kernel!", "launch_cols", red::launch_cols(&s, &x, 0, &mut yb, &mut zb));
     col.ok("fuse!", "launch_rows", fr::launch_rows(&s, &x, 4, &mut yb));
@@ -692,6 +747,12 @@ fn empty_operands() {
         let mut b = NdViewMut::from_view(zb.slice_mut(..), &[0]).unwrap();
         col.ok("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xv, &[1], &mut a, &mut b));
         col.ok("fuse!", "launch_axes", fr::launch_axes(&s, &xv, &[1], &mut a));
+        col.ok(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xv, &[1], &mut a, &mut b)),
+        );
+        col.ok("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xv, &[1], &mut a)));
     }
     {
         let (yb, zb) = (y0.slice(0..0), z0.slice(0..0));
@@ -752,6 +813,7 @@ fn empty_operands() {
             let args = &mut [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&zero)];
             col.ok("ProgramKernel", "launch", k.launch(&s, c, args));
             col.ok("ProgramKernel", "launch_as", k.launch_as(&s, c, cuda_embed::LaunchKind::Plain, args));
+            col.ok("ProgramKernel", "launch_async", block_on(k.launch_async(&s, c, args)));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.ok(
@@ -765,6 +827,11 @@ fn empty_operands() {
             .unwrap();
         let mut ye = y.slice_mut(0..0);
         col.ok("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)]));
+        col.ok(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)])),
+        );
         col.ok(
             "ElementwiseKernel",
             "launch_with",
@@ -788,6 +855,13 @@ fn empty_operands() {
             .unwrap();
         let mut r = s.clone_htod(&[3.0f32]).unwrap();
         col.ok("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)]));
+        assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
+        s.memcpy_htod(&[3.0f32], &mut r).unwrap();
+        col.ok(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)])),
+        );
         assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
         let mut re = r.slice_mut(0..0);
         col.ok(

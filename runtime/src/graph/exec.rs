@@ -156,7 +156,7 @@ impl<'a> GraphExec<'a> {
         Ok(())
     }
 
-    fn panics(&self) -> Result<()> {
+    pub(crate) fn panics(&self) -> Result<()> {
         match host::check(&self.hosts, self.ctx.ordinal()) {
             Some(e) => Err(e),
             None => Ok(()),

@@ -170,6 +170,11 @@ pub fn kernel_ref() -> TokenStream {
     public("KernelRef")
 }
 
+/// The future of awaited GPU work, `GpuFuture<'a, T>`.
+pub fn gpu_future() -> TokenStream {
+    public("GpuFuture")
+}
+
 /// The typed kernel value, `Kernel<Sig>`.
 pub fn kernel() -> TokenStream {
     public("Kernel")

@@ -62,6 +62,23 @@ impl ElementwiseKernel {
         unsafe { self.run(stream, None, None, args) }
     }
 
+    /// [`ElementwiseKernel::launch`] as a future: the kernel is queued now (checked and bound as
+    /// `launch` does), and the future resolves when the GPU has finished it, to the launch's
+    /// result. The buffers in `args` stay borrowed until the future is dropped; dropping or
+    /// forgetting it early is sound (see [`future`](crate::future)).
+    ///
+    /// ```no_run
+    /// # async fn f(k: &cuda_embed_runtime::ElementwiseKernel, stream: &cuda_embed_runtime::CudaStream,
+    /// #            x: &cuda_embed_runtime::CudaSlice<f32>, y: &mut cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// use cuda_embed_runtime::Arg;
+    /// k.launch_async(stream, &mut [Arg::slice(x), Arg::slice_mut(y)]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn launch_async<'a>(&self, stream: &CudaStream, args: &mut [Arg<'a>]) -> crate::future::GpuFuture<'a> {
+        let queued = self.launch(stream, args);
+        crate::future::GpuFuture::after_program(stream, queued, &self.sig.kernel, &self.sig.origin)
+    }
+
     /// [`ElementwiseKernel::launch`] with the caller's launch configuration (any grid and block:
     /// the kernel loops over the indices with a grid-stride loop).
     pub fn launch_with(&self, stream: &CudaStream, config: LaunchConfig, args: &mut [Arg<'_>]) -> Result<()> {
