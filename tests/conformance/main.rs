@@ -222,6 +222,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, cfg(), 2.0, &x, &mut yf, ni));
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
+        col.err("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
         col.err("#[kernel]", "launch_timed", rsplit::launch_timed(&s, cfg(), &x, &mut yf, &mut z));
@@ -232,6 +233,7 @@ fn another_device() {
         col.err("Kernel", "launch_timed", k.launch_timed(&s, cfg(), (2.0f32, &x, &mut yf, ni)));
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
+        col.err("Kernel", "launch_dependent", k.launch_dependent(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
     }
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));
@@ -591,6 +593,7 @@ fn empty_operands() {
         col.ok("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, c, (1, 1, 1), 2.0, &x, &mut yb, 0));
+        col.ok("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, c, 2.0, &x, &mut yb, 0));
         // The tuned grid of no element has no block: refused before the driver (an empty launch).
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
@@ -604,6 +607,7 @@ fn empty_operands() {
         col.ok("Kernel", "launch_timed", k.launch_timed(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cooperative", k.launch_cooperative(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cluster", k.launch_cluster(&s, c, (1, 1, 1), (2.0f32, &x, &mut yb, 0i32)));
+        col.ok("Kernel", "launch_dependent", k.launch_dependent(&s, c, (2.0f32, &x, &mut yb, 0i32)));
     }
     rsplit::check_errors(&s).unwrap();
     col.ok("elementwise_kernel!", "launch", ew::launch(&s, &x, 2.0, &mut yb, &mut zb));

@@ -9,6 +9,7 @@
 //! | (b) extent | a flat buffer's length comes from this crate's `unsafe` [`DeviceBuffer`] traits; a view's layout is checked against its buffer when the view is made, and a view's buffer cannot be replaced afterwards (`NdViewMut` lends it only by value) | the same views; the N-D node traits are sealed, so no foreign type can report a layout its memory does not have |
 //! | (c) aliasing | outputs are borrowed `&mut`, inputs `&`: the borrow checker refuses an output that overlaps another operand | outputs are borrowed shared for the graph's lifetime, so [`disjoint`] refuses, where every kernel node is added or updated, a written range that overlaps any other range of the same node ([`Error::Argument`] naming both) |
 //! | (d) configuration | [`one_d`] for the generated 1-D kernels (elementwise) | [`one_d`] in `node_with` |
+//! | (e) graph conditions | a stream launch cannot take a `cudaGraphConditionalHandle` (no `LaunchCondition` exists: a compile error) | [`conditions`]: a kernel node (or update) setting a condition of a graph it is not in, nor nested in, is an [`Error::Graph`] |
 //!
 //! In-place operations stay possible where they are one operand: an elementwise output that the
 //! operation also reads (`y = a * y`) is a single `T*` parameter, never two pointers to one array.
@@ -306,6 +307,34 @@ fn aliased(accesses: &[Access], (i, j): (usize, usize), kernel: &str, origin: &s
             accesses[j].lo,
             accesses[j].hi
         ),
+    }
+}
+
+/// The condition check of every kernel node and update: each condition the kernel sets
+/// (an access in [`Space::Condition`]) belongs to the node's graph (`own`) or to one of the graphs
+/// it is a conditional body of (`parents`), else an [`Error::Graph`] naming `kernel`.
+#[inline]
+pub(crate) fn conditions(own: u64, parents: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
+    for a in accesses {
+        if let Space::Condition(g) = a.space {
+            if g != own && !parents.contains(&g) {
+                return Err(foreign_condition(device, kernel));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn foreign_condition(device: usize, kernel: &str) -> Error {
+    Error::Graph {
+        device,
+        cause: format!(
+            "kernel `{kernel}` is given a condition of another graph; a kernel sets only conditions of the graph it \
+             is in or of a graph that encloses it"
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
     }
 }
 

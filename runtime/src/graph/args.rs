@@ -20,6 +20,9 @@ pub(crate) enum Space {
     Host,
     /// A CUDA array (textures and surfaces over it), by handle: arrays have no device address.
     Array,
+    /// The condition of a conditional node, by handle, of the graph of this id (a kernel that
+    /// sets it writes it, the conditional node reads it).
+    Condition(u64),
 }
 
 /// One range of memory a node reads or writes (opaque: built by the node arguments).
@@ -216,7 +219,13 @@ unsafe fn address_of<T, S: DevicePtr<T>>(object: *const (), ctx: &CudaContext, w
 #[derive(Clone, Copy)]
 pub(crate) enum GraphArgKind {
     Value(*const c_void),
-    Buffer { object: *const (), address: Address, write: bool },
+    Buffer {
+        object: *const (),
+        address: Address,
+        write: bool,
+    },
+    /// A graph condition the kernel sets (`GraphArg::condition`).
+    Condition(*const super::Condition),
 }
 
 /// One argument of a [`ProgramKernel`](crate::ProgramKernel) node: a value, or a buffer the
@@ -237,6 +246,7 @@ impl std::fmt::Debug for GraphArg<'_> {
             GraphArgKind::Value(_) => "value",
             GraphArgKind::Buffer { write: false, .. } => "read buffer",
             GraphArgKind::Buffer { write: true, .. } => "written buffer",
+            GraphArgKind::Condition(_) => "graph condition",
         };
         f.debug_struct("GraphArg").field("kind", &kind).field("size", &self.size).finish()
     }
@@ -272,6 +282,27 @@ impl<'a> GraphArg<'a> {
             size: 8,
             kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: true },
             elem: crate::args::dynamic::Elem::of::<T>(buffer.len(), true),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// A condition of the graph (or of a graph the node is nested in) for a
+    /// `cudaGraphConditionalHandle` parameter, which the kernel sets with
+    /// `cudaGraphSetConditional`; checked as for a typed node (`bind::conditions`).
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::{graph::GraphArg, Graph};
+    /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+    /// let more = g.condition(1)?;
+    /// let arg = GraphArg::condition(&more);
+    /// assert_eq!(arg.size(), 8);
+    /// # Ok(()) }
+    /// ```
+    pub fn condition(condition: &'a super::Condition) -> Self {
+        GraphArg {
+            size: 8,
+            kind: GraphArgKind::Condition(condition),
+            elem: crate::args::dynamic::Elem::of::<super::ConditionalHandle>(1, false),
             _borrow: std::marker::PhantomData,
         }
     }

@@ -31,6 +31,8 @@ pub struct GraphExec<'a> {
     /// update, which refuses another topology before the driver is asked).
     edges: Vec<(usize, usize)>,
     hosts: Vec<Arc<HostCell>>,
+    /// The node handles of the bodies of its conditional nodes (their nodes are updated too).
+    bodies: Vec<super::conditional::Body>,
     /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
     owned: Vec<Arc<CudaSlice<u8>>>,
     /// The last kernel-node update's configuration that passed the checks.
@@ -123,6 +125,7 @@ impl<'a> GraphExec<'a> {
             nodes,
             edges,
             hosts: g.hosts.clone(),
+            bodies: g.bodies.clone(),
             owned: g.owned.clone(),
             checked: super::kernel::CheckedConfig::default(),
             launched: std::cell::Cell::new(false),
@@ -187,6 +190,8 @@ impl<'a> GraphExec<'a> {
     /// launches of one `GraphExec` are ordered by the driver).
     #[inline]
     pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::graph(self.nodes.len());
         if !self.hosts.is_empty() {
             self.panics()?;
         }
@@ -216,8 +221,18 @@ impl<'a> GraphExec<'a> {
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {
         match self.nodes.get(node.index) {
             Some(&(n, _)) if node.graph == self.graph_id => Ok(n),
-            _ => Err(self.foreign_node()),
+            _ => match self.body_of(node) {
+                Some(b) => Ok(b.nodes[node.index].0),
+                None => Err(self.foreign_node()),
+            },
         }
+    }
+
+    /// The conditional body `node` is a node of, if it is one of this instantiation's bodies.
+    #[cold]
+    #[inline(never)]
+    fn body_of(&self, node: Node) -> Option<&super::conditional::Body> {
+        self.bodies.iter().find(|b| b.id == node.graph && node.index < b.nodes.len())
     }
 
     #[cold]
@@ -241,11 +256,18 @@ impl<'a> GraphExec<'a> {
         config: LaunchConfig,
         args: impl NodeArgs<'a, Sig>,
     ) -> Result<()> {
-        // The node is of the graph this was instantiated from, and was in it then; its handle
-        // is the one the driver knows it by.
-        if node.node.graph != self.graph_id || node.node.index >= self.nodes.len() {
-            return Err(self.foreign_node());
-        }
+        // The node is of the graph this was instantiated from (or of one of its conditional
+        // bodies), and was in it then; its handle is the one the driver knows it by. The graphs
+        // whose conditions the kernel may set: the node's own and those it is nested in.
+        let parents: &[u64] = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
+            &[]
+        } else {
+            match self.bodies.iter().find(|b| b.id == node.node.graph && node.node.index < b.nodes.len()) {
+                Some(b) => &b.parents,
+                None => return Err(self.foreign_node()),
+            }
+        };
+        let own = node.node.graph;
         // The node's kernel was looked up on the graph's context when it was added: the same
         // context as this instantiation's.
         self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
@@ -256,6 +278,7 @@ impl<'a> GraphExec<'a> {
         let kernel = node.kernel;
         args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
             crate::bind::disjoint(acc.as_slice(), kernel.name(), kernel.module().origin())?;
+            crate::bind::conditions(own, parents, acc.as_slice(), ctx.ordinal(), kernel.name())?;
             let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.

@@ -148,6 +148,12 @@ pub fn object_arg_trait() -> TokenStream {
     private("ObjectArg", Span::call_site())
 }
 
+/// The trait (implemented by nothing) a stream launcher takes for a
+/// `cudaGraphConditionalHandle` parameter: `LaunchCondition`.
+pub fn launch_condition() -> TokenStream {
+    private("LaunchCondition", Span::call_site())
+}
+
 /// The function that turns such an argument into its handle, checking its context.
 pub fn object_arg() -> TokenStream {
     private("object_arg", Span::call_site())

@@ -198,12 +198,12 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         let sync = format_ident!("__sync_{}", i);
         match m {
             Mapped::Value(RustType::Builtin(b))
-                if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")) =>
+                if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject" | "ConditionalHandle")) =>
             {
                 return Err(syn::Error::new(
                     span,
                     format!(
-                        "`tune` does not support texture or surface parameters yet (`{}` of `{qualified}`)",
+                        "`tune` does not support texture, surface or graph-condition parameters (`{}` of `{qualified}`)",
                         p.name
                     ),
                 ));

@@ -1,0 +1,141 @@
+//! Programmatic dependent launch (PDL) against plain stream order: a chain of 100 short
+//! dependent kernels (each reads the previous one's output: ping-pong buffers), timed with CUDA
+//! events around the whole chain,
+//!
+//! 1. on a stream: `launch` for every link against `launch_dependent` (every link after the
+//!    first);
+//! 2. in a graph: one launch of a 100-node graph with inferred edges against the same graph with
+//!    programmatic edges (`Graph::dependent`).
+//!
+//! Each kernel waits for its predecessor (`cudaGridDependencySynchronize`) and then lets its
+//! successor launch (`cudaTriggerProgrammaticLaunchCompletion`), so with PDL the next kernel's
+//! launch overlaps the current one. Plain and PDL run back to back in each round (the order
+//! alternated); printed: each side's median µs per chain and the paired speed-up (plain / PDL:
+//! median, IQR, 95% CI of the median). `PDL_N` (elements per kernel, 32,768), `PDL_ROUNDS` (51)
+//! change the sizes. The target of issue 36: at least 1.15x, on a stream and in a graph.
+//!
+//! Run: `cargo bench --bench pdl` (or `bash .gpu/run bench pdl` on the GPU machine).
+
+use cuda_embed::cudarc::driver::{sys, CudaSlice, CudaStream};
+use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
+use std::sync::Arc;
+
+mod common;
+use common::Paired;
+
+cuda_kernel!(
+    r#"
+    extern "C" __global__ void link(const float* in, float* out, float a, int n) {
+    #if __CUDA_ARCH__ >= 900
+        cudaGridDependencySynchronize();
+        cudaTriggerProgrammaticLaunchCompletion();
+    #endif
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) out[i] = in[i] * a + 1.0f;
+    }
+"#
+);
+
+const CHAIN: usize = 100;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("pdl bench: {e}");
+        std::process::exit(2);
+    }
+}
+
+/// GPU microseconds of `f` between two events on `stream`.
+fn event_us(stream: &Arc<CudaStream>, f: impl FnOnce() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+    let ctx = stream.context();
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
+    a.record(stream)?;
+    f()?;
+    b.record(stream)?;
+    b.synchronize()?;
+    Ok(a.elapsed_ms(&b)? as f64 * 1e3)
+}
+
+fn run() -> cuda_embed::Result<()> {
+    let n = common::env_usize("PDL_N", 32_768).max(1);
+    let rounds = common::env_usize("PDL_ROUNDS", 51).max(1);
+    let ctx = cuda_embed::context(0)?;
+    let pinned = common::pin_to_one_cpu();
+    let stream = ctx.new_stream()?;
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let ni = n as i32;
+    let (mut a, mut b): (CudaSlice<f32>, CudaSlice<f32>) = (stream.alloc_zeros(n)?, stream.alloc_zeros(n)?);
+
+    let stream_chain = |a: &mut CudaSlice<f32>, b: &mut CudaSlice<f32>, dependent: bool| -> cuda_embed::Result<()> {
+        for k in 0..CHAIN {
+            let (from, to) = if k % 2 == 0 { (&*a, &mut *b) } else { (&*b, &mut *a) };
+            // SAFETY: `n` threads over `n` elements of each buffer.
+            unsafe {
+                if dependent && k > 0 {
+                    link::launch_dependent(&stream, cfg, from, to, 0.5, ni)?;
+                } else {
+                    link::launch(&stream, cfg, from, to, 0.5, ni)?;
+                }
+            }
+        }
+        Ok(())
+    };
+
+    // 1. On a stream.
+    let (mut plain_s, mut pdl_s) = (Vec::new(), Vec::new());
+    for r in 0..rounds + 3 {
+        let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+        for dependent in order {
+            let t = event_us(&stream, || stream_chain(&mut a, &mut b, dependent))?;
+            // The first rounds warm up (module load, clocks).
+            if r >= 3 {
+                if dependent { &mut pdl_s } else { &mut plain_s }.push(t);
+            }
+        }
+    }
+
+    // 2. In a graph.
+    let (ga, gb): (CudaSlice<f32>, CudaSlice<f32>) = (stream.alloc_zeros(n)?, stream.alloc_zeros(n)?);
+    let build = |dependent: bool| -> cuda_embed::Result<cuda_embed::GraphExec<'_>> {
+        let mut g = Graph::new(&ctx)?;
+        for k in 0..CHAIN {
+            let (from, to) = if k % 2 == 0 { (&ga, &gb) } else { (&gb, &ga) };
+            let g = if dependent && k > 0 { g.dependent() } else { &mut g };
+            link::node(g, cfg, from, to, 0.5, ni)?;
+        }
+        let exec = g.instantiate()?;
+        exec.upload(&stream)?;
+        Ok(exec)
+    };
+    let (plain_g, pdl_g) = (build(false)?, build(true)?);
+    let (mut plain_gt, mut pdl_gt) = (Vec::new(), Vec::new());
+    for r in 0..rounds + 3 {
+        let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+        for dependent in order {
+            let exec = if dependent { &pdl_g } else { &plain_g };
+            // SAFETY: `n` threads over `n` elements of each buffer.
+            let t = event_us(&stream, || unsafe { exec.launch(&stream) })?;
+            if r >= 3 {
+                if dependent { &mut pdl_gt } else { &mut plain_gt }.push(t);
+            }
+        }
+    }
+    drop((plain_g, pdl_g));
+
+    println!(
+        "pdl bench on {} ({} SMs): a chain of {CHAIN} dependent kernels of {n} elements, medians of {rounds} rounds",
+        ctx.name()?,
+        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+    );
+    println!("{pinned}");
+    println!("| chain of {CHAIN} | plain, us | PDL, us |");
+    println!("|---|---|---|");
+    let med = |v: &Vec<f64>| common::median(v.clone());
+    println!("| stream | {:.1} | {:.1} |", med(&plain_s), med(&pdl_s));
+    println!("| graph | {:.1} | {:.1} |", med(&plain_gt), med(&pdl_gt));
+    println!("{}", common::paired_header("speed-up, plain / PDL (target >= 1.15x)", rounds));
+    println!("| stream: launch / launch_dependent | {} |", Paired::new(&plain_s, &pdl_s).cell());
+    println!("| graph: inferred / programmatic edges | {} |", Paired::new(&plain_gt, &pdl_gt).cell());
+    Ok(())
+}
