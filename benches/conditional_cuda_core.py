@@ -37,16 +37,19 @@ def check(result):
     return rest[0] if len(rest) == 1 else tuple(rest)
 
 
+# NVRTC's built-in headers do not declare the device runtime's cudaGraphSetConditional (nvcc's
+# cuda_runtime.h does): the declaration of cuda_device_runtime_api.h, as cuda-embed's NVRTC
+# compiles put it before such a source (cuda_embed_source::devrt).
+SET_CONDITIONAL = (
+    'extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(unsigned long long, unsigned int);\n'
+    "#line 1\n"
+)
+
+
 def compile_kernels(dev):
     source = (pathlib.Path(__file__).resolve().parent.parent / "examples/kernels/jacobi.cu").read_text()
     arch = "sm_" + "".join(str(x) for x in dev.compute_capability)
-    try:
-        code = Program(source, "c++", options=ProgramOptions(arch=arch)).compile("cubin")
-    except Exception:
-        # NVRTC without the device runtime's declarations: include them.
-        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-        opts = ProgramOptions(arch=arch, include_path=[os.path.join(home, "include")])
-        code = Program("#include <cuda_device_runtime_api.h>\n" + source, "c++", options=opts).compile("cubin")
+    code = Program(SET_CONDITIONAL + source, "c++", options=ProgramOptions(arch=arch)).compile("cubin")
     return code.get_kernel("jacobi_sweep"), code.get_kernel("jacobi_check")
 
 
@@ -65,8 +68,9 @@ def main():
     xs = np.arange(w) * h
     f_host = (2 * math.pi**2 * np.outer(np.sin(math.pi * xs), np.sin(math.pi * xs))).astype(np.float32)
     nbytes = w * w * 4
-    f, u, v = dev.allocate(nbytes, stream), dev.allocate(nbytes, stream), dev.allocate(nbytes, stream)
-    change, count = dev.allocate(4, stream), dev.allocate(4, stream)
+    # The stream is a keyword argument (cuda.core's Device.allocate(size, *, stream=None)).
+    f, u, v = (dev.allocate(nbytes, stream=stream) for _ in range(3))
+    change, count = dev.allocate(4, stream=stream), dev.allocate(4, stream=stream)
     check(driver.cuMemcpyHtoDAsync(int(f.handle), f_host.ctypes.data, nbytes, int(stream.handle)))
     for b, size in ((u, w * w), (v, w * w), (count, 1)):
         check(driver.cuMemsetD32Async(int(b.handle), 0, size, int(stream.handle)))

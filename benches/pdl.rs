@@ -4,12 +4,15 @@
 //!
 //! 1. on a stream: `launch` for every link against `launch_dependent` (every link after the
 //!    first);
-//! 2. in a graph: one launch of a 100-node graph with inferred edges against the same graph with
-//!    programmatic edges (`Graph::dependent`).
+//! 2. in a graph: one launch of a 100-node graph with full edges against the same graph with
+//!    programmatic edges (`Graph::dependent`), twice: with the inferred edges (link k follows
+//!    k - 1, and k - 2 whose output it overwrites: 197 edges) and as a plain chain (explicit
+//!    edges, inference off: 99 edges, as on the stream).
 //!
-//! Each kernel waits for its predecessor (`cudaGridDependencySynchronize`) and then lets its
-//! successor launch (`cudaTriggerProgrammaticLaunchCompletion`), so with PDL the next kernel's
-//! launch overlaps the current one. Plain and PDL run back to back in each round (the order
+//! Each kernel first lets its successor launch (`cudaTriggerProgrammaticLaunchCompletion`, which
+//! only schedules it) and then waits for its predecessor to complete
+//! (`cudaGridDependencySynchronize`, which makes its writes visible), so with PDL the next
+//! kernel is launched and resident, waiting, before the current one ends. Plain and PDL run back to back in each round (the order
 //! alternated); printed: each side's median µs per chain and the paired speed-up (plain / PDL:
 //! median, IQR, 95% CI of the median). `PDL_N` (elements per kernel, 32,768), `PDL_ROUNDS` (51)
 //! change the sizes. The target of issue 36: at least 1.15x, on a stream and in a graph.
@@ -27,8 +30,8 @@ cuda_kernel!(
     r#"
     extern "C" __global__ void link(const float* in, float* out, float a, int n) {
     #if __CUDA_ARCH__ >= 900
-        cudaGridDependencySynchronize();
         cudaTriggerProgrammaticLaunchCompletion();
+        cudaGridDependencySynchronize();
     #endif
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) out[i] = in[i] * a + 1.0f;
@@ -97,31 +100,42 @@ fn run() -> cuda_embed::Result<()> {
 
     // 2. In a graph.
     let (ga, gb): (CudaSlice<f32>, CudaSlice<f32>) = (stream.alloc_zeros(n)?, stream.alloc_zeros(n)?);
-    let build = |dependent: bool| -> cuda_embed::Result<cuda_embed::GraphExec<'_>> {
+    // `chain`: explicit edges from the previous link only (inference off), else inferred.
+    let build = |dependent: bool, chain: bool| -> cuda_embed::Result<cuda_embed::GraphExec<'_>> {
         let mut g = Graph::new(&ctx)?;
+        g.infer_dependencies(!chain);
+        let mut last = None;
         for k in 0..CHAIN {
             let (from, to) = if k % 2 == 0 { (&ga, &gb) } else { (&gb, &ga) };
+            if let (true, Some(prev)) = (chain, last) {
+                g.after(&[prev]);
+            }
             let g = if dependent && k > 0 { g.dependent() } else { &mut g };
-            link::node(g, cfg, from, to, 0.5, ni)?;
+            last = Some(*link::node(g, cfg, from, to, 0.5, ni)?);
         }
+        assert_eq!(g.edges().len(), if chain { CHAIN - 1 } else { 2 * CHAIN - 3 });
         let exec = g.instantiate()?;
         exec.upload(&stream)?;
         Ok(exec)
     };
-    let (plain_g, pdl_g) = (build(false)?, build(true)?);
-    let (mut plain_gt, mut pdl_gt) = (Vec::new(), Vec::new());
-    for r in 0..rounds + 3 {
-        let order = if r % 2 == 0 { [false, true] } else { [true, false] };
-        for dependent in order {
-            let exec = if dependent { &pdl_g } else { &plain_g };
-            // SAFETY: `n` threads over `n` elements of each buffer.
-            let t = event_us(&stream, || unsafe { exec.launch(&stream) })?;
-            if r >= 3 {
-                if dependent { &mut pdl_gt } else { &mut plain_gt }.push(t);
+    // Per shape (inferred, chain): the plain and the PDL graph's times.
+    let mut graph_times = Vec::new();
+    for chain in [false, true] {
+        let (plain_g, pdl_g) = (build(false, chain)?, build(true, chain)?);
+        let (mut plain_gt, mut pdl_gt) = (Vec::new(), Vec::new());
+        for r in 0..rounds + 3 {
+            let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+            for dependent in order {
+                let exec = if dependent { &pdl_g } else { &plain_g };
+                // SAFETY: `n` threads over `n` elements of each buffer.
+                let t = event_us(&stream, || unsafe { exec.launch(&stream) })?;
+                if r >= 3 {
+                    if dependent { &mut pdl_gt } else { &mut plain_gt }.push(t);
+                }
             }
         }
+        graph_times.push((plain_gt, pdl_gt));
     }
-    drop((plain_g, pdl_g));
 
     println!(
         "pdl bench on {} ({} SMs): a chain of {CHAIN} dependent kernels of {n} elements, medians of {rounds} rounds",
@@ -133,9 +147,14 @@ fn run() -> cuda_embed::Result<()> {
     println!("|---|---|---|");
     let med = |v: &Vec<f64>| common::median(v.clone());
     println!("| stream | {:.1} | {:.1} |", med(&plain_s), med(&pdl_s));
-    println!("| graph | {:.1} | {:.1} |", med(&plain_gt), med(&pdl_gt));
+    let shapes = ["graph, inferred edges", "graph, chain of explicit edges"];
+    for (shape, (plain_gt, pdl_gt)) in shapes.iter().zip(&graph_times) {
+        println!("| {shape} | {:.1} | {:.1} |", med(plain_gt), med(pdl_gt));
+    }
     println!("{}", common::paired_header("speed-up, plain / PDL (target >= 1.15x)", rounds));
     println!("| stream: launch / launch_dependent | {} |", Paired::new(&plain_s, &pdl_s).cell());
-    println!("| graph: inferred / programmatic edges | {} |", Paired::new(&plain_gt, &pdl_gt).cell());
+    for (shape, (plain_gt, pdl_gt)) in shapes.iter().zip(&graph_times) {
+        println!("| {shape}: full / programmatic edges | {} |", Paired::new(plain_gt, pdl_gt).cell());
+    }
     Ok(())
 }

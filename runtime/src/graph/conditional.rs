@@ -294,7 +294,6 @@ impl<'a> Graph<'a> {
     ) -> Result<Node> {
         self.check_condition(cond)?;
         bind(&self.ctx)?;
-        let mut bodies = vec![std::ptr::null_mut(); size as usize];
         // SAFETY: all-zero is a valid parameter record (kernel-node type, null pointers), and
         // every field the conditional node reads is set below.
         let mut p: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
@@ -307,14 +306,26 @@ impl<'a> Graph<'a> {
                 Kind::Switch => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_SWITCH,
             },
             size,
-            phGraph_out: bodies.as_mut_ptr(),
+            // An output: the driver points it at the body graphs it makes with the node.
+            phGraph_out: std::ptr::null_mut(),
             ctx: self.ctx.cu_ctx(),
         };
         let mut node = std::ptr::null_mut();
-        // SAFETY: live graph and context; no dependencies yet; `phGraph_out` has room for `size`
-        // body graphs, which the node owns.
+        // SAFETY: live graph and context; no dependencies yet; the driver writes the bodies'
+        // array into `p`.
         let r = unsafe { sys::cuGraphAddNode_v2(&mut node, self.cu, std::ptr::null(), std::ptr::null(), 0, &mut p) };
         driver(&self.ctx, "cuGraphAddNode (conditional)", r)?;
+        // SAFETY: `p` is the record of the conditional node of `size` bodies just added.
+        let Some(bodies) = (unsafe { body_graphs(&p, size) }) else {
+            destroy(node);
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: format!(
+                    "the driver added the conditional node but returned no body graph for its {size} bodies"
+                ),
+                fix: None,
+            });
+        };
         match self.fill_bodies(cond, kind, &bodies, fill) {
             Ok((accesses, label, records)) => {
                 let to = node;
@@ -467,8 +478,66 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// The body graphs of a conditional node, as `cuGraphAddNode` returned them in the node's
+/// parameter record: `phGraph_out` is an output, which the driver points at a CUDA-owned array of
+/// `size` graphs, valid as long as the node (the CUDA Driver API's `CUDA_CONDITIONAL_NODE_PARAMS`:
+/// "CUDA-owned array populated with conditional node child graphs during creation of the node").
+/// An array passed in is not filled: reading one (null handles) made every node added to a body,
+/// and every condition made for one, fail with `CUDA_ERROR_INVALID_VALUE`. `None` when the
+/// record holds no array or a null graph.
+///
+/// # Safety
+/// `p` is the record of a conditional node of `size` bodies that `cuGraphAddNode` added (or a
+/// record whose `phGraph_out` is null or points to `size` graph handles).
+unsafe fn body_graphs(p: &sys::CUgraphNodeParams, size: u32) -> Option<Vec<sys::CUgraph>> {
+    // SAFETY: the caller's record is a conditional node's.
+    let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+    if out.is_null() {
+        return None;
+    }
+    // SAFETY: the driver's array holds `size` graphs (the caller's contract).
+    let graphs = unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec();
+    graphs.iter().all(|g| !g.is_null()).then_some(graphs)
+}
+
 /// Removes a conditional node that could not be completed (its bodies go with it).
 fn destroy(node: sys::CUgraphNode) {
     // SAFETY: a node this graph just added and nothing refers to.
     unsafe { sys::cuGraphDestroyNode(node) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A conditional node's record as the driver leaves it: `phGraph_out` pointing at `graphs`.
+    fn record(graphs: *mut sys::CUgraph, size: u32) -> sys::CUgraphNodeParams {
+        // SAFETY: all-zero is a valid record.
+        let mut p: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+        p.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+            handle: 1,
+            type_: sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_SWITCH,
+            size,
+            phGraph_out: graphs,
+            ctx: std::ptr::null_mut(),
+        };
+        p
+    }
+
+    /// The bodies are read from the array the driver's record points to (the driver does not
+    /// fill one passed in; null graphs there were the GPU failure); no array, or a null graph in
+    /// it, is no bodies.
+    #[test]
+    fn the_bodies_are_the_graphs_the_record_points_to() {
+        let mut driver_owned: Vec<sys::CUgraph> = (1..=3).map(std::ptr::without_provenance_mut).collect();
+        let p = record(driver_owned.as_mut_ptr(), 3);
+        // SAFETY: the record points to 3 graph handles.
+        assert_eq!(unsafe { body_graphs(&p, 3) }, Some(driver_owned.clone()));
+        // SAFETY: a null array.
+        assert_eq!(unsafe { body_graphs(&record(std::ptr::null_mut(), 2), 2) }, None);
+        driver_owned[1] = std::ptr::null_mut();
+        // SAFETY: the record points to 3 graph handles, one null.
+        assert_eq!(unsafe { body_graphs(&record(driver_owned.as_mut_ptr(), 3), 3) }, None);
+    }
 }

@@ -371,6 +371,9 @@ impl<'a> Graph<'a> {
         if child.ctx.cu_ctx() != self.ctx.cu_ctx() {
             return Err(other_device(&self.ctx, child.ctx.ordinal()));
         }
+        if !child.hosts.is_empty() {
+            self.device_only("a child graph with host nodes")?;
+        }
         let mut acc = self.take_scratch();
         acc.extend(child.tracker.accesses());
         let (graph, raw) = (self.raw.0, child.raw.0);
