@@ -9,6 +9,12 @@
 //!    k - 1, and k - 2 whose output it overwrites: 197 edges) and as a plain chain (explicit
 //!    edges, inference off: 99 edges, as on the stream).
 //!
+//! Each side is timed twice: as submitted (events around the launches, so on a stream the time
+//! includes the host's submission of 100 launches when that is slower than the GPU), and queued
+//! (the events and the chain enqueued behind a kernel that spins `PDL_SPIN_US`, 2,000 µs, on the
+//! GPU: the chain is all queued before the GPU reaches it, so the events time the GPU alone,
+//! which is where PDL acts).
+//!
 //! Each kernel first lets its successor launch (`cudaTriggerProgrammaticLaunchCompletion`, which
 //! only schedules it) and then waits for its predecessor to complete
 //! (`cudaGridDependencySynchronize`, which makes its writes visible), so with PDL the next
@@ -36,6 +42,14 @@ cuda_kernel!(
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) out[i] = in[i] * a + 1.0f;
     }
+    // Keeps the stream busy for `ns` nanoseconds of the GPU's global timer.
+    extern "C" __global__ void spin(unsigned long long ns) {
+        unsigned long long t0, t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        do {
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        } while (t - t0 < ns);
+    }
 "#
 );
 
@@ -48,11 +62,21 @@ fn main() {
     }
 }
 
-/// GPU microseconds of `f` between two events on `stream`.
-fn event_us(stream: &Arc<CudaStream>, f: impl FnOnce() -> cuda_embed::Result<()>) -> cuda_embed::Result<f64> {
+/// GPU microseconds of `f` between two events on `stream`; with `spin_ns`, both events and `f`'s
+/// work queued behind a kernel that keeps the stream busy that long.
+fn event_us(
+    stream: &Arc<CudaStream>,
+    spin_ns: Option<u64>,
+    f: impl FnOnce() -> cuda_embed::Result<()>,
+) -> cuda_embed::Result<f64> {
     let ctx = stream.context();
     let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
     let (a, b) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
+    if let Some(ns) = spin_ns {
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the kernel touches no memory.
+        unsafe { spin::launch(stream, one, ns)? };
+    }
     a.record(stream)?;
     f()?;
     b.record(stream)?;
@@ -63,6 +87,7 @@ fn event_us(stream: &Arc<CudaStream>, f: impl FnOnce() -> cuda_embed::Result<()>
 fn run() -> cuda_embed::Result<()> {
     let n = common::env_usize("PDL_N", 32_768).max(1);
     let rounds = common::env_usize("PDL_ROUNDS", 51).max(1);
+    let spin_ns = common::env_usize("PDL_SPIN_US", 2_000) as u64 * 1_000;
     let ctx = cuda_embed::context(0)?;
     let pinned = common::pin_to_one_cpu();
     let stream = ctx.new_stream()?;
@@ -85,17 +110,21 @@ fn run() -> cuda_embed::Result<()> {
         Ok(())
     };
 
-    // 1. On a stream.
-    let (mut plain_s, mut pdl_s) = (Vec::new(), Vec::new());
-    for r in 0..rounds + 3 {
-        let order = if r % 2 == 0 { [false, true] } else { [true, false] };
-        for dependent in order {
-            let t = event_us(&stream, || stream_chain(&mut a, &mut b, dependent))?;
-            // The first rounds warm up (module load, clocks).
-            if r >= 3 {
-                if dependent { &mut pdl_s } else { &mut plain_s }.push(t);
+    // 1. On a stream, as submitted and queued: (plain, PDL) times of each.
+    let mut stream_times = Vec::new();
+    for spin in [None, Some(spin_ns)] {
+        let (mut plain_s, mut pdl_s) = (Vec::new(), Vec::new());
+        for r in 0..rounds + 3 {
+            let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+            for dependent in order {
+                let t = event_us(&stream, spin, || stream_chain(&mut a, &mut b, dependent))?;
+                // The first rounds warm up (module load, clocks).
+                if r >= 3 {
+                    if dependent { &mut pdl_s } else { &mut plain_s }.push(t);
+                }
             }
         }
+        stream_times.push((plain_s, pdl_s));
     }
 
     // 2. In a graph.
@@ -118,23 +147,26 @@ fn run() -> cuda_embed::Result<()> {
         exec.upload(&stream)?;
         Ok(exec)
     };
-    // Per shape (inferred, chain): the plain and the PDL graph's times.
+    // Per shape (inferred, chain) and timing (submitted, queued): the plain and the PDL graph's
+    // times.
     let mut graph_times = Vec::new();
     for chain in [false, true] {
         let (plain_g, pdl_g) = (build(false, chain)?, build(true, chain)?);
-        let (mut plain_gt, mut pdl_gt) = (Vec::new(), Vec::new());
-        for r in 0..rounds + 3 {
-            let order = if r % 2 == 0 { [false, true] } else { [true, false] };
-            for dependent in order {
-                let exec = if dependent { &pdl_g } else { &plain_g };
-                // SAFETY: `n` threads over `n` elements of each buffer.
-                let t = event_us(&stream, || unsafe { exec.launch(&stream) })?;
-                if r >= 3 {
-                    if dependent { &mut pdl_gt } else { &mut plain_gt }.push(t);
+        for spin in [None, Some(spin_ns)] {
+            let (mut plain_gt, mut pdl_gt) = (Vec::new(), Vec::new());
+            for r in 0..rounds + 3 {
+                let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+                for dependent in order {
+                    let exec = if dependent { &pdl_g } else { &plain_g };
+                    // SAFETY: `n` threads over `n` elements of each buffer.
+                    let t = event_us(&stream, spin, || unsafe { exec.launch(&stream) })?;
+                    if r >= 3 {
+                        if dependent { &mut pdl_gt } else { &mut plain_gt }.push(t);
+                    }
                 }
             }
+            graph_times.push((plain_gt, pdl_gt));
         }
-        graph_times.push((plain_gt, pdl_gt));
     }
 
     println!(
@@ -146,15 +178,21 @@ fn run() -> cuda_embed::Result<()> {
     println!("| chain of {CHAIN} | plain, us | PDL, us |");
     println!("|---|---|---|");
     let med = |v: &Vec<f64>| common::median(v.clone());
-    println!("| stream | {:.1} | {:.1} |", med(&plain_s), med(&pdl_s));
+    let timings = ["submitted", "queued behind a spin kernel"];
+    let mut rows = Vec::new();
+    for (timing, times) in timings.iter().zip(&stream_times) {
+        rows.push((format!("stream ({timing}): launch / launch_dependent"), times));
+    }
     let shapes = ["graph, inferred edges", "graph, chain of explicit edges"];
-    for (shape, (plain_gt, pdl_gt)) in shapes.iter().zip(&graph_times) {
-        println!("| {shape} | {:.1} | {:.1} |", med(plain_gt), med(pdl_gt));
+    for (i, times) in graph_times.iter().enumerate() {
+        rows.push((format!("{} ({}): full / programmatic edges", shapes[i / 2], timings[i % 2]), times));
+    }
+    for (row, (plain, pdl)) in &rows {
+        println!("| {row} | {:.1} | {:.1} |", med(plain), med(pdl));
     }
     println!("{}", common::paired_header("speed-up, plain / PDL (target >= 1.15x)", rounds));
-    println!("| stream: launch / launch_dependent | {} |", Paired::new(&plain_s, &pdl_s).cell());
-    for (shape, (plain_gt, pdl_gt)) in shapes.iter().zip(&graph_times) {
-        println!("| {shape}: full / programmatic edges | {} |", Paired::new(plain_gt, pdl_gt).cell());
+    for (row, (plain, pdl)) in &rows {
+        println!("| {row} | {} |", Paired::new(plain, pdl).cell());
     }
     Ok(())
 }
