@@ -280,8 +280,6 @@ fn misuse_is_an_error() {
     // A condition that controls no node: the graph does not instantiate (the driver may refuse
     // it), and a body with one is refused.
     graph_error(&g.instantiate().unwrap_err(), "control no conditional node");
-    let e = g.if_then(&c, |body| body.condition(1).map(drop)).unwrap_err();
-    graph_error(&e, "for this body control no conditional node");
     // The refused nodes left nothing behind: with every condition given its node, the graph
     // instantiates and runs.
     g.if_then(&c, |body| body.memset(&counter, 0i32).map(drop)).unwrap();
@@ -294,6 +292,14 @@ fn misuse_is_an_error() {
     exec.synchronize(&stream).unwrap();
     assert_eq!(stream.clone_dtoh(&runs).unwrap(), [1], "the one loop that was added ran once");
     drop(h);
+    // A body that made a condition and gave it no node is refused; the driver keeps that
+    // condition (nothing deletes one), so the graph says it cannot be instantiated any more.
+    let mut g2 = Graph::new(stream.context()).unwrap();
+    let c2 = g2.condition(0).unwrap();
+    let e = g2.if_then(&c2, |body| body.condition(1).map(drop)).unwrap_err();
+    graph_error(&e, "for this body control no conditional node");
+    g2.if_then(&c2, |body| body.empty().map(drop)).unwrap();
+    graph_error(&g2.instantiate().unwrap_err(), "cannot delete it");
 }
 
 /// A run-time kernel sets a condition too: `GraphArg::condition`, checked against the kernel's C

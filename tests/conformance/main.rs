@@ -189,7 +189,11 @@ fn the_matrix_is_complete() {
                     r.launcher
                 ),
                 Cell::Compile(case) => {
-                    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ui-tests/cases").join(case);
+                    // The crate's directory at run time (the packed GPU run sets it), else at build time.
+                    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+                        .map(std::path::PathBuf::from)
+                        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+                    let path = root.join("ui-tests/cases").join(case);
                     assert!(
                         path.is_file(),
                         "{} {}: `{hazard}` names a missing ui-test {}",

@@ -387,8 +387,11 @@ impl<'a> Graph<'a> {
         let mut counts = Vec::new();
         for (i, &raw) in bodies.iter().enumerate() {
             let mut body = Graph::body(self, raw);
-            fill(i, &mut body)?;
-            body.all_conditions_used()?;
+            if let Err(e) = fill(i, &mut body).and_then(|()| body.all_conditions_used()) {
+                // A condition the body made outlives the node (the driver cannot delete it).
+                self.orphaned_condition |= !body.made_conditions.is_empty() || body.orphaned_condition;
+                return Err(e);
+            }
             accesses.extend(body.tracker.accesses());
             self.hosts.extend(body.hosts.iter().cloned());
             self.owned.extend(body.owned.iter().cloned());

@@ -276,6 +276,10 @@ pub struct Graph<'a> {
     used_conditions: Vec<(u64, u64)>,
     /// The handles of the conditions made for this graph.
     made_conditions: Vec<u64>,
+    /// A conditional node was refused after a body of it had made a condition: the driver keeps
+    /// that handle (there is no call that deletes one) without a node, and would refuse to
+    /// instantiate the graph, so `instantiate` says so first.
+    orphaned_condition: bool,
     /// The node handles of every body nested in this graph (for updates of their nodes).
     pub(crate) bodies: Vec<conditional::Body>,
     /// Whether the next kernel node's edges from kernel nodes are programmatic
@@ -333,6 +337,7 @@ impl<'a> Graph<'a> {
             in_body: !owned,
             used_conditions: Vec::new(),
             made_conditions: Vec::new(),
+            orphaned_condition: false,
             bodies: Vec::new(),
             programmatic: false,
             programmatic_nodes: Vec::new(),
@@ -451,6 +456,16 @@ impl<'a> Graph<'a> {
     /// controls no conditional node is an [`Error::Graph`] (the driver may refuse such a graph).
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
         self.all_conditions_used()?;
+        if self.orphaned_condition {
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: "a conditional node of this graph was refused after one of its bodies had made a condition; \
+                        the driver keeps that condition without a node and cannot delete it, so it would refuse to \
+                        instantiate the graph"
+                    .into(),
+                fix: Some("build the graph again without the refused conditional node".into()),
+            });
+        }
         GraphExec::new(self)
     }
 
