@@ -10,6 +10,7 @@
 pub mod args; // what a launch takes: typed argument lists, the dynamic list, buffers, typed values
 pub mod bind; // the one checked path from operands to addresses: device, extent, aliasing, configuration
 pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and their bounds-check reports
+mod driver; // thin checked driver calls: bind a context, read attributes, waits (the bottom)
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
@@ -125,8 +126,18 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })?;
     // What the first load of an embedded module on this device reads (once per process and
     // device): read here, off the first launch.
-    module::load::prepare(&ctx);
+    module::load::prepare(&ctx, &first_load_elsewhere());
     Ok(ctx)
+}
+
+/// How the loader builds images at first use (NVRTC, the linker): the `program` capability's
+/// implementation, handed to `module` here so that loading knows only the trait.
+pub(crate) static BUILD: &dyn module::build::Build = &program::Builder;
+
+/// The code outside `module` that a first launch runs (the launch's full path, and the NVRTC disk
+/// cache's hit path of a `compiler = "nvrtc"` module), for `module::load::prepare` to map ahead.
+pub(crate) fn first_load_elsewhere() -> [usize; 2] {
+    [launch::kernel::launch_checked_address(), program::nvrtc::compile_module as *const () as usize]
 }
 
 /// Support for generated code. Not a public API: may change in any release.

@@ -13,9 +13,9 @@
 
 pub mod program; // the run-time twin of elementwise_kernel! (NVRTC, checked arguments)
 
+use crate::driver::bind;
 use crate::error::{Error, Result};
 use crate::launch::kernel::KernelRef;
-use crate::launch::limits::bind;
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};

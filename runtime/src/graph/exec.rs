@@ -8,9 +8,9 @@ use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, Memcpy
 use super::{driver, Graph, Node, NodeKind, RawGraph};
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::bind::{node_buffer, other_device};
+use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::kernel::KernelRef;
-use crate::launch::limits::bind;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -64,7 +64,7 @@ impl Drop for GraphExec<'_> {
         if self.launched.get() {
             // The driver's wait (a deferred error of cudarc's must not cut it short, or the
             // borrows end while a launch still runs); when the work cannot finish, leaked.
-            let _ = crate::launch::sync::context_then(&self.ctx, destroy);
+            let _ = crate::driver::sync::context_then(&self.ctx, destroy);
         } else {
             let _ = bind(&self.ctx);
             destroy();
@@ -212,7 +212,7 @@ impl<'a> GraphExec<'a> {
     /// current context.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
         // Binds the stream's context before the wait (see `sync::stream`).
-        crate::launch::sync::stream(stream)?;
+        crate::driver::sync::stream(stream)?;
         self.panics()?;
         crate::device::report::check_launched(stream)
     }

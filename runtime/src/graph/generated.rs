@@ -51,7 +51,7 @@ impl<'a> Graph<'a> {
         let stream = self.ctx.default_stream();
         let buf: CudaSlice<u8> = stream.alloc_zeros(bytes.max(1) as usize).map_err(|e| fail("cuMemAllocAsync", e))?;
         // The graph's launches are not ordered after the zeroing on this stream: wait for it.
-        crate::launch::sync::stream(&stream)?;
+        crate::driver::sync::stream(&stream)?;
         let (ptr, guard) = buf.device_ptr(&stream);
         drop(guard);
         let scratch = GraphScratch { ptr, bytes, ctx: self.ctx.cu_ctx() };

@@ -52,8 +52,8 @@ pub use exec::NdUpdate;
 pub use kernel::KernelNode;
 pub use nodes::{MemcpyNode, MemsetNode, MemsetValue};
 
+use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::bind;
 use args::Access;
 use cudarc::driver::{sys, CudaContext, CudaSlice};
 use host::HostCell;
@@ -570,7 +570,7 @@ impl<'a> Graph<'a> {
         // As a launch does: skip the current-context query when this thread last bound the
         // graph's context through cuda-embed, and bind and add again if the driver says the
         // context was changed behind our back (a refused add creates no node).
-        let fast = crate::launch::limits::BOUND.with(|b| b.get()) == self.cu_ctx;
+        let fast = crate::driver::BOUND.with(|b| b.get()) == self.cu_ctx;
         let (r, raw) =
             if fast { add(raw_deps) } else { (sys::CUresult::CUDA_ERROR_INVALID_CONTEXT, std::ptr::null_mut()) };
         let raw =
@@ -627,7 +627,7 @@ fn add_again(
     add: &mut dyn FnMut(&[sys::CUgraphNode]) -> (sys::CUresult, sys::CUgraphNode),
 ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
     let (mut r, mut raw) = (r, std::ptr::null_mut());
-    if !fast || crate::launch::wrong_context(r) {
+    if !fast || crate::driver::wrong_context(r) {
         bind(ctx)?;
         (r, raw) = add(raw_deps);
     }

@@ -146,7 +146,7 @@ impl KernelRef {
             if let Some(f) = self.module.plain_function(ctx, self.index) {
                 let max_threads = f.max_threads.load(std::sync::atomic::Ordering::Relaxed);
                 let max_dyn_smem = f.max_dyn_smem.load(std::sync::atomic::Ordering::Relaxed);
-                if crate::launch::limits::fits(config, max_threads, max_dyn_smem) && launch::bound_here(ctx) {
+                if crate::launch::limits::fits(config, max_threads, max_dyn_smem) && crate::driver::bound_here(ctx) {
                     // SAFETY: `f` was loaded in the stream's context; the arguments are the
                     // caller's contract.
                     let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };
@@ -214,7 +214,7 @@ impl KernelRef {
     ) -> Result<()> {
         let ctx = stream.context();
         if let Some(f) = self.module.find(ctx).and_then(|l| l.functions.get(self.index)) {
-            if launch::bound_here(ctx) {
+            if crate::driver::bound_here(ctx) {
                 // SAFETY: `f` was loaded in the stream's context; the arguments are the
                 // caller's contract.
                 let r = unsafe { launch::cu_launch(f.raw, stream, config, args) };

@@ -1,8 +1,9 @@
 //! Launch limits: what a configuration may ask of a kernel, checked before the driver is called,
 //! and the attribute readers the checks and [`KernelAttributes`] use.
 
-use crate::error::{DriverCode, Error, Result};
-use cudarc::driver::{sys, CudaContext, LaunchConfig};
+use crate::driver::func_attr;
+use crate::error::Result;
+use cudarc::driver::{sys, LaunchConfig};
 
 /// Grid limits of every GPU CUDA 13 supports (compute capability 7.5 and newer).
 const MAX_GRID_X: u32 = i32::MAX as u32;
@@ -47,53 +48,6 @@ impl KernelAttributes {
             binary_version: get(CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
         })
     }
-}
-
-/// `cuFuncGetAttribute`, as a non-negative number.
-pub(crate) fn func_attr(f: sys::CUfunction, a: sys::CUfunction_attribute) -> std::result::Result<u32, sys::CUresult> {
-    let mut v = 0i32;
-    // SAFETY: `f` is a live function handle; `v` is a valid out-pointer.
-    let r = unsafe { sys::cuFuncGetAttribute(&mut v, a, f) };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(v.max(0) as u32)
-    } else {
-        Err(r)
-    }
-}
-
-/// A device attribute, as a non-negative number; a failure is an [`Error::Driver`] naming the device.
-pub(crate) fn device_attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Result<u32> {
-    ctx.attribute(a).map(|v| v.max(0) as u32).map_err(|e| Error::Driver {
-        call: "cuDeviceGetAttribute",
-        device: ctx.ordinal(),
-        cause: DriverCode(e.0),
-    })
-}
-
-thread_local! {
-    /// The context this thread last made current through [`bind`] (0: none yet).
-    pub(crate) static BOUND: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Makes `ctx` current on this thread; a failure is an [`Error::Driver`] naming the device.
-#[inline(always)]
-pub(crate) fn bind(ctx: &CudaContext) -> Result<()> {
-    match ctx.bind_to_thread() {
-        Ok(()) => {
-            BOUND.with(|b| b.set(ctx.cu_ctx() as usize));
-            Ok(())
-        }
-        Err(e) => {
-            BOUND.with(|b| b.set(0));
-            Err(bind_error(ctx, e))
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn bind_error(ctx: &CudaContext, e: cudarc::driver::DriverError) -> Error {
-    Error::Driver { call: "cuCtxSetCurrent", device: ctx.ordinal(), cause: DriverCode(e.0) }
 }
 
 /// A launch configuration a kernel cannot take, found before the driver is called.

@@ -7,10 +7,10 @@
 pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
-pub(crate) mod sync; // waits that cudarc's deferred errors do not cut short
 
+use crate::driver::{bind, bound_here, device_attr, func_attr, wrong_context};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::{bind, check_config, device_attr, func_attr, Violation};
+use crate::launch::limits::{check_config, Violation};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -306,24 +306,6 @@ pub(crate) unsafe fn launch_unchecked(
     bind(stream.context()).map_err(|e| target.who.named(e))?;
     // SAFETY: forwarded from the caller.
     unsafe { plain(target, stream, cfg, args) }
-}
-
-/// Whether this thread last made `ctx` current through [`bind`]: then a plain or cluster launch skips
-/// cudarc's `bind_to_thread` (a `cuCtxGetCurrent` per launch, the largest part of what a launch
-/// costs over a raw `cuLaunchKernel`). Code that makes another context current behind our back
-/// (cudarc itself for another device, other libraries) makes the launch fail with a context or
-/// handle error, on which the launch binds and tries once more; deferred errors cudarc recorded
-/// surface at its next call instead of this launch.
-#[inline(always)]
-pub(crate) fn bound_here(ctx: &CudaContext) -> bool {
-    crate::launch::limits::BOUND.with(|b| b.get() == ctx.cu_ctx() as usize)
-}
-
-/// Launch results that can mean the current context is not the kernel's.
-#[cold]
-pub(crate) fn wrong_context(r: sys::CUresult) -> bool {
-    use sys::CUresult::*;
-    matches!(r, CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_INVALID_HANDLE | CUDA_ERROR_CONTEXT_IS_DESTROYED)
 }
 
 /// `cuLaunchKernel` itself.

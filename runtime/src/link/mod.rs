@@ -19,8 +19,8 @@ pub mod nvjitlink;
 #[cfg(test)]
 mod tests;
 
+use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::bind;
 use crate::program::module::{ModuleInner, ProgramModule};
 use crate::program::nvrtc::{self, Unit};
 use crate::Program;

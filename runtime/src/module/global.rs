@@ -16,8 +16,8 @@
 //! copy to finish. Reading needs a type of which every bit pattern is valid ([`AnyBitPattern`]):
 //! not `bool`.
 
+use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::bind;
 use crate::module::load::c_string;
 use crate::module::registry::Module;
 use crate::module::spec::GlobalSpec;
@@ -226,7 +226,7 @@ impl<T: DeviceSafe> Global<T> {
         if staged.is_none() {
             // The driver's wait: a deferred error of cudarc's must not return before the DMA
             // has read the caller's slice.
-            crate::launch::sync::stream(stream)?;
+            crate::driver::sync::stream(stream)?;
         }
         ordered
     }
@@ -309,6 +309,6 @@ impl<T: AnyBitPattern> Global<T> {
         self.check(stream, r, "cuMemcpyDtoHAsync")?;
         // The driver's wait: a deferred error of cudarc's must not return before the DMA has
         // written `out`.
-        crate::launch::sync::stream(stream)
+        crate::driver::sync::stream(stream)
     }
 }

@@ -17,8 +17,8 @@
 //! Only otherwise (a fatbin with no cubin for this GPU, whose PTX the driver may compile) does
 //! the load ask the driver, a call that would cost the first launch a few percent.
 
+use crate::driver::{bind, func_attr};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::{bind, func_attr};
 use crate::module::spec::{ImageKind, KernelSpec, ModuleSpec};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -95,10 +95,10 @@ pub(crate) fn static_limit(limits: &[(u32, &[u32])], ctx: &CudaContext, index: u
 /// Reads now what the first load on `ctx`'s device would otherwise read: the device's compute
 /// capability and `CUDA_FORCE_PTX_JIT` ([`static_limit`]), so that [`crate::context`] pays
 /// them once instead of the first launch.
-pub(crate) fn prepare(ctx: &CudaContext) {
+pub(crate) fn prepare(ctx: &CudaContext, elsewhere: &[usize]) {
     ptx_jit_forced();
     device_arch(ctx);
-    map_first_load_code();
+    map_first_load_code(elsewhere);
 }
 
 /// Maps (once per process) the pages of this library's code that a first launch runs and the
@@ -109,12 +109,12 @@ pub(crate) fn prepare(ctx: &CudaContext) {
 /// one call, from the page cache. Nothing is read or changed: a system without
 /// `MADV_POPULATE_READ` (Linux before 5.14) refuses the call, and the first launch takes its page
 /// faults as before. Whether the pages were mapped.
-pub(crate) fn map_first_load_code() -> bool {
+pub(crate) fn map_first_load_code(elsewhere: &[usize]) -> bool {
     // 0: not tried yet, 1: not mapped (refused, or no such call here), 2: mapped.
     static STATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
     match STATE.load(Ordering::Relaxed) {
         0 => {
-            let mapped = populate(first_load_code());
+            let mapped = populate(first_load_code(elsewhere));
             STATE.store(1 + mapped as u8, Ordering::Relaxed);
             mapped
         }
@@ -125,19 +125,17 @@ pub(crate) fn map_first_load_code() -> bool {
 /// The range of code [`map_first_load_code`] maps: from the lowest to the highest of the
 /// functions a first load runs, 32 KiB more on each side, the start aligned to 64 KiB (a page
 /// boundary whatever the page size). `None` when they lie too far apart to be one library's.
-fn first_load_code() -> Option<(usize, usize)> {
+fn first_load_code(elsewhere: &[usize]) -> Option<(usize, usize)> {
     const MARGIN: usize = 32 * 1024;
-    let code = [
+    let own = [
         fatbin_in_place as *const () as usize,
         load as *const () as usize,
         load_any as *const () as usize,
         static_limit as *const () as usize,
         crate::module::registry::load_slow_address(),
-        crate::launch::kernel::launch_checked_address(),
-        // A `compiler = "nvrtc"` module's first load: the disk cache's hit path.
-        crate::program::nvrtc::compile_module as *const () as usize,
         cuda_embed_source::cache::Store::read as *const () as usize,
     ];
+    let code: Vec<usize> = own.iter().chain(elsewhere).copied().collect();
     let (lo, hi) = (code.iter().min().copied()?, code.iter().max().copied()?);
     let start = lo.saturating_sub(MARGIN) & !0xffff;
     let end = hi.saturating_add(MARGIN);
@@ -537,7 +535,7 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
         }
         ImageKind::Linked { units, headers, lto, .. } => {
             let arch = read_arch()?;
-            let (cubin, mut symbols) = crate::link::link_units(spec, units, headers, *lto, ctx)?;
+            let (cubin, mut symbols) = crate::BUILD.link(spec, units, headers, *lto, ctx)?;
             trace.lap("NVRTC + link of the units (cache lookups or compiles)");
             counts = cuda_embed_source::cubin::param_counts(&cubin);
             cubin_limits = cuda_embed_source::cubin::block_limits(&cubin, arch);
@@ -556,29 +554,23 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             // is compiled on its own only to explain a failure (or, for a spec without the
             // asserts, to check, below).
             let digest = Some(*unit).filter(|d| !d.is_empty());
-            let compiled = match crate::program::nvrtc::compile_module(
-                spec.origin,
-                source,
-                *own_len,
-                options,
-                headers,
-                &exprs,
-                digest,
-                arch,
-            ) {
-                Ok(compiled) => compiled,
-                // The source carries the type check as `static_assert`s: a failed compile may
-                // be a parameter of the wrong type. The probe's answers say which, and what it
-                // is; anything else (every type right, or the probe failing as the source does)
-                // is the compile's own error, with its log.
-                Err(e) if !probe.is_empty() && *own_len < source.len() => {
-                    return Err(match check_probe_of(spec, source, options, headers, probe, checks, arch, device) {
-                        Err(wrong @ Error::Signature { .. }) => wrong,
-                        _ => e,
-                    });
-                }
-                Err(e) => return Err(e),
-            };
+            let mut compiled =
+                match crate::BUILD.compile(spec.origin, source, *own_len, options, headers, &exprs, digest, arch) {
+                    Ok(compiled) => compiled,
+                    // The source carries the type check as `static_assert`s: a failed compile may
+                    // be a parameter of the wrong type. The probe's answers say which, and what it
+                    // is; anything else (every type right, or the probe failing as the source does)
+                    // is the compile's own error, with its log.
+                    Err(e) if !probe.is_empty() && *own_len < source.len() => {
+                        return Err(
+                            match check_probe_of(spec, source, options, headers, probe, checks, arch, device) {
+                                Err(wrong @ Error::Signature { .. }) => wrong,
+                                _ => e,
+                            },
+                        );
+                    }
+                    Err(e) => return Err(e),
+                };
             trace.lap("nvrtc::compile (cache lookup or NVRTC)");
             // The checks below (parameter sizes, the type probe) are a pure function of the
             // cubin and the probe, which includes the source: the mark names both (the macro
@@ -588,11 +580,12 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
             let from_cache = compiled.from_cache;
             if !checks_passed {
                 counts = cuda_embed_source::cubin::param_counts(&compiled.cubin);
-                if let Some(file) = compiled.cache_file.clone() {
-                    to_record = Some(CheckRecord { file, compiled: compiled.clone(), mark });
+                if let Some(record) = compiled.record.take() {
+                    let (cubin, symbols) = (compiled.cubin.clone(), compiled.symbols.clone());
+                    to_record = Some(CheckRecord { record, cubin, symbols, mark });
                 }
             }
-            let crate::program::nvrtc::Compiled { cubin, mut symbols, .. } = compiled;
+            let crate::module::build::Built { cubin, mut symbols, .. } = compiled;
             cubin_limits = cuda_embed_source::cubin::block_limits(&cubin, arch);
             // Handed to cudarc without a copy.
             let module =
@@ -667,8 +660,8 @@ fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded>
     if let Some(e) = size_error {
         return Err(e);
     }
-    if let Some(CheckRecord { file, compiled, mark }) = to_record {
-        crate::program::nvrtc::record_checked(&file, compiled, mark);
+    if let Some(CheckRecord { record, cubin, symbols, mark }) = to_record {
+        record(cubin, symbols, mark);
         trace.lap("checks recorded");
     }
     trace.lap("done");
@@ -707,10 +700,11 @@ fn check_probe_of(
 
 /// What an NVRTC-path load records in its cubin's cache entry once its checks passed.
 struct CheckRecord {
-    /// The cache file.
-    file: std::path::PathBuf,
-    /// What the entry holds (the cubin, symbols, compiler and run-time inputs).
-    compiled: crate::program::nvrtc::Compiled,
+    /// Writes the entry again with the mark.
+    record: crate::module::build::Recorder,
+    /// The entry's cubin and symbols (the loaded ones went to the driver).
+    cubin: Vec<u8>,
+    symbols: Vec<String>,
     /// [`crate::module::typecheck::checks_mark`] of the module.
     mark: Vec<u8>,
 }
@@ -877,13 +871,13 @@ mod tests {
     /// it (the first launch then takes no page faults in it); where it does not, nothing fails.
     #[test]
     fn the_first_load_code_is_mapped_ahead() {
-        let (start, end) = super::first_load_code().expect("one library's code");
+        let (start, end) = super::first_load_code(&crate::first_load_elsewhere()).expect("one library's code");
         assert!(end > start && end - start < 4 << 20, "{start:#x}..{end:#x}");
-        if !super::map_first_load_code() {
+        if !super::map_first_load_code(&crate::first_load_elsewhere()) {
             eprintln!("MADV_POPULATE_READ refused here (Linux before 5.14?): nothing to check");
             return;
         }
-        assert!(super::map_first_load_code(), "the answer is kept");
+        assert!(super::map_first_load_code(&crate::first_load_elsewhere()), "the answer is kept");
         for page in (start..end).step_by(4096) {
             if let Some(p) = present(page) {
                 assert!(p, "page {page:#x} of {start:#x}..{end:#x} is not mapped");

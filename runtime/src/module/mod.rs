@@ -3,6 +3,7 @@
 //! the lazy per-device registry, the driver's view of parameter lists, and `Global` handles with
 //! their stream ordering.
 
+pub(crate) mod build; // how images are built at first use: the trait the loader calls
 pub(crate) mod global; // Global<T>
 pub(crate) mod load; // one module on one device
 pub(crate) mod order; // stream ordering of Global copies and launches

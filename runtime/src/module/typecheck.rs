@@ -79,7 +79,9 @@ pub(crate) fn checks_mark(source: &str, probe: &str, embedded: &str) -> Vec<u8> 
 /// module cubin's cache entry ([`checks_mark`]), so a later process skips it.
 pub(crate) fn check_probe(spec: &ModuleSpec, unit: &ProbeUnit<'_>, checks: &[ParamCheck], device: usize) -> Result<()> {
     // The probe's own exprs: none (its answers are plain variables, read by name).
-    let compiled = crate::program::nvrtc::compile(spec.origin, unit.text, unit.options, unit.headers, &[], unit.arch)?;
+    let len = unit.text.len();
+    let compiled =
+        crate::BUILD.compile(spec.origin, unit.text, len, unit.options, unit.headers, &[], None, unit.arch)?;
     let module = crate::module::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Signature {
         kernel: spec.kernels.first().map_or("?", |k| k.name).to_string(),
         origin: spec.origin.to_string(),

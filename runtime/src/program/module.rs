@@ -2,8 +2,9 @@
 //! on one device) and its kernels, [`ProgramKernel`], launched with checked [`Arg`] lists.
 
 use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
+use crate::driver::{bind, func_attr};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::{bind, func_attr, KernelAttributes};
+use crate::launch::limits::KernelAttributes;
 use crate::launch::{self, attrs, LaunchKind, Target, Who};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::{c_void, CStr, CString};

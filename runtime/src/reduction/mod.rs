@@ -236,7 +236,7 @@ fn free_scratch(key: &ScratchKey, s: Scratch) {
     } else {
         // No event to wait for: wait for all of the context's work, or leak the buffer.
         let mut buf = Some(buf);
-        if crate::launch::sync::context_then(ctx, || drop(buf.take())).is_err() {
+        if crate::driver::sync::context_then(ctx, || drop(buf.take())).is_err() {
             std::mem::forget(buf.take());
         }
     }
@@ -350,7 +350,7 @@ fn with_captured_scratch<R>(
 ) -> Result<R> {
     let (counter_bytes, partial_bytes) = scratch_regions(None, counters, partials).unwrap_or((256, 4096));
     let bytes = (counter_bytes + partial_bytes) as usize;
-    crate::launch::limits::bind(stream.context())?;
+    crate::driver::bind(stream.context())?;
     let mut ptr: sys::CUdeviceptr = 0;
     // SAFETY: `ptr` is a valid out-pointer; the stream is live; captured, this becomes a graph
     // allocation node.

@@ -2,8 +2,8 @@
 //! with copies from and to host and device memory.
 
 use super::format::Texel;
+use crate::driver::{bind, device_attr};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::limits::{bind, device_attr};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -375,7 +375,7 @@ impl<T: Texel> CudaArray<T> {
         if wait {
             // The driver's own wait: a deferred error cudarc recorded must not return before the
             // copy into or out of the caller's memory is done.
-            crate::launch::sync::stream(stream)?;
+            crate::driver::sync::stream(stream)?;
         }
         Ok(())
     }
@@ -388,7 +388,7 @@ impl<T> Drop for CudaArray<T> {
         // driver's wait: a deferred error of cudarc's must not cut it short). Errors cannot be
         // reported from a drop; when the work cannot finish the array is leaked.
         let handle = self.handle;
-        let _ = crate::launch::sync::context_then(&self.ctx, || {
+        let _ = crate::driver::sync::context_then(&self.ctx, || {
             // SAFETY: `handle` was created in this (current) context and is destroyed once; the
             // work using it has finished.
             let _ = unsafe { sys::cuArrayDestroy(handle) };

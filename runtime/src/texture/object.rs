@@ -5,8 +5,8 @@ use super::array::{check, describe, CudaArray};
 use super::desc::{ReadMode, TextureDesc};
 use super::format::Texel;
 use crate::args::buffer::DeviceBuffer;
+use crate::driver::{bind, device_attr};
 use crate::error::{Error, Result};
-use crate::launch::limits::{bind, device_attr};
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext};
 use std::any::Any;
@@ -335,7 +335,7 @@ impl Drop for Texture<'_> {
         // short). Errors cannot be reported from a drop; when the work cannot finish the
         // object is leaked.
         let handle = self.handle.0;
-        let _ = crate::launch::sync::context_then(&self.ctx, || {
+        let _ = crate::driver::sync::context_then(&self.ctx, || {
             // SAFETY: created in this (current) context, destroyed once, no longer in use.
             let _ = unsafe { sys::cuTexObjectDestroy(handle) };
         });
@@ -346,7 +346,7 @@ impl Drop for Surface<'_> {
     fn drop(&mut self) {
         // As for a texture: kernels may still write through the surface.
         let handle = self.handle.0;
-        let _ = crate::launch::sync::context_then(&self.ctx, || {
+        let _ = crate::driver::sync::context_then(&self.ctx, || {
             // SAFETY: created in this (current) context, destroyed once, no longer in use.
             let _ = unsafe { sys::cuSurfObjectDestroy(handle) };
         });

@@ -191,7 +191,7 @@ impl Drop for Release {
 pub fn time_queued(stream: &CudaStream, batch: impl FnOnce() -> Result<()>) -> Result<Queued> {
     let ctx = stream.context();
     let ordinal = ctx.ordinal();
-    crate::launch::limits::bind(ctx)?;
+    crate::driver::bind(ctx)?;
     let blocker = {
         let mut guard = BLOCKERS.lock().unwrap_or_else(|p| p.into_inner());
         let map = guard.get_or_insert_with(HashMap::new);

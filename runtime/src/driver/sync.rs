@@ -64,7 +64,7 @@ pub(crate) fn context_then(ctx: &CudaContext, then: impl FnOnce()) -> std::resul
 /// every time rather than trusting [`crate::launch::bound_here`]: a wait costs far more than
 /// the `cuCtxGetCurrent` it takes, and a wrong answer here is silent.
 pub(crate) fn stream(stream: &CudaStream) -> Result<()> {
-    crate::launch::limits::bind(stream.context())?;
+    crate::driver::bind(stream.context())?;
     // SAFETY: the stream is live (borrowed) for the call.
     settle(|| unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }).map_err(|r| Error::Driver {
         call: "cuStreamSynchronize",
