@@ -19,8 +19,8 @@
 
 use super::args::{Access, NodeArg, Record, Space};
 use super::{driver, Graph, Node, NodeKind};
+use crate::driver::bind;
 use crate::error::{Error, Result};
-use crate::launch::limits::bind;
 use cudarc::driver::{sys, CudaContext};
 
 /// A kernel parameter of CUDA type `cudaGraphConditionalHandle` (`CUgraphConditionalHandle`):
