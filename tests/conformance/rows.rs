@@ -63,6 +63,13 @@ const fn flat(family: &'static str, launcher: &'static str, alias: Cell, config:
     row(family, launcher, [DEVICE, FLAT, alias, alias, config, SLICE, EMPTY])
 }
 
+/// The launchers of a fused reduction (one output: two outputs over one buffer cannot be asked).
+const fn fused_reduction(launcher: &'static str, alias: Cell, view: Cell) -> Row {
+    row("fuse!", launcher, [DEVICE, view, alias, ONE_OUTPUT, CHOSEN, SLICE, EMPTY])
+}
+
+const ONE_OUTPUT: Cell = NotHazard("a fused reduction has one output");
+
 /// Launchers that take N-D views.
 const fn nd(family: &'static str, launcher: &'static str, alias: Cell) -> Row {
     row(family, launcher, [DEVICE, VIEW, alias, alias, CHOSEN, SLICE, EMPTY])
@@ -101,12 +108,12 @@ pub const ROWS: &[Row] = &[
     flat("fuse!", "node_with", NODE_ALIAS, ONE_D),
     nd("fuse!", "node_nd", NODE_ALIAS),
     nd("fuse!", "update_nd", NODE_ALIAS),
-    flat("fuse!", "launch_rows", LAUNCH_ALIAS, CHOSEN),
-    flat("fuse!", "launch_cols", LAUNCH_ALIAS, CHOSEN),
-    nd("fuse!", "launch_axes", LAUNCH_ALIAS),
-    flat("fuse!", "node_rows", NODE_ALIAS, CHOSEN),
-    flat("fuse!", "node_cols", NODE_ALIAS, CHOSEN),
-    nd("fuse!", "node_axes", NODE_ALIAS),
+    fused_reduction("launch_rows", LAUNCH_ALIAS, FLAT),
+    fused_reduction("launch_cols", LAUNCH_ALIAS, FLAT),
+    fused_reduction("launch_axes", LAUNCH_ALIAS, VIEW),
+    fused_reduction("node_rows", NODE_ALIAS, FLAT),
+    fused_reduction("node_cols", NODE_ALIAS, FLAT),
+    fused_reduction("node_axes", NODE_ALIAS, VIEW),
     flat("#[kernel]", "launch", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),

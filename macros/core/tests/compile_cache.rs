@@ -141,11 +141,11 @@ extern "C" __global__ void k(cfg::floatX a, const real_t* b, INDEX c, vec_t d, P
         mapped,
         [
             "bf16",
-            "&impl DevicePtr<f64>",
+            "&impl DeviceBuffer<f64>",
             "u16",
             "Float4",
             "Params (your #[repr(C)] type)",
-            "&mut impl DevicePtrMut<T> (any T)",
+            "&mut impl DeviceBufferMut<T> (any T)",
             "RawDevicePtr",
             "u32",
         ]

@@ -152,7 +152,10 @@ fn describe(g: &BTreeMap<String, BTreeMap<String, Vec<String>>>, comp: &[String]
 /// in `known` (the imports not yet untangled), and every entry of `known` must still be one (the
 /// list only shrinks). With `known` empty: no cycle at all.
 fn check(crate_dir: &str, known: &[(&str, &str)]) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_dir).join("src");
+    // The crate's directory at run time (a packed GPU run sets it), else where it was built.
+    let root =
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let src = root.join(crate_dir).join("src");
     let g = graph(&src);
     let found = cycles(&g);
     let mut inside = BTreeSet::new();

@@ -9,10 +9,10 @@
 //! | short        | `Mapped::describe()`                 |
 //! |--------------|--------------------------------------|
 //! | `f32`        | `f32` (a value; crate types too: `Float4`, `f16`, `TextureObject`) |
-//! | `&f32`       | `&impl DevicePtr<f32>`               |
-//! | `&mut f32`   | `&mut impl DevicePtrMut<f32>`        |
-//! | `&any`       | `&impl DevicePtr<T> (any T)`         |
-//! | `&mut any`   | `&mut impl DevicePtrMut<T> (any T)`  |
+//! | `&f32`       | `&impl DeviceBuffer<f32>`            |
+//! | `&mut f32`   | `&mut impl DeviceBufferMut<f32>`     |
+//! | `&any`       | `&impl DeviceBuffer<T> (any T)`      |
+//! | `&mut any`   | `&mut impl DeviceBufferMut<T> (any T)` |
 //! | `raw`        | `RawDevicePtr`                       |
 //! | `user P`     | `P (your #[repr(C)] type)`           |
 
@@ -46,9 +46,9 @@ fn expect(short: &str) -> String {
     if short == "raw" {
         "RawDevicePtr".into()
     } else if let Some(t) = short.strip_prefix("&mut ") {
-        format!("&mut impl DevicePtrMut<{}>{}", elem(t), any(t))
+        format!("&mut impl DeviceBufferMut<{}>{}", elem(t), any(t))
     } else if let Some(t) = short.strip_prefix('&') {
-        format!("&impl DevicePtr<{}>{}", elem(t), any(t))
+        format!("&impl DeviceBuffer<{}>{}", elem(t), any(t))
     } else if let Some(t) = short.strip_prefix("user ") {
         format!("{t} (your #[repr(C)] type)")
     } else {

@@ -126,6 +126,8 @@ macro_rules! tuple_impls {
         // SAFETY: one pointer per element, each to its prepared parameter on this stack frame,
         // alive for the call of `f`.
         unsafe impl<'a, $($m, $a: NodeArg<'a, $m>,)*> NodeArgs<'a, ($($m,)*)> for ($($a,)*) {
+            const MEMORY: usize = 0 $(+ <$a as NodeArg<'a, $m>>::MEMORY as usize)*;
+            const CONDITIONS: usize = 0 $(+ <$a as NodeArg<'a, $m>>::CONDITION as usize)*;
             #[inline(always)]
             #[allow(unused_variables, unused_mut, non_snake_case)]
             fn with_params<Acc: Record, R>(

@@ -1,7 +1,10 @@
 //! Binding operands: the one checked path from a launcher's arguments to the addresses a kernel
-//! receives. Every launcher family takes device memory through here and nowhere else, so a new
-//! family cannot forget a check: the address of an operand is only handed out by a value that
-//! exists after the checks passed.
+//! receives. Every check of every launcher family is here. The generated launchers can only get
+//! an operand's address from a value that exists after its device check passed ([`input`],
+//! [`output`], [`nd_input`], [`nd_output`]); the typed argument tuples of `Kernel` values and the
+//! dynamic argument lists of the run-time twins run `placement` over every argument before they
+//! bind one; every graph node and update takes its buffers through `node_buffer` and is checked
+//! with `disjoint`.
 //!
 //! | check | launches (`launch*`, `tuned`, `fuse!`, Rust-syntax, `Kernel::launch`, run-time twins) | graph nodes and updates (`node*`, `update*`, `GraphExec::set`, `ProgramKernel::node`) |
 //! |---|---|---|
@@ -264,26 +267,36 @@ pub(crate) fn other_device(ctx: &CudaContext, buffer_device: usize) -> Error {
 
 /// The first two device ranges of one node (`(i, j)`, `i < j`, in the order they were recorded:
 /// the node's buffer operands in parameter order) of which one is written and which share a byte.
-/// Every kernel node, whatever made it, is added and updated through a check of this.
+/// Every kernel node, whatever made it, is added and updated through a check of this. Only the
+/// written ranges are compared with the others (a node of reads only costs one pass).
 #[inline]
 pub(crate) fn overlapping(accesses: &[Access]) -> Option<(usize, usize)> {
+    if accesses.len() < 2 {
+        return None; // one range cannot overlap another (the common node of one buffer)
+    }
     for (i, a) in accesses.iter().enumerate() {
-        for (j, b) in accesses.iter().enumerate().skip(i + 1) {
-            let device = (a.space == Space::Device) & (b.space == Space::Device);
-            if device & (a.write | b.write) & (a.lo < b.hi) & (b.lo < a.hi) {
-                return Some((i, j));
+        if !a.write || a.space != Space::Device {
+            continue;
+        }
+        for (j, b) in accesses.iter().enumerate() {
+            if (j != i) & (b.space == Space::Device) & (a.lo < b.hi) & (b.lo < a.hi) {
+                return Some((i.min(j), i.max(j)));
             }
         }
     }
     None
 }
 
-/// [`overlapping`] as the error of a node of `kernel` (from `origin`), or `Ok`.
+/// [`overlapping`] as the error of a node of the kernel `who` names (`(kernel, origin)`, asked
+/// only when there is an error), or `Ok`.
 #[inline]
-pub(crate) fn disjoint(accesses: &[Access], kernel: &str, origin: &str) -> Result<()> {
+pub(crate) fn disjoint<'w>(accesses: &[Access], who: impl FnOnce() -> (&'w str, &'w str)) -> Result<()> {
     match overlapping(accesses) {
         None => Ok(()),
-        Some((i, j)) => Err(aliased(accesses, (i, j), kernel, origin)),
+        Some((i, j)) => {
+            let (kernel, origin) = who();
+            Err(aliased(accesses, (i, j), kernel, origin))
+        }
     }
 }
 
@@ -310,13 +323,41 @@ fn aliased(accesses: &[Access], (i, j): (usize, usize), kernel: &str, origin: &s
     }
 }
 
-/// The condition check of every kernel node and update: each condition the kernel sets
-/// (an access in [`Space::Condition`]) belongs to the node's graph (`own`) or to one of the graphs
-/// it is a conditional body of (`parents`), else an [`Error::Graph`] naming `kernel`.
+/// The device check of a graph condition given to a kernel node (`&Condition`,
+/// `GraphArg::condition`): a condition made on context `own` (device `own_device`) of another
+/// context than the graph's `ctx` is an [`Error::Graph`], as a buffer of another device is
+/// (`node_buffer`).
+#[inline(always)]
+pub(crate) fn node_condition(own: sys::CUcontext, own_device: usize, ctx: &CudaContext) -> Result<()> {
+    if own == ctx.cu_ctx() {
+        Ok(())
+    } else {
+        Err(other_device_condition(ctx, own_device))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn other_device_condition(ctx: &CudaContext, own_device: usize) -> Error {
+    Error::Graph {
+        device: ctx.ordinal(),
+        cause: format!(
+            "a condition of a graph of device {own_device} was given to a kernel node of a graph of device {}",
+            ctx.ordinal()
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
+    }
+}
+
+/// The condition check of every kernel node and update that takes a condition (the typed ones
+/// whose `NodeArgs::CONDITIONS` is not 0, every run-time one): each condition the kernel sets (an
+/// access in [`Space::Condition`], whose key holds its graph's id) belongs to the node's graph
+/// (`own`) or to one of the graphs it is a conditional body of (`parents`), else an
+/// [`Error::Graph`] naming `kernel`.
 #[inline]
 pub(crate) fn conditions(own: u64, parents: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
     for a in accesses {
-        if let Space::Condition(g) = a.space {
+        if let Some(g) = a.condition_graph() {
             if g != own && !parents.contains(&g) {
                 return Err(foreign_condition(device, kernel));
             }

@@ -26,12 +26,12 @@ fn a_written_range_may_overlap_nothing_else_of_its_node() {
 
 #[test]
 fn aliasing_is_an_argument_error_naming_both_operands() {
-    let e = disjoint(&[dev(0, 64, false), dev(16, 32, true)], "scale", "src/lib.rs:3").unwrap_err();
+    let e = disjoint(&[dev(0, 64, false), dev(16, 32, true)], || ("scale", "src/lib.rs:3")).unwrap_err();
     let Error::Argument { kernel, parameter, detail, .. } = &e else { panic!("expected Error::Argument, got {e:?}") };
     assert_eq!(kernel, "scale");
     assert!(parameter.contains("#0") && parameter.contains("#1"), "{parameter}");
     assert!(detail.contains("overlap") && detail.contains("separate buffers"), "{detail}");
-    assert!(disjoint(&[dev(0, 64, false), dev(64, 80, true)], "scale", "here").is_ok());
+    assert!(disjoint(&[dev(0, 64, false), dev(64, 80, true)], || ("scale", "here")).is_ok());
 }
 
 #[test]
@@ -51,8 +51,7 @@ fn generated_one_dimensional_kernels_take_only_one_dimensional_configurations() 
 /// condition shares no range with device memory of the same numbers (no aliasing, no edge).
 #[test]
 fn conditions_of_the_node_scope_only() {
-    let cond =
-        |graph: u64, handle: u64| Access { space: Space::Condition(graph), lo: handle, hi: handle + 1, write: true };
+    let cond = |graph: u64, ordinal: usize| Access::condition(graph, ordinal, true).unwrap();
     // A body (id 7) nested in graph 3: conditions of 7 and 3 are in scope, of 5 not.
     assert!(conditions(7, &[3], &[dev(0, 8, true), cond(7, 1), cond(3, 1)], 0, "k").is_ok());
     let e = conditions(7, &[3], &[cond(3, 1), cond(5, 1)], 0, "step").unwrap_err();
@@ -60,4 +59,12 @@ fn conditions_of_the_node_scope_only() {
     assert!(cause.contains("`step`") && cause.contains("another graph"), "{cause}");
     assert!(conditions(3, &[], &[cond(7, 1)], 0, "k").is_err(), "the parent may not set a body's condition");
     assert_eq!(overlapping(&[dev(0, 8, true), cond(3, 0)]), None);
+    // Keys: the graph in the high bits, the ordinal in the low ones; none past either limit.
+    assert_eq!(cond(3, 5).condition_graph(), Some(3));
+    assert_eq!(cond((1 << 44) - 1, (1 << 20) - 2).condition_graph(), Some((1 << 44) - 1));
+    assert_eq!(Access::condition((1 << 44) - 1, (1 << 20) - 1, true), None, "the last key has no end");
+    assert_ne!(cond(3, 0).lo, cond(4, 0).lo);
+    assert_eq!(Access::condition(1 << 44, 0, true), None);
+    assert_eq!(Access::condition(3, 1 << 20, true), None);
+    assert_eq!(dev(0, 8, true).condition_graph(), None);
 }

@@ -166,12 +166,6 @@ pub fn length_error(kernel: KernelRef, lengths: &[(&str, usize)]) -> Error {
     }
 }
 
-/// [`crate::bind::one_d`] for a kernel named `kernel` from `origin`, launched on `stream`.
-#[inline]
-pub(crate) fn check_1d(kernel: &str, origin: &str, stream: &CudaStream, c: &LaunchConfig) -> Result<()> {
-    crate::bind::one_d_named(kernel, origin, stream.context().ordinal(), c)
-}
-
 /// The first length, or an error naming all when they differ; `None` when there are none.
 #[inline]
 pub fn common_length(kernel: KernelRef, lengths: &[(&str, usize)]) -> Result<usize> {

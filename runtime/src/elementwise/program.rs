@@ -707,7 +707,7 @@ impl ElementwiseKernel {
         }
         let ctx = self.check_placement(stream, args)?;
         if let Some(c) = &config {
-            crate::elementwise::check_1d(&self.sig.kernel, &self.sig.origin, stream, c)?;
+            crate::bind::one_d_named(&self.sig.kernel, &self.sig.origin, stream.context().ordinal(), c)?;
         }
         let raw_lens = self.raw_lens(args);
         let n64 = n as i64;

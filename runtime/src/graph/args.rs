@@ -20,10 +20,18 @@ pub(crate) enum Space {
     Host,
     /// A CUDA array (textures and surfaces over it), by handle: arrays have no device address.
     Array,
-    /// The condition of a conditional node, by handle, of the graph of this id (a kernel that
-    /// sets it writes it, the conditional node reads it).
-    Condition(u64),
+    /// The condition of a conditional node (a kernel that sets it writes it, the conditional
+    /// node reads it), by its key: `lo` is the graph's id shifted left by
+    /// [`CONDITION_ORDINAL_BITS`] plus the condition's ordinal in that graph, `hi` is `lo + 1`
+    /// ([`Access::condition`]). The graph id lives in the key, not in the variant, so that an
+    /// `Access` stays 24 bytes (every node records and compares them).
+    Condition,
 }
+
+/// The bits of a condition's key ([`Space::Condition`]) that count the conditions of one graph;
+/// the graph's id takes the others (graph ids below 2^44, fewer than 2^20 conditions a graph:
+/// `Graph::condition` refuses more with an `Error`, so two conditions never share a key).
+pub(crate) const CONDITION_ORDINAL_BITS: u32 = 20;
 
 /// One range of memory a node reads or writes (opaque: built by the node arguments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +41,10 @@ pub struct Access {
     pub(crate) hi: u64,
     pub(crate) write: bool,
 }
+
+// An access is recorded for every operand of every node, and the dependency inference walks them:
+// it stays three words (the condition's graph is in its key, not in `Space`).
+const _: () = assert!(std::mem::size_of::<Access>() == 24);
 
 /// Where node arguments report the ranges they touch: the graph's list while a node is added
 /// (for the dependency inference and the aliasing check), a list on the stack while an
@@ -47,6 +59,15 @@ impl Record for Vec<Access> {
     fn record(&mut self, access: Access) {
         self.push(access);
     }
+}
+
+/// Drops every range: what an update passes when its node has fewer than two arguments that name
+/// memory (no aliasing is possible, and the edges stay as built).
+pub(crate) struct Discard;
+
+impl Record for Discard {
+    #[inline(always)]
+    fn record(&mut self, _: Access) {}
 }
 
 /// The ranges of one typed node's arguments, on the stack: a typed node has at most 20
@@ -126,6 +147,23 @@ impl Access {
         (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }
 
+    /// The range of condition `ordinal` of graph `graph`, or `None` when the pair has no key
+    /// ([`CONDITION_ORDINAL_BITS`]).
+    pub(crate) fn condition(graph: u64, ordinal: usize, write: bool) -> Option<Access> {
+        let ordinal = u64::try_from(ordinal).ok().filter(|&o| o < 1 << CONDITION_ORDINAL_BITS)?;
+        if graph >> (64 - CONDITION_ORDINAL_BITS) != 0 {
+            return None;
+        }
+        let lo = (graph << CONDITION_ORDINAL_BITS) | ordinal;
+        Some(Access { space: Space::Condition, lo, hi: lo.checked_add(1)?, write })
+    }
+
+    /// The graph whose condition this range stands for, if it is a condition's.
+    #[inline(always)]
+    pub(crate) fn condition_graph(&self) -> Option<u64> {
+        (self.space == Space::Condition).then_some(self.lo >> CONDITION_ORDINAL_BITS)
+    }
+
     /// Whether this range contains all of `other` (in the same memory).
     pub(crate) fn covers(&self, other: &Access) -> bool {
         (self.space == other.space) & (self.lo <= other.lo) & (other.hi <= self.hi)
@@ -155,6 +193,15 @@ impl Access {
 pub unsafe trait NodeArg<'a, M> {
     /// What the kernel parameter holds: the value, or a `u64` device address.
     type Param;
+    /// Whether the argument may name memory (a range the aliasing check compares); `true`
+    /// unless it is a value. An update of a node with fewer than two such arguments skips the
+    /// aliasing check, which cannot find anything there.
+    #[doc(hidden)]
+    const MEMORY: bool = true;
+    /// Whether the argument is a graph condition (a `cudaGraphConditionalHandle`), which every
+    /// node and update checks against the graphs the node is in (`bind::conditions`).
+    #[doc(hidden)]
+    const CONDITION: bool = false;
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
@@ -164,6 +211,7 @@ pub unsafe trait NodeArg<'a, M> {
 // SAFETY: the value itself is the parameter (DeviceSafe: plain data with the C++ layout).
 unsafe impl<T: DeviceSafe> NodeArg<'_, T> for T {
     type Param = T;
+    const MEMORY: bool = false;
     #[inline(always)]
     fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self)
@@ -179,6 +227,7 @@ pub struct ByValue<T>(pub T);
 // checked; the value is the parameter.
 unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
     type Param = T;
+    const MEMORY: bool = false;
     #[inline(always)]
     fn prepare(self, _: &CudaContext, _: &mut impl Record) -> Result<T> {
         Ok(self.0)
@@ -193,6 +242,13 @@ unsafe impl<T> NodeArg<'_, T> for ByValue<T> {
 /// `with_params` must call `f` with one pointer per marker, each to the prepared parameter,
 /// valid for the call.
 pub unsafe trait NodeArgs<'a, Sig> {
+    /// How many arguments may name memory ([`NodeArg::MEMORY`]).
+    #[doc(hidden)]
+    const MEMORY: usize;
+    /// How many arguments are graph conditions ([`NodeArg::CONDITION`]): a node of none skips
+    /// the condition check at compile time.
+    #[doc(hidden)]
+    const CONDITIONS: usize;
     /// Prepares every argument (noting its ranges in `accesses`) and calls `f` with the
     /// parameter pointers and the ranges.
     #[doc(hidden)]

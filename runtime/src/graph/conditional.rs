@@ -17,7 +17,7 @@
 //! later nodes depend on it. Kernel nodes inside a body are updated like any other
 //! ([`GraphExec::set`](crate::GraphExec::set), `NAME::update`).
 
-use super::args::{Access, NodeArg, Record, Space};
+use super::args::{Access, NodeArg, Record};
 use super::{driver, Graph, Node, NodeKind};
 use crate::driver::bind;
 use crate::error::{Error, Result};
@@ -70,6 +70,9 @@ pub struct Condition {
     handle: u64,
     /// The id of the graph the condition was made for.
     graph: u64,
+    /// The range that stands for it in the dependency inference and the scope check (its key:
+    /// the graph's id and the condition's ordinal in it, `Access::condition`), as read.
+    key: Access,
     initial: u32,
     ctx: sys::CUcontext,
     device: usize,
@@ -89,13 +92,14 @@ impl Condition {
     /// A condition of graph `graph` that no driver made, for checks that add no node.
     #[cfg(test)]
     pub(crate) fn test(graph: u64) -> Condition {
-        Condition { handle: 1, graph, initial: 0, ctx: std::ptr::null_mut(), device: 0 }
+        let key = Access::condition(graph, 0, false).expect("a test graph id below 2^44");
+        Condition { handle: 1, graph, key, initial: 0, ctx: std::ptr::null_mut(), device: 0 }
     }
 
     /// The range that stands for the condition in dependency inference: kernels that set it
     /// write it, the node that tests it reads it.
     fn access(&self, write: bool) -> Access {
-        Access { space: Space::Condition(self.graph), lo: self.handle, hi: self.handle + 1, write }
+        Access { write, ..self.key }
     }
 }
 
@@ -104,11 +108,10 @@ impl Condition {
 // check every kernel node and update makes: `bind::conditions`).
 unsafe impl<'a> NodeArg<'a, ConditionalHandle> for &Condition {
     type Param = ConditionalHandle;
+    const CONDITION: bool = true;
     #[inline]
     fn prepare(self, ctx: &CudaContext, accesses: &mut impl Record) -> Result<ConditionalHandle> {
-        if self.ctx != ctx.cu_ctx() {
-            return Err(crate::bind::other_device(ctx, self.device));
-        }
+        crate::bind::node_condition(self.ctx, self.device, ctx)?;
         accesses.record(self.access(true));
         Ok(self.handle())
     }
@@ -169,6 +172,18 @@ impl<'a> Graph<'a> {
     /// # Ok(()) }
     /// ```
     pub fn condition(&mut self, initial: u32) -> Result<Condition> {
+        let Some(key) = Access::condition(self.id, self.made_conditions.len(), false) else {
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: format!(
+                    "graph {} has made {} conditions: a condition is keyed by its graph's id (below 2^44) and its \
+                     ordinal in the graph (below 2^20), and this one would have no key",
+                    self.id,
+                    self.made_conditions.len()
+                ),
+                fix: Some("make fewer conditions in one graph (one per conditional node it tests)".into()),
+            });
+        };
         bind(&self.ctx)?;
         let mut handle = 0;
         // SAFETY: live graph of this context; valid out-pointer.
@@ -183,7 +198,7 @@ impl<'a> Graph<'a> {
         };
         driver(&self.ctx, "cuGraphConditionalHandleCreate", r)?;
         self.made_conditions.push(handle);
-        Ok(Condition { handle, graph: self.id, initial, ctx: self.ctx.cu_ctx(), device: self.ctx.ordinal() })
+        Ok(Condition { handle, graph: self.id, key, initial, ctx: self.ctx.cu_ctx(), device: self.ctx.ordinal() })
     }
 
     /// A `while` node: runs `body` (built by the closure) as long as `cond` is not 0 when

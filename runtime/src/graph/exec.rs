@@ -1,7 +1,7 @@
 //! The instantiated graph: upload, launch, synchronise (reporting host-node panics), typed
 //! kernel-node updates, memcpy/memset node updates and whole-graph update.
 
-use super::args::{Access, NodeArgs, Record, StackAccesses};
+use super::args::{Access, Discard, NodeArgs, Record, StackAccesses};
 use super::host::{self, HostCell};
 use super::kernel::{check, node_params, KernelNode};
 use super::nodes::{copy_params, dtod, dtoh, htod, memset_bits, Direction, MemcpyNode, MemsetNode, MemsetValue};
@@ -232,7 +232,7 @@ impl<'a> GraphExec<'a> {
     #[cold]
     #[inline(never)]
     fn body_of(&self, node: Node) -> Option<&super::conditional::Body> {
-        self.bodies.iter().find(|b| b.id == node.graph && node.index < b.nodes.len())
+        body_in(&self.bodies, node)
     }
 
     #[cold]
@@ -248,26 +248,25 @@ impl<'a> GraphExec<'a> {
     /// Changes a kernel node's launch configuration and arguments (typed like the node:
     /// a wrong type is a compile error), with the checks of a launch
     /// (`cuGraphExecKernelNodeSetParams`). The graph's edges stay as they were built: keep the
-    /// new arguments' reads and writes compatible with them.
+    /// new arguments' reads and writes compatible with them. A written buffer that overlaps
+    /// another argument is an [`Error::Argument`], as when the node was added.
     #[inline]
-    pub fn set<Sig>(
+    pub fn set<Sig, A: NodeArgs<'a, Sig>>(
         &mut self,
         node: &KernelNode<Sig>,
         config: LaunchConfig,
-        args: impl NodeArgs<'a, Sig>,
+        args: A,
     ) -> Result<()> {
         // The node is of the graph this was instantiated from (or of one of its conditional
-        // bodies), and was in it then; its handle is the one the driver knows it by. The graphs
-        // whose conditions the kernel may set: the node's own and those it is nested in.
-        let parents: &[u64] = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
-            &[]
+        // bodies), and was in it then; its handle is the one the driver knows it by.
+        let body = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
+            None
         } else {
-            match self.bodies.iter().find(|b| b.id == node.node.graph && node.node.index < b.nodes.len()) {
-                Some(b) => &b.parents,
+            match body_in(&self.bodies, node.node) {
+                Some(b) => Some(b),
                 None => return Err(self.foreign_node()),
             }
         };
-        let own = node.node.graph;
         // The node's kernel was looked up on the graph's context when it was added: the same
         // context as this instantiation's.
         self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
@@ -276,9 +275,7 @@ impl<'a> GraphExec<'a> {
         // for aliasing as when the node was added (`bind`); they are not kept: an update keeps the
         // edges the graph was built with.
         let kernel = node.kernel;
-        args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
-            crate::bind::disjoint(acc.as_slice(), kernel.name(), kernel.module().origin())?;
-            crate::bind::conditions(own, parents, acc.as_slice(), ctx.ordinal(), kernel.name())?;
+        let write = |params: &mut [*mut std::ffi::c_void]| {
             let p = node_params(f, &config, params);
             // SAFETY: a kernel node of the graph this was instantiated from, with the same
             // function; one pointer per parameter of the types `Sig` names, copied by the driver.
@@ -289,7 +286,25 @@ impl<'a> GraphExec<'a> {
                 // SAFETY: as above.
                 unsafe { set_params_bound(ctx, exec, n, &p) }
             }
-        })
+        };
+        if A::MEMORY < 2 && A::CONDITIONS == 0 {
+            // One argument naming memory cannot alias another, and there is no condition to
+            // check: nothing to record (known at compile time).
+            args.with_params(ctx, &mut Discard, |params, _| write(params))
+        } else {
+            args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
+                if A::MEMORY >= 2 {
+                    crate::bind::disjoint(acc.as_slice(), || (kernel.name(), kernel.module().origin()))?;
+                }
+                if A::CONDITIONS > 0 {
+                    // The conditions the kernel may set: those of the node's own graph and of the
+                    // graphs it is nested in.
+                    let parents = body.map_or(&[][..], |b| &b.parents[..]);
+                    crate::bind::conditions(node.node.graph, parents, acc.as_slice(), ctx.ordinal(), kernel.name())?;
+                }
+                write(params)
+            })
+        }
     }
 
     fn set_copy(
@@ -535,7 +550,7 @@ impl<'a> NdUpdate<'_, 'a> {
                 self.rebuild(name, format!("the new operands have elements, the node is {}", kind_name(self.kind)))
             );
         }
-        crate::bind::disjoint(self.accesses.as_slice(), kernel.name(), kernel.module().origin())?;
+        crate::bind::disjoint(self.accesses.as_slice(), || (kernel.name(), kernel.module().origin()))?;
         let ctx = self.exec.ctx.clone();
         let (_, target) = kernel.target(&ctx)?;
         check(&target, &ctx, config)?;
@@ -621,6 +636,13 @@ fn topology(kinds: impl Iterator<Item = NodeKind>, edges: &[(usize, usize)]) -> 
     let mut edges = edges.to_vec();
     edges.sort_unstable();
     (kinds.collect(), edges)
+}
+
+/// The body of `bodies` that `node` is a node of (see `GraphExec::body_of`).
+#[cold]
+#[inline(never)]
+fn body_in(bodies: &[super::conditional::Body], node: Node) -> Option<&super::conditional::Body> {
+    bodies.iter().find(|b| b.id == node.graph && node.index < b.nodes.len())
 }
 
 #[cfg(test)]

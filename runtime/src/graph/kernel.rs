@@ -211,8 +211,7 @@ impl<'a> Graph<'a> {
     ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
         // Outputs are borrowed shared for the graph's lifetime: the aliasing check of every
         // kernel node, whatever family made it (`bind`).
-        crate::bind::disjoint(accesses, label.as_str(), label.origin())?;
-        crate::bind::conditions(self.id, &self.parents, accesses, self.ctx.ordinal(), label.as_str())?;
+        crate::bind::disjoint(accesses, || (label.as_str(), label.origin()))?;
         if self.programmatic {
             // SAFETY: forwarded.
             return unsafe { self.programmatic_node(p, accesses, label) };
@@ -335,11 +334,11 @@ impl<Sig> Kernel<Sig> {
     /// another device is an [`Error::Graph`]. Creating the node runs nothing; launching the
     /// instantiated graph is what is `unsafe`.
     #[inline]
-    pub fn node<'a>(
+    pub fn node<'a, A: NodeArgs<'a, Sig>>(
         &self,
         graph: &mut Graph<'a>,
         config: LaunchConfig,
-        args: impl NodeArgs<'a, Sig>,
+        args: A,
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
         let func = graph.function(raw)?;
@@ -349,6 +348,11 @@ impl<Sig> Kernel<Sig> {
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
         let r = args.with_params(ctx, &mut acc, |params, acc| {
+            if A::CONDITIONS > 0 {
+                // Known at compile time: a kernel of no `cudaGraphConditionalHandle` parameter
+                // has no condition to check.
+                crate::bind::conditions(graph.id, &graph.parents, acc.as_slice(), ctx.ordinal(), raw.name())?;
+            }
             graph.checked.check(raw, func, ctx, &config)?;
             let p = node_params(func.raw, &config, params);
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
@@ -402,6 +406,7 @@ impl ProgramKernel {
             }
         }
         let mut acc = graph.take_scratch();
+        let mut conditions = false;
         let mut pointers = vec![0u64; args.len()];
         for (a, p) in args.iter().zip(pointers.iter_mut()) {
             match a.kind {
@@ -416,6 +421,7 @@ impl ProgramKernel {
                     // SAFETY: `GraphArg::condition` took a `&'a Condition`.
                     let c = unsafe { &*c };
                     *p = NodeArg::<'_, super::ConditionalHandle>::prepare(c, &ctx, &mut acc)?.raw();
+                    conditions = true;
                 }
                 GraphArgKind::Value(_) => {}
             }
@@ -428,6 +434,9 @@ impl ProgramKernel {
                 GraphArgKind::Buffer { .. } | GraphArgKind::Condition(_) => p as *const u64 as *mut c_void,
             })
             .collect();
+        if conditions {
+            crate::bind::conditions(graph.id, &graph.parents, &acc, ctx.ordinal(), self.name())?;
+        }
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
         // parameter of the parameter's size (checked), alive for the call.
         unsafe { graph.kernel_raw(&target, &config, &mut params, acc, Label::Text(self.name().to_string().into())) }

@@ -96,7 +96,7 @@ pub struct ParamCheck {
     pub name: &'static str,
     /// The parameter as written in C++ (`real* x`).
     pub cxx: &'static str,
-    /// The launcher's Rust type for it (`&mut impl DevicePtrMut<f32>`).
+    /// The launcher's Rust type for it (`&mut impl DeviceBufferMut<f32>`).
     pub rust: &'static str,
     /// The `__device__` variable holding the probe's answer.
     pub symbol: &'static str,

@@ -14,6 +14,20 @@ use std::marker::PhantomData;
 
 /// An input of an N-D graph node: an [`NdView`], an [`NdViewMut`] (read), or a flat buffer
 /// (`CudaSlice`, `CudaView`, `CudaViewMut`: a 1-D view of its whole length).
+///
+/// Sealed: a node trusts an operand's layout to lie in the memory it reports, so no other type can
+/// be one (it could report a large layout over a small buffer).
+///
+/// ```compile_fail,E0277
+/// use cuda_embed_runtime::ndarray::{Layout, NdNodeInput, NodeMemory};
+/// struct Liar;
+/// impl NdNodeInput<f32> for Liar {
+///     fn node_layout(&self) -> Layout { Layout::flat(1 << 20) }
+///     fn __memory(&self, _: &cudarc::driver::CudaContext) -> cuda_embed_runtime::Result<NodeMemory<f32>> {
+///         unimplemented!()
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an N-D operand of `{T}` for a graph node",
     label = "expected `&NdView<{T}>`, `&NdViewMut<{T}>` or a buffer of `{T}` here",
@@ -28,7 +42,18 @@ pub trait NdNodeInput<T>: sealed::Operand<T> {
 }
 
 /// An output of an N-D graph node: an [`NdViewMut`] or a flat writable buffer (`CudaSlice`,
-/// `CudaViewMut`), borrowed shared for the graph's lifetime.
+/// `CudaViewMut`), borrowed shared for the graph's lifetime. Sealed, as [`NdNodeInput`] is.
+///
+/// ```compile_fail,E0277
+/// use cuda_embed_runtime::ndarray::{Layout, NdNodeOutput, NodeMemory};
+/// struct Liar;
+/// impl NdNodeOutput<f32> for Liar {
+///     fn node_layout(&self) -> Layout { Layout::flat(1 << 20) }
+///     fn __memory(&self, _: &cudarc::driver::CudaContext) -> cuda_embed_runtime::Result<NodeMemory<f32>> {
+///         unimplemented!()
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a writable N-D operand of `{T}` for a graph node",
     label = "expected `&NdViewMut<{T}>`, `&CudaSlice<{T}>` or `&CudaViewMut<{T}>` here",

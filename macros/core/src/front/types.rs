@@ -76,10 +76,10 @@ impl Mapped {
         match self {
             Mapped::Value(t) => t.describe().to_string(),
             Mapped::User { name, .. } => format!("{name} (your #[repr(C)] type)"),
-            Mapped::Pointer { elem: Some(e), mutable: false } => format!("&impl DevicePtr<{}>", e.describe()),
-            Mapped::Pointer { elem: Some(e), mutable: true } => format!("&mut impl DevicePtrMut<{}>", e.describe()),
-            Mapped::Pointer { elem: None, mutable: false } => "&impl DevicePtr<T> (any T)".into(),
-            Mapped::Pointer { elem: None, mutable: true } => "&mut impl DevicePtrMut<T> (any T)".into(),
+            Mapped::Pointer { elem: Some(e), mutable: false } => format!("&impl DeviceBuffer<{}>", e.describe()),
+            Mapped::Pointer { elem: Some(e), mutable: true } => format!("&mut impl DeviceBufferMut<{}>", e.describe()),
+            Mapped::Pointer { elem: None, mutable: false } => "&impl DeviceBuffer<T> (any T)".into(),
+            Mapped::Pointer { elem: None, mutable: true } => "&mut impl DeviceBufferMut<T> (any T)".into(),
             Mapped::RawPointer => "RawDevicePtr".into(),
         }
     }
