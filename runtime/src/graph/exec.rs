@@ -111,6 +111,9 @@ impl SpareLists {
 
 impl<'a> GraphExec<'a> {
     pub(crate) fn new(g: &Graph<'a>) -> Result<Self> {
+        if g.has_conditions() {
+            g.conditions_done()?;
+        }
         bind(&g.ctx)?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live graph; valid out-pointer; no flags.
@@ -125,7 +128,7 @@ impl<'a> GraphExec<'a> {
             nodes,
             edges,
             hosts: g.hosts.clone(),
-            bodies: g.bodies.clone(),
+            bodies: if g.bodies.is_empty() { Vec::new() } else { g.bodies.clone() },
             owned: g.owned.clone(),
             checked: super::kernel::CheckedConfig::default(),
             launched: std::cell::Cell::new(false),

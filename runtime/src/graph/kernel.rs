@@ -237,6 +237,14 @@ impl Graph<'_> {
     /// `cudaTriggerProgrammaticLaunchCompletion()`). Its edges from other nodes (copies, memsets)
     /// stay full dependencies. Returns the graph: `saxpy::node(g.dependent(), cfg, ...)`.
     ///
+    /// A dependency that another of the node's dependencies follows directly is left out (the
+    /// inferred edge from link k - 2 of a ping-pong chain, which link k - 1 follows: the driver
+    /// overlaps a node of one programmatic edge, not of two). The node still runs after it:
+    /// it waits for link k - 1, which completed after link k - 2 did. So a dependent kernel must
+    /// wait in *every* launch, in at least one thread, even one that touches no memory (call
+    /// `cudaGridDependencySynchronize()` unconditionally, first): a launch that returns without
+    /// waiting may complete before its predecessors, and then no longer orders what follows it.
+    ///
     /// ```no_run
     /// # use cuda_embed_runtime::Graph;
     /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
@@ -289,6 +297,7 @@ impl Graph<'_> {
             kern: p.kern,
             ctx: p.ctx,
         };
+        self.reduce = true;
         let r =
             self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddNode (kernel, programmatic)", &mut |deps| {
                 let data: Vec<sys::CUgraphEdgeData> = deps.iter().map(|&d| edge_data(d)).collect();
@@ -304,7 +313,9 @@ impl Graph<'_> {
                     sys::cuGraphAddNode_v2(&mut n, graph, deps.as_ptr(), data.as_ptr(), deps.len(), &mut params)
                 };
                 (r, n)
-            })?;
+            });
+        self.reduce = false;
+        let r = r?;
         self.programmatic_nodes.push(self.nodes.len() - 1);
         Ok(r)
     }

@@ -286,6 +286,9 @@ pub struct Graph<'a> {
     /// ([`Graph::dependent`]), and the nodes added so.
     pub(crate) programmatic: bool,
     pub(crate) programmatic_nodes: Vec<usize>,
+    /// Set while a programmatic node is added: its dependencies that another of them directly
+    /// depends on are dropped (`reduce`), so that a chain stays a chain.
+    pub(crate) reduce: bool,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -341,6 +344,7 @@ impl<'a> Graph<'a> {
             bodies: Vec::new(),
             programmatic: false,
             programmatic_nodes: Vec::new(),
+            reduce: false,
             _borrows: PhantomData,
         }
     }
@@ -455,6 +459,21 @@ impl<'a> Graph<'a> {
     /// again, or as the source of [`GraphExec::update`]). A [`Condition`] made for the graph that
     /// controls no conditional node is an [`Error::Graph`] (the driver may refuse such a graph).
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        GraphExec::new(self)
+    }
+
+    /// Whether [`Graph::conditions_done`] has anything to check: a graph that made no condition
+    /// has none (the common graph: one test, in `GraphExec::new`).
+    #[inline(always)]
+    pub(crate) fn has_conditions(&self) -> bool {
+        !self.made_conditions.is_empty() | self.orphaned_condition
+    }
+
+    /// [`Graph::instantiate`]'s checks of a graph that made conditions: each controls a node,
+    /// and no refused conditional node left one behind.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn conditions_done(&self) -> Result<()> {
         self.all_conditions_used()?;
         if self.orphaned_condition {
             return Err(Error::Graph {
@@ -466,7 +485,7 @@ impl<'a> Graph<'a> {
                 fix: Some("build the graph again without the refused conditional node".into()),
             });
         }
-        GraphExec::new(self)
+        Ok(())
     }
 
     pub(crate) fn check_node(&self, node: Node) -> Result<usize> {
@@ -559,6 +578,11 @@ impl<'a> Graph<'a> {
         let raw_deps: &[sys::CUgraphNode] = if several {
             if !gather(&self.nodes, &mut self.pending, more, found.first, index, &mut self.scratch.2) {
                 return Err(Box::new(self.foreign()));
+            }
+            if self.reduce && deps::reduce(&self.edges, more) {
+                let raw = &mut self.scratch.2;
+                raw.clear();
+                raw.extend(more.iter().map(|&d| self.nodes[d].raw));
             }
             &self.scratch.2
         } else if found.first != deps::Found::NONE.first {
