@@ -82,14 +82,21 @@ def main():
 
     gb = stream.create_graph_builder().begin_building()
     check(driver.cuMemsetD32Async(int(count.handle), 0, 1, int(gb.stream.handle)))
-    handle = gb.create_conditional_handle(default_value=1)
-    body = gb.while_loop(handle)
+    if hasattr(gb, "create_condition"):
+        # cuda.core 1.x: a GraphCondition, whose `handle` is the driver's CUgraphConditionalHandle.
+        cond = gb.create_condition(default_value=1)
+        handle = int(cond.handle)
+    else:
+        # cuda.core 0.x: the handle itself.
+        cond = gb.create_conditional_handle(default_value=1)
+        handle = int(cond)
+    body = gb.while_loop(cond)
     body.begin_building()
     check(driver.cuMemsetD32Async(int(change.handle), 0, 1, int(body.stream.handle)))
     launch(body, sweep_cfg, sweep, u, f, v, change, np.int32(n), h2)
     launch(body, sweep_cfg, sweep, v, f, u, change, np.int32(n), h2)
     launch(body, one, check_kernel, change, count, np.float32(0.0), h2, np.int32(iterations),
-           ctypes.c_uint64(int(handle)))
+           ctypes.c_uint64(handle))
     body.end_building()
     graph = gb.end_building().complete()
     graph.upload(stream)
@@ -106,7 +113,13 @@ def main():
     assert got[0] == iterations, f"the loop ran {got[0]} iterations, not {iterations}"
     times = [solve() for _ in range(rounds)]
     ms = statistics.median(times) * 1e3
-    print(f"GPU: {dev.name}")
+    try:
+        from importlib.metadata import version
+
+        core = version("cuda-core")
+    except Exception:  # noqa: BLE001 (the version is only printed)
+        core = "?"
+    print(f"GPU: {dev.name}; cuda.core {core}")
     print(f"| Jacobi {n} x {n}, {iterations} iterations, one graph (`while` node) | ms | us per iteration |")
     print("|---|---|---|")
     print(f"| cuda.core GraphBuilder.while_loop | {ms:.3f} | {ms * 1e3 / iterations:.2f} |")

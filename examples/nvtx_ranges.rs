@@ -8,7 +8,8 @@
 //! ncu --nvtx --nvtx-include "step/" target/release/examples/nvtx_ranges         # kernels in "step"
 //! ```
 //!
-//! Without the feature it runs the same and says that no ranges were made.
+//! Without the feature it runs the same and says that no ranges were made. With CUDA 13, which has
+//! no `libnvToolsExt`, build one from the `nvtx3` headers first (docs/guide.md, "Profiling").
 
 use cuda_embed::{cuda_kernel, Graph, LaunchConfig};
 

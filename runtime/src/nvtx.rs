@@ -7,7 +7,10 @@
 //! Without the feature everything here is an empty inline function and [`Range`] has no size:
 //! no code is added to any launch. With it, the ranges go through cudarc's NVTX bindings
 //! (`nvtxRangePushA`/`nvtxRangePop` of `libnvToolsExt`, opened at the first range); when that
-//! library cannot be opened, ranges are skipped ([`available`] says so), never a panic.
+//! library cannot be opened, ranges are skipped ([`available`] says so), never a panic. CUDA 13
+//! ships NVTX as headers only: a `libnvToolsExt.so.1` is one C file away (`#define
+//! NVTX_EXPORT_API` then `#include <nvtx3/nvToolsExt.h>`, built with `-shared -fPIC -ldl`; the
+//! guide's "Profiling" section has the commands).
 //!
 //! ```no_run
 //! for step in 0..10 {
