@@ -74,6 +74,7 @@
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
 //! | `cudaExtent`, `cudaPitchedPtr`, `cudaPos` | [`CudaExtent`], [`CudaPitchedPtr`], [`CudaPos`] (fields checked against the toolkit's struct by the compiler probe) |
+//! | `const __grid_constant__ CUtensorMap` | `&`[`TensorMap`] (the kernel reads through it) or `&mut `[`TensorMapMut`] (it may write), made from an [`NdView`]/[`NdViewMut`] and a box shape (see [`tensor_map`]; context checked, passed by value) |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `&`[`Texture`], `&`[`Surface`] (owned objects over a [`CudaArray`] or a buffer, see [`texture`]; context checked), or a raw [`TextureObject`], [`SurfaceObject`] |
 //! | `cudaGraphConditionalHandle`, `CUgraphConditionalHandle` | `&`[`Condition`] of the graph the node is in, in `NAME::node`/`NAME::update` only (the kernel sets it with `cudaGraphSetConditional`; a stream launch of such a kernel does not compile); the signature marker is [`ConditionalHandle`] |
 //! | `struct P` by value | the `#[repr(C)]` twin `P` the macro generates from the compiler's layout (with a compiler at build time; members scalars, vectors, pointers or arrays of those), or your own `#[repr(C)]` type `P` (same name, in the invoking module, which wins) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
@@ -127,6 +128,8 @@ pub use cuda_embed_runtime::ndarray;
 /// Waits for a stream and reports the first out-of-range index of any bounds-checked
 /// Rust-syntax kernel launched in its context (see [`mod@device`] and `#[cuda_embed::kernel]`).
 pub use cuda_embed_runtime::synchronize;
+/// TMA tensor maps made from N-D views: [`TensorMap`], [`TensorMapMut`] (`CUtensorMap` parameters).
+pub use cuda_embed_runtime::tensor_map;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;
@@ -139,6 +142,7 @@ pub use cuda_embed_runtime::{
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
+pub use cuda_embed_runtime::{RawTensorMap, TensorMap, TensorMapMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.

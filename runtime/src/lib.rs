@@ -22,6 +22,7 @@ pub mod nvtx; // NVTX ranges for profilers: `nvtx::range`, and per launch with t
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
+pub mod tensor_map; // TMA tensor maps (CUtensorMap) made from N-D views
 pub mod texture; // CUDA arrays, texture and surface objects
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
 pub mod tune; // autotuning: the variant choice per device and key, its records
@@ -69,6 +70,7 @@ pub use module::spec::BuildPath;
 pub use ndarray::{NdInput, NdNodeInput, NdNodeOutput, NdOutput, NdView, NdViewMut};
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction::program::{Reduction, ReductionProgram};
+pub use tensor_map::{RawTensorMap, TensorMap, TensorMapMut};
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
 pub use toolkit::{CudaExtent, CudaPitchedPtr, CudaPos};
 pub use types::{
@@ -153,6 +155,7 @@ pub mod __private {
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;
+    pub use crate::tensor_map::TensorMapArg;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_source::elementwise::{aligned, flat_mode, vector_width};

@@ -116,6 +116,9 @@ pub const BUILTINS: &[(&str, Builtin)] = &[
     ("CUtexObject", c("TextureObject", 8, 8)),
     ("cudaSurfaceObject_t", c("SurfaceObject", 8, 8)),
     ("CUsurfObject", c("SurfaceObject", 8, 8)),
+    // The TMA descriptor (`cuda.h`): 128 bytes, aligned to 128 since CUDA 13 (64 before). The
+    // launcher takes `&TensorMap`/`&mut TensorMapMut` for it and passes the descriptor by value.
+    ("CUtensorMap", c("RawTensorMap", 128, 128)),
 ];
 
 /// CUDA vector types, in probe-id order (the id is the index + 1).

@@ -13,7 +13,7 @@ use cuda_embed::device::*;
 use cuda_embed::graph::GraphArg;
 use cuda_embed::{
     cuda_kernel, elementwise_kernel, fuse, reduction_kernel, Arg, CudaContext, CudaStream, ElementwiseProgram, Error,
-    Graph, Kernel, LaunchConfig, NdView, NdViewMut, Program, ReductionProgram, TypedArg,
+    Graph, Kernel, LaunchConfig, NdView, NdViewMut, Program, ReductionProgram, TensorMap, TensorMapMut, TypedArg,
 };
 use rows::{Cell, HAZARDS, ROWS};
 use std::collections::BTreeSet;
@@ -36,6 +36,15 @@ cuda_kernel!(
     }
 "#,
     tune = { kernel = "tsplit", params = ["BLOCK: 64, 128"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n" }
+);
+
+// The tensor-map row: a kernel that takes two maps (it reads nothing: the hazards are refused
+// before the launch, and a valid launch only has to run).
+cuda_kernel!(
+    r#"
+    #include <cuda.h>
+    extern "C" __global__ void tmap_pair(const __grid_constant__ CUtensorMap src, const __grid_constant__ CUtensorMap dst) {}
+"#
 );
 
 elementwise_kernel!(
@@ -238,6 +247,40 @@ fn another_device() {
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_dependent", k.launch_dependent(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
+    }
+    // Tensor maps: the map of another context's buffer, as the read or the written map, in
+    // launches, graph nodes and updates.
+    {
+        let t = "cuda_kernel! (CUtensorMap)";
+        let (xt, mut yt) = (s.alloc_zeros::<f32>(N).unwrap(), s.alloc_zeros::<f32>(N).unwrap());
+        let (xft, mut yft) = (f.alloc_zeros::<f32>(N).unwrap(), f.alloc_zeros::<f32>(N).unwrap());
+        let (xv, xfv) = (NdView::new(&xt, &[16, 16]).unwrap(), NdView::new(&xft, &[16, 16]).unwrap());
+        let (mut yv, mut yfv) =
+            (NdViewMut::new(&mut yt, &[16, 16]).unwrap(), NdViewMut::new(&mut yft, &[16, 16]).unwrap());
+        let (src, srcf) = (TensorMap::new(&xv, [4, 8]).unwrap(), TensorMap::new(&xfv, [4, 8]).unwrap());
+        let (mut dst, mut dstf) =
+            (TensorMapMut::new(&mut yv, [4, 8]).unwrap(), TensorMapMut::new(&mut yfv, [4, 8]).unwrap());
+        s.context().bind_to_thread().unwrap();
+        unsafe {
+            tmap_pair::launch(&s, cfg(), &src, &mut dst).unwrap();
+            col.err(t, "launch", tmap_pair::launch(&s, cfg(), &srcf, &mut dst));
+            col.err(t, "launch_timed", tmap_pair::launch_timed(&s, cfg(), &src, &mut dstf));
+            col.err(t, "launch_cooperative", tmap_pair::launch_cooperative(&s, cfg(), &srcf, &mut dst));
+            col.err(t, "launch_cluster", tmap_pair::launch_cluster(&s, cfg(), (1, 1, 1), &src, &mut dstf));
+            col.err(t, "launch_dependent", tmap_pair::launch_dependent(&s, cfg(), &srcf, &mut dst));
+        }
+        let mut g = Graph::new(s.context()).unwrap();
+        col.err(t, "node", tmap_pair::node(&mut g, cfg(), &srcf, &dst));
+        col.err(t, "node", tmap_pair::node(&mut g, cfg(), &src, &dstf));
+        assert_eq!(g.len(), 0, "nothing was added");
+        let k = tmap_pair::node(&mut g, cfg(), &src, &dst).unwrap();
+        let mut exec = g.instantiate().unwrap();
+        col.err(t, "update", tmap_pair::update(&mut exec, &k, cfg(), &srcf, &dst));
+        col.err(t, "update", tmap_pair::update(&mut exec, &k, cfg(), &src, &dstf));
+        tmap_pair::update(&mut exec, &k, cfg(), &src, &dst).unwrap();
+        // SAFETY: the kernel has an empty body.
+        unsafe { exec.launch(&s).unwrap() };
+        s.synchronize().unwrap();
     }
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));

@@ -54,6 +54,27 @@ const ONE_D: Cell = Gpu("two_dimensional_block");
 const SLICE: Cell = Gpu("slice_out_of_range");
 const EMPTY: Cell = Gpu("empty_operands");
 
+const TMAP_ALIAS: Cell = Compile("tensor_map_aliasing.rs");
+const TMAP_OUTPUTS: Cell = Compile("tensor_map_two_outputs.rs");
+const TMAP_VIEW: Cell = Compile("tensor_map_borrow.rs");
+const TMAP_SLICE: Cell = NotHazard(
+    "a map's extent is its view's, checked when the view was made; the TMA clips boxes at the tensor's edges",
+);
+const TMAP_EMPTY: Cell =
+    NotHazard("an empty view is refused when the map is made (Error::Shape, rule `extent`: tests/tensor_map.rs)");
+
+/// `cuda_kernel!` launchers of a kernel taking `const __grid_constant__ CUtensorMap` parameters
+/// (`&TensorMap` / `&mut TensorMapMut`): a map borrows its view's buffer (a written one
+/// exclusively), so the borrow checker refuses what would alias or re-point it, in launches and
+/// graph nodes alike.
+const fn tensor_map(launcher: &'static str) -> Row {
+    row(
+        "cuda_kernel! (CUtensorMap)",
+        launcher,
+        [DEVICE, TMAP_VIEW, TMAP_ALIAS, TMAP_OUTPUTS, RAW_CONFIG, TMAP_SLICE, TMAP_EMPTY],
+    )
+}
+
 const fn row(family: &'static str, launcher: &'static str, cells: [Cell; 7]) -> Row {
     Row { family, launcher, cells }
 }
@@ -140,4 +161,11 @@ pub const ROWS: &[Row] = &[
     flat("ProgramKernel", "launch", LAUNCH_ALIAS, RAW_CONFIG),
     flat("ProgramKernel", "launch_as", LAUNCH_ALIAS, RAW_CONFIG),
     flat("ProgramKernel", "node", NODE_ALIAS, RAW_CONFIG),
+    tensor_map("launch"),
+    tensor_map("launch_timed"),
+    tensor_map("launch_cooperative"),
+    tensor_map("launch_cluster"),
+    tensor_map("launch_dependent"),
+    tensor_map("node"),
+    tensor_map("update"),
 ];

@@ -184,6 +184,26 @@ fn cuda_kernel_launchers_have_rows() {
 }
 
 #[test]
+fn tensor_map_launchers_have_rows() {
+    setup();
+    if !have_compiler() {
+        return;
+    }
+    let input = quote! {
+        r#"
+        #include <cuda.h>
+        extern "C" __global__ void tm(const __grid_constant__ CUtensorMap src, const __grid_constant__ CUtensorMap dst) { }
+        "#
+    };
+    let out = cuda_embed_macros_core::expand(input, site());
+    check(
+        "cuda_kernel! (CUtensorMap)",
+        out,
+        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "launch_dependent", "node", "update"],
+    );
+}
+
+#[test]
 fn elementwise_launchers_have_rows() {
     setup();
     let input = quote!(ew, inputs = "float x, scalar float a", outputs = "float y", operation = "y = a * x");

@@ -8,7 +8,7 @@
 //!
 //! | check | launches (`launch*`, `tuned`, `fuse!`, Rust-syntax, `Kernel::launch`, run-time twins) | graph nodes and updates (`node*`, `update*`, `GraphExec::set`, `ProgramKernel::node`) |
 //! |---|---|---|
-//! | (a) device | [`input`], [`output`], [`nd_input`], [`nd_output`], `placement`: memory of another context than the stream's is an [`Error::Launch`] naming the parameter and both devices, before any driver call | `node_buffer`: another context than the graph's is an [`Error::Graph`], before the node is added |
+//! | (a) device | [`input`], [`output`], [`nd_input`], [`nd_output`], [`descriptor`], `placement`: memory of another context than the stream's is an [`Error::Launch`] naming the parameter and both devices, before any driver call | `node_buffer`: another context than the graph's is an [`Error::Graph`], before the node is added |
 //! | (b) extent | a flat buffer's length comes from this crate's `unsafe` [`DeviceBuffer`] traits; a view's layout is checked against its buffer when the view is made, and a view's buffer cannot be replaced afterwards (`NdViewMut` lends it only by value) | the same views; the N-D node traits are sealed, so no foreign type can report a layout its memory does not have |
 //! | (c) aliasing | outputs are borrowed `&mut`, inputs `&`: the borrow checker refuses an output that overlaps another operand | outputs are borrowed shared for the graph's lifetime, so `disjoint` refuses, where every kernel node is added or updated, a written range that overlaps any other range of the same node ([`Error::Argument`] naming both) |
 //! | (d) configuration | [`one_d`] for the generated 1-D kernels (elementwise) | [`one_d`] in `node_with` |
@@ -166,6 +166,53 @@ impl<'a, T> CheckedViewMut<'a, '_, T> {
     pub fn bind(self, binding: &'a Binding<'_>) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
         let (ptr, guard) = self.0.device_ptr_mut(binding);
         (ptr, keep(binding, guard))
+    }
+}
+
+/// An operand passed to a kernel as a descriptor of device memory rather than its address (a
+/// TMA tensor map, `tensor_map::TensorMapArg`): [`descriptor`] checks its memory's context, and
+/// [`CheckedDescriptor::bind`] orders the launch after the memory's other uses.
+#[doc(hidden)]
+pub trait DescriptorOperand {
+    /// What the kernel parameter receives, by value.
+    type Descriptor: Copy;
+    /// The context of the described memory.
+    fn memory_context(&self) -> &Arc<CudaContext>;
+    /// The descriptor, and cudarc's ordering guard of the memory on `stream` (for a read or a
+    /// write, as the operand is lent).
+    fn bind_on<'b>(self, stream: &'b CudaStream) -> (Self::Descriptor, SyncOnDrop<'b>)
+    where
+        Self: 'b;
+}
+
+/// A descriptor operand of a launch, after the device check ([`descriptor`]).
+#[doc(hidden)]
+pub struct CheckedDescriptor<A>(A);
+
+/// [`input`] for a descriptor operand (a `CUtensorMap` parameter's `&TensorMap` or `&mut
+/// TensorMapMut`): the memory it describes lives in `stream`'s context. Its extent needs no check
+/// here: a tensor map was checked against its view when made, and borrows the view's buffer since.
+#[doc(hidden)]
+#[inline(always)]
+pub fn descriptor<A: DescriptorOperand>(
+    operand: A,
+    stream: &CudaStream,
+    kernel: KernelRef,
+    param: &'static str,
+) -> Result<CheckedDescriptor<A>> {
+    device(operand.memory_context(), stream, kernel, param)?;
+    Ok(CheckedDescriptor(operand))
+}
+
+impl<A: DescriptorOperand> CheckedDescriptor<A> {
+    /// The descriptor to pass by value, and the memory's ordering guard on `binding`.
+    #[inline(always)]
+    pub fn bind<'b>(self, binding: &'b Binding<'_>) -> (A::Descriptor, Option<SyncOnDrop<'b>>)
+    where
+        A: 'b,
+    {
+        let (d, guard) = self.0.bind_on(binding);
+        (d, keep(binding, guard))
     }
 }
 

@@ -498,7 +498,7 @@ impl<Sig> Kernel<Sig> {
 }
 
 /// Where the code of a launch's full path lies (see
-/// [`map_first_load_code`](crate::module::load::map_first_load_code)).
+/// [`map_first_load_code`](crate::module::prefault::map_first_load_code)).
 pub(crate) fn launch_checked_address() -> usize {
     KernelRef::launch_checked as *const () as usize
 }

@@ -298,6 +298,7 @@ runtime_types!(
     TextureObject,
     SurfaceObject,
     ConditionalHandle,
+    RawTensorMap,
     Char1,
     Char2,
     Char3,

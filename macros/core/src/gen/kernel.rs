@@ -215,6 +215,25 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         let sync = format_ident!("__sync_{}", i);
         doc_rows.push_str(&format!("| `{}` | `{}` | `{}` |\n", id, p.text.replace('|', "\\|"), m.describe()));
         match m {
+            Mapped::Value(t) if types::is_tensor_map(t) => {
+                // `const __grid_constant__ CUtensorMap`: `&TensorMap` / `&mut TensorMapMut`, bound
+                // like a buffer (device check, then cudarc's ordering), passed by value.
+                let ty = rust_type(t);
+                let (arg_trait, check) = (paths::tensor_map_arg(), paths::bind("descriptor"));
+                args.push(quote!(#id: impl #arg_trait));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
+                let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
+                device_checks.push(quote!(let #id = #check(#id, stream, #handle, #pname)?;));
+                if !bound {
+                    let binding = paths::binding();
+                    binds.push(quote!(let __binding = #binding(stream, #handle)?;));
+                    bound = true;
+                }
+                binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
             Mapped::Value(t) if is_object(t) => {
                 // `cudaTextureObject_t` / `cudaSurfaceObject_t`: the owned `&Texture`/`&Surface`
                 // (context checked against the stream's) or a raw handle.
@@ -305,7 +324,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         }
         ids.push(match m {
             Mapped::Pointer { .. } => quote!(#id),
-            Mapped::Value(t) if is_object(t) || is_condition(t) => quote!(#id),
+            Mapped::Value(t) if is_object(t) || is_condition(t) || types::is_tensor_map(t) => quote!(#id),
             _ => quote!(#by_value(#id)),
         });
     }

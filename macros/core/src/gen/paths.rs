@@ -148,6 +148,12 @@ pub fn object_arg_trait() -> TokenStream {
     private("ObjectArg", Span::call_site())
 }
 
+/// The trait a `const __grid_constant__ CUtensorMap` parameter takes (`&TensorMap`, `&mut
+/// TensorMapMut`), `TensorMapArg`.
+pub fn tensor_map_arg() -> TokenStream {
+    private("TensorMapArg", Span::call_site())
+}
+
 /// The trait (implemented by nothing) a stream launcher takes for a
 /// `cudaGraphConditionalHandle` parameter: `LaunchCondition`.
 pub fn launch_condition() -> TokenStream {
