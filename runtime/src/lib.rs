@@ -19,6 +19,7 @@ mod launch; // the one launch routine, its limits, kernel handles
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, load, registry, globals
 pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
+pub mod nvtx; // NVTX ranges for profilers: `nvtx::range`, and per launch with the `nvtx` feature
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
@@ -61,7 +62,7 @@ pub use device::report::synchronize;
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use future::GpuFuture;
-pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
+pub use graph::{Condition, ConditionalHandle, Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use launch::kernel::{Kernel, KernelRef};
 pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
@@ -150,6 +151,7 @@ pub mod __private {
     pub use crate::bind;
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::graph::LaunchCondition;
     pub use crate::graph::NdUpdate;
     pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};

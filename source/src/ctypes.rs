@@ -99,7 +99,10 @@ pub const BUILTINS: &[(&str, Builtin)] = &[
     // Typedefs from the C library and the CUDA headers that kernels take (cuda-samples' clock,
     // graphConditionalNodes, simpleCUFFT): without an entry they would read as user structs.
     ("clock_t", p("i64", 8, 8)),
-    ("cudaGraphConditionalHandle", p("u64", 8, 8)),
+    // A conditional node's handle: a kernel sets the condition with `cudaGraphSetConditional`;
+    // the typed `ConditionalHandle` lets only a graph's kernel nodes pass one (`&Condition`).
+    ("cudaGraphConditionalHandle", c("ConditionalHandle", 8, 8)),
+    ("CUgraphConditionalHandle", c("ConditionalHandle", 8, 8)),
     ("cufftReal", p("f32", 4, 4)),
     ("cufftDoubleReal", p("f64", 8, 8)),
     ("cufftComplex", c("Complex32", 8, 8)),

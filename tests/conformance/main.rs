@@ -236,6 +236,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, cfg(), 2.0, &x, &mut yf, ni));
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
+        col.err("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
         col.err("cuda_kernel!", "tuned_async", block_on(tsplit::tuned_async(&s, &xf, &mut y, &mut z, n)));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
@@ -251,6 +252,7 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, cfg(), 2.0, &x, &mut yf, ni)));
         col.err("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, cfg(), &xf, &mut y, &mut z)));
         col.err("Kernel", "launch_async", block_on(k.launch_async(&s, cfg(), (2.0f32, &xf, &mut y, ni))));
+        col.err("Kernel", "launch_dependent", k.launch_dependent(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
     }
     // Tensor maps: the map of another context's buffer, as the read or the written map, in
     // launches, graph nodes and updates.
@@ -272,6 +274,7 @@ fn another_device() {
             col.err(t, "launch_cooperative", tmap_pair::launch_cooperative(&s, cfg(), &srcf, &mut dst));
             col.err(t, "launch_cluster", tmap_pair::launch_cluster(&s, cfg(), (1, 1, 1), &src, &mut dstf));
             col.err(t, "launch_async", block_on(tmap_pair::launch_async(&s, cfg(), &srcf, &mut dst)));
+            col.err(t, "launch_dependent", tmap_pair::launch_dependent(&s, cfg(), &srcf, &mut dst));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(t, "node", tmap_pair::node(&mut g, cfg(), &srcf, &dst));
@@ -603,6 +606,26 @@ fn graph_aliasing() {
         io.mark("ProgramKernel", "node");
         oo.mark("ProgramKernel", "node");
     }
+    // A conditional node's body is built by the same builder: its nodes and their updates are
+    // checked the same way (the rows above, again inside an `if` body).
+    {
+        let mut g = Graph::new(s.context()).unwrap();
+        let c = g.condition(0).unwrap();
+        let mut inner = None;
+        g.if_then(&c, |b| {
+            io.err("cuda_kernel!", "node", axpy::node(b, cfg(), 2.0, &y, &y, ni));
+            oo.err("Kernel", "node", split::KERNEL.node(b, cfg(), (&x, &y, &y, ni)));
+            assert_eq!(b.len(), 0, "no aliased node was added to the body");
+            inner = Some(split::node(b, cfg(), &x, &y, &z, ni)?);
+            Ok(())
+        })
+        .unwrap();
+        let k = inner.unwrap();
+        let mut exec = g.instantiate().unwrap();
+        oo.err("cuda_kernel!", "update", split::update(&mut exec, &k, cfg(), &x, &z, &z, ni));
+        io.err("Kernel", "GraphExec::set", exec.set(&k, cfg(), (&z, &y, &z, ni)));
+        split::update(&mut exec, &k, cfg(), &x, &z, &y, ni).unwrap();
+    }
     // Two reads of one buffer are no hazard; a node without aliasing is added.
     let mut g = Graph::new(s.context()).unwrap();
     fz::node(&mut g, &x, &x, &y, &z).unwrap();
@@ -693,6 +716,7 @@ fn empty_operands() {
         col.ok("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, c, (1, 1, 1), 2.0, &x, &mut yb, 0));
+        col.ok("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, c, 2.0, &x, &mut yb, 0));
         // The tuned grid of no element has no block: refused before the driver (an empty launch).
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
@@ -712,6 +736,7 @@ fn empty_operands() {
         col.ok("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, c, 2.0, &x, &mut yb, 0)));
         col.ok("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, c, &x, &mut yb, &mut zb)));
         col.ok("Kernel", "launch_async", block_on(k.launch_async(&s, c, (2.0f32, &x, &mut yb, 0i32))));
+        col.ok("Kernel", "launch_dependent", k.launch_dependent(&s, c, (2.0f32, &x, &mut yb, 0i32)));
     }
     col.ok("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &x, 2.0, &mut yb, &mut zb)));
     col.ok("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut yb, &mut zb)));

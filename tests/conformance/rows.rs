@@ -103,6 +103,7 @@ pub const ROWS: &[Row] = &[
     flat("cuda_kernel!", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("cuda_kernel!", "launch_dependent", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "node", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "update", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "tuned", LAUNCH_ALIAS, CHOSEN),
@@ -156,6 +157,7 @@ pub const ROWS: &[Row] = &[
     flat("Kernel", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
+    flat("Kernel", "launch_dependent", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "node", NODE_ALIAS, RAW_CONFIG),
     flat("Kernel", "GraphExec::set", NODE_ALIAS, RAW_CONFIG),
     flat("ElementwiseKernel", "launch", LAUNCH_ALIAS, CHOSEN),
@@ -179,6 +181,7 @@ pub const ROWS: &[Row] = &[
     tensor_map("launch_cooperative"),
     tensor_map("launch_cluster"),
     tensor_map("launch_async"),
+    tensor_map("launch_dependent"),
     tensor_map("node"),
     tensor_map("update"),
 ];

@@ -170,7 +170,16 @@ fn cuda_kernel_launchers_have_rows() {
     check(
         "cuda_kernel!",
         out,
-        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "node", "update", "tuned"],
+        &[
+            "launch",
+            "launch_timed",
+            "launch_cooperative",
+            "launch_cluster",
+            "launch_dependent",
+            "node",
+            "update",
+            "tuned",
+        ],
     );
 }
 
@@ -190,7 +199,7 @@ fn tensor_map_launchers_have_rows() {
     check(
         "cuda_kernel! (CUtensorMap)",
         out,
-        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "node", "update"],
+        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "launch_dependent", "node", "update"],
     );
 }
 

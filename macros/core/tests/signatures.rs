@@ -173,7 +173,7 @@ const ROWS: &[Row] = &[
     row(
         "cuda-samples graphConditionalNodes (cudaGraphConditionalHandle, char*)",
         "__global__ void ifGraphKernelA(char *dPtr, cudaGraphConditionalHandle handle) {}",
-        &[("ifGraphKernelA", false, &["dPtr: &mut i8", "handle: u64"])],
+        &[("ifGraphKernelA", false, &["dPtr: &mut i8", "handle: ConditionalHandle"])],
     ),
     row(
         "cuda-samples SobelFilter (uchar4*, unsigned short, short, float)",

@@ -12,6 +12,7 @@
 //! | (b) extent | a flat buffer's length comes from this crate's `unsafe` [`DeviceBuffer`] traits; a view's layout is checked against its buffer when the view is made, and a view's buffer cannot be replaced afterwards (`NdViewMut` lends it only by value) | the same views; the N-D node traits are sealed, so no foreign type can report a layout its memory does not have |
 //! | (c) aliasing | outputs are borrowed `&mut`, inputs `&`: the borrow checker refuses an output that overlaps another operand | outputs are borrowed shared for the graph's lifetime, so `disjoint` refuses, where every kernel node is added or updated, a written range that overlaps any other range of the same node ([`Error::Argument`] naming both) |
 //! | (d) configuration | [`one_d`] for the generated 1-D kernels (elementwise) | [`one_d`] in `node_with` |
+//! | (e) graph conditions | a stream launch cannot take a `cudaGraphConditionalHandle` (no `LaunchCondition` exists: a compile error) | [`conditions`]: a kernel node (or update) setting a condition of a graph it is not in, nor nested in, is an [`Error::Graph`] |
 //!
 //! In-place operations stay possible where they are one operand: an elementwise output that the
 //! operation also reads (`y = a * y`) is a single `T*` parameter, never two pointers to one array.
@@ -366,6 +367,62 @@ fn aliased(accesses: &[Access], (i, j): (usize, usize), kernel: &str, origin: &s
             accesses[j].lo,
             accesses[j].hi
         ),
+    }
+}
+
+/// The device check of a graph condition given to a kernel node (`&Condition`,
+/// `GraphArg::condition`): a condition made on context `own` (device `own_device`) of another
+/// context than the graph's `ctx` is an [`Error::Graph`], as a buffer of another device is
+/// (`node_buffer`).
+#[inline(always)]
+pub(crate) fn node_condition(own: sys::CUcontext, own_device: usize, ctx: &CudaContext) -> Result<()> {
+    if own == ctx.cu_ctx() {
+        Ok(())
+    } else {
+        Err(other_device_condition(ctx, own_device))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn other_device_condition(ctx: &CudaContext, own_device: usize) -> Error {
+    Error::Graph {
+        device: ctx.ordinal(),
+        cause: format!(
+            "a condition of a graph of device {own_device} was given to a kernel node of a graph of device {}",
+            ctx.ordinal()
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
+    }
+}
+
+/// The condition check of every kernel node and update that takes a condition (the typed ones
+/// whose `NodeArgs::CONDITIONS` is not 0, every run-time one): each condition the kernel sets (an
+/// access in [`Space::Condition`], whose key holds its graph's id) belongs to the node's graph
+/// (`own`) or to one of the graphs it is a conditional body of (`parents`), else an
+/// [`Error::Graph`] naming `kernel`.
+#[inline]
+pub(crate) fn conditions(own: u64, parents: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
+    for a in accesses {
+        if let Some(g) = a.condition_graph() {
+            if g != own && !parents.contains(&g) {
+                return Err(foreign_condition(device, kernel));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn foreign_condition(device: usize, kernel: &str) -> Error {
+    Error::Graph {
+        device,
+        cause: format!(
+            "kernel `{kernel}` is given a condition of another graph; a kernel sets only conditions of the graph it \
+             is in or of a graph that encloses it"
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
     }
 }
 

@@ -256,6 +256,19 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
+            Mapped::Value(t) if is_condition(t) => {
+                // `cudaGraphConditionalHandle`: only a graph's kernel nodes take one (`&Condition`,
+                // checked against the node's graph); the stream launchers take an argument of a
+                // trait nothing implements, so calling them does not compile.
+                let ty = rust_type(t);
+                let never = paths::launch_condition();
+                args.push(quote!(#id: impl #never));
+                async_args.push(quote!(#id: impl #never));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                prelude.push(quote!(let #id: #ty = #never::handle(&#id);));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
             Mapped::Value(t) => {
                 let ty = rust_type(t);
                 // A toolkit struct (`cudaExtent`): its Rust twin's fields against the compiler's.
@@ -327,7 +340,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         names.push(quote!(#id));
         ids.push(match m {
             Mapped::Pointer { .. } => quote!(#id),
-            Mapped::Value(t) if is_object(t) || types::is_tensor_map(t) => quote!(#id),
+            Mapped::Value(t) if is_object(t) || is_condition(t) || types::is_tensor_map(t) => quote!(#id),
             _ => quote!(#by_value(#id)),
         });
     }
@@ -437,7 +450,8 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
     (doc, launch_doc)
 }
 
-/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`): they differ
+/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`,
+/// `launch_dependent`): they differ
 /// only in name, docs, an optional extra parameter, the return type and the launch kind.
 fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<TokenStream> {
     let (c_void, stream_ty, config_ty, result) =
@@ -476,6 +490,14 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
             quote!(cluster: #cluster_dim,),
             quote!(()),
             quote!(#kind::Cluster(cluster)),
+            quote!(.map(drop)),
+        ),
+        (
+            quote!(launch_dependent),
+            "A programmatic dependent launch (`LaunchKind::Dependent`): the kernel may start while the kernel before it on `stream` still runs (sm_90 and newer). It must call `cudaGridDependencySynchronize()` before it touches memory that work writes or reads; a kernel that does not wait is launched as by `launch` when the kernel before it does not call `cudaTriggerProgrammaticLaunchCompletion()`.\n\n# Safety\nAs for `launch`, and the kernel waits for the work before it as said above.".to_string(),
+            quote!(),
+            quote!(()),
+            quote!(#kind::Dependent),
             quote!(.map(drop)),
         ),
     ];
@@ -714,4 +736,11 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 fn is_object(t: &types::RustType) -> bool {
     use cuda_embed_source::ctypes::RustPath;
     matches!(t, types::RustType::Builtin(b) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")))
+}
+
+/// Whether a by-value parameter is a graph condition (`cudaGraphConditionalHandle`), which only
+/// graph nodes take.
+fn is_condition(t: &types::RustType) -> bool {
+    use cuda_embed_source::ctypes::RustPath;
+    matches!(t, types::RustType::Builtin(b) if b.rust == RustPath::Crate("ConditionalHandle"))
 }

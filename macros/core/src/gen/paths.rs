@@ -154,6 +154,12 @@ pub fn tensor_map_arg() -> TokenStream {
     private("TensorMapArg", Span::call_site())
 }
 
+/// The trait (implemented by nothing) a stream launcher takes for a
+/// `cudaGraphConditionalHandle` parameter: `LaunchCondition`.
+pub fn launch_condition() -> TokenStream {
+    private("LaunchCondition", Span::call_site())
+}
+
 /// The function that turns such an argument into its handle, checking its context.
 pub fn object_arg() -> TokenStream {
     private("object_arg", Span::call_site())

@@ -200,12 +200,15 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         let sync = format_ident!("__sync_{}", i);
         match m {
             Mapped::Value(RustType::Builtin(b))
-                if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject" | "RawTensorMap")) =>
+                if matches!(
+                    b.rust,
+                    RustPath::Crate("TextureObject" | "SurfaceObject" | "ConditionalHandle" | "RawTensorMap")
+                ) =>
             {
                 return Err(syn::Error::new(
                     span,
                     format!(
-                        "`tune` does not support texture, surface or tensor map parameters yet (`{}` of `{qualified}`)",
+                        "`tune` does not support texture, surface, tensor map or graph-condition parameters yet (`{}` of `{qualified}`)",
                         p.name
                     ),
                 ));
