@@ -49,7 +49,8 @@
 //!   alike. Nothing is added behind your back (no forced `-ftz`, no fast math).
 //!
 //! For each kernel `NAME` it generates `pub mod NAME` with `launch`, `launch_timed`,
-//! `launch_cooperative`, `launch_cluster`, `KERNEL` (a typed [`Kernel`] value; `kernel::<T>()`
+//! `launch_cooperative`, `launch_cluster`, `launch_dependent` (programmatic dependent launch),
+//! `KERNEL` (a typed [`Kernel`] value; `kernel::<T>()`
 //! for templates), `function(&ctx)` (cudarc's [`CudaFunction`]), `attributes`, the shared-memory
 //! and occupancy helpers, `NAME` and `module()`, and `node`/`update` for CUDA graphs
 //! ([`Graph`]: typed nodes, dependencies inferred from the borrows). The [`cuda_kernel!`] page
@@ -73,7 +74,9 @@
 //! | `float4`, `int2`, `uchar4`, `double2`, `longlong2`, ... | [`Float4`], [`Int2`], [`UChar4`], [`Double2`], [`LongLong2`], ... |
 //! | `cuComplex`, `cuDoubleComplex` | [`Complex32`], [`Complex64`] |
 //! | `cudaExtent`, `cudaPitchedPtr`, `cudaPos` | [`CudaExtent`], [`CudaPitchedPtr`], [`CudaPos`] (fields checked against the toolkit's struct by the compiler probe) |
+//! | `const __grid_constant__ CUtensorMap` | `&`[`TensorMap`] (the kernel reads through it) or `&mut `[`TensorMapMut`] (it may write), made from an [`NdView`]/[`NdViewMut`] and a box shape (see [`tensor_map`]; context checked, passed by value) |
 //! | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `&`[`Texture`], `&`[`Surface`] (owned objects over a [`CudaArray`] or a buffer, see [`texture`]; context checked), or a raw [`TextureObject`], [`SurfaceObject`] |
+//! | `cudaGraphConditionalHandle`, `CUgraphConditionalHandle` | `&`[`Condition`] of the graph the node is in, in `NAME::node`/`NAME::update` only (the kernel sets it with `cudaGraphSetConditional`; a stream launch of such a kernel does not compile); the signature marker is [`ConditionalHandle`] |
 //! | `struct P` by value | the `#[repr(C)]` twin `P` the macro generates from the compiler's layout (with a compiler at build time; members scalars, vectors, pointers or arrays of those), or your own `#[repr(C)]` type `P` (same name, in the invoking module, which wins) with `#[derive(Clone, Copy, DeviceSafe)]` (which replaces `unsafe impl DeviceSafe` + `unsafe impl DeviceRepr`) |
 //!
 //! `#[derive(DeviceSafe)]` accepts only `#[repr(C)]` structs whose fields are all `DeviceSafe`
@@ -116,6 +119,9 @@ pub use cuda_embed_macros::{
 /// What Rust-syntax kernels (`#[cuda_embed::kernel]`) call: indices, barriers, shared memory,
 /// atomics, warp shuffles and votes.
 pub use cuda_embed_runtime::device;
+/// GPU work as futures: awaited launches (`NAME::launch_async`), copies through pinned host
+/// memory and stream synchronisation, under any executor ([`GpuFuture`]).
+pub use cuda_embed_runtime::future;
 /// CUDA graphs: [`Graph`], its node handles and argument traits.
 pub use cuda_embed_runtime::graph;
 /// Run-time linking: [`Program::compile_to`], [`link::ObjectCode`], [`link::Linker`].
@@ -125,17 +131,21 @@ pub use cuda_embed_runtime::ndarray;
 /// Waits for a stream and reports the first out-of-range index of any bounds-checked
 /// Rust-syntax kernel launched in its context (see [`mod@device`] and `#[cuda_embed::kernel]`).
 pub use cuda_embed_runtime::synchronize;
+/// TMA tensor maps made from N-D views: [`TensorMap`], [`TensorMapMut`] (`CUtensorMap` parameters).
+pub use cuda_embed_runtime::tensor_map;
 /// CUDA arrays, textures and surfaces: [`CudaArray`], [`Texture`], [`Surface`], [`TextureDesc`].
 pub use cuda_embed_runtime::texture;
 pub use cuda_embed_runtime::tune;
 pub use cuda_embed_runtime::{
-    args, cache, context, cudarc, driver_available, nvrtc, Arg, BuildPath, ClusterDim, CudaContext, CudaFunction,
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer, DeviceBufferMut, DriverCode, ElementwiseKernel,
-    ElementwiseProgram, Error, Global, Graph, GraphExec, Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig,
-    LaunchKind, Module, Node, NodeKind, Program, ProgramKernel, ProgramModule, Result,
+    args, cache, context, cudarc, driver_available, nvrtc, nvtx, Arg, BuildPath, ClusterDim, Condition,
+    ConditionalHandle, CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceBuffer,
+    DeviceBufferMut, DriverCode, ElementwiseKernel, ElementwiseProgram, Error, Global, GpuFuture, Graph, GraphExec,
+    Kernel, KernelAttributes, KernelNode, KernelRef, LaunchConfig, LaunchKind, Module, Node, NodeKind, Program,
+    ProgramKernel, ProgramModule, Result,
 };
 pub use cuda_embed_runtime::{CudaArray, Surface, Texture, TextureDesc};
 pub use cuda_embed_runtime::{NdInput, NdOutput, NdView, NdViewMut};
+pub use cuda_embed_runtime::{RawTensorMap, TensorMap, TensorMapMut};
 // The CUDA runtime's plain structs kernels take by value (`cudaExtent` -> `CudaExtent`, ...).
 pub use cuda_embed_runtime::{CudaExtent, CudaPitchedPtr, CudaPos};
 // Run-time reductions (the twin of `reduction_kernel!`) and their typed arguments.

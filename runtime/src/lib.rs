@@ -13,14 +13,17 @@ pub mod device; // `cuda_embed::device`: what Rust-syntax kernels call, and thei
 mod driver; // thin checked driver calls: bind a context, read attributes, waits (the bottom)
 pub mod elementwise; // elementwise kernels: launch support and the run-time ElementwiseProgram
 mod error; // Error, DriverCode
+pub mod future; // GPU work as futures: awaited launches, copies through pinned memory, synchronisation
 pub mod graph; // CUDA graphs: typed nodes, inferred dependencies
 mod launch; // the one launch routine, its limits, kernel handles
 pub mod link; // run-time linking: Program::compile_to, ObjectCode, Linker (cuLink / nvJitLink)
 mod module; // what cuda_kernel! embeds and how it is loaded: spec, load, registry, globals
 pub mod ndarray; // N-D views (NdView, NdViewMut) and the planning of N-D launches
+pub mod nvtx; // NVTX ranges for profilers: `nvtx::range`, and per launch with the `nvtx` feature
 mod program; // run-time programs: Program, ProgramModule, ProgramKernel, NVRTC and its cache
 #[doc(hidden)]
 pub mod reduction; // reductions: scratch, plans, checks, the run-time ReductionProgram
+pub mod tensor_map; // TMA tensor maps (CUtensorMap) made from N-D views
 pub mod texture; // CUDA arrays, texture and surface objects
 mod toolkit; // CudaExtent, CudaPitchedPtr, CudaPos: the runtime's by-value structs
 pub mod tune; // autotuning: the variant choice per device and key, its records
@@ -58,7 +61,8 @@ pub use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, CudaV
 pub use device::report::synchronize;
 pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
-pub use graph::{Graph, GraphExec, KernelNode, Node, NodeKind};
+pub use future::GpuFuture;
+pub use graph::{Condition, ConditionalHandle, Graph, GraphExec, KernelNode, Node, NodeKind};
 pub use launch::kernel::{Kernel, KernelRef};
 pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
@@ -68,6 +72,7 @@ pub use module::spec::BuildPath;
 pub use ndarray::{NdInput, NdNodeInput, NdNodeOutput, NdOutput, NdView, NdViewMut};
 pub use program::{Program, ProgramKernel, ProgramModule};
 pub use reduction::program::{Reduction, ReductionProgram};
+pub use tensor_map::{RawTensorMap, TensorMap, TensorMapMut};
 pub use texture::{CudaArray, Surface, Texture, TextureDesc};
 pub use toolkit::{CudaExtent, CudaPitchedPtr, CudaPos};
 pub use types::{
@@ -146,11 +151,13 @@ pub mod __private {
     pub use crate::bind;
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
+    pub use crate::graph::LaunchCondition;
     pub use crate::graph::NdUpdate;
     pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;
+    pub use crate::tensor_map::TensorMapArg;
     pub use crate::texture::{object_arg, ObjectArg};
     pub use crate::types::{check_layout, DeviceSafe};
     pub use cuda_embed_source::elementwise::{aligned, flat_mode, vector_width};

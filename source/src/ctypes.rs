@@ -99,7 +99,10 @@ pub const BUILTINS: &[(&str, Builtin)] = &[
     // Typedefs from the C library and the CUDA headers that kernels take (cuda-samples' clock,
     // graphConditionalNodes, simpleCUFFT): without an entry they would read as user structs.
     ("clock_t", p("i64", 8, 8)),
-    ("cudaGraphConditionalHandle", p("u64", 8, 8)),
+    // A conditional node's handle: a kernel sets the condition with `cudaGraphSetConditional`;
+    // the typed `ConditionalHandle` lets only a graph's kernel nodes pass one (`&Condition`).
+    ("cudaGraphConditionalHandle", c("ConditionalHandle", 8, 8)),
+    ("CUgraphConditionalHandle", c("ConditionalHandle", 8, 8)),
     ("cufftReal", p("f32", 4, 4)),
     ("cufftDoubleReal", p("f64", 8, 8)),
     ("cufftComplex", c("Complex32", 8, 8)),
@@ -113,6 +116,9 @@ pub const BUILTINS: &[(&str, Builtin)] = &[
     ("CUtexObject", c("TextureObject", 8, 8)),
     ("cudaSurfaceObject_t", c("SurfaceObject", 8, 8)),
     ("CUsurfObject", c("SurfaceObject", 8, 8)),
+    // The TMA descriptor (`cuda.h`): 128 bytes, aligned to 128 since CUDA 13 (64 before). The
+    // launcher takes `&TensorMap`/`&mut TensorMapMut` for it and passes the descriptor by value.
+    ("CUtensorMap", c("RawTensorMap", 128, 128)),
 ];
 
 /// CUDA vector types, in probe-id order (the id is the index + 1).

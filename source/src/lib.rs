@@ -27,6 +27,7 @@ pub mod cparams;
 pub mod ctypes;
 pub mod cubin;
 pub mod cxx;
+pub mod devrt;
 pub mod elementwise;
 pub mod host;
 pub mod includes;

@@ -10,10 +10,11 @@
 mod rows;
 
 use cuda_embed::device::*;
+use cuda_embed::future::block_on;
 use cuda_embed::graph::GraphArg;
 use cuda_embed::{
     cuda_kernel, elementwise_kernel, fuse, reduction_kernel, Arg, CudaContext, CudaStream, ElementwiseProgram, Error,
-    Graph, Kernel, LaunchConfig, NdView, NdViewMut, Program, ReductionProgram, TypedArg,
+    Graph, Kernel, LaunchConfig, NdView, NdViewMut, Program, ReductionProgram, TensorMap, TensorMapMut, TypedArg,
 };
 use rows::{Cell, HAZARDS, ROWS};
 use std::collections::BTreeSet;
@@ -36,6 +37,15 @@ cuda_kernel!(
     }
 "#,
     tune = { kernel = "tsplit", params = ["BLOCK: 64, 128"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n" }
+);
+
+// The tensor-map row: a kernel that takes two maps (it reads nothing: the hazards are refused
+// before the launch, and a valid launch only has to run).
+cuda_kernel!(
+    r#"
+    #include <cuda.h>
+    extern "C" __global__ void tmap_pair(const __grid_constant__ CUtensorMap src, const __grid_constant__ CUtensorMap dst) {}
+"#
 );
 
 elementwise_kernel!(
@@ -226,7 +236,9 @@ fn another_device() {
         col.err("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, cfg(), 2.0, &x, &mut yf, ni));
         col.err("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, cfg(), (1, 1, 1), 2.0, &xf, &mut y, ni));
+        col.err("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, cfg(), 2.0, &xf, &mut y, ni));
         col.err("cuda_kernel!", "tuned", tsplit::tuned(&s, &x, &mut yf, &mut z, n));
+        col.err("cuda_kernel!", "tuned_async", block_on(tsplit::tuned_async(&s, &xf, &mut y, &mut z, n)));
         col.err("#[kernel]", "launch", rsplit::launch(&s, cfg(), &xf, &mut y, &mut z));
         col.err("#[kernel]", "launch_timed", rsplit::launch_timed(&s, cfg(), &x, &mut yf, &mut z));
         col.err("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, cfg(), &xf, &mut y, &mut z));
@@ -236,7 +248,49 @@ fn another_device() {
         col.err("Kernel", "launch_timed", k.launch_timed(&s, cfg(), (2.0f32, &x, &mut yf, ni)));
         col.err("Kernel", "launch_cooperative", k.launch_cooperative(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
         col.err("Kernel", "launch_cluster", k.launch_cluster(&s, cfg(), (1, 1, 1), (2.0f32, &xf, &mut y, ni)));
+        // The async forms: the refusal is the future's result, before anything is queued.
+        col.err("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, cfg(), 2.0, &x, &mut yf, ni)));
+        col.err("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, cfg(), &xf, &mut y, &mut z)));
+        col.err("Kernel", "launch_async", block_on(k.launch_async(&s, cfg(), (2.0f32, &xf, &mut y, ni))));
+        col.err("Kernel", "launch_dependent", k.launch_dependent(&s, cfg(), (2.0f32, &xf, &mut y, ni)));
     }
+    // Tensor maps: the map of another context's buffer, as the read or the written map, in
+    // launches, graph nodes and updates.
+    {
+        let t = "cuda_kernel! (CUtensorMap)";
+        let (xt, mut yt) = (s.alloc_zeros::<f32>(N).unwrap(), s.alloc_zeros::<f32>(N).unwrap());
+        let (xft, mut yft) = (f.alloc_zeros::<f32>(N).unwrap(), f.alloc_zeros::<f32>(N).unwrap());
+        let (xv, xfv) = (NdView::new(&xt, &[16, 16]).unwrap(), NdView::new(&xft, &[16, 16]).unwrap());
+        let (mut yv, mut yfv) =
+            (NdViewMut::new(&mut yt, &[16, 16]).unwrap(), NdViewMut::new(&mut yft, &[16, 16]).unwrap());
+        let (src, srcf) = (TensorMap::new(&xv, [4, 8]).unwrap(), TensorMap::new(&xfv, [4, 8]).unwrap());
+        let (mut dst, mut dstf) =
+            (TensorMapMut::new(&mut yv, [4, 8]).unwrap(), TensorMapMut::new(&mut yfv, [4, 8]).unwrap());
+        s.context().bind_to_thread().unwrap();
+        unsafe {
+            tmap_pair::launch(&s, cfg(), &src, &mut dst).unwrap();
+            col.err(t, "launch", tmap_pair::launch(&s, cfg(), &srcf, &mut dst));
+            col.err(t, "launch_timed", tmap_pair::launch_timed(&s, cfg(), &src, &mut dstf));
+            col.err(t, "launch_cooperative", tmap_pair::launch_cooperative(&s, cfg(), &srcf, &mut dst));
+            col.err(t, "launch_cluster", tmap_pair::launch_cluster(&s, cfg(), (1, 1, 1), &src, &mut dstf));
+            col.err(t, "launch_async", block_on(tmap_pair::launch_async(&s, cfg(), &srcf, &mut dst)));
+            col.err(t, "launch_dependent", tmap_pair::launch_dependent(&s, cfg(), &srcf, &mut dst));
+        }
+        let mut g = Graph::new(s.context()).unwrap();
+        col.err(t, "node", tmap_pair::node(&mut g, cfg(), &srcf, &dst));
+        col.err(t, "node", tmap_pair::node(&mut g, cfg(), &src, &dstf));
+        assert_eq!(g.len(), 0, "nothing was added");
+        let k = tmap_pair::node(&mut g, cfg(), &src, &dst).unwrap();
+        let mut exec = g.instantiate().unwrap();
+        col.err(t, "update", tmap_pair::update(&mut exec, &k, cfg(), &srcf, &dst));
+        col.err(t, "update", tmap_pair::update(&mut exec, &k, cfg(), &src, &dstf));
+        tmap_pair::update(&mut exec, &k, cfg(), &src, &dst).unwrap();
+        // SAFETY: the kernel has an empty body.
+        unsafe { exec.launch(&s).unwrap() };
+        s.synchronize().unwrap();
+    }
+    col.err("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &xf, 2.0, &mut y, &mut z)));
+    col.err("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut y, &mut yf)));
     col.err("elementwise_kernel!", "launch", ew::launch(&s, &xf, 2.0, &mut y, &mut z));
     col.err("elementwise_kernel!", "launch_with", ew::launch_with(&s, cfg(), &x, 2.0, &mut yf, &mut z));
     col.err("fuse!", "launch", fz::launch(&s, &xf, &x, &mut y, &mut z));
@@ -247,6 +301,12 @@ fn another_device() {
         let mut zv = NdViewMut::new(&mut z, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xfv, 2.0, &mut yv, &mut zv));
         col.err("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xfv, &mut yv, &mut zv));
+        col.err(
+            "elementwise_kernel!",
+            "launch_nd_async",
+            block_on(ew::launch_nd_async(&s, &xfv, 2.0, &mut yv, &mut zv)),
+        );
+        col.err("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xfv, &mut yv, &mut zv)));
         let mut yfv = NdViewMut::new(&mut yf, &[16, 16]).unwrap();
         col.err("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yfv, &mut zv));
     }
@@ -254,6 +314,8 @@ fn another_device() {
     let mut rf = f.alloc_zeros::<f32>(1).unwrap();
     col.err("reduction_kernel!", "launch", red::launch(&s, &xf, &mut r1, &mut r2));
     col.err("reduction_kernel!", "launch", red::launch(&s, &x, &mut rf, &mut r2));
+    col.err("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &xf, &mut r1, &mut r2)));
+    col.err("fuse!", "launch_async", block_on(fr::launch_async(&s, &xf, &mut r1)));
     col.err("fuse!", "launch", fr::launch(&s, &xf, &mut r1));
     let (mut rows1, mut rows2) = (s.alloc_zeros::<f32>(16).unwrap(), s.alloc_zeros::<f32>(16).unwrap());
     col.err("reduction_kernel!", "launch_rows", red::launch_rows(&s, &xf, 16, &mut rows1, &mut rows2));
@@ -266,6 +328,12 @@ fn another_device() {
         let mut b = NdViewMut::new(&mut rows2, &[16]).unwrap();
         col.err("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xfv, &[1], &mut a, &mut b));
         col.err("fuse!", "launch_axes", fr::launch_axes(&s, &xfv, &[0], &mut a));
+        col.err(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xfv, &[1], &mut a, &mut b)),
+        );
+        col.err("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xfv, &[0], &mut a)));
     }
     // Graph nodes: a buffer of another context than the graph's.
     {
@@ -343,6 +411,15 @@ fn another_device() {
                     &mut [Arg::slice(&x), Arg::slice_mut(&mut yf), Arg::slice_mut(&mut z), Arg::value(&ni)],
                 ),
             );
+            col.err(
+                "ProgramKernel",
+                "launch_async",
+                block_on(k.launch_async(
+                    &s,
+                    cfg(),
+                    &mut [Arg::slice(&xf), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&ni)],
+                )),
+            );
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.err(
@@ -359,6 +436,11 @@ fn another_device() {
             .build(s.context(), "")
             .unwrap();
         col.err("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&xf), Arg::slice_mut(&mut y)]));
+        col.err(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut yf)])),
+        );
         col.err(
             "ElementwiseKernel",
             "launch_with",
@@ -383,6 +465,11 @@ fn another_device() {
             .load(s.context())
             .unwrap();
         col.err("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)]));
+        col.err(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&xf), TypedArg::slice_mut(&mut r1)])),
+        );
         col.err(
             "Reduction",
             "launch_rows",
@@ -519,6 +606,26 @@ fn graph_aliasing() {
         io.mark("ProgramKernel", "node");
         oo.mark("ProgramKernel", "node");
     }
+    // A conditional node's body is built by the same builder: its nodes and their updates are
+    // checked the same way (the rows above, again inside an `if` body).
+    {
+        let mut g = Graph::new(s.context()).unwrap();
+        let c = g.condition(0).unwrap();
+        let mut inner = None;
+        g.if_then(&c, |b| {
+            io.err("cuda_kernel!", "node", axpy::node(b, cfg(), 2.0, &y, &y, ni));
+            oo.err("Kernel", "node", split::KERNEL.node(b, cfg(), (&x, &y, &y, ni)));
+            assert_eq!(b.len(), 0, "no aliased node was added to the body");
+            inner = Some(split::node(b, cfg(), &x, &y, &z, ni)?);
+            Ok(())
+        })
+        .unwrap();
+        let k = inner.unwrap();
+        let mut exec = g.instantiate().unwrap();
+        oo.err("cuda_kernel!", "update", split::update(&mut exec, &k, cfg(), &x, &z, &z, ni));
+        io.err("Kernel", "GraphExec::set", exec.set(&k, cfg(), (&z, &y, &z, ni)));
+        split::update(&mut exec, &k, cfg(), &x, &z, &y, ni).unwrap();
+    }
     // Two reads of one buffer are no hazard; a node without aliasing is added.
     let mut g = Graph::new(s.context()).unwrap();
     fz::node(&mut g, &x, &x, &y, &z).unwrap();
@@ -609,10 +716,14 @@ fn empty_operands() {
         col.ok("cuda_kernel!", "launch_timed", axpy::launch_timed(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cooperative", axpy::launch_cooperative(&s, c, 2.0, &x, &mut yb, 0));
         col.ok("cuda_kernel!", "launch_cluster", axpy::launch_cluster(&s, c, (1, 1, 1), 2.0, &x, &mut yb, 0));
+        col.ok("cuda_kernel!", "launch_dependent", axpy::launch_dependent(&s, c, 2.0, &x, &mut yb, 0));
         // The tuned grid of no element has no block: refused before the driver (an empty launch).
         let e = tsplit::tuned(&s, &x, &mut yb, &mut zb, 0).unwrap_err();
         assert!(e.to_string().contains("empty launch"), "{e}");
         col.mark("cuda_kernel!", "tuned");
+        let e = block_on(tsplit::tuned_async(&s, &x, &mut yb, &mut zb, 0)).unwrap_err();
+        assert!(e.to_string().contains("empty launch"), "{e}");
+        col.mark("cuda_kernel!", "tuned_async");
         col.ok("#[kernel]", "launch", rsplit::launch(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_timed", rsplit::launch_timed(&s, c, &x, &mut yb, &mut zb));
         col.ok("#[kernel]", "launch_cooperative", rsplit::launch_cooperative(&s, c, &x, &mut yb, &mut zb));
@@ -622,7 +733,13 @@ fn empty_operands() {
         col.ok("Kernel", "launch_timed", k.launch_timed(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cooperative", k.launch_cooperative(&s, c, (2.0f32, &x, &mut yb, 0i32)));
         col.ok("Kernel", "launch_cluster", k.launch_cluster(&s, c, (1, 1, 1), (2.0f32, &x, &mut yb, 0i32)));
+        col.ok("cuda_kernel!", "launch_async", block_on(axpy::launch_async(&s, c, 2.0, &x, &mut yb, 0)));
+        col.ok("#[kernel]", "launch_async", block_on(rsplit::launch_async(&s, c, &x, &mut yb, &mut zb)));
+        col.ok("Kernel", "launch_async", block_on(k.launch_async(&s, c, (2.0f32, &x, &mut yb, 0i32))));
+        col.ok("Kernel", "launch_dependent", k.launch_dependent(&s, c, (2.0f32, &x, &mut yb, 0i32)));
     }
+    col.ok("elementwise_kernel!", "launch_async", block_on(ew::launch_async(&s, &x, 2.0, &mut yb, &mut zb)));
+    col.ok("fuse!", "launch_async", block_on(fz::launch_async(&s, &x, &x, &mut yb, &mut zb)));
     rsplit::check_errors(&s).unwrap();
     col.ok("elementwise_kernel!", "launch", ew::launch(&s, &x, 2.0, &mut yb, &mut zb));
     col.ok("elementwise_kernel!", "launch_with", ew::launch_with(&s, c, &x, 2.0, &mut yb, &mut zb));
@@ -634,12 +751,17 @@ fn empty_operands() {
         let mut zv = NdViewMut::from_view(zb.slice_mut(..), &[0, 4]).unwrap();
         col.ok("elementwise_kernel!", "launch_nd", ew::launch_nd(&s, &xv, 2.0, &mut yv, &mut zv));
         col.ok("fuse!", "launch_nd", fz::launch_nd(&s, &xv, &xv, &mut yv, &mut zv));
+        col.ok("elementwise_kernel!", "launch_nd_async", block_on(ew::launch_nd_async(&s, &xv, 2.0, &mut yv, &mut zv)));
+        col.ok("fuse!", "launch_nd_async", block_on(fz::launch_nd_async(&s, &xv, &xv, &mut yv, &mut zv)));
     }
     // Reductions of nothing: the identity.
     let (mut r1, mut r2) = (s.clone_htod(&[7.0f32]).unwrap(), s.clone_htod(&[7.0f32]).unwrap());
     col.ok("reduction_kernel!", "launch", red::launch(&s, &x, &mut r1, &mut r2));
     assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
     col.ok("fuse!", "launch", fr::launch(&s, &x, &mut r1));
+    col.ok("reduction_kernel!", "launch_async", block_on(red::launch_async(&s, &x, &mut r1, &mut r2)));
+    assert_eq!(s.clone_dtoh(&r1).unwrap(), [0.0]);
+    col.ok("fuse!", "launch_async", block_on(fr::launch_async(&s, &x, &mut r1)));
     col.ok("reduction_kernel!", "launch_rows", red::launch_rows(&s, &x, 4, &mut yb, &mut zb));
     col.ok("reduction_kernel!", "launch_cols", red::launch_cols(&s, &x, 0, &mut yb, &mut zb));
     col.ok("fuse!", "launch_rows", fr::launch_rows(&s, &x, 4, &mut yb));
@@ -650,6 +772,12 @@ fn empty_operands() {
         let mut b = NdViewMut::from_view(zb.slice_mut(..), &[0]).unwrap();
         col.ok("reduction_kernel!", "launch_axes", red::launch_axes(&s, &xv, &[1], &mut a, &mut b));
         col.ok("fuse!", "launch_axes", fr::launch_axes(&s, &xv, &[1], &mut a));
+        col.ok(
+            "reduction_kernel!",
+            "launch_axes_async",
+            block_on(red::launch_axes_async(&s, &xv, &[1], &mut a, &mut b)),
+        );
+        col.ok("fuse!", "launch_axes_async", block_on(fr::launch_axes_async(&s, &xv, &[1], &mut a)));
     }
     {
         let (yb, zb) = (y0.slice(0..0), z0.slice(0..0));
@@ -710,6 +838,7 @@ fn empty_operands() {
             let args = &mut [Arg::slice(&x), Arg::slice_mut(&mut y), Arg::slice_mut(&mut z), Arg::value(&zero)];
             col.ok("ProgramKernel", "launch", k.launch(&s, c, args));
             col.ok("ProgramKernel", "launch_as", k.launch_as(&s, c, cuda_embed::LaunchKind::Plain, args));
+            col.ok("ProgramKernel", "launch_async", block_on(k.launch_async(&s, c, args)));
         }
         let mut g = Graph::new(s.context()).unwrap();
         col.ok(
@@ -723,6 +852,11 @@ fn empty_operands() {
             .unwrap();
         let mut ye = y.slice_mut(0..0);
         col.ok("ElementwiseKernel", "launch", ek.launch(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)]));
+        col.ok(
+            "ElementwiseKernel",
+            "launch_async",
+            block_on(ek.launch_async(&s, &mut [Arg::slice(&x), Arg::slice_mut(&mut ye)])),
+        );
         col.ok(
             "ElementwiseKernel",
             "launch_with",
@@ -746,6 +880,13 @@ fn empty_operands() {
             .unwrap();
         let mut r = s.clone_htod(&[3.0f32]).unwrap();
         col.ok("Reduction", "launch", rk.launch(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)]));
+        assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
+        s.memcpy_htod(&[3.0f32], &mut r).unwrap();
+        col.ok(
+            "Reduction",
+            "launch_async",
+            block_on(rk.launch_async(&s, &mut [TypedArg::slice(&x), TypedArg::slice_mut(&mut r)])),
+        );
         assert_eq!(s.clone_dtoh(&r).unwrap(), [0.0]);
         let mut re = r.slice_mut(0..0);
         col.ok(

@@ -46,6 +46,7 @@ const DEVICE: Cell = Gpu("another_device");
 const FLAT: Cell = NotHazard("takes no view: a flat buffer's length is its own (an `unsafe` DeviceBuffer promise)");
 const VIEW: Cell = Compile("conformance_view_repoint.rs");
 const LAUNCH_ALIAS: Cell = Compile("conformance_launch_aliasing.rs");
+const ASYNC_ALIAS: Cell = Compile("future_output_pending.rs");
 const NODE_ALIAS: Cell = Gpu("graph_aliasing");
 const RAW_CONFIG: Cell =
     NotHazard("the kernel's own C++ (or Rust) decides how it indexes: the caller's configuration, `unsafe`");
@@ -53,6 +54,27 @@ const CHOSEN: Cell = NotHazard("the launcher chooses the configuration");
 const ONE_D: Cell = Gpu("two_dimensional_block");
 const SLICE: Cell = Gpu("slice_out_of_range");
 const EMPTY: Cell = Gpu("empty_operands");
+
+const TMAP_ALIAS: Cell = Compile("tensor_map_aliasing.rs");
+const TMAP_OUTPUTS: Cell = Compile("tensor_map_two_outputs.rs");
+const TMAP_VIEW: Cell = Compile("tensor_map_borrow.rs");
+const TMAP_SLICE: Cell = NotHazard(
+    "a map's extent is its view's, checked when the view was made; the TMA clips boxes at the tensor's edges",
+);
+const TMAP_EMPTY: Cell =
+    NotHazard("an empty view is refused when the map is made (Error::Shape, rule `extent`: tests/tensor_map.rs)");
+
+/// `cuda_kernel!` launchers of a kernel taking `const __grid_constant__ CUtensorMap` parameters
+/// (`&TensorMap` / `&mut TensorMapMut`): a map borrows its view's buffer (a written one
+/// exclusively), so the borrow checker refuses what would alias or re-point it, in launches and
+/// graph nodes alike.
+const fn tensor_map(launcher: &'static str) -> Row {
+    row(
+        "cuda_kernel! (CUtensorMap)",
+        launcher,
+        [DEVICE, TMAP_VIEW, TMAP_ALIAS, TMAP_OUTPUTS, RAW_CONFIG, TMAP_SLICE, TMAP_EMPTY],
+    )
+}
 
 const fn row(family: &'static str, launcher: &'static str, cells: [Cell; 7]) -> Row {
     Row { family, launcher, cells }
@@ -81,20 +103,27 @@ pub const ROWS: &[Row] = &[
     flat("cuda_kernel!", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("cuda_kernel!", "launch_dependent", LAUNCH_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "node", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "update", NODE_ALIAS, RAW_CONFIG),
     flat("cuda_kernel!", "tuned", LAUNCH_ALIAS, CHOSEN),
+    flat("cuda_kernel!", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
+    flat("cuda_kernel!", "tuned_async", ASYNC_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "launch_with", LAUNCH_ALIAS, ONE_D),
+    flat("elementwise_kernel!", "launch_async", ASYNC_ALIAS, CHOSEN),
     nd("elementwise_kernel!", "launch_nd", LAUNCH_ALIAS),
+    nd("elementwise_kernel!", "launch_nd_async", ASYNC_ALIAS),
     flat("elementwise_kernel!", "node", NODE_ALIAS, CHOSEN),
     flat("elementwise_kernel!", "node_with", NODE_ALIAS, ONE_D),
     nd("elementwise_kernel!", "node_nd", NODE_ALIAS),
     nd("elementwise_kernel!", "update_nd", NODE_ALIAS),
     flat("reduction_kernel!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("reduction_kernel!", "launch_rows", LAUNCH_ALIAS, CHOSEN),
+    flat("reduction_kernel!", "launch_async", ASYNC_ALIAS, CHOSEN),
     flat("reduction_kernel!", "launch_cols", LAUNCH_ALIAS, CHOSEN),
     nd("reduction_kernel!", "launch_axes", LAUNCH_ALIAS),
+    nd("reduction_kernel!", "launch_axes_async", ASYNC_ALIAS),
     flat("reduction_kernel!", "node", NODE_ALIAS, CHOSEN),
     flat("reduction_kernel!", "node_rows", NODE_ALIAS, CHOSEN),
     flat("reduction_kernel!", "node_cols", NODE_ALIAS, CHOSEN),
@@ -102,7 +131,9 @@ pub const ROWS: &[Row] = &[
     // `fuse!` generates an elementwise or a reduction module: the same generators as above.
     flat("fuse!", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("fuse!", "launch_with", LAUNCH_ALIAS, ONE_D),
+    flat("fuse!", "launch_async", ASYNC_ALIAS, CHOSEN),
     nd("fuse!", "launch_nd", LAUNCH_ALIAS),
+    nd("fuse!", "launch_nd_async", ASYNC_ALIAS),
     flat("fuse!", "node", NODE_ALIAS, CHOSEN),
     flat("fuse!", "node_with", NODE_ALIAS, ONE_D),
     nd("fuse!", "node_nd", NODE_ALIAS),
@@ -110,6 +141,7 @@ pub const ROWS: &[Row] = &[
     fused_reduction("launch_rows", LAUNCH_ALIAS, FLAT),
     fused_reduction("launch_cols", LAUNCH_ALIAS, FLAT),
     fused_reduction("launch_axes", LAUNCH_ALIAS, VIEW),
+    fused_reduction("launch_axes_async", ASYNC_ALIAS, VIEW),
     fused_reduction("node_rows", NODE_ALIAS, FLAT),
     fused_reduction("node_cols", NODE_ALIAS, FLAT),
     fused_reduction("node_axes", NODE_ALIAS, VIEW),
@@ -117,25 +149,39 @@ pub const ROWS: &[Row] = &[
     flat("#[kernel]", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("#[kernel]", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "node", NODE_ALIAS, RAW_CONFIG),
     flat("#[kernel]", "update", NODE_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_timed", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_cooperative", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "launch_cluster", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("Kernel", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
+    flat("Kernel", "launch_dependent", LAUNCH_ALIAS, RAW_CONFIG),
     flat("Kernel", "node", NODE_ALIAS, RAW_CONFIG),
     flat("Kernel", "GraphExec::set", NODE_ALIAS, RAW_CONFIG),
     flat("ElementwiseKernel", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("ElementwiseKernel", "launch_with", LAUNCH_ALIAS, ONE_D),
+    flat("ElementwiseKernel", "launch_async", ASYNC_ALIAS, CHOSEN),
     flat("ElementwiseKernel", "launch_n", LAUNCH_ALIAS, CHOSEN),
     flat("ElementwiseKernel", "launch_raw", LAUNCH_ALIAS, CHOSEN),
     nd("ElementwiseKernel", "launch_nd", LAUNCH_ALIAS),
     nd("ElementwiseKernel", "launch_nd_raw", LAUNCH_ALIAS),
     flat("Reduction", "launch", LAUNCH_ALIAS, CHOSEN),
     flat("Reduction", "launch_rows", LAUNCH_ALIAS, CHOSEN),
+    flat("Reduction", "launch_async", ASYNC_ALIAS, CHOSEN),
     flat("Reduction", "launch_cols", LAUNCH_ALIAS, CHOSEN),
     nd("Reduction", "launch_axes", LAUNCH_ALIAS),
     flat("ProgramKernel", "launch", LAUNCH_ALIAS, RAW_CONFIG),
     flat("ProgramKernel", "launch_as", LAUNCH_ALIAS, RAW_CONFIG),
+    flat("ProgramKernel", "launch_async", ASYNC_ALIAS, RAW_CONFIG),
     flat("ProgramKernel", "node", NODE_ALIAS, RAW_CONFIG),
+    tensor_map("launch"),
+    tensor_map("launch_timed"),
+    tensor_map("launch_cooperative"),
+    tensor_map("launch_cluster"),
+    tensor_map("launch_async"),
+    tensor_map("launch_dependent"),
+    tensor_map("node"),
+    tensor_map("update"),
 ];

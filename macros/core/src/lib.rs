@@ -23,6 +23,8 @@
 //!   device-linked with libcudadevrt into one image.
 //! - [`tune`]: `tune = { ... }`, autotuned variants of a template kernel.
 //! - [`derive`](mod@derive): `#[derive(DeviceSafe)]`.
+//! - [`prebuild`]: a crate's kernel macro invocations found and expanded in parallel (from a
+//!   build script), so the macros find their modules in the build cache.
 
 #![warn(missing_docs)]
 
@@ -38,6 +40,7 @@ pub mod ndarray;
 pub use cuda_embed_source::lex;
 pub mod link;
 pub mod oracle;
+pub mod prebuild;
 pub mod reduction;
 pub mod rust_kernel;
 pub use cuda_embed_source::signature;

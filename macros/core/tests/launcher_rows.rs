@@ -170,7 +170,36 @@ fn cuda_kernel_launchers_have_rows() {
     check(
         "cuda_kernel!",
         out,
-        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "node", "update", "tuned"],
+        &[
+            "launch",
+            "launch_timed",
+            "launch_cooperative",
+            "launch_cluster",
+            "launch_dependent",
+            "node",
+            "update",
+            "tuned",
+        ],
+    );
+}
+
+#[test]
+fn tensor_map_launchers_have_rows() {
+    setup();
+    if !have_compiler() {
+        return;
+    }
+    let input = quote! {
+        r#"
+        #include <cuda.h>
+        extern "C" __global__ void tm(const __grid_constant__ CUtensorMap src, const __grid_constant__ CUtensorMap dst) { }
+        "#
+    };
+    let out = cuda_embed_macros_core::expand(input, site());
+    check(
+        "cuda_kernel! (CUtensorMap)",
+        out,
+        &["launch", "launch_timed", "launch_cooperative", "launch_cluster", "launch_dependent", "node", "update"],
     );
 }
 

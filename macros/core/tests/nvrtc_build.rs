@@ -138,6 +138,14 @@ const SOURCES: &[(&str, &str)] = &[
         template <typename T, int N> __global__ void fill(T* out, T v, Params p) { out[threadIdx.x % N] = v; }
         extern "C" __global__ void half_k(__half* h, const __half2* h2, uint3 dims) {}"#,
     ),
+    (
+        // A conditional graph node's condition, set with the device runtime's call, which nvcc
+        // declares (cuda_runtime.h) and NVRTC's built-in headers do not: the NVRTC compile puts
+        // the declaration before the source (cuda_embed_source::devrt).
+        "sets_a_condition",
+        r#"extern "C" __global__ void step(int* counter, cudaGraphConditionalHandle more) {
+            if (threadIdx.x == 0) cudaGraphSetConditional(more, --*counter > 0 ? 1u : 0u); }"#,
+    ),
 ];
 
 #[test]
@@ -184,6 +192,12 @@ fn a_cuda_error_is_a_compile_error_citing_the_rust_line() {
     assert!(out.contains("NVRTC 13"), "names the compiler: {out}");
     assert!(out.contains("src/lib.rs(11)"), "cites line 11 of the Rust file (call at line 10, error on line 2): {out}");
     assert!(out.contains("undefined_name"), "{out}");
+    // The same with the device-runtime declaration put before the source: the line stays.
+    let src =
+        "extern \"C\" __global__ void k(unsigned long long h) {\n    cudaGraphSetConditional(h, undefined_name);\n}";
+    let out = expand_with("nvrtc-build", src, quote!()).to_string();
+    assert!(out.contains("src/lib.rs(11)") && out.contains("undefined_name"), "{out}");
+    assert!(!out.contains("cudaGraphSetConditional\\\" is undefined"), "declared: {out}");
 }
 
 #[test]

@@ -173,7 +173,7 @@ const ROWS: &[Row] = &[
     row(
         "cuda-samples graphConditionalNodes (cudaGraphConditionalHandle, char*)",
         "__global__ void ifGraphKernelA(char *dPtr, cudaGraphConditionalHandle handle) {}",
-        &[("ifGraphKernelA", false, &["dPtr: &mut i8", "handle: u64"])],
+        &[("ifGraphKernelA", false, &["dPtr: &mut i8", "handle: ConditionalHandle"])],
     ),
     row(
         "cuda-samples SobelFilter (uchar4*, unsigned short, short, float)",
@@ -451,7 +451,7 @@ const ROWS: &[Row] = &[
         "extern \"C\" __global__ void __cluster_dims__(2, 1, 1)\n\
          kernel_router_gemm(const __grid_constant__ CUtensorMap tmap_a, __nv_bfloat16 const* __restrict__ mat_b,\n\
                             float* out, int num_experts) {}",
-        &[("kernel_router_gemm", true, &["tmap_a: user CUtensorMap", "mat_b: &bf16", "out: &mut f32", "num_experts: i32"])],
+        &[("kernel_router_gemm", true, &["tmap_a: RawTensorMap", "mat_b: &bf16", "out: &mut f32", "num_experts: i32"])],
     ),
     tmpl(
         "flashinfer sampling.cuh (template kernel in namespace, then a plain one)",

@@ -127,6 +127,7 @@ macro_rules! tuple_impls {
         // alive for the call of `f`.
         unsafe impl<'a, $($m, $a: NodeArg<'a, $m>,)*> NodeArgs<'a, ($($m,)*)> for ($($a,)*) {
             const MEMORY: usize = 0 $(+ <$a as NodeArg<'a, $m>>::MEMORY as usize)*;
+            const CONDITIONS: usize = 0 $(+ <$a as NodeArg<'a, $m>>::CONDITION as usize)*;
             #[inline(always)]
             #[allow(unused_variables, unused_mut, non_snake_case)]
             fn with_params<Acc: Record, R>(

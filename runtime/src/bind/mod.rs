@@ -8,10 +8,11 @@
 //!
 //! | check | launches (`launch*`, `tuned`, `fuse!`, Rust-syntax, `Kernel::launch`, run-time twins) | graph nodes and updates (`node*`, `update*`, `GraphExec::set`, `ProgramKernel::node`) |
 //! |---|---|---|
-//! | (a) device | [`input`], [`output`], [`nd_input`], [`nd_output`], `placement`: memory of another context than the stream's is an [`Error::Launch`] naming the parameter and both devices, before any driver call | `node_buffer`: another context than the graph's is an [`Error::Graph`], before the node is added |
+//! | (a) device | [`input`], [`output`], [`nd_input`], [`nd_output`], [`descriptor`], `placement`: memory of another context than the stream's is an [`Error::Launch`] naming the parameter and both devices, before any driver call | `node_buffer`: another context than the graph's is an [`Error::Graph`], before the node is added |
 //! | (b) extent | a flat buffer's length comes from this crate's `unsafe` [`DeviceBuffer`] traits; a view's layout is checked against its buffer when the view is made, and a view's buffer cannot be replaced afterwards (`NdViewMut` lends it only by value) | the same views; the N-D node traits are sealed, so no foreign type can report a layout its memory does not have |
 //! | (c) aliasing | outputs are borrowed `&mut`, inputs `&`: the borrow checker refuses an output that overlaps another operand | outputs are borrowed shared for the graph's lifetime, so `disjoint` refuses, where every kernel node is added or updated, a written range that overlaps any other range of the same node ([`Error::Argument`] naming both) |
 //! | (d) configuration | [`one_d`] for the generated 1-D kernels (elementwise) | [`one_d`] in `node_with` |
+//! | (e) graph conditions | a stream launch cannot take a `cudaGraphConditionalHandle` (no `LaunchCondition` exists: a compile error) | [`conditions`]: a kernel node (or update) setting a condition of a graph it is not in, nor nested in, is an [`Error::Graph`] |
 //!
 //! In-place operations stay possible where they are one operand: an elementwise output that the
 //! operation also reads (`y = a * y`) is a single `T*` parameter, never two pointers to one array.
@@ -168,6 +169,53 @@ impl<'a, T> CheckedViewMut<'a, '_, T> {
     }
 }
 
+/// An operand passed to a kernel as a descriptor of device memory rather than its address (a
+/// TMA tensor map, `tensor_map::TensorMapArg`): [`descriptor`] checks its memory's context, and
+/// [`CheckedDescriptor::bind`] orders the launch after the memory's other uses.
+#[doc(hidden)]
+pub trait DescriptorOperand {
+    /// What the kernel parameter receives, by value.
+    type Descriptor: Copy;
+    /// The context of the described memory.
+    fn memory_context(&self) -> &Arc<CudaContext>;
+    /// The descriptor, and cudarc's ordering guard of the memory on `stream` (for a read or a
+    /// write, as the operand is lent).
+    fn bind_on<'b>(self, stream: &'b CudaStream) -> (Self::Descriptor, SyncOnDrop<'b>)
+    where
+        Self: 'b;
+}
+
+/// A descriptor operand of a launch, after the device check ([`descriptor`]).
+#[doc(hidden)]
+pub struct CheckedDescriptor<A>(A);
+
+/// [`input`] for a descriptor operand (a `CUtensorMap` parameter's `&TensorMap` or `&mut
+/// TensorMapMut`): the memory it describes lives in `stream`'s context. Its extent needs no check
+/// here: a tensor map was checked against its view when made, and borrows the view's buffer since.
+#[doc(hidden)]
+#[inline(always)]
+pub fn descriptor<A: DescriptorOperand>(
+    operand: A,
+    stream: &CudaStream,
+    kernel: KernelRef,
+    param: &'static str,
+) -> Result<CheckedDescriptor<A>> {
+    device(operand.memory_context(), stream, kernel, param)?;
+    Ok(CheckedDescriptor(operand))
+}
+
+impl<A: DescriptorOperand> CheckedDescriptor<A> {
+    /// The descriptor to pass by value, and the memory's ordering guard on `binding`.
+    #[inline(always)]
+    pub fn bind<'b>(self, binding: &'b Binding<'_>) -> (A::Descriptor, Option<SyncOnDrop<'b>>)
+    where
+        A: 'b,
+    {
+        let (d, guard) = self.0.bind_on(binding);
+        (d, keep(binding, guard))
+    }
+}
+
 /// The device check of a launch: `own` (the context a buffer was allocated in) against the
 /// launch stream's.
 #[inline(always)]
@@ -319,6 +367,62 @@ fn aliased(accesses: &[Access], (i, j): (usize, usize), kernel: &str, origin: &s
             accesses[j].lo,
             accesses[j].hi
         ),
+    }
+}
+
+/// The device check of a graph condition given to a kernel node (`&Condition`,
+/// `GraphArg::condition`): a condition made on context `own` (device `own_device`) of another
+/// context than the graph's `ctx` is an [`Error::Graph`], as a buffer of another device is
+/// (`node_buffer`).
+#[inline(always)]
+pub(crate) fn node_condition(own: sys::CUcontext, own_device: usize, ctx: &CudaContext) -> Result<()> {
+    if own == ctx.cu_ctx() {
+        Ok(())
+    } else {
+        Err(other_device_condition(ctx, own_device))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn other_device_condition(ctx: &CudaContext, own_device: usize) -> Error {
+    Error::Graph {
+        device: ctx.ordinal(),
+        cause: format!(
+            "a condition of a graph of device {own_device} was given to a kernel node of a graph of device {}",
+            ctx.ordinal()
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
+    }
+}
+
+/// The condition check of every kernel node and update that takes a condition (the typed ones
+/// whose `NodeArgs::CONDITIONS` is not 0, every run-time one): each condition the kernel sets (an
+/// access in [`Space::Condition`], whose key holds its graph's id) belongs to the node's graph
+/// (`own`) or to one of the graphs it is a conditional body of (`parents`), else an
+/// [`Error::Graph`] naming `kernel`.
+#[inline]
+pub(crate) fn conditions(own: u64, parents: &[u64], accesses: &[Access], device: usize, kernel: &str) -> Result<()> {
+    for a in accesses {
+        if let Some(g) = a.condition_graph() {
+            if g != own && !parents.contains(&g) {
+                return Err(foreign_condition(device, kernel));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn foreign_condition(device: usize, kernel: &str) -> Error {
+    Error::Graph {
+        device,
+        cause: format!(
+            "kernel `{kernel}` is given a condition of another graph; a kernel sets only conditions of the graph it \
+             is in or of a graph that encloses it"
+        ),
+        fix: Some("pass a condition made with `condition()` on this graph or on one it is nested in".into()),
     }
 }
 

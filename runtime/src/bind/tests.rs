@@ -46,3 +46,25 @@ fn generated_one_dimensional_kernels_take_only_one_dimensional_configurations() 
         assert!(matches!(&e, Error::Launch { cause, .. } if cause.contains("is not 1-D")), "{e}");
     }
 }
+
+/// A kernel node sets only conditions of its own graph or of the graphs it is nested in; a
+/// condition shares no range with device memory of the same numbers (no aliasing, no edge).
+#[test]
+fn conditions_of_the_node_scope_only() {
+    let cond = |graph: u64, ordinal: usize| Access::condition(graph, ordinal, true).unwrap();
+    // A body (id 7) nested in graph 3: conditions of 7 and 3 are in scope, of 5 not.
+    assert!(conditions(7, &[3], &[dev(0, 8, true), cond(7, 1), cond(3, 1)], 0, "k").is_ok());
+    let e = conditions(7, &[3], &[cond(3, 1), cond(5, 1)], 0, "step").unwrap_err();
+    let Error::Graph { cause, .. } = &e else { panic!("expected Error::Graph, got {e:?}") };
+    assert!(cause.contains("`step`") && cause.contains("another graph"), "{cause}");
+    assert!(conditions(3, &[], &[cond(7, 1)], 0, "k").is_err(), "the parent may not set a body's condition");
+    assert_eq!(overlapping(&[dev(0, 8, true), cond(3, 0)]), None);
+    // Keys: the graph in the high bits, the ordinal in the low ones; none past either limit.
+    assert_eq!(cond(3, 5).condition_graph(), Some(3));
+    assert_eq!(cond((1 << 44) - 1, (1 << 20) - 2).condition_graph(), Some((1 << 44) - 1));
+    assert_eq!(Access::condition((1 << 44) - 1, (1 << 20) - 1, true), None, "the last key has no end");
+    assert_ne!(cond(3, 0).lo, cond(4, 0).lo);
+    assert_eq!(Access::condition(1 << 44, 0, true), None);
+    assert_eq!(Access::condition(3, 1 << 20, true), None);
+    assert_eq!(dev(0, 8, true).condition_graph(), None);
+}

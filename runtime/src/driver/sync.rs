@@ -61,7 +61,7 @@ pub(crate) fn context_then(ctx: &CudaContext, then: impl FnOnce()) -> std::resul
 /// The stream's context is made current first (and stays current): the null, legacy and
 /// per-thread stream handles name a stream of whatever context is current, so with another
 /// context current (or none) the wait would be for another context's stream, or fail. It binds
-/// every time rather than trusting [`crate::launch::bound_here`]: a wait costs far more than
+/// every time rather than trusting [`crate::driver::bound_here`]: a wait costs far more than
 /// the `cuCtxGetCurrent` it takes, and a wrong answer here is silent.
 pub(crate) fn stream(stream: &CudaStream) -> Result<()> {
     crate::driver::bind(stream.context())?;

@@ -20,7 +20,18 @@ pub(crate) enum Space {
     Host,
     /// A CUDA array (textures and surfaces over it), by handle: arrays have no device address.
     Array,
+    /// The condition of a conditional node (a kernel that sets it writes it, the conditional
+    /// node reads it), by its key: `lo` is the graph's id shifted left by
+    /// [`CONDITION_ORDINAL_BITS`] plus the condition's ordinal in that graph, `hi` is `lo + 1`
+    /// ([`Access::condition`]). The graph id lives in the key, not in the variant, so that an
+    /// `Access` stays 24 bytes (every node records and compares them).
+    Condition,
 }
+
+/// The bits of a condition's key ([`Space::Condition`]) that count the conditions of one graph;
+/// the graph's id takes the others (graph ids below 2^44, fewer than 2^20 conditions a graph:
+/// `Graph::condition` refuses more with an `Error`, so two conditions never share a key).
+pub(crate) const CONDITION_ORDINAL_BITS: u32 = 20;
 
 /// One range of memory a node reads or writes (opaque: built by the node arguments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +41,10 @@ pub struct Access {
     pub(crate) hi: u64,
     pub(crate) write: bool,
 }
+
+// An access is recorded for every operand of every node, and the dependency inference walks them:
+// it stays three words (the condition's graph is in its key, not in `Space`).
+const _: () = assert!(std::mem::size_of::<Access>() == 24);
 
 /// Where node arguments report the ranges they touch: the graph's list while a node is added
 /// (for the dependency inference and the aliasing check), a list on the stack while an
@@ -132,6 +147,23 @@ impl Access {
         (self.space == other.space) & (self.lo < other.hi) & (other.lo < self.hi)
     }
 
+    /// The range of condition `ordinal` of graph `graph`, or `None` when the pair has no key
+    /// ([`CONDITION_ORDINAL_BITS`]).
+    pub(crate) fn condition(graph: u64, ordinal: usize, write: bool) -> Option<Access> {
+        let ordinal = u64::try_from(ordinal).ok().filter(|&o| o < 1 << CONDITION_ORDINAL_BITS)?;
+        if graph >> (64 - CONDITION_ORDINAL_BITS) != 0 {
+            return None;
+        }
+        let lo = (graph << CONDITION_ORDINAL_BITS) | ordinal;
+        Some(Access { space: Space::Condition, lo, hi: lo.checked_add(1)?, write })
+    }
+
+    /// The graph whose condition this range stands for, if it is a condition's.
+    #[inline(always)]
+    pub(crate) fn condition_graph(&self) -> Option<u64> {
+        (self.space == Space::Condition).then_some(self.lo >> CONDITION_ORDINAL_BITS)
+    }
+
     /// Whether this range contains all of `other` (in the same memory).
     pub(crate) fn covers(&self, other: &Access) -> bool {
         (self.space == other.space) & (self.lo <= other.lo) & (other.hi <= self.hi)
@@ -166,6 +198,10 @@ pub unsafe trait NodeArg<'a, M> {
     /// aliasing check, which cannot find anything there.
     #[doc(hidden)]
     const MEMORY: bool = true;
+    /// Whether the argument is a graph condition (a `cudaGraphConditionalHandle`), which every
+    /// node and update checks against the graphs the node is in (`bind::conditions`).
+    #[doc(hidden)]
+    const CONDITION: bool = false;
     /// Checks the argument against the graph's context, records the range it reads or writes,
     /// and returns the parameter.
     #[doc(hidden)]
@@ -209,6 +245,10 @@ pub unsafe trait NodeArgs<'a, Sig> {
     /// How many arguments may name memory ([`NodeArg::MEMORY`]).
     #[doc(hidden)]
     const MEMORY: usize;
+    /// How many arguments are graph conditions ([`NodeArg::CONDITION`]): a node of none skips
+    /// the condition check at compile time.
+    #[doc(hidden)]
+    const CONDITIONS: usize;
     /// Prepares every argument (noting its ranges in `accesses`) and calls `f` with the
     /// parameter pointers and the ranges.
     #[doc(hidden)]
@@ -235,7 +275,13 @@ unsafe fn address_of<T, S: DevicePtr<T>>(object: *const (), ctx: &CudaContext, w
 #[derive(Clone, Copy)]
 pub(crate) enum GraphArgKind {
     Value(*const c_void),
-    Buffer { object: *const (), address: Address, write: bool },
+    Buffer {
+        object: *const (),
+        address: Address,
+        write: bool,
+    },
+    /// A graph condition the kernel sets (`GraphArg::condition`).
+    Condition(*const super::Condition),
 }
 
 /// One argument of a [`ProgramKernel`](crate::ProgramKernel) node: a value, or a buffer the
@@ -256,6 +302,7 @@ impl std::fmt::Debug for GraphArg<'_> {
             GraphArgKind::Value(_) => "value",
             GraphArgKind::Buffer { write: false, .. } => "read buffer",
             GraphArgKind::Buffer { write: true, .. } => "written buffer",
+            GraphArgKind::Condition(_) => "graph condition",
         };
         f.debug_struct("GraphArg").field("kind", &kind).field("size", &self.size).finish()
     }
@@ -291,6 +338,27 @@ impl<'a> GraphArg<'a> {
             size: 8,
             kind: GraphArgKind::Buffer { object, address: address_of::<T, S>, write: true },
             elem: crate::args::dynamic::Elem::of::<T>(buffer.len(), true),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// A condition of the graph (or of a graph the node is nested in) for a
+    /// `cudaGraphConditionalHandle` parameter, which the kernel sets with
+    /// `cudaGraphSetConditional`; checked as for a typed node (`bind::conditions`).
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::{graph::GraphArg, Graph};
+    /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+    /// let more = g.condition(1)?;
+    /// let arg = GraphArg::condition(&more);
+    /// assert_eq!(arg.size(), 8);
+    /// # Ok(()) }
+    /// ```
+    pub fn condition(condition: &'a super::Condition) -> Self {
+        GraphArg {
+            size: 8,
+            kind: GraphArgKind::Condition(condition),
+            elem: crate::args::dynamic::Elem::of::<super::ConditionalHandle>(1, false),
             _borrow: std::marker::PhantomData,
         }
     }

@@ -161,6 +161,27 @@ impl Tracker {
     }
 }
 
+/// Drops from a programmatic node's dependencies `deps` every one that another of them depends on
+/// directly (an edge of `edges`); true if it dropped any. Inference makes such edges: in a
+/// ping-pong chain link k follows k - 1 (it reads its output) and k - 2 (it overwrites what k - 2
+/// wrote), and the driver runs a node of two programmatic edges without the overlap of one. The
+/// dropped edge is implied: k waits (`cudaGridDependencySynchronize`) for k - 1 to complete, and
+/// k - 1 completed after k - 2 did, through a full edge or its own wait (which
+/// [`Graph::dependent`](super::Graph::dependent) asks of every dependent kernel, in every launch).
+/// One pass over the edges, once per programmatic node of several dependencies.
+#[cold]
+#[inline(never)]
+pub(crate) fn reduce(edges: &[(usize, usize)], deps: &mut Vec<usize>) -> bool {
+    let mut implied: Vec<usize> = Vec::new();
+    for &(f, t) in edges {
+        if f != t && deps.contains(&t) && deps.contains(&f) && !implied.contains(&f) {
+            implied.push(f);
+        }
+    }
+    deps.retain(|d| !implied.contains(d));
+    !implied.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::args::Space;
@@ -338,5 +359,26 @@ mod tests {
             assert_eq!(d, if i == 0 { vec![] } else { vec![i - 1] });
         }
         assert_eq!(t.records.len(), 1);
+    }
+
+    /// A programmatic node keeps only the dependencies no other of them follows directly: the
+    /// ping-pong chain's k - 2 goes (k - 1 follows it), independent ones stay.
+    #[test]
+    fn reduce_drops_what_another_dependency_follows() {
+        let chain = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)];
+        let mut deps = vec![1, 2];
+        assert!(reduce(&chain, &mut deps));
+        assert_eq!(deps, [2]);
+        // 0 and 1 both feed 2, unrelated: both stay.
+        let mut deps = vec![0, 1];
+        assert!(!reduce(&[(0, 2), (1, 2)], &mut deps));
+        assert_eq!(deps, [0, 1]);
+        // A later edge between two earlier nodes (`add_edge`) counts too; a self-edge does not.
+        let mut deps = vec![3, 5];
+        assert!(reduce(&[(5, 5), (3, 5)], &mut deps));
+        assert_eq!(deps, [5]);
+        let mut deps = vec![4, 6, 7];
+        assert!(reduce(&[(4, 6), (6, 7)], &mut deps));
+        assert_eq!(deps, [7]);
     }
 }

@@ -31,6 +31,8 @@ pub struct GraphExec<'a> {
     /// update, which refuses another topology before the driver is asked).
     edges: Vec<(usize, usize)>,
     hosts: Vec<Arc<HostCell>>,
+    /// The node handles of the bodies of its conditional nodes (their nodes are updated too).
+    bodies: Vec<super::conditional::Body>,
     /// The graph-owned device memory its nodes use (freed after the drop's synchronisation).
     owned: Vec<Arc<CudaSlice<u8>>>,
     /// The last kernel-node update's configuration that passed the checks.
@@ -109,6 +111,9 @@ impl SpareLists {
 
 impl<'a> GraphExec<'a> {
     pub(crate) fn new(g: &Graph<'a>) -> Result<Self> {
+        if g.has_conditions() {
+            g.conditions_done()?;
+        }
         bind(&g.ctx)?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live graph; valid out-pointer; no flags.
@@ -123,6 +128,7 @@ impl<'a> GraphExec<'a> {
             nodes,
             edges,
             hosts: g.hosts.clone(),
+            bodies: if g.bodies.is_empty() { Vec::new() } else { g.bodies.clone() },
             owned: g.owned.clone(),
             checked: super::kernel::CheckedConfig::default(),
             launched: std::cell::Cell::new(false),
@@ -156,7 +162,7 @@ impl<'a> GraphExec<'a> {
         Ok(())
     }
 
-    fn panics(&self) -> Result<()> {
+    pub(crate) fn panics(&self) -> Result<()> {
         match host::check(&self.hosts, self.ctx.ordinal()) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -187,6 +193,8 @@ impl<'a> GraphExec<'a> {
     /// launches of one `GraphExec` are ordered by the driver).
     #[inline]
     pub unsafe fn launch(&self, stream: &CudaStream) -> Result<()> {
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::graph(self.nodes.len());
         if !self.hosts.is_empty() {
             self.panics()?;
         }
@@ -216,8 +224,18 @@ impl<'a> GraphExec<'a> {
     fn node(&self, node: Node) -> Result<sys::CUgraphNode> {
         match self.nodes.get(node.index) {
             Some(&(n, _)) if node.graph == self.graph_id => Ok(n),
-            _ => Err(self.foreign_node()),
+            _ => match self.body_of(node) {
+                Some(b) => Ok(b.nodes[node.index].0),
+                None => Err(self.foreign_node()),
+            },
         }
+    }
+
+    /// The conditional body `node` is a node of, if it is one of this instantiation's bodies.
+    #[cold]
+    #[inline(never)]
+    fn body_of(&self, node: Node) -> Option<&super::conditional::Body> {
+        body_in(&self.bodies, node)
     }
 
     #[cold]
@@ -242,11 +260,16 @@ impl<'a> GraphExec<'a> {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        // The node is of the graph this was instantiated from, and was in it then; its handle
-        // is the one the driver knows it by.
-        if node.node.graph != self.graph_id || node.node.index >= self.nodes.len() {
-            return Err(self.foreign_node());
-        }
+        // The node is of the graph this was instantiated from (or of one of its conditional
+        // bodies), and was in it then; its handle is the one the driver knows it by.
+        let body = if node.node.graph == self.graph_id && node.node.index < self.nodes.len() {
+            None
+        } else {
+            match body_in(&self.bodies, node.node) {
+                Some(b) => Some(b),
+                None => return Err(self.foreign_node()),
+            }
+        };
         // The node's kernel was looked up on the graph's context when it was added: the same
         // context as this instantiation's.
         self.checked.check(node.kernel, node.func, &self.ctx, &config)?;
@@ -267,12 +290,21 @@ impl<'a> GraphExec<'a> {
                 unsafe { set_params_bound(ctx, exec, n, &p) }
             }
         };
-        if A::MEMORY < 2 {
-            // One argument naming memory cannot alias another: nothing to record.
+        if A::MEMORY < 2 && A::CONDITIONS == 0 {
+            // One argument naming memory cannot alias another, and there is no condition to
+            // check: nothing to record (known at compile time).
             args.with_params(ctx, &mut Discard, |params, _| write(params))
         } else {
             args.with_params(ctx, &mut StackAccesses::new(), |params, acc| {
-                crate::bind::disjoint(acc.as_slice(), || (kernel.name(), kernel.module().origin()))?;
+                if A::MEMORY >= 2 {
+                    crate::bind::disjoint(acc.as_slice(), || (kernel.name(), kernel.module().origin()))?;
+                }
+                if A::CONDITIONS > 0 {
+                    // The conditions the kernel may set: those of the node's own graph and of the
+                    // graphs it is nested in.
+                    let parents = body.map_or(&[][..], |b| &b.parents[..]);
+                    crate::bind::conditions(node.node.graph, parents, acc.as_slice(), ctx.ordinal(), kernel.name())?;
+                }
                 write(params)
             })
         }
@@ -607,6 +639,13 @@ fn topology(kinds: impl Iterator<Item = NodeKind>, edges: &[(usize, usize)]) -> 
     let mut edges = edges.to_vec();
     edges.sort_unstable();
     (kinds.collect(), edges)
+}
+
+/// The body of `bodies` that `node` is a node of (see `GraphExec::body_of`).
+#[cold]
+#[inline(never)]
+fn body_in(bodies: &[super::conditional::Body], node: Node) -> Option<&super::conditional::Body> {
+    bodies.iter().find(|b| b.id == node.graph && node.index < b.nodes.len())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! [`ProgramKernel`]s. Every one is checked like a launch (the same limit checks of the one
 //! launch path, the same argument packing) and then added with `cuGraphAddKernelNode`.
 
-use super::args::{Access, GraphArg, GraphArgKind, NodeArgs, StackAccesses};
+use super::args::{Access, GraphArg, GraphArgKind, NodeArg, NodeArgs, StackAccesses};
 use super::{Graph, Label, Node, NodeKind};
 use crate::error::{Error, Result};
 use crate::launch::kernel::{Kernel, KernelRef};
@@ -212,6 +212,10 @@ impl<'a> Graph<'a> {
         // Outputs are borrowed shared for the graph's lifetime: the aliasing check of every
         // kernel node, whatever family made it (`bind`).
         crate::bind::disjoint(accesses, || (label.as_str(), label.origin()))?;
+        if self.programmatic {
+            // SAFETY: forwarded.
+            return unsafe { self.programmatic_node(p, accesses, label) };
+        }
         let graph = self.cu;
         self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddKernelNode", &mut move |deps| {
             let mut n = std::ptr::null_mut();
@@ -219,6 +223,116 @@ impl<'a> Graph<'a> {
             let r = unsafe { sys::cuGraphAddKernelNode_v2(&mut n, graph, deps.as_ptr(), deps.len(), p) };
             (r, n)
         })
+    }
+}
+
+impl Graph<'_> {
+    /// Makes the edges of the next kernel node added from the kernel nodes it depends on
+    /// programmatic (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC` from the port
+    /// `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`): the graph's counterpart of a
+    /// [`LaunchKind::Dependent`](crate::LaunchKind::Dependent) launch. The node's kernel may start
+    /// while those kernels still run (sm_90 and newer), so it must call
+    /// `cudaGridDependencySynchronize()` before it touches what they write or read (a kernel that
+    /// does not wait starts as their blocks finish when they do not call
+    /// `cudaTriggerProgrammaticLaunchCompletion()`). Its edges from other nodes (copies, memsets)
+    /// stay full dependencies. Returns the graph: `saxpy::node(g.dependent(), cfg, ...)`.
+    ///
+    /// A dependency that another of the node's dependencies follows directly is left out (the
+    /// inferred edge from link k - 2 of a ping-pong chain, which link k - 1 follows: the driver
+    /// overlaps a node of one programmatic edge, not of two). The node still runs after it:
+    /// it waits for link k - 1, which completed after link k - 2 did. So a dependent kernel must
+    /// wait in *every* launch, in at least one thread, even one that touches no memory (call
+    /// `cudaGridDependencySynchronize()` unconditionally, first): a launch that returns without
+    /// waiting may complete before its predecessors, and then no longer orders what follows it.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::Graph;
+    /// # fn f(g: &mut Graph<'_>) -> cuda_embed_runtime::Result<()> {
+    /// let a = g.empty()?;
+    /// // step::node(g.dependent(), cfg, &x, &y, n)?;   (a kernel that waits for its inputs)
+    /// assert!(g.programmatic_edges().is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn dependent(&mut self) -> &mut Self {
+        self.programmatic = true;
+        self
+    }
+
+    /// The programmatic edges (see [`Graph::dependent`]), in the order added; [`Graph::edges`]
+    /// lists them with the others. Example at [`Graph::dependent`].
+    pub fn programmatic_edges(&self) -> Vec<(Node, Node)> {
+        self.edges
+            .iter()
+            .filter(|&&(f, t)| self.programmatic_nodes.contains(&t) && self.nodes[f].kind == NodeKind::Kernel)
+            .map(|&(f, t)| (self.node_at(f), self.node_at(t)))
+            .collect()
+    }
+
+    /// [`Graph::kernel_node`] for a node of [`Graph::dependent`]: `cuGraphAddNode` with
+    /// programmatic edge data on the edges from kernel nodes.
+    ///
+    /// # Safety
+    /// As for [`Graph::kernel_node`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn programmatic_node(
+        &mut self,
+        p: &sys::CUDA_KERNEL_NODE_PARAMS,
+        accesses: &[Access],
+        label: Label,
+    ) -> std::result::Result<sys::CUgraphNode, Box<Error>> {
+        self.programmatic = false;
+        let graph = self.cu;
+        let kernel = sys::CUDA_KERNEL_NODE_PARAMS_v3 {
+            func: p.func,
+            gridDimX: p.gridDimX,
+            gridDimY: p.gridDimY,
+            gridDimZ: p.gridDimZ,
+            blockDimX: p.blockDimX,
+            blockDimY: p.blockDimY,
+            blockDimZ: p.blockDimZ,
+            sharedMemBytes: p.sharedMemBytes,
+            kernelParams: p.kernelParams,
+            extra: p.extra,
+            kern: p.kern,
+            ctx: p.ctx,
+        };
+        self.reduce = true;
+        let r =
+            self.add_node(NodeKind::Kernel, label, accesses, "cuGraphAddNode (kernel, programmatic)", &mut |deps| {
+                let data: Vec<sys::CUgraphEdgeData> = deps.iter().map(|&d| edge_data(d)).collect();
+                // SAFETY: all-zero is a valid parameter record (kernel type, null pointers); the
+                // kernel parameters are set below.
+                let mut params: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+                params.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL;
+                params.__bindgen_anon_1.kernel = kernel;
+                let mut n = std::ptr::null_mut();
+                // SAFETY: the caller's contract for the kernel; `deps` are nodes of this graph, one
+                // edge-data record each; the driver copies the parameter values now.
+                let r = unsafe {
+                    sys::cuGraphAddNode_v2(&mut n, graph, deps.as_ptr(), data.as_ptr(), deps.len(), &mut params)
+                };
+                (r, n)
+            });
+        self.reduce = false;
+        let r = r?;
+        self.programmatic_nodes.push(self.nodes.len() - 1);
+        Ok(r)
+    }
+}
+
+/// The edge data of an edge from `from` into a programmatic node: programmatic from a kernel
+/// node, a full dependency from any other node.
+fn edge_data(from: sys::CUgraphNode) -> sys::CUgraphEdgeData {
+    let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+    // SAFETY: a live node of the graph; valid out-pointer.
+    let r = unsafe { sys::cuGraphNodeGetType(from, &mut kind) };
+    let programmatic = r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL;
+    sys::CUgraphEdgeData {
+        from_port: if programmatic { sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8 } else { 0 },
+        to_port: 0,
+        type_: if programmatic { sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8 } else { 0 },
+        reserved: [0; 5],
     }
 }
 
@@ -231,11 +345,11 @@ impl<Sig> Kernel<Sig> {
     /// another device is an [`Error::Graph`]. Creating the node runs nothing; launching the
     /// instantiated graph is what is `unsafe`.
     #[inline]
-    pub fn node<'a>(
+    pub fn node<'a, A: NodeArgs<'a, Sig>>(
         &self,
         graph: &mut Graph<'a>,
         config: LaunchConfig,
-        args: impl NodeArgs<'a, Sig>,
+        args: A,
     ) -> Result<KernelNode<Sig>> {
         let raw = self.untyped();
         let func = graph.function(raw)?;
@@ -245,6 +359,11 @@ impl<Sig> Kernel<Sig> {
         // borrowed mutably below (it saves an `Arc` clone per node).
         let ctx: &CudaContext = unsafe { &*Arc::as_ptr(&graph.ctx) };
         let r = args.with_params(ctx, &mut acc, |params, acc| {
+            if A::CONDITIONS > 0 {
+                // Known at compile time: a kernel of no `cudaGraphConditionalHandle` parameter
+                // has no condition to check.
+                crate::bind::conditions(graph.id, &graph.parents, acc.as_slice(), ctx.ordinal(), raw.name())?;
+            }
             graph.checked.check(raw, func, ctx, &config)?;
             let p = node_params(func.raw, &config, params);
             // SAFETY: the function was looked up in the graph's context; `NodeArgs<Sig>` packs
@@ -298,13 +417,24 @@ impl ProgramKernel {
             }
         }
         let mut acc = graph.take_scratch();
+        let mut conditions = false;
         let mut pointers = vec![0u64; args.len()];
         for (a, p) in args.iter().zip(pointers.iter_mut()) {
-            if let GraphArgKind::Buffer { object, address, write } = a.kind {
-                // SAFETY: `object` is the `&'a S` the GraphArg constructor took for this `address`.
-                let (ptr, access) = unsafe { address(object, &ctx, write) }?;
-                *p = ptr;
-                acc.push(access);
+            match a.kind {
+                GraphArgKind::Buffer { object, address, write } => {
+                    // SAFETY: `object` is the `&'a S` the GraphArg constructor took for this
+                    // `address`.
+                    let (ptr, access) = unsafe { address(object, &ctx, write) }?;
+                    *p = ptr;
+                    acc.push(access);
+                }
+                GraphArgKind::Condition(c) => {
+                    // SAFETY: `GraphArg::condition` took a `&'a Condition`.
+                    let c = unsafe { &*c };
+                    *p = NodeArg::<'_, super::ConditionalHandle>::prepare(c, &ctx, &mut acc)?.raw();
+                    conditions = true;
+                }
+                GraphArgKind::Value(_) => {}
             }
         }
         let mut params: Vec<*mut c_void> = args
@@ -312,9 +442,12 @@ impl ProgramKernel {
             .zip(&pointers)
             .map(|(a, p)| match a.kind {
                 GraphArgKind::Value(v) => v as *mut c_void,
-                GraphArgKind::Buffer { .. } => p as *const u64 as *mut c_void,
+                GraphArgKind::Buffer { .. } | GraphArgKind::Condition(_) => p as *const u64 as *mut c_void,
             })
             .collect();
+        if conditions {
+            crate::bind::conditions(graph.id, &graph.parents, &acc, ctx.ordinal(), self.name())?;
+        }
         // SAFETY: the function belongs to the graph's context (checked); one pointer per
         // parameter of the parameter's size (checked), alive for the call.
         unsafe { graph.kernel_raw(&target, &config, &mut params, acc, Label::Text(self.name().to_string().into())) }

@@ -33,6 +33,7 @@
 //! host closures with panic reporting, and a graph whose shape you can inspect.
 
 pub(crate) mod args;
+mod conditional;
 mod deps;
 mod exec;
 #[doc(hidden)]
@@ -44,6 +45,7 @@ mod nodes;
 #[doc(hidden)]
 pub use args::ByValue;
 pub use args::{GraphArg, NodeArg, NodeArgs};
+pub use conditional::{Condition, ConditionalHandle, LaunchCondition};
 pub use exec::GraphExec;
 #[doc(hidden)]
 pub use exec::NdUpdate;
@@ -97,6 +99,8 @@ pub enum NodeKind {
     EventRecord,
     /// Waits for a CUDA event.
     EventWait,
+    /// A conditional node (`while`, `if`, `switch`) and its bodies.
+    Conditional,
 }
 
 pub(crate) struct NodeInfo {
@@ -138,13 +142,16 @@ impl std::fmt::Display for Label {
 }
 
 /// The driver's graph, destroyed when the last of the graph and its instantiations goes (they
-/// use its node handles for updates).
-pub(crate) struct RawGraph(pub(crate) sys::CUgraph);
+/// use its node handles for updates), if it is owned (the second field): a conditional node's
+/// body belongs to that node.
+pub(crate) struct RawGraph(pub(crate) sys::CUgraph, bool);
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        // SAFETY: created by cuGraphCreate, destroyed once, here.
-        unsafe { sys::cuGraphDestroy(self.0) };
+        if self.1 {
+            // SAFETY: created by cuGraphCreate, destroyed once, here.
+            unsafe { sys::cuGraphDestroy(self.0) };
+        }
     }
 }
 
@@ -260,6 +267,28 @@ pub struct Graph<'a> {
     pub(crate) last_kernel: Option<(crate::launch::kernel::KernelRef, &'static crate::module::load::Function)>,
     /// The last kernel configuration its nodes passed the checks with.
     pub(crate) checked: kernel::CheckedConfig,
+    /// The ids of the graphs it is a conditional body of, innermost first (none for a graph
+    /// made by `new`): with its own, the graphs whose conditions its kernels may set.
+    pub(crate) parents: Vec<u64>,
+    /// Whether it is the body of a conditional node (which holds only device work).
+    pub(crate) in_body: bool,
+    /// The conditions (graph id, handle) that already control a conditional node.
+    used_conditions: Vec<(u64, u64)>,
+    /// The handles of the conditions made for this graph.
+    made_conditions: Vec<u64>,
+    /// A conditional node was refused after a body of it had made a condition: the driver keeps
+    /// that handle (there is no call that deletes one) without a node, and would refuse to
+    /// instantiate the graph, so `instantiate` says so first.
+    orphaned_condition: bool,
+    /// The node handles of every body nested in this graph (for updates of their nodes).
+    pub(crate) bodies: Vec<conditional::Body>,
+    /// Whether the next kernel node's edges from kernel nodes are programmatic
+    /// ([`Graph::dependent`]), and the nodes added so.
+    pub(crate) programmatic: bool,
+    pub(crate) programmatic_nodes: Vec<usize>,
+    /// Set while a programmatic node is added: its dependencies that another of them directly
+    /// depends on are dropped (`reduce`), so that a chain stays a chain.
+    pub(crate) reduce: bool,
     _borrows: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
@@ -281,12 +310,19 @@ impl<'a> Graph<'a> {
         // SAFETY: valid out-pointer; flags must be 0.
         let r = unsafe { sys::cuGraphCreate(&mut raw, 0) };
         driver(ctx, "cuGraphCreate", r)?;
-        Ok(Graph {
+        Ok(Graph::wrap(ctx, raw, true))
+    }
+
+    /// The builder of the driver's graph `raw` (empty), destroyed with the last of this and its
+    /// instantiations if `owned`.
+    fn wrap(ctx: &Arc<CudaContext>, raw: sys::CUgraph, owned: bool) -> Self {
+        let id = NEXT_GRAPH.fetch_add(1, Ordering::Relaxed);
+        Graph {
             ctx: ctx.clone(),
             cu_ctx: ctx.cu_ctx() as usize,
-            raw: Rc::new(RawGraph(raw)),
+            raw: Rc::new(RawGraph(raw, owned)),
             cu: raw,
-            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
+            id,
             // Room for the nodes and edges of a typical graph up front (growing from empty cost
             // a dozen reallocations, and copies, over the first hundred nodes), unless the
             // thread has the lists of a graph it dropped.
@@ -300,8 +336,17 @@ impl<'a> Graph<'a> {
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             last_kernel: None,
             checked: kernel::CheckedConfig::default(),
+            parents: Vec::new(),
+            in_body: !owned,
+            used_conditions: Vec::new(),
+            made_conditions: Vec::new(),
+            orphaned_condition: false,
+            bodies: Vec::new(),
+            programmatic: false,
+            programmatic_nodes: Vec::new(),
+            reduce: false,
             _borrows: PhantomData,
-        })
+        }
     }
 
     /// The graph's context.
@@ -379,15 +424,18 @@ impl<'a> Graph<'a> {
         self.edges.iter().map(|&(f, t)| (n(f), n(t))).collect()
     }
 
-    /// The graph in Graphviz DOT: one box per node (`n3 [label="saxpy"]`), one arrow per edge.
+    /// The graph in Graphviz DOT: one box per node (`n3 [label="saxpy"]`), one arrow per edge
+    /// (dashed for a programmatic edge, see [`Graph::dependent`]).
     pub fn to_dot(&self) -> String {
         let mut s = String::from("digraph cuda_graph {\n    node [shape=box];\n");
         for (i, n) in self.nodes.iter().enumerate() {
             let label = n.label.as_str().replace('\\', "\\\\").replace('"', "\\\"");
             s.push_str(&format!("    n{i} [label=\"{label}\"];\n"));
         }
-        for (f, t) in self.edges.iter() {
-            s.push_str(&format!("    n{f} -> n{t};\n"));
+        for &(f, t) in self.edges.iter() {
+            let programmatic = self.programmatic_nodes.contains(&t) && self.nodes[f].kind == NodeKind::Kernel;
+            let style = if programmatic { " [style=dashed]" } else { "" };
+            s.push_str(&format!("    n{f} -> n{t}{style};\n"));
         }
         s.push_str("}\n");
         s
@@ -408,9 +456,36 @@ impl<'a> Graph<'a> {
 
     /// Instantiates the graph (`cuGraphInstantiateWithFlags`): an executable graph to launch on
     /// any stream of the context, as often as needed. The graph stays usable (to instantiate
-    /// again, or as the source of [`GraphExec::update`]).
+    /// again, or as the source of [`GraphExec::update`]). A [`Condition`] made for the graph that
+    /// controls no conditional node is an [`Error::Graph`] (the driver may refuse such a graph).
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
         GraphExec::new(self)
+    }
+
+    /// Whether [`Graph::conditions_done`] has anything to check: a graph that made no condition
+    /// has none (the common graph: one test, in `GraphExec::new`).
+    #[inline(always)]
+    pub(crate) fn has_conditions(&self) -> bool {
+        !self.made_conditions.is_empty() | self.orphaned_condition
+    }
+
+    /// [`Graph::instantiate`]'s checks of a graph that made conditions: each controls a node,
+    /// and no refused conditional node left one behind.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn conditions_done(&self) -> Result<()> {
+        self.all_conditions_used()?;
+        if self.orphaned_condition {
+            return Err(Error::Graph {
+                device: self.ctx.ordinal(),
+                cause: "a conditional node of this graph was refused after one of its bodies had made a condition; \
+                        the driver keeps that condition without a node and cannot delete it, so it would refuse to \
+                        instantiate the graph"
+                    .into(),
+                fix: Some("build the graph again without the refused conditional node".into()),
+            });
+        }
+        Ok(())
     }
 
     pub(crate) fn check_node(&self, node: Node) -> Result<usize> {
@@ -503,6 +578,11 @@ impl<'a> Graph<'a> {
         let raw_deps: &[sys::CUgraphNode] = if several {
             if !gather(&self.nodes, &mut self.pending, more, found.first, index, &mut self.scratch.2) {
                 return Err(Box::new(self.foreign()));
+            }
+            if self.reduce && deps::reduce(&self.edges, more) {
+                let raw = &mut self.scratch.2;
+                raw.clear();
+                raw.extend(more.iter().map(|&d| self.nodes[d].raw));
             }
             &self.scratch.2
         } else if found.first != deps::Found::NONE.first {

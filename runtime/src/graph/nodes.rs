@@ -265,6 +265,7 @@ impl<'a> Graph<'a> {
         src: &'a [T],
         dst: &'a D,
     ) -> Result<MemcpyNode> {
+        self.device_only("a host-to-device memcpy")?;
         let mut acc = self.take_scratch();
         let ends = htod(&self.ctx, src, dst, &mut acc)?;
         self.copy(format!("memcpy HtoD {} B", ends.2), ends, acc, Direction::HtoD)
@@ -276,6 +277,7 @@ impl<'a> Graph<'a> {
         src: &'a S,
         dst: &'a mut [T],
     ) -> Result<MemcpyNode> {
+        self.device_only("a device-to-host memcpy")?;
         let mut acc = self.take_scratch();
         let ends = dtoh(&self.ctx, src, dst, &mut acc)?;
         self.copy(format!("memcpy DtoH {} B", ends.2), ends, acc, Direction::DtoH)
@@ -323,6 +325,7 @@ impl<'a> Graph<'a> {
     /// [`GraphExec::synchronize`](crate::GraphExec::synchronize). `f` must not call CUDA.
     /// Its dependencies are only the explicit ones ([`Graph::after`]).
     pub fn host(&mut self, f: impl FnMut() + Send + 'static) -> Result<Node> {
+        self.device_only("a host node")?;
         let label = format!("host #{}", self.hosts.len());
         let cell = HostCell::new(label.clone(), Box::new(f));
         let p = sys::CUDA_HOST_NODE_PARAMS { fn_: Some(trampoline), userData: cell.user_data() };
@@ -368,6 +371,9 @@ impl<'a> Graph<'a> {
         if child.ctx.cu_ctx() != self.ctx.cu_ctx() {
             return Err(other_device(&self.ctx, child.ctx.ordinal()));
         }
+        if !child.hosts.is_empty() {
+            self.device_only("a child graph with host nodes")?;
+        }
         let mut acc = self.take_scratch();
         acc.extend(child.tracker.accesses());
         let (graph, raw) = (self.raw.0, child.raw.0);
@@ -400,6 +406,7 @@ impl<'a> Graph<'a> {
     }
 
     fn event(&mut self, event: &'a CudaEvent, record: bool) -> Result<Node> {
+        self.device_only("an event node")?;
         if event.context().cu_ctx() != self.ctx.cu_ctx() {
             return Err(other_device(&self.ctx, event.context().ordinal()));
         }

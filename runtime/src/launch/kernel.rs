@@ -133,6 +133,9 @@ impl KernelRef {
         kind: LaunchKind,
         args: &mut [*mut c_void],
     ) -> Result<Option<f32>> {
+        // A profiler range around the launch (no code at all without the `nvtx` feature).
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::launch(self.name(), self.module().origin());
         // The common case in a few loads and compares: a plain launch of a loaded kernel without
         // module globals, within its cached limits, on the context this thread last bound. It
         // builds nothing the error paths need; anything else, and a launch the driver refuses
@@ -463,10 +466,39 @@ impl<Sig> Kernel<Sig> {
         // SAFETY: the caller's contract.
         unsafe { self.go(stream, config, LaunchKind::Cluster(cluster), args) }.map(drop)
     }
+
+    /// A programmatic dependent launch: the kernel may start while the kernel before it on
+    /// `stream` still runs; see [`LaunchKind::Dependent`].
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`], and the kernel calls `cudaGridDependencySynchronize()` before
+    /// it touches memory the work before it on the stream writes or reads, unless that work does
+    /// not call `cudaTriggerProgrammaticLaunchCompletion()`.
+    ///
+    /// ```no_run
+    /// # use cuda_embed_runtime::{args::{In, Out}, Kernel, LaunchConfig};
+    /// # fn f(k: Kernel<(In<f32>, Out<f32>, i32)>, s: &cuda_embed_runtime::CudaStream,
+    /// #      a: &mut cuda_embed_runtime::CudaSlice<f32>, b: &mut cuda_embed_runtime::CudaSlice<f32>) -> cuda_embed_runtime::Result<()> {
+    /// let cfg = LaunchConfig::for_num_elems(1024);
+    /// unsafe {
+    ///     k.launch(s, cfg, (&*a, &mut *b, 1024))?;
+    ///     k.launch_dependent(s, cfg, (&*b, &mut *a, 1024))?; // overlaps the first one's tail
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub unsafe fn launch_dependent(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: impl KernelArgs<Sig>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.go(stream, config, LaunchKind::Dependent, args) }.map(drop)
+    }
 }
 
 /// Where the code of a launch's full path lies (see
-/// [`map_first_load_code`](crate::module::load::map_first_load_code)).
+/// [`map_first_load_code`](crate::module::prefault::map_first_load_code)).
 pub(crate) fn launch_checked_address() -> usize {
     KernelRef::launch_checked as *const () as usize
 }

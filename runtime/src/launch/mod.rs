@@ -32,6 +32,15 @@ pub enum LaunchKind {
     /// `cuLaunchKernelEx` with thread-block clusters of this shape (sm_90 and newer); every grid
     /// dimension must be a multiple of the cluster's.
     Cluster(ClusterDim),
+    /// Programmatic dependent launch: `cuLaunchKernelEx` with the launch attribute
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, so the kernel may start while the
+    /// kernel before it on the stream is still running (sm_90 and newer; older GPUs run it after,
+    /// as a plain launch). The kernel calls `cudaGridDependencySynchronize()` (PTX
+    /// `griddepcontrol.wait`) before it reads what that kernel wrote; the kernel before it may
+    /// call `cudaTriggerProgrammaticLaunchCompletion()` to let it start earlier. Harmless for a
+    /// kernel that does not wait when the kernel before it does not trigger: it then starts as
+    /// that kernel's blocks finish, as it would have.
+    Dependent,
 }
 
 /// Names a kernel in errors: its C++ name and where it comes from.
@@ -204,6 +213,8 @@ pub(crate) unsafe fn launch(
             LaunchKind::Plain => Some(unsafe { cu_launch(target.f, stream, cfg, args) }),
             // SAFETY: forwarded from the caller.
             LaunchKind::Cluster(c) => Some(unsafe { cluster_call(target, ctx, stream, cfg, c, args) }?),
+            // SAFETY: forwarded from the caller.
+            LaunchKind::Dependent => Some(unsafe { dependent_call(target, stream, cfg, args) }),
             LaunchKind::Timed | LaunchKind::Cooperative => None,
         };
         match r {
@@ -211,6 +222,7 @@ pub(crate) unsafe fn launch(
             Some(r) if !wrong_context(r) => {
                 return Err(match kind {
                     LaunchKind::Cluster(_) => cluster_refused(target, ctx, cfg, r),
+                    LaunchKind::Dependent => target.refused(ctx.ordinal(), DEPENDENT_CALL, cfg, r),
                     _ => target.refused(ctx.ordinal(), "cuLaunchKernel", cfg, r),
                 });
             }
@@ -235,7 +247,49 @@ pub(crate) unsafe fn launch(
             sys::CUresult::CUDA_SUCCESS => Ok(None),
             r => Err(cluster_refused(target, ctx, cfg, r)),
         },
+        // SAFETY: forwarded from the caller.
+        LaunchKind::Dependent => match unsafe { dependent_call(target, stream, cfg, args) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(None),
+            r => Err(target.refused(ctx.ordinal(), DEPENDENT_CALL, cfg, r)),
+        },
     }
+}
+
+/// The driver call of a [`LaunchKind::Dependent`] launch, as errors name it.
+const DEPENDENT_CALL: &str = "cuLaunchKernelEx with programmatic stream serialization";
+
+/// A programmatic dependent launch: `cuLaunchKernelEx` with the programmatic stream
+/// serialization attribute set.
+///
+/// # Safety
+/// As for [`launch`].
+#[inline(always)]
+unsafe fn dependent_call(
+    target: &Target<'_>,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    args: &mut [*mut c_void],
+) -> sys::CUresult {
+    // SAFETY: an all-zero attribute is valid plain data; the fields are set below.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let (g, b) = (cfg.grid_dim, cfg.block_dim);
+    let config = sys::CUlaunchConfig {
+        gridDimX: g.0,
+        gridDimY: g.1,
+        gridDimZ: g.2,
+        blockDimX: b.0,
+        blockDimY: b.1,
+        blockDimZ: b.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: `config` and `attr` outlive the call; `f` belongs to the stream's context; args per
+    // caller contract.
+    unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) }
 }
 
 /// A plain launch without the limit checks (for the launch benchmark only).

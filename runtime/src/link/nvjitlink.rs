@@ -140,8 +140,8 @@ impl NvJitLink {
 fn candidates() -> Vec<String> {
     let mut out: Vec<String> = std::env::var(NVJITLINK_VAR).ok().filter(|v| !v.is_empty()).into_iter().collect();
     out.extend(["libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"].map(String::from));
-    for root in super::toolkit_roots() {
-        for dir in super::lib_dirs(&root) {
+    for root in super::object::toolkit_roots() {
+        for dir in super::object::lib_dirs(&root) {
             for name in ["libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"] {
                 let p = dir.join(name);
                 if p.is_file() {

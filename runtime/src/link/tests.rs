@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 
 const MATH: &str = "__device__ float sq(float x) { return x * x; }\n";
 

@@ -18,7 +18,7 @@
 
 use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::module::load::c_string;
+use crate::module::image::c_string;
 use crate::module::registry::Module;
 use crate::module::spec::GlobalSpec;
 use crate::types::{AnyBitPattern, DeviceSafe};

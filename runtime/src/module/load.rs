@@ -19,10 +19,11 @@
 
 use crate::driver::{bind, func_attr};
 use crate::error::{DriverCode, Error, Result};
+use crate::module::image::{get_function, load_in_place, load_module, load_module_vec, with_log};
+use crate::module::prefault::map_first_load_code;
 use crate::module::spec::{ImageKind, KernelSpec, ModuleSpec};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule};
-use cudarc::nvrtc::Ptx;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -99,68 +100,6 @@ pub(crate) fn prepare(ctx: &CudaContext, elsewhere: &[usize]) {
     ptx_jit_forced();
     device_arch(ctx);
     map_first_load_code(elsewhere);
-}
-
-/// Maps (once per process) the pages of this library's code that a first launch runs and the
-/// process has not run before: the launch's full path, the registry's and this file's loading
-/// code, the NVRTC disk cache's lookup, and what lies between them (the generic code they
-/// call). A first launch would otherwise take page faults in them, one per 64 KiB of code it
-/// reaches (a few microseconds each on a virtual machine); the kernel maps them here instead, in
-/// one call, from the page cache. Nothing is read or changed: a system without
-/// `MADV_POPULATE_READ` (Linux before 5.14) refuses the call, and the first launch takes its page
-/// faults as before. Whether the pages were mapped.
-pub(crate) fn map_first_load_code(elsewhere: &[usize]) -> bool {
-    // 0: not tried yet, 1: not mapped (refused, or no such call here), 2: mapped.
-    static STATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-    match STATE.load(Ordering::Relaxed) {
-        0 => {
-            let mapped = populate(first_load_code(elsewhere));
-            STATE.store(1 + mapped as u8, Ordering::Relaxed);
-            mapped
-        }
-        state => state == 2,
-    }
-}
-
-/// The range of code [`map_first_load_code`] maps: from the lowest to the highest of the
-/// functions a first load runs, 32 KiB more on each side, the start aligned to 64 KiB (a page
-/// boundary whatever the page size). `None` when they lie too far apart to be one library's.
-fn first_load_code(elsewhere: &[usize]) -> Option<(usize, usize)> {
-    const MARGIN: usize = 32 * 1024;
-    let own = [
-        fatbin_in_place as *const () as usize,
-        load as *const () as usize,
-        load_any as *const () as usize,
-        static_limit as *const () as usize,
-        crate::module::registry::load_slow_address(),
-        cuda_embed_source::cache::Store::read as *const () as usize,
-    ];
-    let code: Vec<usize> = own.iter().chain(elsewhere).copied().collect();
-    let (lo, hi) = (code.iter().min().copied()?, code.iter().max().copied()?);
-    let start = lo.saturating_sub(MARGIN) & !0xffff;
-    let end = hi.saturating_add(MARGIN);
-    (end - start <= 4 << 20).then_some((start, end))
-}
-
-/// Asks the kernel to map `range` of this process's code (`MADV_POPULATE_READ`); whether it did.
-#[cfg(target_os = "linux")]
-fn populate(range: Option<(usize, usize)>) -> bool {
-    unsafe extern "C" {
-        fn madvise(addr: *mut c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
-    }
-    const MADV_POPULATE_READ: std::ffi::c_int = 22;
-    let Some((start, end)) = range else { return false };
-    // SAFETY: `MADV_POPULATE_READ` only fills the page tables of the mappings in the range, as
-    // reading them would, without reading: no memory changes. A range that is not all mapped
-    // is refused (ENOMEM) after what is mapped was; a kernel without the advice refuses it
-    // (EINVAL). Either way nothing else happens.
-    unsafe { madvise(start as *mut c_void, end - start, MADV_POPULATE_READ) == 0 }
-}
-
-/// Elsewhere the first launch takes its page faults.
-#[cfg(not(target_os = "linux"))]
-fn populate(_range: Option<(usize, usize)>) -> bool {
-    false
 }
 
 /// Whether `CUDA_FORCE_PTX_JIT` makes the driver ignore the cubins of a fatbin (set, not empty
@@ -376,7 +315,7 @@ pub(crate) fn load(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<
 /// `None` for other modules, and when any step fails: [`load_any`] then loads the module (again)
 /// and explains the failure.
 #[inline(never)]
-fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<Loaded> {
+pub(crate) fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<Loaded> {
     let ImageKind::Fatbin { bytes, limits, .. } = &spec.image.0 else { return None };
     if !spec.globals.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(8) {
         return None;
@@ -412,7 +351,7 @@ fn fatbin_in_place(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Option<
 }
 
 /// Loads any module (and explains any failure): see the module docs.
-fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
+pub(crate) fn load_any(spec: &'static ModuleSpec, ctx: &Arc<CudaContext>) -> Result<Loaded> {
     let mut trace = Trace::start(spec.origin);
     let device = ctx.ordinal();
     // The architecture picks the code of the build-time NVRTC and run-time paths; a fatbin needs
@@ -730,158 +669,4 @@ fn check_params(spec: &ModuleSpec, k: &KernelSpec, f: sys::CUfunction, count: Op
         });
     }
     Ok(())
-}
-
-/// Loads `image` (a fatbin or cubin) as a cudarc module (a copy: cudarc takes the image by
-/// value). On failure the image is loaded once more with an error-log buffer, so a failed PTX JIT
-/// says why.
-pub(crate) fn load_module(
-    ctx: &Arc<CudaContext>,
-    image: &[u8],
-) -> std::result::Result<Arc<CudaModule>, (sys::CUresult, String)> {
-    load_module_vec(ctx, image.to_vec()).map_err(|(code, log)| match load_raw(image) {
-        Ok(module) => {
-            // SAFETY: loaded just now in the current context and not used.
-            unsafe { sys::cuModuleUnload(module) };
-            (code, log)
-        }
-        Err((_, log)) => (code, log),
-    })
-}
-
-/// [`load_module`] of a cubin the caller owns, handed to cudarc without a copy. A failure carries
-/// no log: the driver writes one only for a PTX JIT, and a cubin is SASS.
-pub(crate) fn load_module_vec(
-    ctx: &Arc<CudaContext>,
-    image: Vec<u8>,
-) -> std::result::Result<Arc<CudaModule>, (sys::CUresult, String)> {
-    // The driver reads fatbin and cubin headers with 8-byte loads.
-    if !(image.as_ptr() as usize).is_multiple_of(8) {
-        return Err((sys::CUresult::CUDA_ERROR_INVALID_IMAGE, "the allocator returned an unaligned buffer".into()));
-    }
-    ctx.load_module(Ptx::from_binary(image)).map_err(|e| (e.0, String::new()))
-}
-
-/// Loads a static image in place: the driver reads the bytes in the binary (no copy). On
-/// failure the image is loaded once more with an error-log buffer, so a failed PTX JIT says why.
-fn load_in_place(image: &'static [u8]) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
-    // The image constructors promise 8-byte alignment; checked, since the driver would read
-    // past a misaligned header.
-    if !(image.as_ptr() as usize).is_multiple_of(8) {
-        return Err((sys::CUresult::CUDA_ERROR_INVALID_IMAGE, "the embedded image is not 8-byte aligned".into()));
-    }
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: a complete, 8-byte aligned image (the image constructors' contract, alignment
-    // checked above) that lives for the whole process; a valid out-pointer.
-    let r = unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr() as *const c_void) };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        return Ok(module);
-    }
-    match load_image_with_log(image.as_ptr() as *const c_void) {
-        Ok(module) => {
-            // SAFETY: loaded just now in the current context and not used.
-            unsafe { sys::cuModuleUnload(module) };
-            Err((r, String::new()))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// `cuModuleGetFunction` of `symbol` in `module`, without an allocation for names of up to 255
-/// bytes; the error says why (for "kernel `k` (symbol `s`) ...").
-fn get_function(module: sys::CUmodule, symbol: &str) -> std::result::Result<sys::CUfunction, String> {
-    if symbol.contains('\0') {
-        return Err("has a NUL byte in its symbol".into());
-    }
-    let mut buf = [0u8; 256];
-    let heap;
-    let name = if symbol.len() < buf.len() {
-        buf[..symbol.len()].copy_from_slice(symbol.as_bytes());
-        buf.as_ptr() as *const std::ffi::c_char
-    } else {
-        heap = c_string(symbol)?;
-        heap.as_ptr()
-    };
-    let mut f: sys::CUfunction = std::ptr::null_mut();
-    // SAFETY: a live module of the current context; `name` is NUL-terminated (the buffer is
-    // zeroed past the symbol, or a CString) and outlives the call; a valid out-pointer.
-    let r = unsafe { sys::cuModuleGetFunction(&mut f, module, name) };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(format!("not found in the module: {}", DriverCode(r)));
-    }
-    Ok(f)
-}
-
-pub(crate) fn with_log(code: sys::CUresult, log: &str) -> String {
-    if log.is_empty() {
-        DriverCode(code).to_string()
-    } else {
-        format!("{}\n{log}", DriverCode(code))
-    }
-}
-
-/// Loads a cubin as a raw driver module (for run-time programs, which own and unload theirs),
-/// with the JIT error log on failure.
-pub(crate) fn load_raw(image: &[u8]) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
-    let mut aligned = vec![0u64; image.len().div_ceil(8)];
-    // SAFETY: `aligned` has room for `image.len()` bytes; the regions do not overlap.
-    unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr() as *mut u8, image.len()) };
-    load_image_with_log(aligned.as_ptr() as *const c_void)
-}
-
-/// `cuModuleLoadDataEx` with an error-log buffer.
-fn load_image_with_log(image: *const c_void) -> std::result::Result<sys::CUmodule, (sys::CUresult, String)> {
-    let mut log = vec![0u8; 8192];
-    let mut options =
-        [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: `image` points at a complete, aligned fatbin/cubin that outlives the call; the
-    // option arrays have matching lengths and the log buffer outlives the call.
-    let r = unsafe {
-        sys::cuModuleLoadDataEx(&mut module, image, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr())
-    };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(module)
-    } else {
-        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-        Err((r, String::from_utf8_lossy(&log[..end]).trim().to_string()))
-    }
-}
-
-/// A C string for a driver call, or a message naming the bad name.
-pub(crate) fn c_string(s: &str) -> std::result::Result<CString, String> {
-    CString::new(s).map_err(|_| format!("name `{s}` contains a NUL byte"))
-}
-
-#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
-mod tests {
-    /// Whether the page holding `addr` is in this process's page table (`/proc/self/pagemap`,
-    /// bit 63 of the page's entry; 4 KiB pages).
-    fn present(addr: usize) -> Option<bool> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
-        f.seek(SeekFrom::Start((addr / 4096 * 8) as u64)).ok()?;
-        let mut entry = [0u8; 8];
-        f.read_exact(&mut entry).ok()?;
-        Some(u64::from_le_bytes(entry) >> 63 == 1)
-    }
-
-    /// Where the kernel takes the advice, every page of the first load's code is mapped after
-    /// it (the first launch then takes no page faults in it); where it does not, nothing fails.
-    #[test]
-    fn the_first_load_code_is_mapped_ahead() {
-        let (start, end) = super::first_load_code(&crate::first_load_elsewhere()).expect("one library's code");
-        assert!(end > start && end - start < 4 << 20, "{start:#x}..{end:#x}");
-        if !super::map_first_load_code(&crate::first_load_elsewhere()) {
-            eprintln!("MADV_POPULATE_READ refused here (Linux before 5.14?): nothing to check");
-            return;
-        }
-        assert!(super::map_first_load_code(&crate::first_load_elsewhere()), "the answer is kept");
-        for page in (start..end).step_by(4096) {
-            if let Some(p) = present(page) {
-                assert!(p, "page {page:#x} of {start:#x}..{end:#x} is not mapped");
-            }
-        }
-    }
 }

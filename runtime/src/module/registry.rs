@@ -164,7 +164,7 @@ impl Module {
     }
 }
 
-/// Where the code of a module's first load on a device lies (see [`load::map_first_load_code`]).
+/// Where the code of a module's first load on a device lies (see [`crate::module::prefault::map_first_load_code`]).
 pub(crate) fn load_slow_address() -> usize {
     Module::load_slow as *const () as usize
 }

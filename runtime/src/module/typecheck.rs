@@ -10,7 +10,7 @@
 //! - [`pick`]: the newest cubin the device runs, else the PTX.
 
 use crate::error::{DriverCode, Error, Result};
-use crate::module::load::c_string;
+use crate::module::image::c_string;
 use crate::module::spec::{ModuleSpec, ParamCheck};
 use cuda_embed_source::typecode;
 use cudarc::driver::sys;
@@ -82,12 +82,12 @@ pub(crate) fn check_probe(spec: &ModuleSpec, unit: &ProbeUnit<'_>, checks: &[Par
     let len = unit.text.len();
     let compiled =
         crate::BUILD.compile(spec.origin, unit.text, len, unit.options, unit.headers, &[], None, unit.arch)?;
-    let module = crate::module::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Signature {
+    let module = crate::module::image::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Signature {
         kernel: spec.kernels.first().map_or("?", |k| k.name).to_string(),
         origin: spec.origin.to_string(),
         detail: format!(
             "the type probe compiled but could not be loaded to check the parameter types: {}",
-            crate::module::load::with_log(code, &log)
+            crate::module::image::with_log(code, &log)
         ),
     })?;
     let checked = check_types(spec, module, checks, device);

@@ -321,12 +321,12 @@ impl Program {
         })?;
         let arch = (major * 10 + minor) as u32;
         let compiled = self.compile(arch)?;
-        let module = crate::module::load::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Load {
+        let module = crate::module::image::load_raw(&compiled.cubin).map_err(|(code, log)| Error::Load {
             origin: origin_of(&self.name),
             device,
             device_name: ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
             arch,
-            cause: crate::module::load::with_log(code, &log),
+            cause: crate::module::image::with_log(code, &log),
             fix: None,
         })?;
         Ok(ProgramModule {

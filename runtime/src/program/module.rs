@@ -304,6 +304,8 @@ impl ProgramKernel {
         let ctx = stream.context();
         let device = ctx.ordinal();
         let target = self.target();
+        #[cfg(feature = "nvtx")]
+        let _range = crate::nvtx::launch(target.who.kernel, target.who.origin);
         if ctx.cu_ctx() != self.module.ctx.cu_ctx() {
             return Err(target.who.error(
                 device,

@@ -585,7 +585,10 @@ pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
     if !is_available() {
         return Err(missing_nvrtc());
     }
-    let src = CString::new(source).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
+    // The device runtime's declarations nvcc would give the source (`cudaGraphSetConditional`).
+    let prelude = cuda_embed_source::devrt::nvrtc_prelude(source);
+    let src =
+        CString::new(format!("{prelude}{source}")).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
     let name = CString::new(name).map_err(|_| "the program name contains a NUL byte".to_string())?;
     let header_names: Vec<CString> = headers
         .iter()
@@ -1011,6 +1014,32 @@ mod tests {
         assert!(out.contains("CUDA_EMBED_TOOLKIT") && out.contains("--include-path="), "{out}");
         let own = "k.cu(1): catastrophic error: cannot open source file \"mine.cuh\"".to_string();
         assert_eq!(with_library_hint(own.clone()), own, "a user's own header gets no library advice");
+    }
+
+    /// A kernel that sets a graph condition compiles with NVRTC as with nvcc: NVRTC's built-in
+    /// headers do not declare `cudaGraphSetConditional` (the GPU run of the conditional-node
+    /// tests failed with `identifier "cudaGraphSetConditional" is undefined`), the prelude does;
+    /// a source that declares it as `cuda_device_runtime_api.h` does still compiles; and an error
+    /// keeps the line number of the source as written (the prelude ends with `#line 1`).
+    #[test]
+    fn nvrtc_compiles_a_kernel_that_sets_a_graph_condition() {
+        let kernel = "extern \"C\" __global__ void step(int* c, cudaGraphConditionalHandle h) {\n\
+                      \x20   cudaGraphSetConditional(h, --*c > 0 ? 1u : 0u);\n}\n";
+        let declared = format!(
+            "extern \"C\" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle, \
+             unsigned int);\n{kernel}"
+        );
+        let broken = format!("{kernel}\n\nint x = y;\n");
+        for (source, what) in [(kernel.to_string(), "plain"), (declared, "declared"), (broken, "broken")] {
+            match run_nvrtc::<&str>("cond.cu", &source, &[], &[], &[], 90) {
+                Ok((cubin, _)) => assert!(what != "broken" && cubin.starts_with(b"\x7fELF"), "{what}"),
+                Err(log) if !is_available() => assert!(log.contains("NVRTC"), "without NVRTC the error says so: {log}"),
+                Err(log) => {
+                    assert_eq!(what, "broken", "{what}: {log}");
+                    assert!(log.contains("cond.cu(6)") && log.contains("\"y\""), "the error's line: {log}");
+                }
+            }
+        }
     }
 
     /// NVRTC's own log for a library header it cannot open carries the advice. The name is one

@@ -297,6 +297,8 @@ runtime_types!(
     Complex64,
     TextureObject,
     SurfaceObject,
+    ConditionalHandle,
+    RawTensorMap,
     Char1,
     Char2,
     Char3,
@@ -493,6 +495,21 @@ mod tests {
             let e = check_given(&sig, &given(&args), &NODE).unwrap_err();
             assert!(e.contains(want), "{e}\n  should contain: {want}");
         }
+    }
+
+    /// A `cudaGraphConditionalHandle` parameter takes `GraphArg::condition`, not a plain `u64`.
+    #[test]
+    fn a_graph_condition_is_its_own_type() {
+        use crate::graph::{Condition, GraphArg};
+        let sig = parse("int* counter, cudaGraphConditionalHandle more").unwrap();
+        assert_eq!(sig[1].kind, ParamKind::Value(Some("ConditionalHandle")));
+        let given = |args: &[GraphArg<'_>]| args.iter().map(|a| (a.is_buffer(), a.elem)).collect::<Vec<_>>();
+        let cond = Condition::test(1);
+        let ok = [GraphArg::test_buffer::<i32>(true), GraphArg::condition(&cond)];
+        assert_eq!(check_given(&sig, &given(&ok), &NODE), Ok(()));
+        let raw = 1u64;
+        let e = check_given(&sig, &given(&[GraphArg::test_buffer::<i32>(true), GraphArg::value(&raw)]), &NODE);
+        assert!(e.unwrap_err().contains("ConditionalHandle"));
     }
 
     #[test]

@@ -124,7 +124,7 @@ fn check(ordinal: usize, call: &'static str, r: sys::CUresult) -> Result<()> {
 impl Blocker {
     /// Loads the blocking kernel and maps its counter into the current context.
     fn load(ordinal: usize) -> Result<Blocker> {
-        let module = crate::module::load::load_raw(BLOCKER_PTX.as_bytes()).map_err(|(r, log)| {
+        let module = crate::module::image::load_raw(BLOCKER_PTX.as_bytes()).map_err(|(r, log)| {
             if !log.is_empty() {
                 eprintln!("cuda-embed tune: the blocking kernel did not load: {log}");
             }

@@ -24,6 +24,14 @@
 //! (read-only, full) only costs time: the result is used uncached and one warning is printed per
 //! process.
 //!
+//! # Moving entries between machines
+//!
+//! [`export`] writes entry files (those a [`Recording`] saw a build use) into one bundle file, and
+//! [`import`] adds a bundle's entries to the cache after checking all of them (the bundle's
+//! checksum, each entry's format, key and checksum): a foreign or corrupt bundle is refused and
+//! changes nothing. Entries are keyed by everything that changes the code, so an imported entry
+//! of another toolkit is a miss. `cuda-embed-build export|import` does both from the command line.
+//!
 //! # What counts as an entry
 //!
 //! The cache directories are often shared with other files: `CUDA_EMBED_CACHE_DIR=.` or
@@ -91,7 +99,9 @@ use crate::key::{hex, sha256, Digest};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+mod bundle;
 mod manage;
+pub use bundle::{export, import, import_into, Moved, Recording};
 pub use manage::{clear, evict, max_bytes, usage, Usage, MAX_VAR};
 
 const MAGIC: &str = "cuda-embed cache entry v4";
@@ -257,6 +267,7 @@ impl Store {
         writeln!(f, "end {}", hex(&checksum(&written).to_be_bytes()))?;
         let file = self.path(key);
         tmp.persist(&file).map_err(|e| e.error)?;
+        bundle::note_used(&file);
         evict(&self.dir);
         Ok(file)
     }
@@ -323,6 +334,7 @@ impl Store {
             return Lookup::Stale;
         }
         manage::touch_if_old(path, last_used);
+        bundle::note_used(path);
         Lookup::Hit(entry)
     }
 }

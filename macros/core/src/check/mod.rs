@@ -111,6 +111,9 @@ fn check_kernel(
         let probed = compiled.and_then(|c| c.answers.probed(ProbeKey::ParamType { kernel: ui, param: pi }));
         match types::map(p, &module.parsed, probed.as_ref()) {
             Ok(m) => {
+                if let Err(e) = grid_constant(p, &m) {
+                    errors.error(span, format!("kernel `{}` ({}): {e}", unit.display, module.rust_line(&unit.kernel)));
+                }
                 fields.push(struct_fields(&m, compiled, &unit.kernel.namespaces, p));
                 params.push(m);
             }
@@ -164,6 +167,22 @@ fn struct_fields(m: &Mapped, compiled: Option<&Compiled>, scope: &[String], p: &
     }
 }
 
+/// A `CUtensorMap` parameter must be `const __grid_constant__`: `cp.async.bulk.tensor` reads the
+/// descriptor where the launch put it (the kernel's parameter memory, through its generic
+/// address); without the qualifier the kernel works on a local copy, which the TMA cannot use.
+fn grid_constant(p: &Param, m: &Mapped) -> Result<(), String> {
+    let tensor_map = matches!(m, Mapped::Value(t) if types::is_tensor_map(t));
+    if !tensor_map || p.text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "__grid_constant__") {
+        return Ok(());
+    }
+    Err(format!(
+        "parameter `{}` (`{}`) is a tensor map: declare it `const __grid_constant__ CUtensorMap {}`, so that \
+         `cp.async.bulk.tensor` can address the descriptor in parameter memory (a plain by-value `CUtensorMap` \
+         is copied to local memory, which the TMA cannot read)",
+        p.name, p.text, p.name
+    ))
+}
+
 /// Compares the parsed signature with the compiled entry: parameter count, each size, and the
 /// alignment of by-value structs. Learns user-struct layouts from the PTX.
 fn cross_check(k: &Kernel, params: &mut [Mapped], entry: &ptx::Entry) -> Result<(), String> {
@@ -186,6 +205,14 @@ fn cross_check(k: &Kernel, params: &mut [Mapped], entry: &ptx::Entry) -> Result<
                     continue;
                 }
             }
+        }
+        if matches!(m, Mapped::Value(t) if types::is_tensor_map(t)) && e.align < 64 {
+            return Err(format!(
+                "kernel `{}`, parameter `{}` (`{}`): the compiled kernel takes it aligned to {} bytes, but a \
+                 CUtensorMap is aligned to at least 64; the type the compiler saw is not cuda.h's CUtensorMap \
+                 (include <cuda.h>, and do not redefine CUtensorMap)",
+                k.name, p.name, p.text, e.align
+            ));
         }
         if let Some(size) = m.size() {
             if size != e.size {

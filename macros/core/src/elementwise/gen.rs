@@ -81,6 +81,7 @@ pub fn module(
     let has_array = lists.all().any(|p| p.kind == ParamKind::Array);
     let raw = lists.has_raw();
     let mut args = Vec::new();
+    let mut async_args = Vec::new();
     let mut names = Vec::new();
     let mut lengths = Vec::new();
     let mut prelude = Vec::new();
@@ -98,21 +99,27 @@ pub fn module(
         let pname = &p.name;
         // Each array parameter's own trait (over cudarc's `DevicePtr`/`DevicePtrMut`), so a
         // wrong element type is reported at the argument, naming the parameter.
-        let (rust, kind_doc) = match (p.kind, p.role) {
-            (ParamKind::Scalar, _) => (quote!(#id: #ty), "scalar"),
+        let (rust, borrowed, kind_doc) = match (p.kind, p.role) {
+            (ParamKind::Scalar, _) => (quote!(#id: #ty), quote!(#id: #ty), "scalar"),
             (kind, Role::Input) => {
                 let bound = params.bound(p, &id, ty, Family::Flat, &dbuf);
-                (quote!(#id: &impl #bound), if kind == ParamKind::Raw { "raw input array" } else { "input array" })
+                (
+                    quote!(#id: &impl #bound),
+                    quote!(#id: &'__a impl #bound),
+                    if kind == ParamKind::Raw { "raw input array" } else { "input array" },
+                )
             }
             (kind, Role::Output) => {
                 let bound = params.bound(p, &id, ty, Family::Flat, &dbuf_mut);
                 (
                     quote!(#id: &mut impl #bound),
+                    quote!(#id: &'__a mut impl #bound),
                     if kind == ParamKind::Raw { "raw output array" } else { "output array" },
                 )
             }
         };
         args.push(rust);
+        async_args.push(borrowed);
         rows.push_str(&format!("| `{id}` | `{}` | {kind_doc} |\n", p.ty));
         match p.kind {
             ParamKind::Scalar => packed.push(quote!(&#id as *const #ty as *mut #c_void)),
@@ -199,6 +206,14 @@ pub fn module(
          kernel loops over the indices with a grid-stride loop); a grid or block with more than one \
          row or layer (`y`/`z` above 1) is an `Error::Launch`, since the index is 1-D.{safety_doc}"
     );
+    let async_doc = format!(
+        "`launch` as a future: the kernel is queued now (checked and bound as `launch` does), and the \
+         future resolves when the GPU has finished it, to the launch's result (a length or device error, \
+         or the error the work raised on the GPU). The arrays stay borrowed until the future is dropped; \
+         dropping or forgetting it early is sound (see `cuda_embed::future`).{safety_doc}"
+    );
+    let future = paths::gpu_future();
+    let async_generics = if generics.is_empty() { quote!(<'__a>) } else { quote!(<'__a, #(#generics),*>) };
     let auto = quote!(#private::AutoConfig);
     let shared = super::node::Shared {
         elems: &elems,
@@ -245,6 +260,14 @@ pub fn module(
             pub #unsafety fn launch #gen_params (stream: &#stream_ty, #n_param #(#args),*) -> #result<()> #where_clause {
                 let __config: ::core::option::Option<#config_ty> = ::core::option::Option::None;
                 #call
+            }
+
+            #[doc = #async_doc]
+            #[inline]
+            pub #unsafety fn launch_async #async_generics (stream: &#stream_ty, #n_param #(#async_args),*) -> #future<'__a> #where_clause {
+                let __config: ::core::option::Option<#config_ty> = ::core::option::Option::None;
+                let __queued = #call;
+                #future::after_launch(stream, __queued, self::kernel_ref #turbofish ())
             }
 
             #[doc = #with_doc]

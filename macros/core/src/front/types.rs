@@ -118,10 +118,17 @@ fn from_probe_scalar(p: &Probed) -> Option<Builtin> {
     builtin(name)
 }
 
+/// Whether a by-value parameter is a TMA descriptor (`CUtensorMap`), which the launcher takes as
+/// `&TensorMap`/`&mut TensorMapMut`.
+pub fn is_tensor_map(t: &RustType) -> bool {
+    matches!(t, RustType::Builtin(b) if b.rust == RustPath::Crate("RawTensorMap"))
+}
+
 /// The list of supported types, for error messages.
 pub const SUPPORTED: &str = "supported: C/C++ integer types and fixed-width typedefs, float, double, bool, \
 __half, __nv_bfloat16, __half2, __nv_bfloat162, __nv_fp8_e4m3/e5m2, CUDA vector types (float4, int2, ...), \
-cuComplex/cuDoubleComplex, cudaTextureObject_t/cudaSurfaceObject_t, cudaExtent/cudaPitchedPtr/cudaPos, \
+ cuComplex/cuDoubleComplex, cudaTextureObject_t/cudaSurfaceObject_t, cudaGraphConditionalHandle, cudaExtent/cudaPitchedPtr/cudaPos, \
+ `const __grid_constant__ CUtensorMap`, \
 #[repr(C)] structs by value, and \
 pointers to any of these, to void or to opaque types";
 

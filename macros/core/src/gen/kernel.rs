@@ -183,6 +183,11 @@ struct Lowered {
     /// The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
     node_args: Vec<TokenStream>,
     ids: Vec<TokenStream>,
+    /// The arguments of `launch_async`: those of `launch`, buffers borrowed for the future's
+    /// lifetime `'__a`.
+    async_args: Vec<TokenStream>,
+    /// Each argument's name, to pass them on.
+    names: Vec<TokenStream>,
 }
 
 /// Lowers every parameter of the kernel (see [`Lowered`]).
@@ -208,6 +213,8 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         mut sig,
         mut node_args,
         mut ids,
+        mut async_args,
+        mut names,
     } = Lowered { generics: gen.generics.clone(), ..Lowered::default() };
     let mut bound = false;
     for (i, (p, m)) in k.params.iter().zip(gen.params).enumerate() {
@@ -215,16 +222,50 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
         let sync = format_ident!("__sync_{}", i);
         doc_rows.push_str(&format!("| `{}` | `{}` | `{}` |\n", id, p.text.replace('|', "\\|"), m.describe()));
         match m {
+            Mapped::Value(t) if types::is_tensor_map(t) => {
+                // `const __grid_constant__ CUtensorMap`: `&TensorMap` / `&mut TensorMapMut`, bound
+                // like a buffer (device check, then cudarc's ordering), passed by value.
+                let ty = rust_type(t);
+                let (arg_trait, check) = (paths::tensor_map_arg(), paths::bind("descriptor"));
+                args.push(quote!(#id: impl #arg_trait));
+                async_args.push(quote!(#id: impl #arg_trait + '__a));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
+                let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
+                device_checks.push(quote!(let #id = #check(#id, stream, #handle, #pname)?;));
+                if !bound {
+                    let binding = paths::binding();
+                    binds.push(quote!(let __binding = #binding(stream, #handle)?;));
+                    bound = true;
+                }
+                binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
             Mapped::Value(t) if is_object(t) => {
                 // `cudaTextureObject_t` / `cudaSurfaceObject_t`: the owned `&Texture`/`&Surface`
                 // (context checked against the stream's) or a raw handle.
                 let ty = rust_type(t);
                 let (object, object_arg) = (paths::object_arg_trait(), paths::object_arg());
                 args.push(quote!(#id: impl #object<#ty>));
+                async_args.push(quote!(#id: impl #object<#ty> + '__a));
                 node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
                 let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
                 let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #index) });
                 prelude.push(quote!(let #id: #ty = #object_arg(#id, stream, #handle, #pname)?;));
+                packed.push(quote!(&#id as *const #ty as *mut #c_void));
+                sig.push(ty.clone());
+            }
+            Mapped::Value(t) if is_condition(t) => {
+                // `cudaGraphConditionalHandle`: only a graph's kernel nodes take one (`&Condition`,
+                // checked against the node's graph); the stream launchers take an argument of a
+                // trait nothing implements, so calling them does not compile.
+                let ty = rust_type(t);
+                let never = paths::launch_condition();
+                args.push(quote!(#id: impl #never));
+                async_args.push(quote!(#id: impl #never));
+                node_args.push(quote!(#id: impl #node_arg<'__g, #ty>));
+                prelude.push(quote!(let #id: #ty = #never::handle(&#id);));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
             }
@@ -235,6 +276,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                     checks.push(structs::layout_check(ty.clone(), &p.base, fields, span));
                 }
                 args.push(quote!(#id: #ty));
+                async_args.push(quote!(#id: #ty));
                 node_args.push(quote!(#id: #ty));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
                 sig.push(ty.clone());
@@ -242,6 +284,7 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
             Mapped::User { name: tn, layout } => {
                 let ty = format_ident!("{}", tn, span = span);
                 args.push(quote!(#id: super::super::#ty));
+                async_args.push(quote!(#id: super::super::#ty));
                 node_args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
                 sig.push(quote!(super::super::#ty));
@@ -279,27 +322,31 @@ fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
+                    async_args.push(quote!(#id: &'__a mut impl #device_buffer_mut<#ty>));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
+                    async_args.push(quote!(#id: &'__a impl #device_buffer<#ty>));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
             Mapped::RawPointer => {
                 args.push(quote!(#id: #raw));
+                async_args.push(quote!(#id: #raw));
                 node_args.push(quote!(#id: #raw));
                 packed.push(quote!(&#id as *const #raw as *mut #c_void));
                 sig.push(raw.clone());
             }
         }
+        names.push(quote!(#id));
         ids.push(match m {
             Mapped::Pointer { .. } => quote!(#id),
-            Mapped::Value(t) if is_object(t) => quote!(#id),
+            Mapped::Value(t) if is_object(t) || is_condition(t) || types::is_tensor_map(t) => quote!(#id),
             _ => quote!(#by_value(#id)),
         });
     }
     prelude.extend(device_checks);
     prelude.extend(binds);
-    Lowered { generics, args, prelude, packed, checks, doc_rows, sig, node_args, ids }
+    Lowered { generics, args, prelude, packed, checks, doc_rows, sig, node_args, ids, async_args, names }
 }
 
 /// The launchers' type parameter for the `void*`-like parameter `i`: `T{i}`, with `_` appended
@@ -403,7 +450,8 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
     (doc, launch_doc)
 }
 
-/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`): they differ
+/// The launchers (`launch`, `launch_timed`, `launch_cooperative`, `launch_cluster`,
+/// `launch_dependent`): they differ
 /// only in name, docs, an optional extra parameter, the return type and the launch kind.
 fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<TokenStream> {
     let (c_void, stream_ty, config_ty, result) =
@@ -444,8 +492,16 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
             quote!(#kind::Cluster(cluster)),
             quote!(.map(drop)),
         ),
+        (
+            quote!(launch_dependent),
+            "A programmatic dependent launch (`LaunchKind::Dependent`): the kernel may start while the kernel before it on `stream` still runs (sm_90 and newer). It must call `cudaGridDependencySynchronize()` before it touches memory that work writes or reads; a kernel that does not wait is launched as by `launch` when the kernel before it does not call `cudaTriggerProgrammaticLaunchCompletion()`.\n\n# Safety\nAs for `launch`, and the kernel waits for the work before it as said above.".to_string(),
+            quote!(),
+            quote!(()),
+            quote!(#kind::Dependent),
+            quote!(.map(drop)),
+        ),
     ];
-    variants.into_iter().map(|(fname, fdoc, extra, ret, kind, finish)| {
+    let mut all: Vec<TokenStream> = variants.into_iter().map(|(fname, fdoc, extra, ret, kind, finish)| {
         quote! {
             #[doc = #fdoc]
             #[inline]
@@ -463,7 +519,51 @@ fn launchers(gen: &KernelGen<'_>, low: &Lowered, launch_doc: String) -> Vec<Toke
             }
         }
     })
-    .collect()
+    .collect();
+    all.push(launch_async(gen, low));
+    all
+}
+
+/// `launch_async`: `launch` (the same checks and binds), then a future of its completion that
+/// keeps the buffers borrowed.
+fn launch_async(gen: &KernelGen<'_>, low: &Lowered) -> TokenStream {
+    let (stream_ty, config_ty, future) = (paths::stream(), paths::launch_config(), paths::gpu_future());
+    let kernel_ref = paths::kernel_ref();
+    let (index, where_clause) = (&gen.index, &gen.where_clause);
+    let Lowered { generics, async_args, names, .. } = low;
+    let turbofish = if generics.is_empty() {
+        quote!()
+    } else {
+        let g = generics.iter().map(generic_name);
+        quote!(::<#(#g),*>)
+    };
+    let doc = "`launch` as a future: the kernel is queued now (checked and bound as `launch` does), and the \
+               future resolves when the GPU has finished it, to the launch's result (a refusal, or the error the \
+               work raised on the GPU). The buffers stay borrowed until the future is dropped; dropping or \
+               forgetting it early is sound (see `cuda_embed::future`).\n\n# Safety\nAs for `launch`.";
+    quote! {
+        #[doc = #doc]
+        #[inline]
+        pub unsafe fn launch_async<'__a, #(#generics),*>(
+            stream: &#stream_ty,
+            config: #config_ty,
+            #(#async_args),*
+        ) -> #future<'__a> #where_clause {
+            // SAFETY: the caller's contract, which is `launch`'s.
+            let __queued = unsafe { launch #turbofish (stream, config, #(#names),*) };
+            // SAFETY: kernel `index` of __MODULE.
+            #future::after_launch(stream, __queued, unsafe { #kernel_ref::new(&super::__MODULE, #index) })
+        }
+    }
+}
+
+/// The name of a generic parameter as declared (`T`, `const B: i32`, `T1`), to pass it on.
+fn generic_name(declared: &TokenStream) -> TokenStream {
+    let mut tokens = declared.clone().into_iter();
+    match tokens.next() {
+        Some(proc_macro2::TokenTree::Ident(i)) if i == "const" => tokens.next().into_iter().collect(),
+        first => first.into_iter().collect(),
+    }
 }
 
 /// The kernel as a typed value: a `static` for an ordinary kernel, a function for a template's
@@ -636,4 +736,11 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
 fn is_object(t: &types::RustType) -> bool {
     use cuda_embed_source::ctypes::RustPath;
     matches!(t, types::RustType::Builtin(b) if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")))
+}
+
+/// Whether a by-value parameter is a graph condition (`cudaGraphConditionalHandle`), which only
+/// graph nodes take.
+fn is_condition(t: &types::RustType) -> bool {
+    use cuda_embed_source::ctypes::RustPath;
+    matches!(t, types::RustType::Builtin(b) if b.rust == RustPath::Crate("ConditionalHandle"))
 }

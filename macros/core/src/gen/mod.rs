@@ -3,10 +3,12 @@
 //!
 //! - [`paths`]: every path into the runtime crate.
 //! - [`buffer_args`]: the per-parameter buffer traits of the elementwise and reduction launchers.
+//! - [`future_args`]: the arguments of the `*_async` launchers.
 //! - [`kernel`]: one kernel's module (launchers, attributes; a template's instance impls).
 //! - this file: the hidden module with the `ModuleSpec`, the globals and the re-exports.
 
 pub mod buffer_args;
+pub mod future_args;
 pub mod kernel;
 pub mod paths;
 

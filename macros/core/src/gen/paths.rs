@@ -148,6 +148,18 @@ pub fn object_arg_trait() -> TokenStream {
     private("ObjectArg", Span::call_site())
 }
 
+/// The trait a `const __grid_constant__ CUtensorMap` parameter takes (`&TensorMap`, `&mut
+/// TensorMapMut`), `TensorMapArg`.
+pub fn tensor_map_arg() -> TokenStream {
+    private("TensorMapArg", Span::call_site())
+}
+
+/// The trait (implemented by nothing) a stream launcher takes for a
+/// `cudaGraphConditionalHandle` parameter: `LaunchCondition`.
+pub fn launch_condition() -> TokenStream {
+    private("LaunchCondition", Span::call_site())
+}
+
 /// The function that turns such an argument into its handle, checking its context.
 pub fn object_arg() -> TokenStream {
     private("object_arg", Span::call_site())
@@ -162,6 +174,11 @@ pub fn assert_device_safe(span: Span) -> TokenStream {
 /// The untyped kernel handle every launcher goes through (`KernelRef`).
 pub fn kernel_ref() -> TokenStream {
     public("KernelRef")
+}
+
+/// The future of awaited GPU work, `GpuFuture<'a, T>`.
+pub fn gpu_future() -> TokenStream {
+    public("GpuFuture")
 }
 
 /// The typed kernel value, `Kernel<Sig>`.

@@ -79,7 +79,25 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
          (vectorised when every operand is aligned for it), else the strided kernel specialised for the \
          merged rank.{safety}"
     );
+    let future = paths::gpu_future();
+    let async_args = args.iter().map(crate::gen::future_args::borrowed);
+    let names = args.iter().map(crate::gen::future_args::name);
+    let generics = s.generics;
+    let async_doc = format!(
+        "`launch_nd` as a future: the kernel is queued now (shapes checked, planned and bound as \
+         `launch_nd` does), and the future resolves when the GPU has finished it, to the launch's result. \
+         The operands stay borrowed until the future is dropped; dropping or forgetting it early is sound \
+         (see `cuda_embed::future`).{safety}"
+    );
     quote! {
+        #[doc = #async_doc]
+        pub #unsafety fn launch_nd_async<'__a, #(#generics),*>(stream: &#stream_ty, #(#async_args),*) -> #future<'__a> #where_clause {
+            #[allow(unused_unsafe)]
+            // SAFETY: forwarded from the caller (a kernel without `raw` parameters has no contract).
+            let __queued = unsafe { self::launch_nd #turbofish (stream, #(#names),*) };
+            #future::after_launch(stream, __queued, self::kernel_ref #turbofish ())
+        }
+
         #[doc = #doc]
         pub #unsafety fn launch_nd #gen_params (stream: &#stream_ty, #(#args),*) -> #result<()> #where_clause {
             let __kernel = self::kernel_ref #turbofish ();

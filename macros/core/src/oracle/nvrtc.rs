@@ -388,7 +388,10 @@ pub(crate) fn run(n: &Nvrtc, text: &str, options: &[String], exprs: &[String], e
         // SAFETY: as above.
         Emit::LtoIr => unsafe { Some((sym::<Size>(l, b"nvrtcGetLTOIRSize\0")?, sym::<Get>(l, b"nvrtcGetLTOIR\0")?)) },
     };
-    let src = CString::new(text).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
+    // The device runtime's declarations nvcc would give the source (`cudaGraphSetConditional`).
+    let prelude = cuda_embed_source::devrt::nvrtc_prelude(text);
+    let src =
+        CString::new(format!("{prelude}{text}")).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
     let opts: Vec<CString> = options
         .iter()
         .map(|o| CString::new(o.as_str()).map_err(|_| format!("option `{o}` contains a NUL byte")))

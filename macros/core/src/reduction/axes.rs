@@ -18,6 +18,8 @@ pub struct AxesShared<'a> {
     pub hidden: &'a Ident,
     /// The strided kernel's module in `hidden`.
     pub kernel: &'a Ident,
+    /// The placeholders (`T`), declared by `gen_decl`.
+    pub generics: &'a [Ident],
     /// `<T>` or empty.
     pub gen_decl: &'a TokenStream,
     /// `::<T>` or empty.
@@ -124,7 +126,29 @@ pub fn launch_axes(
         their element count. Dimensions contiguous for every operand are merged; contiguous rows, \
         columns and full reductions run the kernels of `launch_rows`, `launch_cols` and `launch`, \
         everything else a strided kernel. Deterministic: the plan depends on the shapes only.";
+    let future = paths::gpu_future();
+    let async_ins = in_args.iter().map(crate::gen::future_args::borrowed);
+    let async_outs = out_args.iter().map(crate::gen::future_args::borrowed);
+    let in_names = in_args.iter().map(crate::gen::future_args::name);
+    let out_names = out_args.iter().map(crate::gen::future_args::name);
+    let generics = s.generics;
+    let async_doc = "`launch_axes` as a future: the reduction is queued now (shapes and axes checked, planned and \
+        bound as `launch_axes` does), and the future resolves when the GPU has finished it, to the launch's \
+        result. The operands stay borrowed until the future is dropped; dropping or forgetting it early is \
+        sound (see `cuda_embed::future`).";
+    let reduction = name.to_string();
     quote! {
+        #[doc = #async_doc]
+        pub fn launch_axes_async<'__a, #(#generics),*>(
+            stream: &::std::sync::Arc<#stream_ty>,
+            #(#async_ins,)*
+            axes: &[usize],
+            #(#async_outs),*
+        ) -> #future<'__a> #where_clause {
+            let __queued = self::launch_axes #turbofish (stream, #(#in_names,)* axes, #(#out_names),*);
+            #future::after_named(stream, __queued, #reduction, ORIGIN)
+        }
+
         #[doc = #doc]
         pub fn launch_axes #gen_decl (
             stream: &::std::sync::Arc<#stream_ty>,

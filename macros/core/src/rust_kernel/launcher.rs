@@ -73,6 +73,7 @@ pub fn module(
     let (buf, buf_mut) = (paths::device_buffer(), paths::device_buffer_mut());
     let (cluster_dim, private) = (paths::cluster_dim(), quote!(::cuda_embed::__private));
     let mut args = Vec::new();
+    let mut async_args = Vec::new();
     let mut node_args = Vec::new();
     let mut sig = Vec::new();
     let mut lens = Vec::new();
@@ -85,6 +86,7 @@ pub fn module(
             Ty::Scalar(s) => {
                 let ty = s.rust_tokens();
                 args.push(quote_spanned!(span=> #id: #ty));
+                async_args.push(quote_spanned!(span=> #id: #ty));
                 node_args.push(quote_spanned!(span=> #id: #ty));
                 sig.push(quote!(#ty));
                 pass.push(quote!(#id));
@@ -93,6 +95,7 @@ pub fn module(
             Ty::Vector(v) => {
                 let ty = v.rust_tokens();
                 args.push(quote_spanned!(span=> #id: #ty));
+                async_args.push(quote_spanned!(span=> #id: #ty));
                 node_args.push(quote_spanned!(span=> #id: #ty));
                 sig.push(quote!(#ty));
                 pass.push(quote!(#id));
@@ -107,6 +110,7 @@ pub fn module(
                     sig.push(paths::marker("Out", Some(quote!(#ty))));
                     sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &mut impl #buf_mut<#ty>));
+                    async_args.push(quote_spanned!(span=> #id: &'__a mut impl #buf_mut<#ty>));
                     rows.push_str(&format!(
                         "| `{id}` | `&mut [{0}]` | `&mut CudaSlice<{0}>`, `&mut CudaViewMut<{0}>` |\n",
                         elem.rust()
@@ -116,6 +120,7 @@ pub fn module(
                     sig.push(paths::marker("In", Some(quote!(#ty))));
                     sig.push(usize_ty);
                     args.push(quote_spanned!(span=> #id: &impl #buf<#ty>));
+                    async_args.push(quote_spanned!(span=> #id: &'__a impl #buf<#ty>));
                     rows.push_str(&format!(
                         "| `{id}` | `&[{0}]` | `&CudaSlice<{0}>`, `&CudaView<{0}>` |\n",
                         elem.rust()
@@ -127,6 +132,7 @@ pub fn module(
             Ty::Struct(n) => {
                 let ty = format_ident!("{}", n, span = span);
                 args.push(quote_spanned!(span=> #id: #scope::#ty));
+                async_args.push(quote_spanned!(span=> #id: #scope::#ty));
                 node_args.push(quote_spanned!(span=> #id: #scope::#ty));
                 sig.push(quote!(#scope::#ty));
                 pass.push(quote!(#id));
@@ -207,6 +213,35 @@ pub fn module(
             }
         }
     });
+    let check_after = if bounds_checks {
+        quote!(#private::rust_kernel::check_bounds(&#hidden::#slot, stream, #kname, #file))
+    } else {
+        quote!(::core::result::Result::Ok(()))
+    };
+    let async_doc = "`launch` as a future: the kernel is queued now (checked and bound as `launch` does); the \
+        future resolves when the GPU has finished it, to the launch's result: a refusal, the error the work \
+        raised on the GPU, or (bounds checks on) this kernel's first out-of-range index as \
+        `Error::IndexOutOfBounds`, read once the work is done, as `check_errors` reads it. The buffers stay \
+        borrowed until the future is dropped; dropping or forgetting it early is sound (see \
+        `cuda_embed::future`).\n\n# Safety\nAs for `launch`.";
+    let launch_async = quote! {
+        #[doc = #async_doc]
+        #[inline]
+        pub unsafe fn launch_async<'__a>(
+            stream: &'__a #stream_ty,
+            config: #config_ty,
+            #(#async_args),*
+        ) -> impl ::core::future::Future<Output = #result<()>> + '__a {
+            #watch
+            #(#lens)*
+            // SAFETY: forwarded from the caller; the lengths are the buffers' own.
+            let __done = unsafe { #hidden::#inner::launch_async(stream, config, #(#pass),*) };
+            async move {
+                __done.await?;
+                #check_after
+            }
+        }
+    };
     let (graph, exec, knode) = (paths::graph(), paths::graph_exec(), paths::kernel_node());
     let sig_ty = quote!((#(#sig,)*));
     let graph_fns = quote! {
@@ -249,6 +284,8 @@ pub fn module(
             #watched_flag
 
             #(#launchers)*
+
+            #launch_async
 
             #graph_fns
 

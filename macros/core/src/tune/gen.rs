@@ -191,6 +191,8 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
     let first_index = indices[0];
     let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #first_index) });
     let (mut generics, mut args, mut prelude, mut packed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // `tuned_async`'s arguments: the buffers borrowed for its future's lifetime `'__a`.
+    let (mut async_args, mut names) = (Vec::new(), Vec::new());
     let mut bound = false;
     let (mut outputs, mut bytes, mut rebind) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (p, m)) in first.unit.kernel.params.iter().zip(params).enumerate() {
@@ -198,12 +200,15 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         let sync = format_ident!("__sync_{}", i);
         match m {
             Mapped::Value(RustType::Builtin(b))
-                if matches!(b.rust, RustPath::Crate("TextureObject" | "SurfaceObject")) =>
+                if matches!(
+                    b.rust,
+                    RustPath::Crate("TextureObject" | "SurfaceObject" | "ConditionalHandle" | "RawTensorMap")
+                ) =>
             {
                 return Err(syn::Error::new(
                     span,
                     format!(
-                        "`tune` does not support texture or surface parameters yet (`{}` of `{qualified}`)",
+                        "`tune` does not support texture, surface, tensor map or graph-condition parameters yet (`{}` of `{qualified}`)",
                         p.name
                     ),
                 ));
@@ -211,11 +216,13 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             Mapped::Value(t) => {
                 let ty = rust_type(t);
                 args.push(quote!(#id: #ty));
+                async_args.push(quote!(#id: #ty));
                 packed.push(quote!(&#id as *const #ty as *mut #c_void));
             }
             Mapped::User { name, .. } => {
                 let ty = format_ident!("{}", name, span = span);
                 args.push(quote!(#id: super::super::#ty));
+                async_args.push(quote!(#id: super::super::#ty));
                 packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
             }
             Mapped::Pointer { elem, mutable } => {
@@ -239,20 +246,24 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
                 if *mutable {
                     args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
+                    async_args.push(quote!(#id: &'__a mut impl #device_buffer_mut<#ty>));
                     let j = outputs.len();
                     bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
                     outputs.push(quote!(#id));
                     rebind.push(quote!(let #id: u64 = __o[#j];));
                 } else {
                     args.push(quote!(#id: &impl #device_buffer<#ty>));
+                    async_args.push(quote!(#id: &'__a impl #device_buffer<#ty>));
                 }
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }
             Mapped::RawPointer => {
                 args.push(quote!(#id: #raw));
+                async_args.push(quote!(#id: #raw));
                 packed.push(quote!(&#id as *const #raw as *mut #c_void));
             }
         }
+        names.push(quote!(#id));
     }
     prelude.extend(device_checks);
     prelude.extend(binds);
@@ -287,6 +298,12 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         list.join("; ")
     );
     let tuner_ty = quote!(::cuda_embed::tune::Tuner);
+    let future = paths::gpu_future();
+    let turbofish = if generics.is_empty() { quote!() } else { quote!(::<#(#generics),*>) };
+    let async_doc = "`tuned` as a future: the chosen variant is queued now (the first call for a device and key \
+        times the variants first, as `tuned` does), and the future resolves when the GPU has finished it, to the \
+        launch's result. The buffers stay borrowed until the future is dropped; dropping or forgetting it early \
+        is sound (see `cuda_embed::future`).\n\n# Safety\nAs for `tuned`.";
     let config = config_closure(plan);
     Ok(quote_spanned! {Span::call_site()=>
         #[doc(hidden)]
@@ -317,6 +334,14 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
         pub fn tuned_config(variant: usize, scalars: &[i64]) -> ::core::option::Option<#launch_config> {
             let __config = #config;
             __config(variant, scalars)
+        }
+
+        #[doc = #async_doc]
+        #[inline]
+        pub unsafe fn tuned_async<'__a, #(#generics),*>(stream: &#stream_ty, #(#async_args),*) -> #future<'__a> {
+            // SAFETY: the caller's contract, which is `tuned`'s.
+            let __queued = unsafe { tuned #turbofish (stream, #(#names),*) };
+            #future::after_named(stream, __queued, #qualified, super::__MODULE.origin())
         }
 
         #[doc = #doc]
