@@ -6,9 +6,9 @@
 //! Pure computation, no CUDA: the four TMA descriptors are encoded by the caller from
 //! [`tma_args`] (on a GPU machine through `cuTensorMapEncodeTiled`), then [`params`] lays out the
 //! bytes. `tests/cutlass_params.rs` checks every byte this writes, the encode arguments and the
-//! grid against CUTLASS's own host code for several shapes (`tests/cutlass/params_fixture.txt`,
-//! made by `tests/cutlass/harness.cu`); a new tile, cluster or CUTLASS version means
-//! regenerating that fixture and updating the offsets here.
+//! grid against CUTLASS's own host code for several shapes (`tests/cutlass/harness.cu`, which
+//! the test builds and runs against the installed headers); a new tile, cluster or CUTLASS
+//! version means updating the harness and the offsets here.
 
 /// CTA tile (M, N); K is 64.
 pub const TILE: (u32, u32) = (128, 256);

@@ -1,11 +1,11 @@
-// Makes tests/cutlass/params_fixture.txt: CUTLASS's own host code (to_underlying_arguments,
+// The reference of tests/cutlass_params.rs (which builds and runs it): CUTLASS's own host code (to_underlying_arguments,
 // get_grid_shape) for the `Plain` and `BiasGelu` GEMMs of examples/cutlass/gemm_sm90.cuh at a few shapes, with
 // cuTensorMapEncodeTiled replaced by a stand-in that prints its arguments. Bytes that differ
 // between two runs over differently dirtied stacks (padding) or that the stand-in wrote
-// (descriptors) print as `..`. Needs no GPU:
+// (descriptors) print as `..`. Needs no GPU; the test does, by hand:
 //
 //   nvcc -O0 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I$CUDA_EMBED_CUTLASS_DIR \
-//        tests/cutlass/harness.cu -o /tmp/harness -L<toolkit>/lib && /tmp/harness | awk '/^shape/{delete seen} !seen[$0]++' > tests/cutlass/params_fixture.txt
+//        tests/cutlass/harness.cu -o /tmp/harness && /tmp/harness
 #define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
 #include <cuda.h>
 #include <cstdio>
