@@ -214,7 +214,7 @@ fn first_load_catches_a_type_the_source_text_got_wrong() {
     let text = e.to_string();
     println!("first-load error: {text}");
     assert!(matches!(e, Error::Signature { .. }), "{e:?}");
-    for part in ["scale", "parameter `x`", "`real* x`", "`double*`", "DevicePtrMut<f32>"] {
+    for part in ["scale", "parameter `x`", "`real* x`", "`double*`", "DeviceBufferMut<f32>"] {
         assert!(text.contains(part), "missing {part:?} in: {text}");
     }
     // The same error again (nothing was launched, the module is not half-loaded).
