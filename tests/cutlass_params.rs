@@ -2,10 +2,10 @@
 //! tests/cutlass/harness.cu (ours) runs CUTLASS 4.2's `to_underlying_arguments` and
 //! `get_grid_shape` for four shapes, with a stand-in `cuTensorMapEncodeTiled` that prints its
 //! arguments, and prints the grid and the bytes of `Params` (of the plain GEMM and of the fused
-//! bias + GELU one). The test builds and runs it with nvcc against the installed CUTLASS headers
-//! (`scripts/with-cuda --with-cutlass`), so nothing CUTLASS computes is kept in the repository. No
-//! GPU needed; without the headers the tests say so and pass, unless CUDA_EMBED_REQUIRE_TOOLKIT is
-//! set.
+//! bias + GELU one). The test (feature `cutlass`) builds and runs it with nvcc against the
+//! installed CUTLASS headers (`scripts/with-cuda --with-cutlass`), so nothing CUTLASS computes is
+//! kept in the repository. No GPU needed; without the headers the tests say so and pass, unless
+//! CUDA_EMBED_REQUIRE_TOOLKIT is set.
 
 #[path = "../examples/cutlass/params.rs"]
 #[allow(dead_code)]
