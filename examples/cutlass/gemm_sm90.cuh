@@ -5,7 +5,7 @@
 //
 // Included by examples/cutlass_gemm.rs through `cuda_kernel!(file = ..., cutlass = true)`; the
 // layout of `Plain::Kernel::Params` that examples/cutlass/params.rs fills is pinned by
-// tests/cutlass_params.rs against CUTLASS's own host code (tests/cutlass/params_fixture.txt).
+// tests/cutlass_params.rs against CUTLASS's own host code (tests/cutlass/harness.cu, run at test time).
 #pragma once
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
