@@ -10,6 +10,7 @@
 pub mod buffer_args;
 pub mod future_args;
 pub mod kernel;
+pub mod params;
 pub mod paths;
 
 use crate::front::ir::{rust_name, Checked, GenericArg, Global, Image, Module};

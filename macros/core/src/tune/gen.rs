@@ -229,7 +229,7 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                 let ty = match elem {
                     Some(t) => rust_type(t),
                     None => {
-                        let g = crate::gen::kernel::pointer_generic(&first.unit.kernel, i);
+                        let g = crate::gen::params::pointer_generic(&first.unit.kernel, i);
                         generics.push(quote!(#g));
                         quote!(#g)
                     }
