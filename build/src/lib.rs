@@ -2,7 +2,7 @@
 //! parallel before rustc expands its macros, and moves the build cache between machines.
 //!
 //! rustc expands proc macros one after another, so each `cuda_kernel!` of a crate pays its
-//! compile in turn, on one core. A build script that calls [`prebuild`] first finds every
+//! compile in turn, on one core. A build script that calls [`prebuild()`] first finds every
 //! `cuda_kernel!`, `elementwise_kernel!`, `reduction_kernel!` and `fuse!` in the package's
 //! sources and runs each one's own expansion (the macro core's: the same front end, the same
 //! cache key, the same compile), one per core, into the build cache; the macros then find every
@@ -72,7 +72,7 @@ pub fn prebuild() -> Report {
     Prebuild::new().run()
 }
 
-/// A prebuild with its settings: [`prebuild`] is `Prebuild::new().run()`.
+/// A prebuild with its settings: [`prebuild()`] is `Prebuild::new().run()`.
 #[derive(Debug, Clone)]
 pub struct Prebuild {
     manifest_dir: PathBuf,
@@ -132,7 +132,7 @@ impl Prebuild {
         self.dirs.iter().flat_map(|d| prebuild::scan::rust_files(d)).collect()
     }
 
-    /// Prebuilds; see [`prebuild`].
+    /// Prebuilds; see [`prebuild()`].
     pub fn run(self) -> Report {
         let off = std::env::var(NO_PREBUILD_VAR).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
         let report = if off {

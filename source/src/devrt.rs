@@ -18,7 +18,7 @@ const PRELUDE: &str = concat!(
 );
 
 /// What NVRTC needs before `source`: the declarations of the device-runtime functions the source
-/// names (today `cudaGraphSetConditional`: [`PRELUDE`]), empty when it names none.
+/// names (today `cudaGraphSetConditional`: `PRELUDE`), empty when it names none.
 ///
 /// ```
 /// use cuda_embed_source::devrt::nvrtc_prelude;

@@ -12,7 +12,7 @@
 //! | (b) extent | a flat buffer's length comes from this crate's `unsafe` [`DeviceBuffer`] traits; a view's layout is checked against its buffer when the view is made, and a view's buffer cannot be replaced afterwards (`NdViewMut` lends it only by value) | the same views; the N-D node traits are sealed, so no foreign type can report a layout its memory does not have |
 //! | (c) aliasing | outputs are borrowed `&mut`, inputs `&`: the borrow checker refuses an output that overlaps another operand | outputs are borrowed shared for the graph's lifetime, so `disjoint` refuses, where every kernel node is added or updated, a written range that overlaps any other range of the same node ([`Error::Argument`] naming both) |
 //! | (d) configuration | [`one_d`] for the generated 1-D kernels (elementwise) | [`one_d`] in `node_with` |
-//! | (e) graph conditions | a stream launch cannot take a `cudaGraphConditionalHandle` (no `LaunchCondition` exists: a compile error) | [`conditions`]: a kernel node (or update) setting a condition of a graph it is not in, nor nested in, is an [`Error::Graph`] |
+//! | (e) graph conditions | a stream launch cannot take a `cudaGraphConditionalHandle` (no `LaunchCondition` exists: a compile error) | `conditions`: a kernel node (or update) setting a condition of a graph it is not in, nor nested in, is an [`Error::Graph`] |
 //!
 //! In-place operations stay possible where they are one operand: an elementwise output that the
 //! operation also reads (`y = a * y`) is a single `T*` parameter, never two pointers to one array.

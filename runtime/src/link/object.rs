@@ -254,7 +254,7 @@ pub(crate) fn nvrtc_output(prog: nv::nvrtcProgram, kind: CodeKind) -> std::resul
 
 impl Program {
     /// Compiles the program to relocatable code of `kind` for `sm_{arch}` (`-rdc=true`; LTO-IR
-    /// with `-dlto`), for a [`Linker`], or takes it from the disk cache (the key is the
+    /// with `-dlto`), for a [`Linker`](crate::link::Linker), or takes it from the disk cache (the key is the
     /// program's, with these flags among the options). Needs NVRTC, not a GPU.
     ///
     /// ```no_run

@@ -8,7 +8,7 @@
 //! value.
 //!
 //! Everything the driver would refuse with a bare `CUDA_ERROR_INVALID_VALUE` is checked when the
-//! map is made, and is an [`Error::Shape`](crate::Error::Shape) naming the rule and the fix:
+//! map is made, and is an [`Error::Shape`] naming the rule and the fix:
 //!
 //! | rule | what |
 //! |---|---|
@@ -162,8 +162,8 @@ where
     Rank<RANK>: SupportedRank,
 {
     /// Encodes `view` with boxes of `box_shape` (outermost axis first). An
-    /// [`Error::Shape`](crate::Error::Shape) names a broken rule (see the [module docs](self));
-    /// an [`Error::Driver`](crate::Error::Driver) is a refusal of the driver's.
+    /// [`Error::Shape`] names a broken rule (see the [module docs](self));
+    /// an [`Error::Driver`] is a refusal of the driver's.
     pub fn new(view: &NdView<'a, T>, box_shape: [u32; RANK]) -> Result<Self> {
         let buf = view.buffer().slice(..);
         let (base, guard) = buf.device_ptr(buf.stream());

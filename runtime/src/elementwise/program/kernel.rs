@@ -52,7 +52,7 @@ impl ElementwiseKernel {
     ///
     /// Safe: with every argument checked, the generated loop alone decides which elements are
     /// touched (element `i < n` of each array); the operation's own C++ is trusted as the
-    /// [module docs](self#what-the-safe-launches-promise) say. A kernel with `raw` parameters
+    /// [module docs](crate::elementwise_program#what-the-safe-launches-promise) say. A kernel with `raw` parameters
     /// indexes memory itself: it is refused here ([`Error::Argument`]) and runs through
     /// [`ElementwiseKernel::launch_raw`].
     pub fn launch(&self, stream: &CudaStream, args: &mut [Arg<'_>]) -> Result<()> {
