@@ -12,23 +12,8 @@
 #[path = "cutlass/gemm.rs"]
 mod gemm;
 
-use gemm::Result;
+use gemm::{fill, gelu, Result};
 use half::bf16;
-
-/// Deterministic values in [-1, 1], a few thousand distinct ones (exact in bf16 after rounding).
-fn fill(len: usize, seed: u32) -> Vec<bf16> {
-    (0..len)
-        .map(|i| {
-            let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed.wrapping_mul(40_503)) >> 16;
-            bf16::from_f32((x % 2001) as f32 / 1000.0 - 1.0)
-        })
-        .collect()
-}
-
-/// tanh GELU, as CUTLASS's `GELU_taylor` and PyTorch's `approximate="tanh"`.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
-}
 
 /// The largest difference, and whether it is within bf16 rounding of both results (each output
 /// is rounded to bf16 once: 2^-8 of the largest magnitude, twice).

@@ -7,20 +7,8 @@
 mod gemm;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use gemm::{fill, gelu};
 use half::bf16;
-
-fn fill(len: usize, seed: u32) -> Vec<bf16> {
-    (0..len)
-        .map(|i| {
-            let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed.wrapping_mul(40_503)) >> 16;
-            bf16::from_f32((x % 2001) as f32 / 1000.0 - 1.0)
-        })
-        .collect()
-}
-
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
-}
 
 /// Max |ours - reference| relative to the largest |reference|: both sides round each output to
 /// bf16 once (2^-8 relative), and accumulate in fp32 in different orders.

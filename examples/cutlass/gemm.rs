@@ -1,7 +1,7 @@
 //! The CUTLASS GEMMs of `gemm_sm90.cu` as Rust functions: the kernels through `cuda_kernel!`
 //! (`cutlass = true`, arch `90a`), their `Params` twin, the TMA descriptors encoded by the driver
 //! and the launch (cluster, dynamic shared memory above 48 KiB, CUTLASS's persistent grid).
-//! Shared by examples/cutlass_gemm.rs and benches/cutlass_gemm.rs.
+//! Shared by examples/cutlass_gemm.rs, tests/cutlass_gemm.rs and benches/cutlass_gemm.rs.
 
 use cuda_embed::{cuda_kernel, DeviceSafe, LaunchConfig};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
@@ -182,4 +182,23 @@ pub fn gemm_bias_gelu(
     // SAFETY: as for `gemm`, and the bias holds n elements.
     unsafe { cutlass_gemm_bias_gelu_bf16::launch_cluster(stream, config(&p), params::CLUSTER, params)? };
     Ok(())
+}
+
+/// Deterministic values in [-1, 1], a few thousand distinct ones (exact in bf16 after rounding):
+/// the inputs of the example and the test.
+#[allow(dead_code)] // the bench draws its own
+pub fn fill(len: usize, seed: u32) -> Vec<half::bf16> {
+    (0..len)
+        .map(|i| {
+            let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed.wrapping_mul(40_503)) >> 16;
+            half::bf16::from_f32((x % 2001) as f32 / 1000.0 - 1.0)
+        })
+        .collect()
+}
+
+/// tanh GELU, as CUTLASS's `GELU_taylor` and PyTorch's `approximate="tanh"`: the fused
+/// epilogue's reference.
+#[allow(dead_code)] // the bench checks no values
+pub fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
 }
