@@ -109,6 +109,19 @@ fn plain_batch(stream: &CudaStream) -> cuda_embed::Result<()> {
     Ok(())
 }
 
+/// Runs `work(k, stream)` on one thread per stream (the blocking side of the throughput and
+/// waiting figures), all at once; the first error, once every thread is done.
+fn on_blocking_threads(
+    streams: &[Arc<CudaStream>],
+    work: impl Fn(usize, &CudaStream) -> cuda_embed::Result<()> + Sync,
+) -> cuda_embed::Result<()> {
+    std::thread::scope(|t| {
+        let work = &work;
+        let handles: Vec<_> = streams.iter().enumerate().map(|(k, s)| t.spawn(move || work(k, s))).collect();
+        handles.into_iter().try_for_each(|h| h.join().expect("a blocking thread panicked"))
+    })
+}
+
 fn run() -> cuda_embed::Result<()> {
     let rounds = common::env_usize("FUTURE_ROUNDS", 300).max(1);
     let per_round = common::env_usize("FUTURE_PER_ROUND", 100).max(1);
@@ -240,22 +253,10 @@ fn run() -> cuda_embed::Result<()> {
         let (wall_t, cpu_t) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
         // 8 blocking threads, each launching and synchronising its stream's share.
         let (c0, t0) = (cpu_seconds(), Instant::now());
-        std::thread::scope(|t| -> cuda_embed::Result<()> {
-            let handles: Vec<_> = streams
-                .iter()
-                .enumerate()
-                .map(|(k, s)| {
-                    t.spawn(move || -> cuda_embed::Result<()> {
-                        for _ in (k..total).step_by(8) {
-                            unsafe { spin::launch(s, one(), cycles)? };
-                            s.synchronize()?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for h in handles {
-                h.join().expect("a blocking thread panicked")?;
+        on_blocking_threads(&streams, |k, s| {
+            for _ in (k..total).step_by(8) {
+                unsafe { spin::launch(s, one(), cycles)? };
+                s.synchronize()?;
             }
             Ok(())
         })?;
@@ -294,20 +295,9 @@ fn run() -> cuda_embed::Result<()> {
     }
     let (wall_f, cpu_f) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
     let (c0, t0) = (cpu_seconds(), Instant::now());
-    std::thread::scope(|t| -> cuda_embed::Result<()> {
-        let handles: Vec<_> = streams
-            .iter()
-            .map(|s| {
-                t.spawn(move || -> cuda_embed::Result<()> {
-                    unsafe { spin::launch(s, one(), long)? };
-                    s.synchronize()?;
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().expect("a blocking thread panicked")?;
-        }
+    on_blocking_threads(&streams, |_, s| {
+        unsafe { spin::launch(s, one(), long)? };
+        s.synchronize()?;
         Ok(())
     })?;
     let (wall_b, cpu_b) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
