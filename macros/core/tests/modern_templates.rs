@@ -5,43 +5,18 @@
 //! Needs nvcc and libnvrtc (run under `scripts/with-cuda`); skipped without them unless
 //! CUDA_EMBED_REQUIRE_TOOLKIT is set.
 
-use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc, CallSite};
+#[path = "common/toolkit.rs"]
+mod toolkit;
+
+use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc};
 use proc_macro2::TokenStream;
 use quote::quote;
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, Once};
+use toolkit::{lock, site};
 
-/// Held by every test: the environment is read by the expansion.
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Whether both compilers are there; a missing one fails when the toolkit is required.
+/// Whether both compilers are there, with the expansion's environment set.
 fn have_both() -> bool {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        std::env::set_var(
-            "CUDA_EMBED_CACHE_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modern-templates-cache"),
-        );
-        std::env::remove_var("CUDA_EMBED_ARCHS");
-        std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");
-        std::env::remove_var("CUDA_EMBED_NO_NVCC");
-        std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
-    });
-    let nvcc = nvcc::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
-    let why = match (nvcc, nvrtc::find_nvrtc()) {
-        (Ok(Ok(_)), Ok(Ok(_))) => return true,
-        (Ok(Err(w)) | Err(w), _) | (_, Ok(Err(w)) | Err(w)) => w,
-    };
-    assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
-    eprintln!("skipping: {why}");
-    false
-}
-
-fn site() -> CallSite {
-    CallSite { file: "src/lib.rs".into(), line: 10, dir: None }
+    toolkit::isolate("modern-templates-cache");
+    toolkit::have_both()
 }
 
 /// The expansion of `source` by `compiler`, as text.

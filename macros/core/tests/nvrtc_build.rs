@@ -9,51 +9,33 @@
 #[path = "../../../tests/common/elf.rs"]
 mod elf;
 
-use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc, CallSite};
+#[path = "common/toolkit.rs"]
+mod toolkit;
+
+use cuda_embed_macros_core::{expand, oracle::nvcc, oracle::nvrtc};
 use proc_macro2::{TokenStream, TokenTree};
 use quote::quote;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, Once};
-
-/// Held by every test: one of them changes the environment.
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
+use toolkit::{lock, site};
 
 fn setup() {
-    static ONCE: Once = Once::new();
+    // `link` and `file` paths (`../../tests/kernels/link/main.cu`) are relative to the crate
+    // root, which the macro reads from CARGO_MANIFEST_DIR at expansion, here at run time:
+    // `cargo test` and the packed GPU run (`scripts/gpu-pack`) set it to this crate's
+    // directory; a binary started by hand from elsewhere gets the directory it was built in.
+    static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // `link` and `file` paths (`../../tests/kernels/link/main.cu`) are relative to the crate
-        // root, which the macro reads from CARGO_MANIFEST_DIR at expansion, here at run time:
-        // `cargo test` and the packed GPU run (`scripts/gpu-pack`) set it to this crate's
-        // directory; a binary started by hand from elsewhere gets the directory it was built in.
         if std::env::var_os("CARGO_MANIFEST_DIR").is_none() {
             std::env::set_var("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"));
         }
-        std::env::set_var("CUDA_EMBED_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc-build-cache"));
-        std::env::remove_var("CUDA_EMBED_ARCHS");
-        std::env::remove_var("CUDA_EMBED_FORCE_NVRTC");
-        std::env::remove_var("CUDA_EMBED_NO_NVCC");
-        std::env::remove_var("CUDA_EMBED_REQUIRE_COMPILER");
     });
+    toolkit::isolate("nvrtc-build-cache");
 }
 
 /// Whether both compilers are there; a missing one fails when the toolkit is required.
 fn have_both() -> bool {
     setup();
-    let nvcc = nvcc::find_nvcc().map(|r| r.map_err(|e| e.to_string()));
-    let why = match (nvcc, nvrtc::find_nvrtc()) {
-        (Ok(Ok(_)), Ok(Ok(_))) => return true,
-        (Ok(Err(w)) | Err(w), _) | (_, Ok(Err(w)) | Err(w)) => w,
-    };
-    assert!(std::env::var_os("CUDA_EMBED_REQUIRE_TOOLKIT").is_none(), "toolkit required but {why}");
-    eprintln!("skipping: {why}");
-    false
-}
-
-fn site() -> CallSite {
-    CallSite { file: "src/lib.rs".into(), line: 10, dir: None }
+    toolkit::have_both()
 }
 
 /// The expansion with the image expression (the tokens after `image:`) replaced by `IMAGE`.
