@@ -101,12 +101,32 @@ fn place_case_files() {
     copy(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases"), &root.join("cases"));
 }
 
+/// The rustc flags trybuild 1.0 builds the cases with (`src/rustflags.rs` and `cargo.rs` of
+/// trybuild 1.0.122): its base set, plus `--diagnostic-width=140` for the cases.
+const TRYBUILD_CASE_FLAGS: [&str; 6] = ["--cfg", "trybuild", "--verbose", "-A", "dead_code", "--diagnostic-width=140"];
+
+/// Makes trybuild check the cases' dependencies once, not twice.
+///
+/// trybuild runs cargo twice: first to build the dependencies, with its base flags, then to build
+/// the cases, with `--diagnostic-width=140` added. The flags are part of each unit's hash, so the
+/// second run checked every dependency again (cuda-embed, the runtime, cudarc, the macro core,
+/// syn, ...: about 40 s of CPU, a quarter of this test on a cold target). `CARGO_ENCODED_RUSTFLAGS`
+/// outranks the `--config` rustflags trybuild passes, so setting it to the cases' flags gives both
+/// runs the same flags: the cases build exactly as before. Left alone when the caller chose
+/// rustflags of their own (`RUSTFLAGS` or `CARGO_ENCODED_RUSTFLAGS`).
+fn one_set_of_flags() {
+    if std::env::var_os("RUSTFLAGS").is_none() && std::env::var_os("CARGO_ENCODED_RUSTFLAGS").is_none() {
+        std::env::set_var("CARGO_ENCODED_RUSTFLAGS", TRYBUILD_CASE_FLAGS.join("\x1f"));
+    }
+}
+
 #[test]
 fn ui() {
     place_case_files();
     // `cases/cutlass_headers_missing.rs` is about a machine without the CUTLASS headers
     // (`scripts/with-cuda` sets this once `--with-cutlass` installed them).
     std::env::remove_var("CUDA_EMBED_CUTLASS_DIR");
+    one_set_of_flags();
     let t = trybuild::TestCases::new();
     let mut total = cases("cases");
     t.compile_fail("cases/*.rs");
