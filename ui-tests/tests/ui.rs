@@ -110,10 +110,12 @@ const TRYBUILD_CASE_FLAGS: [&str; 6] = ["--cfg", "trybuild", "--verbose", "-A", 
 /// trybuild runs cargo twice: first to build the dependencies, with its base flags, then to build
 /// the cases, with `--diagnostic-width=140` added. The flags are part of each unit's hash, so the
 /// second run checked every dependency again (cuda-embed, the runtime, cudarc, the macro core,
-/// syn, ...: about 40 s of CPU, a quarter of this test on a cold target). `CARGO_ENCODED_RUSTFLAGS`
-/// outranks the `--config` rustflags trybuild passes, so setting it to the cases' flags gives both
-/// runs the same flags: the cases build exactly as before. Left alone when the caller chose
-/// rustflags of their own (`RUSTFLAGS` or `CARGO_ENCODED_RUSTFLAGS`).
+/// syn, ...: the dependencies took 84 s of CPU on a cold target, 53 s checked once).
+/// `CARGO_ENCODED_RUSTFLAGS` outranks the `--config` rustflags trybuild passes, so setting it to
+/// the cases' flags gives both runs the same flags: the cases build exactly as before. Left alone
+/// when the caller chose rustflags of their own (`RUSTFLAGS` or `CARGO_ENCODED_RUSTFLAGS`). A
+/// trybuild that passes other flags would have them replaced by these: update the list with
+/// trybuild (Cargo.lock pins it; a changed flag shows in the `.stderr` files).
 fn one_set_of_flags() {
     if std::env::var_os("RUSTFLAGS").is_none() && std::env::var_os("CARGO_ENCODED_RUSTFLAGS").is_none() {
         std::env::set_var("CARGO_ENCODED_RUSTFLAGS", TRYBUILD_CASE_FLAGS.join("\x1f"));
