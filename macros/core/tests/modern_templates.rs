@@ -178,7 +178,10 @@ fn same_named_templates_both_listed_are_named_by_their_namespace_paths_or_rename
         for module in ["pub mod a_kernel", "pub mod b_kernel", "pub mod other ", "pub mod c_other"] {
             assert!(out.contains(module), "{compiler}: {module} in {out}");
         }
-        assert!(out.contains("In Rust, `a_kernel`: named by `rename`, or by its namespace path"), "{compiler}");
+        assert!(
+            out.contains("In Rust `a_kernel`, its namespace path: another kernel of the source is named `kernel` too."),
+            "{compiler}"
+        );
     }
     // `rename` names one; the other keeps the name (both kinds: template and kernel).
     let renamed = quote!(#listed, rename = { "a::kernel" => first, "::other" => plain });

@@ -173,13 +173,14 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
 fn docs(k: &Kernel, module: &str, doc_rows: &str) -> (String, String) {
     let qualified = k.qualified_name();
     // A module named by `rename` or by its namespace path says so, and its launch path.
+    let by_path = k.namespaces.iter().chain(std::iter::once(&k.name)).cloned().collect::<Vec<_>>().join("_");
     let (path, named) = if module == k.name {
         (qualified.clone(), String::new())
+    } else if module == by_path {
+        let why = format!("another kernel of the source is named `{}` too", k.name);
+        (module.to_string(), format!("\n\nIn Rust `{module}`, its namespace path: {why}."))
     } else {
-        (module.to_string(), format!(
-            "\n\nIn Rust, `{module}`: named by `rename`, or by its namespace path where another kernel is named `{}` too.",
-            k.name
-        ))
+        (module.to_string(), format!("\n\nIn Rust `{module}`, as `rename` names it."))
     };
     let bounds = if k.launch_bounds.is_empty() {
         String::new()
