@@ -116,13 +116,15 @@ pub fn plan(parsed: &Parsed, claims: &[Claim], rename: &[(LitStr, Ident)], span:
             if e.claim == Claim::Source {
                 continue; // yields, its instances with it (the compiler still builds them)
             }
+            // The fix renames the one named by its path, if one is.
+            let fix = if h.by_path && !e.by_path { h } else { e };
             return Err(syn::Error::new(
                 span,
                 format!(
                     "{} and {} would both generate a Rust module named `{name}`: name one with `rename = {{ \"{}\" => another_name }}`",
                     describe(h),
                     describe(e),
-                    e.kernel.qualified_name()
+                    fix.kernel.qualified_name()
                 ),
             ));
         }
