@@ -291,6 +291,22 @@ fn templates_and_globals_nvrtc() {
     );
 }
 
+/// Same-named templates in two namespaces: one named by `rename`, one by its namespace path
+/// beside a kernel of its name; one instance deduced from an explicit instantiation.
+#[test]
+fn renamed_templates_nvrtc() {
+    let source = r#"
+        namespace a { template <class T> __global__ void scale(T* p, T s) { p[threadIdx.x] *= s; } }
+        namespace b { template <class T> __global__ void scale(T* p, T s) { p[threadIdx.x] /= s; } }
+        template __global__ void b::scale(float*, float);
+        namespace c { __global__ void scale(int* p) { p[threadIdx.x] = 0; } }
+    "#;
+    check(
+        "renamed_templates_nvrtc",
+        quote!(#source, compiler = "nvrtc", instances = ["a::scale<double>"], rename = { "a::scale" => times }),
+    );
+}
+
 #[test]
 fn every_bad_instance_is_reported() {
     setup();
