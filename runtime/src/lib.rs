@@ -127,7 +127,7 @@ pub fn driver_available() -> bool {
 /// # Ok::<(), cuda_embed_runtime::Error>(())
 /// ```
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
-    static PRIMARY: driver::shared::PerDevice<CudaContext> = driver::shared::PerDevice::new();
+    use driver::shared::PRIMARY;
     if let Some(ctx) = PRIMARY.live(ordinal) {
         // As cudarc's `CudaContext::new` leaves a new handle: current on this thread.
         driver::bind(&ctx)?;

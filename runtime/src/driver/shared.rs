@@ -10,7 +10,17 @@
 //! context alive; once every clone is dropped the primary context is released as cudarc releases
 //! it, and the next call opens a new handle.
 
+use cudarc::driver::CudaContext;
 use std::sync::{Arc, Mutex, Weak};
+
+/// The primary contexts' handles [`crate::context`] hands out.
+pub(crate) static PRIMARY: PerDevice<CudaContext> = PerDevice::new();
+
+/// The handle [`crate::context`] hands out for `ctx`'s context, if one lives and `ctx` is a
+/// handle of the same context (of the primary context, not a non-primary one of the device).
+pub(crate) fn primary_twin(ctx: &CudaContext) -> Option<Arc<CudaContext>> {
+    PRIMARY.live(ctx.ordinal()).filter(|p| p.cu_ctx() == ctx.cu_ctx())
+}
 
 /// Per device ordinal, the handle handed out last (`Weak`: dead once every clone is dropped).
 pub(crate) struct PerDevice<C> {

@@ -113,7 +113,7 @@ fn forget_unfinished(state: &mut State) {
 /// no driver call): the events went with their context, or, if it lives on through a handle the
 /// table never saw, stay allocated until it goes.
 mod pool {
-    use super::super::per_context::PerContext;
+    use super::super::per_context::{about, PerContext};
     use super::Watch;
     use cudarc::driver::CudaContext;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -143,14 +143,14 @@ mod pool {
     #[inline]
     pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<Arc<Watch>> {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        pool.get(ctx, || ctx.cu_ctx() as usize).0.pop()
+        pool.get(ctx, || about(ctx)).0.pop()
     }
 
     /// Keeps idle `watch` (the only handle to it) of `ctx`'s context for later work; handed back
     /// when the pool is full.
     pub(super) fn give(ctx: &Arc<CudaContext>, watch: Arc<Watch>) -> Result<(), Arc<Watch>> {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let idle = &mut pool.get(ctx, || ctx.cu_ctx() as usize).0;
+        let idle = &mut pool.get(ctx, || about(ctx)).0;
         if idle.len() >= CAP {
             return Err(watch);
         }

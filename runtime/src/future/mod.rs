@@ -90,17 +90,20 @@
 //!   handle, so the context lives until the watch is idle again; a future (which holds its
 //!   watch) therefore never outlives its context, however many of the user's handles are gone.
 //! - **The pool keeps no context alive.** It holds only `Weak` handles: every `Arc` that reached
-//!   a context's entry is one of its *anchors*. An anchor alive now has retained the context,
-//!   without a break, since it joined, so what the entry holds is still the live context's, and
-//!   any new handle of that context (same `CUcontext`, some anchor alive) reuses it.
+//!   a context's entry is one of its *anchors*, and so is the handle [`crate::context`] hands
+//!   out for that context, if one lives. An anchor alive now has retained the context, without a
+//!   break, since it joined, so what the entry holds is still the live context's, and any new
+//!   handle of that context (same `CUcontext`, some anchor alive) reuses it.
 //! - **No driver call on a context that may be gone.** When no anchor is alive the context may
 //!   have been released (and a new one made under the same `CUcontext`): the entry's idle events
 //!   and watcher streams are dropped from the table with no `cuEventDestroy` or
 //!   `cuStreamDestroy`. If the context was destroyed they went with it. Only a context that lives
-//!   on through a handle that never reached the pool (made by `CudaContext::new` outside
-//!   [`crate::context`], and never used for awaited work) keeps them allocated, unused, until it
-//!   goes: at most one pool and [`WATCHERS`] streams each time every anchor is dropped, never a
-//!   growth per call. An event is destroyed by this crate only while its watch holds its context
+//!   on solely through handles that never reached the pool (made by `CudaContext::new` or another
+//!   library, never used for awaited work) while every anchor is gone keeps them allocated,
+//!   unused, until it goes: at most one pool and [`WATCHERS`] streams each time that happens,
+//!   never a growth per handle or per call. (A `cuda_kernel!` launch holds the handle it loaded
+//!   its module with for the rest of the process, so a context that ran one never gets there
+//!   when that handle came from [`crate::context`].) An event is destroyed by this crate only while its watch holds its context
 //!   (a watch the full pool cannot take).
 //!
 //! # Bad input

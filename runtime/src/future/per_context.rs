@@ -23,7 +23,9 @@
 //!   keeps from being reused) reaches the entry at once: the common case, one comparison, as
 //!   cheap as keying by that `Arc` was;
 //! - a new handle with the entry's `CUcontext` joins it when some anchor is still alive, and all
-//!   that is kept is reused;
+//!   that is kept is reused; the handle [`crate::context`] hands out for the same context, if one
+//!   lives, joins with it (so handles made elsewhere, e.g. by `CudaContext::new`, may come and go
+//!   while that one lives);
 //! - when no anchor is alive, the context may have been destroyed and made again: what the entry
 //!   kept is dropped *without a driver call* (never a `cuEventDestroy` or `cuStreamDestroy` on
 //!   objects of a context that may be gone) and the entry starts afresh.
@@ -33,13 +35,22 @@
 //! The table holds only `Weak` handles: it never keeps a context alive. Work in flight does (a
 //! watch holds its context's handle until the watch goes idle), so the events of pending
 //! futures are always valid. Idle objects whose every anchor is gone are left to the driver: when
-//! the context was destroyed they went with it; only when it lives on through a handle that never
-//! reached this table (a `CudaContext` made outside [`crate::context`] and never used for awaited
-//! work) do they stay allocated, unused, until that context goes — at most one pool and one set
-//! of watcher streams each time every anchor of a context is dropped. [`crate::context`] hands
-//! out one handle per device, so code that uses it never gets there.
+//! the context was destroyed they went with it; only when it lives on solely through handles that
+//! never reached this table (made by `CudaContext::new` or another library, never used for
+//! awaited work) do they stay allocated, unused, until that context goes — at most one pool and
+//! one set of watcher streams each time every anchor of a context is dropped, never a growth per
+//! handle. [`crate::context`] hands out one handle per device, and that handle anchors every
+//! entry of its context while it lives, so code that keeps one never gets there.
 
+use cudarc::driver::CudaContext;
 use std::sync::{Arc, Weak};
+
+/// What [`PerContext::get`] asks of a `CudaContext` off its common path: the driver's handle,
+/// and the handle [`crate::context`] hands out for the same context if one lives.
+#[cold]
+pub(crate) fn about(ctx: &CudaContext) -> (usize, Option<Arc<CudaContext>>) {
+    (ctx.cu_ctx() as usize, crate::driver::shared::primary_twin(ctx))
+}
 
 /// What is kept for each context, `T`, keyed by the context and proved alive by its anchors
 /// (see the module docs). A list, not a map: a process has a context or a few, and a scan of
@@ -65,23 +76,28 @@ impl<C, T: Default> PerContext<C, T> {
         PerContext { entries: Vec::new() }
     }
 
-    /// What is kept for the context of `ctx` (whose driver handle `raw` gives), made empty for a
-    /// context not seen before (or not known to have lived since: see the module docs).
+    /// What is kept for the context of `ctx`, made empty for a context not seen before (or not
+    /// known to have lived since: see the module docs). `about` says, when asked (not on the
+    /// common path), the context's driver handle and another live handle of it if one is known
+    /// (the one [`crate::context`] hands out), which joins the anchors too.
     #[inline]
-    pub(crate) fn get(&mut self, ctx: &Arc<C>, raw: impl FnOnce() -> usize) -> &mut T {
+    pub(crate) fn get(&mut self, ctx: &Arc<C>, about: impl FnOnce() -> (usize, Option<Arc<C>>)) -> &mut T {
         let key = Arc::as_ptr(ctx) as usize;
         let at = match self.entries.iter().position(|e| e.last == key) {
             Some(at) => at,
-            None => self.join(ctx, raw()),
+            None => {
+                let (raw, twin) = about();
+                self.join(ctx, raw, twin)
+            }
         };
         &mut self.entries[at].value
     }
 
-    /// The entry `ctx` (of driver handle `raw`) reaches when it is not the one that reached an
-    /// entry last.
+    /// The entry `ctx` (of driver handle `raw`; `twin` another live handle of its context)
+    /// reaches when it is not the one that reached an entry last.
     #[cold]
     #[inline(never)]
-    fn join(&mut self, ctx: &Arc<C>, raw: usize) -> usize {
+    fn join(&mut self, ctx: &Arc<C>, raw: usize, twin: Option<Arc<C>>) -> usize {
         let key = Arc::as_ptr(ctx) as usize;
         // An anchor already (several handles of one context, taking turns).
         if let Some(at) = self.entries.iter().position(|e| e.anchors.iter().any(|a| a.as_ptr() as usize == key)) {
@@ -106,6 +122,11 @@ impl<C, T: Default> PerContext<C, T> {
             e.value = T::default();
         }
         e.anchors.push(Arc::downgrade(ctx));
+        // A second live handle of the context (alive now, with the same driver handle as `ctx`,
+        // so of the same context) anchors as well: it may outlive `ctx`.
+        if let Some(twin) = twin.filter(|t| !e.anchors.iter().any(|a| a.as_ptr() == Arc::as_ptr(t))) {
+            e.anchors.push(Arc::downgrade(&twin));
+        }
         e.last = key;
         at
     }
@@ -146,7 +167,7 @@ mod tests {
     }
 
     fn get<'t>(t: &'t mut PerContext<Ctx, Kept>, ctx: &Arc<Ctx>, dropped: &Arc<AtomicUsize>) -> &'t mut Kept {
-        let k = t.get(ctx, || ctx.0);
+        let k = t.get(ctx, || (ctx.0, None));
         k.dropped.get_or_insert_with(|| dropped.clone());
         k
     }
@@ -213,6 +234,24 @@ mod tests {
         }
         assert!(t.values().count() <= 3, "{} entries", t.values().count());
         assert_eq!(get(&mut t, &a, &dropped).objects.len(), 1, "a live context keeps its entry");
+    }
+
+    #[test]
+    fn a_twin_handle_keeps_the_proof_when_the_user_s_handles_go() {
+        let mut t = PerContext::<Ctx, Kept>::new();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        // The handle `context()` hands out, which never reaches the table itself, lives on while
+        // handles made elsewhere come and go.
+        let twin = Arc::new(Ctx(0x40));
+        for i in 0..10 {
+            let h = Arc::new(Ctx(0x40));
+            let k = t.get(&h, || (0x40, Some(twin.clone())));
+            k.dropped.get_or_insert_with(|| dropped.clone());
+            assert_eq!(k.objects.len(), i);
+            k.objects.push(1);
+        }
+        assert_eq!(dropped.load(Ordering::SeqCst), 0, "the twin proved the context alive throughout");
+        assert!(t.anchors() <= 3, "{}", t.anchors());
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! the table without a driver call: they went with their context, or, if it lives on through a
 //! handle the table never saw, stay until it goes.
 
-use super::per_context::PerContext;
+use super::per_context::{about, PerContext};
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,7 +71,7 @@ pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstrea
         crate::driver::bind(ctx)?;
     }
     let mut all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
-    let w = all.get(ctx, || ctx.cu_ctx() as usize);
+    let w = all.get(ctx, || about(ctx));
     if let Some(&(_, s)) = w.lanes.iter().find(|(l, _)| *l == lane) {
         return Ok(s as sys::CUstream);
     }
