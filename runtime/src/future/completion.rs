@@ -143,19 +143,24 @@ mod pool {
     #[inline]
     pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<Arc<Watch>> {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        pool.get(ctx, || about(ctx)).0.pop()
+        pool.with(ctx, || about(ctx), |idle| idle.0.pop())
     }
 
     /// Keeps idle `watch` (the only handle to it) of `ctx`'s context for later work; handed back
     /// when the pool is full.
     pub(super) fn give(ctx: &Arc<CudaContext>, watch: Arc<Watch>) -> Result<(), Arc<Watch>> {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let idle = &mut pool.get(ctx, || about(ctx)).0;
-        if idle.len() >= CAP {
-            return Err(watch);
-        }
-        idle.push(watch);
-        Ok(())
+        pool.with(
+            ctx,
+            || about(ctx),
+            |idle| {
+                if idle.0.len() >= CAP {
+                    return Err(watch);
+                }
+                idle.0.push(watch);
+                Ok(())
+            },
+        )
     }
 }
 
