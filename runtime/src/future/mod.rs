@@ -157,7 +157,8 @@ pub struct PoolStats {
     pub idle_watches: usize,
     /// Events made for watches (`cuEventCreate`).
     pub events_created: usize,
-    /// Events destroyed by this crate (`cuEventDestroy`: a watch the full pool could not take).
+    /// Events destroyed by this crate (`cuEventDestroy`, while the watch holds its context): a
+    /// watch the full pool could not take, or one whose last two handles were released at once.
     pub events_destroyed: usize,
     /// Idle events dropped from the pool with no driver call, because no handle proved their
     /// context alive.
