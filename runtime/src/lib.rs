@@ -105,17 +105,34 @@ pub fn driver_available() -> bool {
     }
 }
 
-/// Opens (retains) the primary context of GPU `ordinal`, returning an [`Error`] — never a
-/// panic — when there is no driver or no such device.
+/// The primary context of GPU `ordinal`, returning an [`Error`] — never a panic — when there
+/// is no driver or no such device. The context is made current on the calling thread.
 ///
-/// Prefer this over `CudaContext::new`, which panics when `libcuda` is missing.
+/// Every call for one device returns the same handle (clones of one `Arc`) for as long as any
+/// clone of it lives, so what cudarc keeps per handle is shared by all of them: whether it
+/// orders buffers between streams (its event tracking, and the switch
+/// `disable_event_tracking` turns off for every clone), its deferred error. No handle is kept
+/// alive by this function: once every clone is dropped, the primary context is released as
+/// cudarc releases it (a module loaded by a `cuda_kernel!` launch holds it for the rest of the
+/// process), and the next call opens it again. Calling it in a loop costs a lock, not a new
+/// handle.
+///
+/// Prefer this over `CudaContext::new`, which panics when `libcuda` is missing and makes a
+/// separate handle (with separate state) at every call.
 ///
 /// ```no_run
 /// let ctx = cuda_embed_runtime::context(0)?;
 /// let stream = ctx.default_stream();
+/// assert!(std::sync::Arc::ptr_eq(&ctx, &cuda_embed_runtime::context(0)?));
 /// # Ok::<(), cuda_embed_runtime::Error>(())
 /// ```
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    use driver::shared::PRIMARY;
+    if let Some(ctx) = PRIMARY.live(ordinal) {
+        // As cudarc's `CudaContext::new` leaves a new handle: current on this thread.
+        driver::bind(&ctx)?;
+        return Ok(ctx);
+    }
     if !driver_available() {
         return Err(Error::NoDriver { detail: "libcuda.so could not be loaded".into() });
     }
@@ -127,10 +144,17 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
         let cause = DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
         return Err(Error::NoDevice { ordinal, count, cause });
     }
-    let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })?;
-    // What the first load of an embedded module on this device reads (once per process and
-    // device): read here, off the first launch.
-    module::load::prepare(&ctx, &first_load_elsewhere());
+    let (ctx, opened) = PRIMARY.get_or_open(ordinal, || {
+        CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })
+    })?;
+    if opened {
+        // What the first load of an embedded module on this device reads (once per process and
+        // device): read here, off the first launch.
+        module::load::prepare(&ctx, &first_load_elsewhere());
+    } else {
+        // Opened by another thread meanwhile: current here too.
+        driver::bind(&ctx)?;
+    }
     Ok(ctx)
 }
 
