@@ -37,16 +37,11 @@ use std::sync::Arc;
 mod common;
 use common::Paired;
 
+// `link`: one link of the chain (lets the next one start, then waits for the one before it).
+cuda_kernel!(file = "examples/kernels/pdl_link.cu");
+
 cuda_kernel!(
     r#"
-    extern "C" __global__ void link(const float* in, float* out, float a, int n) {
-    #if __CUDA_ARCH__ >= 900
-        cudaTriggerProgrammaticLaunchCompletion();
-        cudaGridDependencySynchronize();
-    #endif
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) out[i] = in[i] * a + 1.0f;
-    }
     // Keeps the stream busy for `ns` nanoseconds of the GPU's global timer.
     extern "C" __global__ void spin(unsigned long long ns) {
         unsigned long long t0, t;
