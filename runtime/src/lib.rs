@@ -158,9 +158,41 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     Ok(ctx)
 }
 
-/// How the loader builds images at first use (NVRTC, the linker): the `program` capability's
-/// implementation, handed to `module` here so that loading knows only the trait.
-pub(crate) static BUILD: &dyn module::build::Build = &program::Builder;
+/// How the loader builds images at first use (NVRTC, the linker): [`Builder`], handed to
+/// `module` here so that loading knows only the trait.
+pub(crate) static BUILD: &dyn module::build::Build = &Builder;
+
+/// The loader's builder ([`module::build::Build`]): NVRTC (`program`) for a module compiled at
+/// first use, the run-time linker (`link`) for separately compiled units. Made here, above both,
+/// so that neither capability imports the other and loading knows only the trait.
+struct Builder;
+
+impl module::build::Build for Builder {
+    fn compile(
+        &self,
+        origin: &'static str,
+        source: &str,
+        own_len: usize,
+        options: &[&str],
+        headers: &[(&str, &str)],
+        exprs: &[&str],
+        digest: Option<&str>,
+        arch: u32,
+    ) -> Result<module::build::Built> {
+        program::build_at_first_use(origin, source, own_len, options, headers, exprs, digest, arch)
+    }
+
+    fn link(
+        &self,
+        spec: &module::spec::ModuleSpec,
+        units: &[module::spec::LinkedUnit],
+        headers: &[(&str, &str)],
+        lto: bool,
+        ctx: &Arc<CudaContext>,
+    ) -> Result<(Vec<u8>, Vec<String>)> {
+        link::link_units(spec, units, headers, lto, ctx)
+    }
+}
 
 /// The code outside `module` that a first launch runs (the launch's full path, and the NVRTC disk
 /// cache's hit path of a `compiler = "nvrtc"` module), for `module::load::prepare` to map ahead.
