@@ -63,10 +63,11 @@ pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use future::GpuFuture;
 pub use graph::{Condition, ConditionalHandle, Graph, GraphExec, KernelNode, Node, NodeKind};
-pub use launch::kernel::{Kernel, KernelRef};
+pub use launch::kernel::Kernel;
 pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
 pub use module::global::Global;
+pub use module::kernel::KernelRef;
 pub use module::registry::Module;
 pub use module::spec::BuildPath;
 pub use ndarray::{NdInput, NdNodeInput, NdNodeOutput, NdOutput, NdView, NdViewMut};
@@ -205,11 +206,11 @@ pub(crate) fn first_load_elsewhere() -> [usize; 2] {
 pub mod __private {
     pub use crate::args::{In, InAny, Out, OutAny};
     pub use crate::bind;
+    pub use crate::bind::capture::kernel_binding;
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::graph::LaunchCondition;
     pub use crate::graph::NdUpdate;
-    pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;

@@ -37,7 +37,7 @@ pub(crate) unsafe fn bind_buffers(
 ) -> Result<Option<f32>> {
     // Under capture with event tracking, buffers are bound on the side stream; a failure there
     // names the kernel being launched (`who`).
-    let binding = crate::launch::capture::binding(stream).map_err(|e| who.named(e))?;
+    let binding = crate::bind::capture::binding(stream).map_err(|e| who.named(e))?;
     // SAFETY: forwarded from the caller.
     unsafe { bind_from(args, 0, &binding, pointers, launch) }
 }

@@ -115,7 +115,7 @@ macro_rules! tuple_impls {
                     return Err(wrong(index, device));
                 }
                 // Under capture with event tracking, buffers are bound on the side stream.
-                let binding = crate::launch::capture::binding(stream)?;
+                let binding = crate::bind::capture::binding(stream)?;
                 $(let $b = $b.bind(&binding);)*
                 let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
                     [$(<$a as KernelArg<$m>>::param(&$b)),*];

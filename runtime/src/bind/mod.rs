@@ -21,9 +21,9 @@
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::error::{Error, Result};
 use crate::graph::args::{Access, Space};
-use crate::launch::capture::{keep, Binding};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use crate::ndarray::{NdView, NdViewMut};
+use capture::{keep, Binding};
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, LaunchConfig, SyncOnDrop};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -461,5 +461,6 @@ fn not_one_d(kernel: &str, origin: &str, device: usize, config: &LaunchConfig) -
     }
 }
 
+pub(crate) mod capture; // the stream buffers are bound on, under stream capture too
 #[cfg(test)]
 mod tests;

@@ -262,7 +262,7 @@ impl Watch {
     /// [`Watch::record`] with the context current (or believed so).
     #[inline]
     fn try_record(ctx: &Arc<CudaContext>, stream: &CudaStream) -> std::result::Result<Arc<Watch>, Recorded> {
-        if crate::launch::capture::is_capturing(stream) {
+        if crate::bind::capture::is_capturing(stream) {
             return Err(Recorded::Capturing);
         }
         Watch::record_on(ctx, stream.cu_stream())

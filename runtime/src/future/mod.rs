@@ -135,7 +135,7 @@ pub use pool::retain_freed_memory;
 pub use watcher::WATCHERS;
 
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use completion::{Polled, Watch};
 use cudarc::driver::{sys, CudaStream};
 use std::future::Future;

@@ -10,7 +10,7 @@ use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::bind::{node_buffer, other_device};
 use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;

@@ -13,7 +13,7 @@ use super::{Graph, Label, Node};
 use crate::args::Out;
 use crate::bind::{node_buffer, other_device};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use crate::reduction::Shape;
 use cudarc::driver::{sys, CudaContext, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use std::ffi::c_void;

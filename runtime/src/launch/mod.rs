@@ -4,11 +4,11 @@
 //! configuration against the kernel's limits before the driver is called, and every failure is
 //! an [`Error::Launch`] naming the kernel, where it comes from, the device and the cause.
 
-pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
 
 use crate::driver::{bind, bound_here, device_attr, func_attr, wrong_context};
+pub(crate) use crate::error::of_kernel;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{check_config, Violation};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
@@ -73,22 +73,6 @@ impl Who<'_> {
     #[inline(never)]
     pub(crate) fn named(&self, e: Error) -> Error {
         of_kernel(e, self.kernel, self.origin)
-    }
-}
-
-/// `e`, said of kernel `kernel` of `origin` (see [`Who::named`]).
-#[cold]
-#[inline(never)]
-pub(crate) fn of_kernel(e: Error, kernel: &str, origin: &str) -> Error {
-    match e {
-        Error::Driver { call, device, cause } => Error::Launch {
-            kernel: kernel.to_string(),
-            origin: origin.to_string(),
-            device,
-            cause: format!("{call}: {cause}"),
-            fix: None,
-        },
-        e => e,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
 use crate::error::{Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use cudarc::driver::LaunchConfig;
 
 /// The ranks the strided kernel is specialised for; a collapsed rank above the last but one is

@@ -159,7 +159,7 @@ pub(crate) fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if !bound {
                     // Under stream capture with cudarc's event tracking, buffers are bound on a side
-                    // stream (launch/capture.rs); otherwise on `stream` itself.
+                    // stream (bind/capture.rs); otherwise on `stream` itself.
                     let binding = paths::binding();
                     binds.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;
