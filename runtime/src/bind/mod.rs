@@ -19,8 +19,8 @@
 //! Two *reads* of one buffer (`add(x, x, y)`) are no hazard and are allowed everywhere.
 
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::args::node::{Access, Space};
 use crate::error::{Error, Result};
-use crate::graph::args::{Access, Space};
 use crate::module::kernel::KernelRef;
 use crate::ndarray::{NdView, NdViewMut};
 use capture::{keep, Binding};
@@ -462,5 +462,7 @@ fn not_one_d(kernel: &str, origin: &str, device: usize, config: &LaunchConfig) -
 }
 
 pub(crate) mod capture; // the stream buffers are bound on, under stream capture too
+pub(crate) mod dynamic; // the binding of dynamic argument lists (run-time twins)
+mod impls; // KernelArg/NodeArg impls for buffers and tuples (one table for both)
 #[cfg(test)]
 mod tests;

@@ -7,10 +7,10 @@
 //! writes (cudarc's ordering guard records the write), a node borrows every buffer shared for the
 //! graph's lifetime and records the write for the dependency inference instead.
 
+use crate::args::node::{NodeArg, NodeArgs, Record};
 use crate::args::{placement_of, In, InAny, KernelArg, KernelArgs, Out, OutAny};
 use crate::bind::node_buffer;
 use crate::error::{Error, Result};
-use crate::graph::args::{NodeArg, NodeArgs, Record};
 use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
