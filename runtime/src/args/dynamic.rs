@@ -3,8 +3,8 @@
 //! the compiled kernel's parameter list.
 
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::args::layout::Layout;
 use crate::error::Result;
-use crate::ndarray::{Layout, NdView, NdViewMut};
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
@@ -173,24 +173,6 @@ impl<'a> Arg<'a> {
             byte_offset: 0,
             _borrow: PhantomData,
         }
-    }
-
-    /// An N-D view the kernel reads, for the N-D launches of the run-time twins
-    /// ([`ElementwiseKernel::launch_nd`](crate::ElementwiseKernel::launch_nd),
-    /// [`Reduction::launch_axes`](crate::Reduction::launch_axes)); the other launches refuse it
-    /// (pass the buffer with [`Arg::slice`] there).
-    pub fn view<T>(view: &'a NdView<'_, T>) -> Self {
-        let mut arg = Arg::slice(view.buffer());
-        arg.layout = Some(*view.layout());
-        arg
-    }
-
-    /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
-    pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
-        let layout = *view.layout();
-        let mut arg = Arg::slice_mut(&mut view.buf);
-        arg.layout = Some(layout);
-        arg
     }
 
     /// Elements `offset .. offset + len` of a buffer argument as a flat buffer argument (the

@@ -10,6 +10,7 @@
 
 pub(crate) mod buffer; // DeviceBuffer, DeviceBufferMut
 pub(crate) mod dynamic; // the dynamic argument list of run-time kernels
+pub(crate) mod layout; // N-D layouts (shape, strides, offset) of view arguments
 pub(crate) mod node; // the node side: NodeArg, NodeArgs, the ranges they record
 pub(crate) mod typed; // TypedArg, CudaType
 

@@ -2,7 +2,7 @@
 //! the dimensions collapsed, then either the flat (vectorised) kernel when every operand is one
 //! contiguous run, or the strided kernel specialised for the collapsed rank.
 
-use super::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
+use crate::args::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
 use crate::error::{Error, Result};
 use crate::module::kernel::KernelRef;
 use cudarc::driver::LaunchConfig;
