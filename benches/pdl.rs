@@ -8,7 +8,11 @@
 //!    programmatic edges (`Graph::dependent`), twice: with the inferred edges (link k follows
 //!    k - 1, and k - 2 whose output it overwrites: 197 edges; a dependent link drops the one
 //!    from k - 2, which k - 1 follows: 99) and as a plain chain (explicit edges, inference off:
-//!    99 edges, as on the stream).
+//!    99 edges, as on the stream);
+//! 3. on a stream again, with cudarc's per-buffer event tracking off (`disable_event_tracking`:
+//!    every buffer used on one stream). With it on, its default, each launch also records an
+//!    event behind every buffer it binds (cudarc's cross-stream ordering), and those stream
+//!    operations sit between one link and the next.
 //!
 //! Each side is timed twice: as submitted (events around the launches, so on a stream the time
 //! includes the host's submission of 100 launches when that is slower than the GPU), and queued
@@ -33,16 +37,11 @@ use std::sync::Arc;
 mod common;
 use common::Paired;
 
+// `link`: one link of the chain (lets the next one start, then waits for the one before it).
+cuda_kernel!(file = "examples/kernels/pdl_link.cu");
+
 cuda_kernel!(
     r#"
-    extern "C" __global__ void link(const float* in, float* out, float a, int n) {
-    #if __CUDA_ARCH__ >= 900
-        cudaTriggerProgrammaticLaunchCompletion();
-        cudaGridDependencySynchronize();
-    #endif
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) out[i] = in[i] * a + 1.0f;
-    }
     // Keeps the stream busy for `ns` nanoseconds of the GPU's global timer.
     extern "C" __global__ void spin(unsigned long long ns) {
         unsigned long long t0, t;
@@ -112,21 +111,25 @@ fn run() -> cuda_embed::Result<()> {
     };
 
     // 1. On a stream, as submitted and queued: (plain, PDL) times of each.
-    let mut stream_times = Vec::new();
-    for spin in [None, Some(spin_ns)] {
-        let (mut plain_s, mut pdl_s) = (Vec::new(), Vec::new());
-        for r in 0..rounds + 3 {
-            let order = if r % 2 == 0 { [false, true] } else { [true, false] };
-            for dependent in order {
-                let t = event_us(&stream, spin, || stream_chain(&mut a, &mut b, dependent))?;
-                // The first rounds warm up (module load, clocks).
-                if r >= 3 {
-                    if dependent { &mut pdl_s } else { &mut plain_s }.push(t);
+    let on_stream = |a: &mut CudaSlice<f32>, b: &mut CudaSlice<f32>| -> cuda_embed::Result<Vec<(Vec<f64>, Vec<f64>)>> {
+        let mut times = Vec::new();
+        for spin in [None, Some(spin_ns)] {
+            let (mut plain_s, mut pdl_s) = (Vec::new(), Vec::new());
+            for r in 0..rounds + 3 {
+                let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+                for dependent in order {
+                    let t = event_us(&stream, spin, || stream_chain(a, b, dependent))?;
+                    // The first rounds warm up (module load, clocks).
+                    if r >= 3 {
+                        if dependent { &mut pdl_s } else { &mut plain_s }.push(t);
+                    }
                 }
             }
+            times.push((plain_s, pdl_s));
         }
-        stream_times.push((plain_s, pdl_s));
-    }
+        Ok(times)
+    };
+    let stream_times = on_stream(&mut a, &mut b)?;
 
     // 2. In a graph.
     let (ga, gb): (CudaSlice<f32>, CudaSlice<f32>) = (stream.alloc_zeros(n)?, stream.alloc_zeros(n)?);
@@ -172,6 +175,13 @@ fn run() -> cuda_embed::Result<()> {
         }
     }
 
+    // 3. On a stream again, with cudarc's buffer event tracking off: with it on (its default),
+    // every launch records an event behind each buffer it binds, and those stream operations
+    // between two links are what a dependent launch would otherwise overlap.
+    // SAFETY: from here on every buffer is used on the one stream.
+    unsafe { ctx.disable_event_tracking() };
+    let untracked_times = on_stream(&mut a, &mut b)?;
+
     println!(
         "pdl bench on {} ({} SMs): a chain of {CHAIN} dependent kernels of {n} elements, medians of {rounds} rounds",
         ctx.name()?,
@@ -185,6 +195,9 @@ fn run() -> cuda_embed::Result<()> {
     let mut rows = Vec::new();
     for (timing, times) in timings.iter().zip(&stream_times) {
         rows.push((format!("stream ({timing}): launch / launch_dependent"), times));
+    }
+    for (timing, times) in timings.iter().zip(&untracked_times) {
+        rows.push((format!("stream, event tracking off ({timing}): launch / launch_dependent"), times));
     }
     let shapes = ["graph, inferred edges", "graph, chain of explicit edges"];
     for (i, times) in graph_times.iter().enumerate() {

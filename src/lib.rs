@@ -94,7 +94,8 @@
 //!
 //! Everything at run time returns [`Error`], which names the kernel, the device and the cause and
 //! says what to do. Nothing panics when there is no driver or GPU: use [`context`] instead of
-//! `CudaContext::new` (which panics when `libcuda` is missing).
+//! `CudaContext::new` (which panics when `libcuda` is missing, and makes a new handle, with state
+//! of its own, at every call: [`context`] hands out one per device).
 //!
 //! ## Cargo features: how cudarc finds CUDA
 //!

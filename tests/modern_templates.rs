@@ -1,8 +1,10 @@
 //! Issue 39: template-heavy CUDA as today's GPU libraries write it, through the macro and on the
 //! GPU: a class-template instance by value, the source's own explicit instantiations, templates
 //! that nothing instantiates beside the kernels used, and the flags such libraries need (relaxed
-//! constexpr, C++20, arch-specific `sm_90a`) on nvcc and on NVRTC at first use. GPU tests are
-//! `#[ignore]`d (run them on a GPU machine); the `sm_90a` ones need a compute capability 9.0 GPU.
+//! constexpr, C++20, arch-specific `sm_90a`) on nvcc and on NVRTC at first use; same-named
+//! templates named by their namespace paths or by `rename`, and explicit instantiations whose
+//! template arguments are deduced. GPU tests are `#[ignore]`d (run them on a GPU machine); the
+//! `sm_90a` ones need a compute capability 9.0 GPU.
 
 use cuda_embed::cudarc::driver::DevicePtr;
 use cuda_embed::{cuda_kernel, LaunchConfig, RawDevicePtr};
@@ -39,6 +41,31 @@ cuda_kernel!(
 "#,
     archs = [80, 90]
 );
+
+/// Same-named templates in two namespaces, both instantiated: named by their namespace paths
+/// (`a_kernel`, `b_kernel`) or by `rename` (`add`, `sub`); explicit instantiations whose template
+/// arguments are deduced from the parameter list (`axpy(float, ...)`, `axpy<>`, `b::kernel`).
+mod named {
+    cuda_embed::cuda_kernel!(
+        r#"
+        namespace a { template <class T> __global__ void kernel(T* p) { p[threadIdx.x] = T(1); } }
+        namespace b { template <class T> __global__ void kernel(T* p) { p[threadIdx.x] = T(2); } }
+        template __global__ void a::kernel<float>(float*);
+        template __global__ void b::kernel(int*);
+
+        namespace c { template <class T> __global__ void step(T* p, T v) { p[threadIdx.x] += v; } }
+        namespace d { template <class T> __global__ void step(T* p, T v) { p[threadIdx.x] -= v; } }
+
+        template <class T, int SCALE = 3>
+        __global__ void axpy(T a, const T* x, T* y) { y[threadIdx.x] += a * x[threadIdx.x] * T(SCALE); }
+        template __global__ void axpy(float, const float*, float*);
+        template __global__ void axpy<>(double, const double*, double*);
+    "#,
+        instances = ["c::step<float>", "d::step<float>"],
+        rename = { "c::step" => add, "d::step" => sub },
+        archs = [80, 90]
+    );
+}
 
 /// The flags modern libraries need, on NVRTC at first use: a constexpr host function called on
 /// the device, a C++20 concept, and an instruction only `sm_90a` has.
@@ -88,6 +115,40 @@ mod built {
 fn a_class_template_instance_has_a_generated_twin() {
     let t = Tensor_float_1 { data: RawDevicePtr(8), size: 3 };
     assert_eq!((std::mem::size_of::<Tensor_float_1>(), t.data.0, t.size), (16, 8, 3));
+}
+
+#[test]
+fn same_named_templates_are_named_by_path_or_rename() {
+    assert_eq!((named::a_kernel::NAME, named::b_kernel::NAME), ("a::kernel", "b::kernel"));
+    assert_eq!((named::add::NAME, named::sub::NAME, named::axpy::NAME), ("c::step", "d::step", "axpy"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn renamed_and_deduced_templates_run() {
+    let ctx = cuda_embed::context(0).unwrap();
+    let stream = ctx.default_stream();
+    let four = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (4, 1, 1), shared_mem_bytes: 0 };
+    let mut f = stream.alloc_zeros::<f32>(4).unwrap();
+    let mut i = stream.alloc_zeros::<i32>(4).unwrap();
+    unsafe { named::a_kernel::launch::<f32>(&stream, four, &mut f).unwrap() };
+    unsafe { named::b_kernel::launch::<i32>(&stream, four, &mut i).unwrap() };
+    assert_eq!((stream.clone_dtoh(&f).unwrap(), stream.clone_dtoh(&i).unwrap()), (vec![1.0; 4], vec![2; 4]));
+
+    // `add` and `sub` are `c::step` and `d::step`: +2.5 then -0.5 on the ones a_kernel wrote.
+    unsafe { named::add::launch(&stream, four, &mut f, 2.5f32).unwrap() };
+    unsafe { named::sub::launch(&stream, four, &mut f, 0.5f32).unwrap() };
+    assert_eq!(stream.clone_dtoh(&f).unwrap(), [3.0; 4]);
+
+    // Deduced: `axpy<float, 3>` and `axpy<double, 3>` (SCALE defaulted): y += a * x * 3.
+    let x = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let mut y = stream.clone_htod(&[1.0f32; 4]).unwrap();
+    unsafe { named::axpy::launch::<f32, 3>(&stream, four, 2.0, &x, &mut y).unwrap() };
+    assert_eq!(stream.clone_dtoh(&y).unwrap(), [7.0, 13.0, 19.0, 25.0]);
+    let xd = stream.clone_htod(&[0.5f64, 1.0, 1.5, 2.0]).unwrap();
+    let mut yd = stream.alloc_zeros::<f64>(4).unwrap();
+    unsafe { named::axpy::launch::<f64, 3>(&stream, four, -1.0, &xd, &mut yd).unwrap() };
+    assert_eq!(stream.clone_dtoh(&yd).unwrap(), [-1.5, -3.0, -4.5, -6.0]);
 }
 
 #[test]

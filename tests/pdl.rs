@@ -7,21 +7,12 @@
 use cuda_embed::{cuda_kernel, CudaContext, CudaSlice, Graph, LaunchConfig};
 use std::sync::Arc;
 
+// `link`: one link of the chain (waits for the kernel before it, lets the next one start).
+cuda_kernel!(file = "examples/kernels/pdl_link.cu");
+
 cuda_kernel!(
     r#"
-    // One link of the chain: lets the next kernel launch at once (the trigger only schedules
-    // it, and makes nothing visible), waits for the kernel before it to complete (which makes its
-    // writes visible), then reads what that kernel wrote. The grid-dependency calls exist on
-    // sm_90 and newer (the binary also holds sm_80 code, where a dependent launch is a plain one).
-    extern "C" __global__ void link(const float* in, float* out, float a, int n) {
-    #if __CUDA_ARCH__ >= 900
-        cudaTriggerProgrammaticLaunchCompletion();
-        cudaGridDependencySynchronize();
-    #endif
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) out[i] = in[i] * a + 1.0f;
-    }
-    // Neither waits nor triggers.
+    // The same link that neither waits nor triggers.
     extern "C" __global__ void plain_link(const float* in, float* out, float a, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) out[i] = in[i] * a + 1.0f;

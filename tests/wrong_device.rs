@@ -138,13 +138,14 @@ fn memory_of_another_context_on_the_same_gpu_is_an_error() {
     primary.bind_to_thread().unwrap();
 }
 
-/// Two `CudaContext` handles of the same primary context (each `context(0)` call makes one) are
-/// the same context: memory of either is taken by launches on the other's streams. The launch
-/// compares the handles first and, when they differ, the driver's contexts.
+/// Two `CudaContext` handles of the same primary context (`context(0)` hands out one per device;
+/// each cudarc `CudaContext::new` makes another) are the same context: memory of either is taken
+/// by launches on the other's streams. The launch compares the handles first and, when they
+/// differ, the driver's contexts.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn memory_of_another_handle_of_the_same_context_is_taken() {
-    let (a, b) = (cuda_embed::context(0).unwrap(), cuda_embed::context(0).unwrap());
+    let (a, b) = (cuda_embed::context(0).unwrap(), CudaContext::new(0).unwrap());
     assert!(!Arc::ptr_eq(&a, &b) && a.cu_ctx() == b.cu_ctx(), "two handles of the primary context");
     let (sa, sb) = (a.default_stream(), b.default_stream());
     let cfg = LaunchConfig::for_num_elems(N as u32);

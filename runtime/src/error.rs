@@ -436,3 +436,22 @@ impl Error {
         }
     }
 }
+
+/// `e`, said of kernel `kernel` of `origin` (see `launch::Who::named`): a bare driver failure
+/// ([`Error::Driver`], from making the context current or from binding the arguments) becomes an
+/// [`Error::Launch`] naming the kernel and where it comes from; other errors already name what
+/// they are about.
+#[cold]
+#[inline(never)]
+pub(crate) fn of_kernel(e: Error, kernel: &str, origin: &str) -> Error {
+    match e {
+        Error::Driver { call, device, cause } => Error::Launch {
+            kernel: kernel.to_string(),
+            origin: origin.to_string(),
+            device,
+            cause: format!("{call}: {cause}"),
+            fix: None,
+        },
+        e => e,
+    }
+}

@@ -63,10 +63,11 @@ pub use elementwise::program::{ElementwiseKernel, ElementwiseProgram};
 pub use error::{DriverCode, Error, Result};
 pub use future::GpuFuture;
 pub use graph::{Condition, ConditionalHandle, Graph, GraphExec, KernelNode, Node, NodeKind};
-pub use launch::kernel::{Kernel, KernelRef};
+pub use launch::kernel::Kernel;
 pub use launch::limits::KernelAttributes;
 pub use launch::{ClusterDim, LaunchKind};
 pub use module::global::Global;
+pub use module::kernel::KernelRef;
 pub use module::registry::Module;
 pub use module::spec::BuildPath;
 pub use ndarray::{NdInput, NdNodeInput, NdNodeOutput, NdOutput, NdView, NdViewMut};
@@ -105,17 +106,34 @@ pub fn driver_available() -> bool {
     }
 }
 
-/// Opens (retains) the primary context of GPU `ordinal`, returning an [`Error`] — never a
-/// panic — when there is no driver or no such device.
+/// The primary context of GPU `ordinal`, returning an [`Error`] — never a panic — when there
+/// is no driver or no such device. The context is made current on the calling thread.
 ///
-/// Prefer this over `CudaContext::new`, which panics when `libcuda` is missing.
+/// Every call for one device returns the same handle (clones of one `Arc`) for as long as any
+/// clone of it lives, so what cudarc keeps per handle is shared by all of them: whether it
+/// orders buffers between streams (its event tracking, and the switch
+/// `disable_event_tracking` turns off for every clone), its deferred error. No handle is kept
+/// alive by this function: once every clone is dropped, the primary context is released as
+/// cudarc releases it (a module loaded by a `cuda_kernel!` launch holds it for the rest of the
+/// process), and the next call opens it again. Calling it in a loop costs a lock, not a new
+/// handle.
+///
+/// Prefer this over `CudaContext::new`, which panics when `libcuda` is missing and makes a
+/// separate handle (with separate state) at every call.
 ///
 /// ```no_run
 /// let ctx = cuda_embed_runtime::context(0)?;
 /// let stream = ctx.default_stream();
+/// assert!(std::sync::Arc::ptr_eq(&ctx, &cuda_embed_runtime::context(0)?));
 /// # Ok::<(), cuda_embed_runtime::Error>(())
 /// ```
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    use driver::shared::PRIMARY;
+    if let Some(ctx) = PRIMARY.live(ordinal) {
+        // As cudarc's `CudaContext::new` leaves a new handle: current on this thread.
+        driver::bind(&ctx)?;
+        return Ok(ctx);
+    }
     if !driver_available() {
         return Err(Error::NoDriver { detail: "libcuda.so could not be loaded".into() });
     }
@@ -127,16 +145,55 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
         let cause = DriverCode(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
         return Err(Error::NoDevice { ordinal, count, cause });
     }
-    let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })?;
-    // What the first load of an embedded module on this device reads (once per process and
-    // device): read here, off the first launch.
-    module::load::prepare(&ctx, &first_load_elsewhere());
+    let (ctx, opened) = PRIMARY.get_or_open(ordinal, || {
+        CudaContext::new(ordinal).map_err(|e| Error::NoDevice { ordinal, count, cause: DriverCode(e.0) })
+    })?;
+    if opened {
+        // What the first load of an embedded module on this device reads (once per process and
+        // device): read here, off the first launch.
+        module::load::prepare(&ctx, &first_load_elsewhere());
+    } else {
+        // Opened by another thread meanwhile: current here too.
+        driver::bind(&ctx)?;
+    }
     Ok(ctx)
 }
 
-/// How the loader builds images at first use (NVRTC, the linker): the `program` capability's
-/// implementation, handed to `module` here so that loading knows only the trait.
-pub(crate) static BUILD: &dyn module::build::Build = &program::Builder;
+/// How the loader builds images at first use (NVRTC, the linker): [`Builder`], handed to
+/// `module` here so that loading knows only the trait.
+pub(crate) static BUILD: &dyn module::build::Build = &Builder;
+
+/// The loader's builder ([`module::build::Build`]): NVRTC (`program`) for a module compiled at
+/// first use, the run-time linker (`link`) for separately compiled units. Made here, above both,
+/// so that neither capability imports the other and loading knows only the trait.
+struct Builder;
+
+impl module::build::Build for Builder {
+    fn compile(
+        &self,
+        origin: &'static str,
+        source: &str,
+        own_len: usize,
+        options: &[&str],
+        headers: &[(&str, &str)],
+        exprs: &[&str],
+        digest: Option<&str>,
+        arch: u32,
+    ) -> Result<module::build::Built> {
+        program::build_at_first_use(origin, source, own_len, options, headers, exprs, digest, arch)
+    }
+
+    fn link(
+        &self,
+        spec: &module::spec::ModuleSpec,
+        units: &[module::spec::LinkedUnit],
+        headers: &[(&str, &str)],
+        lto: bool,
+        ctx: &Arc<CudaContext>,
+    ) -> Result<(Vec<u8>, Vec<String>)> {
+        link::link_units(spec, units, headers, lto, ctx)
+    }
+}
 
 /// The code outside `module` that a first launch runs (the launch's full path, and the NVRTC disk
 /// cache's hit path of a `compiler = "nvrtc"` module), for `module::load::prepare` to map ahead.
@@ -149,11 +206,11 @@ pub(crate) fn first_load_elsewhere() -> [usize; 2] {
 pub mod __private {
     pub use crate::args::{In, InAny, Out, OutAny};
     pub use crate::bind;
+    pub use crate::bind::capture::kernel_binding;
     pub use crate::device::report as rust_kernel;
     pub use crate::elementwise::{common_length, AutoConfig};
     pub use crate::graph::LaunchCondition;
     pub use crate::graph::NdUpdate;
-    pub use crate::launch::capture::kernel_binding;
     pub use crate::module::spec::{GlobalSpec, Image, KernelSpec, LinkedUnit, ModuleSpec, ParamCheck};
     pub use crate::ndarray::{AxesPlan, AxesRoute, NdInput, NdLaunch, NdNodeInput, NdNodeOutput, NdOutput, NodeMemory};
     pub use crate::reduction as reduce;

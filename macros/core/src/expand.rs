@@ -82,6 +82,7 @@ pub fn expand_generated_as(
         listing,
         tune: None,
         link: Default::default(),
+        rename: Vec::new(),
     };
     expand_with(&input, site, |module, checked, image, deps| {
         let (hidden, tokens) = gen::generate_hidden(module, checked, image, deps, &gen::no_items);

@@ -291,6 +291,22 @@ fn templates_and_globals_nvrtc() {
     );
 }
 
+/// Same-named templates in two namespaces: one named by `rename`, one by its namespace path
+/// beside a kernel of its name; one instance deduced from an explicit instantiation.
+#[test]
+fn renamed_templates_nvrtc() {
+    let source = r#"
+        namespace a { template <class T> __global__ void scale(T* p, T s) { p[threadIdx.x] *= s; } }
+        namespace b { template <class T> __global__ void scale(T* p, T s) { p[threadIdx.x] /= s; } }
+        template __global__ void b::scale(float*, float);
+        namespace c { __global__ void scale(int* p) { p[threadIdx.x] = 0; } }
+    "#;
+    check(
+        "renamed_templates_nvrtc",
+        quote!(#source, compiler = "nvrtc", instances = ["a::scale<double>"], rename = { "a::scale" => times }),
+    );
+}
+
 #[test]
 fn every_bad_instance_is_reported() {
     setup();
@@ -326,4 +342,48 @@ fn toolkit_structs_get_a_field_check_from_the_probe() {
         let want = format!("check_layout :: < :: cuda_embed :: {ty} > {rows}");
         assert!(out.contains(&want), "no `{want}` in\n{out}");
     }
+}
+
+/// A tuned template (`tune = { ... }`): `tuned`, `tuned_async` and the tuner's items, whose
+/// parameters are lowered as the kernel's own launchers' are (a read buffer, two written ones of
+/// which one is `void*`, values).
+const TUNED: &str = r#"
+    template <int BLOCK>
+    __global__ void scale(const float* x, float* y, void* flags, float a, int n) {
+        int i = blockIdx.x * BLOCK + threadIdx.x;
+        if (i < n) { y[i] = a * x[i]; ((unsigned char*)flags)[i] = 1; }
+    }
+"#;
+
+#[test]
+fn tuned_nvrtc() {
+    check(
+        "tuned_nvrtc",
+        quote!(#TUNED, compiler = "nvrtc", tune = { params = ["BLOCK: 128, 256"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n" }),
+    );
+}
+
+/// A parameter kind the tuned launcher does not take is refused, naming it, before anything is
+/// lowered.
+#[test]
+fn tune_refuses_a_texture_parameter() {
+    setup();
+    let source = r#"
+        template <int BLOCK>
+        __global__ void sample(cudaTextureObject_t t, float* y, int n) {
+            int i = blockIdx.x * BLOCK + threadIdx.x;
+            if (i < n) y[i] = tex1Dfetch<float>(t, i);
+        }
+    "#;
+    let out = expand(
+        quote!(#source, compiler = "nvrtc", tune = { params = ["BLOCK: 128, 256"], block = "BLOCK", grid = "cdiv(n, BLOCK)", key = "n" }),
+        site(),
+    )
+    .to_string();
+    assert!(
+        out.contains(
+            "`tune` does not support texture, surface, tensor map or graph-condition parameters yet (`t` of `sample`)"
+        ),
+        "{out}"
+    );
 }

@@ -131,7 +131,7 @@ fn uninstantiated_same_named_templates_in_two_namespaces_do_not_collide() {
 }
 
 #[test]
-fn same_named_templates_the_source_instantiates_yield_to_the_first_or_the_listed() {
+fn same_named_templates_the_source_instantiates_take_their_namespace_paths() {
     let _lock = lock();
     if !have_both() {
         return;
@@ -145,37 +145,177 @@ fn same_named_templates_the_source_instantiates_yield_to_the_first_or_the_listed
         template __global__ void c::mine<float>(float*);
         extern "C" __global__ void mine(float* x) { x[0] = 1.f; }
     "#;
+    // Both wanted, neither listed: each by its namespace path; the kernel keeps its own name.
     for (compiler, out) in both(src, quote!()) {
-        assert!(out.contains("\"a::kernel<float>\"") && !out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
-        assert!(!out.contains("c::mine"), "{compiler}: the kernel keeps `mine`: {out}");
+        for module in ["pub mod a_kernel", "pub mod b_kernel", "pub mod mine", "pub mod c_mine"] {
+            assert!(out.contains(module), "{compiler}: {module} in {out}");
+        }
+        assert!(out.contains("\"a::kernel<float>\"") && out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
+        assert!(!out.contains("pub mod kernel "), "{compiler}: {out}");
     }
+    // The one listed keeps the name; the other is named by its path.
     for (compiler, out) in both(src, quote!(instances = ["b::kernel<double>"])) {
+        assert!(out.contains("pub mod kernel ") && out.contains("pub mod a_kernel"), "{compiler}: {out}");
         assert!(out.contains("\"b::kernel<double>\"") && out.contains("\"b::kernel<int>\""), "{compiler}: {out}");
-        assert!(!out.contains("\"a::kernel<float>\""), "{compiler}: {out}");
+        assert!(out.contains("\"a::kernel<float>\""), "{compiler}: {out}");
     }
 }
 
 #[test]
-fn same_named_templates_both_instantiated_are_refused_with_the_fix() {
+fn same_named_templates_both_listed_are_named_by_their_namespace_paths_or_renamed() {
     let _lock = lock();
+    if !have_both() {
+        return;
+    }
     let src = r#"
         namespace a { template <class T> __global__ void kernel(T* p) {} }
         namespace b { template <class T> __global__ void kernel(T* p) {} }
         __global__ void other(float* x) {}
         namespace c { template <class T> __global__ void other(T* p) {} }
     "#;
-    let out = refused(src, quote!(instances = ["a::kernel<float>", "b::kernel<int>"]));
-    assert!(
-        out.contains("kernels `a::kernel` and `b::kernel` would both generate a Rust module named `kernel`"),
-        "{out}"
-    );
-    assert!(out.contains("both templates are listed in `instances`"), "{out}");
-    let out = refused(src, quote!(instances = ["c::other<float>"]));
-    assert!(out.contains("kernels `other` and `c::other` would both generate"), "{out}");
-    assert!(out.contains("a template that only the source instantiates, or nothing, generates no module"), "{out}");
+    let listed = quote!(instances = ["a::kernel<float>", "b::kernel<int>", "c::other<float>"]);
+    for (compiler, out) in both(src, listed.clone()) {
+        for module in ["pub mod a_kernel", "pub mod b_kernel", "pub mod other ", "pub mod c_other"] {
+            assert!(out.contains(module), "{compiler}: {module} in {out}");
+        }
+        assert!(
+            out.contains("In Rust `a_kernel`, its namespace path: another kernel of the source is named `kernel` too."),
+            "{compiler}"
+        );
+    }
+    // `rename` names one; the other keeps the name (both kinds: template and kernel).
+    let renamed = quote!(#listed, rename = { "a::kernel" => first, "::other" => plain });
+    for (compiler, out) in both(src, renamed) {
+        for module in ["pub mod first", "pub mod kernel ", "pub mod plain", "pub mod other "] {
+            assert!(out.contains(module), "{compiler}: {module} in {out}");
+        }
+        assert!(!out.contains("pub mod b_kernel") && !out.contains("pub mod c_other"), "{compiler}: {out}");
+    }
     // Unqualified, the name is ambiguous: that is said before any module is named.
     let out = refused(src, quote!(instances = ["kernel<float>"]));
     assert!(out.contains("names template kernels in several namespaces: qualify it"), "{out}");
+}
+
+#[test]
+fn a_namespace_path_or_rename_that_collides_is_refused_with_the_fix() {
+    let _lock = lock();
+    let src = r#"
+        namespace a { template <class T> __global__ void kernel(T* p) {} }
+        namespace b { template <class T> __global__ void kernel(T* p) {} }
+        __global__ void a_kernel(float* x) {}
+    "#;
+    let listed = quote!(instances = ["a::kernel<float>", "b::kernel<int>"]);
+    let out = refused(src, listed.clone());
+    assert!(
+        out.contains(
+            "kernel `a_kernel` and template kernel `a::kernel` (named by its namespace path, as another kernel is \
+             named `kernel` too) would both generate a Rust module named `a_kernel`"
+        ),
+        "{out}"
+    );
+    assert!(out.contains(r#"name one with `rename = { \"a::kernel\" => another_name }`"#), "{out}");
+    let out = refused(src, quote!(#listed, rename = { "a::kernel" => a_kernel }));
+    let why =
+        "`rename` names `a::kernel` `a_kernel`, but kernel `a_kernel` generates a Rust module named `a_kernel` too";
+    assert!(out.contains(why), "{out}");
+    let out = refused(src, quote!(#listed, rename = { "c::kernel" => c }));
+    assert!(
+        out.contains(
+            "`rename` names `c::kernel`, but the CUDA source has no kernel of that name (its kernels: a_kernel, a::kernel, b::kernel)"
+        ),
+        "{out}"
+    );
+    let out = refused(src, quote!(#listed, rename = { "kernel" => k }));
+    assert!(out.contains("`kernel` names kernels in several namespaces (`a::kernel`, `b::kernel`)"), "{out}");
+    let out = refused(src, quote!(#listed, rename = { "a::kernel" => k, "b::kernel" => k }));
+    assert!(out.contains("`rename` gives `a::kernel` and `b::kernel` the same name `k`"), "{out}");
+    let out = refused(src, quote!(#listed, rename = { "a::kernel" => "k" }));
+    assert!(out.contains("is not a Rust module name: `rename` gives `a::kernel` a Rust identifier"), "{out}");
+    // A same-named template the source alone instantiates yields when its path is taken too.
+    let yielded = format!("{src} template __global__ void a::kernel<double>(double*);");
+    let out = expand(quote!(#yielded, compiler = "nvrtc", instances = ["b::kernel<int>"]), site()).to_string();
+    assert!(!out.contains("compile_error") && out.contains("pub mod kernel "), "{out}");
+    assert!(!out.contains("\"a::kernel<double>\""), "{out}");
+}
+
+/// `template __global__ void k(float*);` and `k<>`: the template arguments deduced from the
+/// parameter list, the rest defaulted; launchers named as `instances` entries would be.
+#[test]
+fn deduced_explicit_instantiations_get_launchers() {
+    let _lock = lock();
+    if !have_both() {
+        return;
+    }
+    let src = r#"
+        template <class T, int SCALE = 3> __global__ void axpy(T a, const T* x, T* y) { y[0] += a * x[0] * T(SCALE); }
+        template __global__ void axpy(float, const float*, float*);
+        template __global__ void axpy<>(double, const double* __restrict__, double*);
+        template __global__ void axpy<int, 5>(int, const int*, int*);
+        namespace ns {
+        template <class T, class U> __global__ void pair(T* t, const U* u) { t[0] = T(u[0]); }
+        template __global__ void pair(float*, const int*);
+        }
+        template __global__ void ns::pair<double>(double*, const unsigned char*);
+        #define DEDUCE(T) template __global__ void axpy(T, const T*, T*);
+        DEDUCE(short)
+    "#;
+    for (compiler, out) in both(src, quote!()) {
+        for name in [
+            "\"axpy<float, 3>\"",
+            "\"axpy<double, 3>\"",
+            "\"axpy<int, 5>\"",
+            "\"axpy<short, 3>\"",
+            "\"ns::pair<float, int>\"",
+            "\"ns::pair<double, unsigned char>\"",
+        ] {
+            assert!(out.contains(name), "{compiler}: {name} in {out}");
+        }
+        assert!(out.contains("pub mod axpy") && out.contains("pub mod pair"), "{compiler}");
+    }
+    // Listed too, an instance is built once.
+    for (compiler, out) in both(src, quote!(instances = ["axpy<float, 3>"])) {
+        let count = |name: &str| out.matches(name).count();
+        assert_eq!(count("\"axpy<float, 3>\""), count("\"axpy<short, 3>\""), "{compiler}: once");
+    }
+}
+
+#[test]
+fn what_cannot_be_deduced_is_refused_with_the_fix() {
+    let _lock = lock();
+    let cases = [
+        (
+            "template <class T, int N> __global__ void k(T* p) {}\ntemplate __global__ void k(float*);",
+            "template parameter `N` cannot be deduced: a non-type template parameter is not deduced",
+            11,
+        ),
+        (
+            "template <class T> struct V { T v; };\ntemplate <class T> __global__ void k(V<T> p) {}\n\
+             template __global__ void k(V<int>);",
+            "template parameter `T` cannot be deduced: it is only deduced from inside `V<T> p`",
+            12,
+        ),
+        (
+            "template <class T, class U = T> __global__ void k(T* p) {}\ntemplate __global__ void k(float*);",
+            "its default `T` depends on the other template parameters",
+            11,
+        ),
+        (
+            "template <class T> __global__ void k(T* a, T* b) {}\ntemplate __global__ void k(float*, int*);",
+            "`T` would be both `float` (from `float*`) and `int` (from `int*`)",
+            11,
+        ),
+    ];
+    // The source's first line is line 10 of src/lib.rs (`site`).
+    for (src, why, line) in cases {
+        let out = refused(src, quote!());
+        assert!(out.contains("cannot deduce the template arguments of the explicit instantiation"), "{out}");
+        assert!(out.contains(why) && out.contains(&format!("(src/lib.rs:{line})")), "{why}: {out}");
+        assert!(out.contains("write them out, `template __global__ void k<"), "{out}");
+    }
+    let pack = "template <class... Ts> __global__ void k(float* p, Ts... ts) {}\ntemplate __global__ void k(float*);";
+    let out = refused(pack, quote!());
+    let why = "`class... Ts` is a parameter pack or template template parameter, which no launcher takes";
+    assert!(out.contains(why), "{out}");
 }
 
 #[test]

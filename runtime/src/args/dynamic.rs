@@ -3,71 +3,12 @@
 //! the compiled kernel's parameter list.
 
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::args::layout::Layout;
 use crate::error::Result;
-use crate::ndarray::{Layout, NdView, NdViewMut};
 use crate::types::DeviceSafe;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice};
 use std::ffi::c_void;
 use std::marker::PhantomData;
-
-/// The first buffer argument that is not memory of `stream`'s context: its index and its device
-/// ordinal (the device check of [`crate::bind`]).
-pub(crate) fn misplaced(args: &[Arg<'_>], stream: &CudaStream) -> Option<(usize, usize)> {
-    let placements = args.iter().map(|a| match a.kind {
-        // SAFETY: `a` borrows the buffer `object` points at for as long as `args` lives.
-        ArgKind::Buffer { object, placement, .. } => Some(unsafe { placement(object) }),
-        ArgKind::Value(_) => None,
-    });
-    crate::bind::placement(placements, stream)
-}
-
-/// Binds the buffer arguments for a launch of `who` on `stream` (each buffer's cudarc ordering guard stays alive on
-/// this call stack), then runs `launch` with every device pointer, then releases the guards, so
-/// cudarc records each buffer's use after the launch — as its own launches do.
-///
-/// # Safety
-/// Every buffer argument's object must be alive and borrowed (shared or exclusive, as its `Arg`
-/// says) for the duration of the call.
-pub(crate) unsafe fn bind_buffers(
-    args: &[Arg<'_>],
-    stream: &CudaStream,
-    who: &crate::launch::Who<'_>,
-    pointers: &mut [sys::CUdeviceptr],
-    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
-) -> Result<Option<f32>> {
-    // Under capture with event tracking, buffers are bound on the side stream; a failure there
-    // names the kernel being launched (`who`).
-    let binding = crate::launch::capture::binding(stream).map_err(|e| who.named(e))?;
-    // SAFETY: forwarded from the caller.
-    unsafe { bind_from(args, 0, &binding, pointers, launch) }
-}
-
-/// # Safety
-/// As for [`bind_buffers`].
-unsafe fn bind_from(
-    args: &[Arg<'_>],
-    i: usize,
-    stream: &CudaStream,
-    pointers: &mut [sys::CUdeviceptr],
-    launch: &mut dyn FnMut(&[sys::CUdeviceptr]) -> Result<Option<f32>>,
-) -> Result<Option<f32>> {
-    let Some(arg) = args.get(i) else { return launch(pointers) };
-    match arg.kind {
-        // SAFETY: forwarded from the caller.
-        ArgKind::Value(_) => unsafe { bind_from(args, i + 1, stream, pointers, launch) },
-        ArgKind::Buffer { object, bind, .. } => {
-            let offset = arg.byte_offset;
-            let mut then = |p: sys::CUdeviceptr| {
-                pointers[i] = p + offset;
-                // SAFETY: forwarded from the caller.
-                unsafe { bind_from(args, i + 1, stream, pointers, launch) }
-            };
-            // SAFETY: `bind` was made for `object`'s type by the `Arg` constructor; the object is
-            // alive and borrowed (caller's contract).
-            unsafe { bind(object, stream, &mut then) }
-        }
-    }
-}
 
 /// Takes a buffer's device pointer on a stream, keeps cudarc's guard alive while `then` runs.
 type Bind =
@@ -232,24 +173,6 @@ impl<'a> Arg<'a> {
             byte_offset: 0,
             _borrow: PhantomData,
         }
-    }
-
-    /// An N-D view the kernel reads, for the N-D launches of the run-time twins
-    /// ([`ElementwiseKernel::launch_nd`](crate::ElementwiseKernel::launch_nd),
-    /// [`Reduction::launch_axes`](crate::Reduction::launch_axes)); the other launches refuse it
-    /// (pass the buffer with [`Arg::slice`] there).
-    pub fn view<T>(view: &'a NdView<'_, T>) -> Self {
-        let mut arg = Arg::slice(view.buffer());
-        arg.layout = Some(*view.layout());
-        arg
-    }
-
-    /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
-    pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
-        let layout = *view.layout();
-        let mut arg = Arg::slice_mut(&mut view.buf);
-        arg.layout = Some(layout);
-        arg
     }
 
     /// Elements `offset .. offset + len` of a buffer argument as a flat buffer argument (the

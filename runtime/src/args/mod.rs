@@ -10,7 +10,8 @@
 
 pub(crate) mod buffer; // DeviceBuffer, DeviceBufferMut
 pub(crate) mod dynamic; // the dynamic argument list of run-time kernels
-pub(crate) mod impls; // KernelArg/NodeArg impls for buffers and tuples (one table for both)
+pub(crate) mod layout; // N-D layouts (shape, strides, offset) of view arguments
+pub(crate) mod node; // the node side: NodeArg, NodeArgs, the ranges they record
 pub(crate) mod typed; // TypedArg, CudaType
 
 use crate::error::{Error, Result};
@@ -102,4 +103,4 @@ pub unsafe trait KernelArgs<Sig> {
     ) -> Result<R>;
 }
 
-// The implementations for cudarc buffers and tuples are in `arg_impls.rs`, with the node side.
+// The implementations for cudarc buffers and tuples are in `bind/impls.rs`, with the node side.

@@ -19,12 +19,11 @@
 //! Two *reads* of one buffer (`add(x, x, y)`) are no hazard and are allowed everywhere.
 
 use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
+use crate::args::node::{Access, Space};
 use crate::error::{Error, Result};
-use crate::graph::args::{Access, Space};
-use crate::launch::capture::{keep, Binding};
-use crate::launch::kernel::KernelRef;
-use crate::ndarray::{NdView, NdViewMut};
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, LaunchConfig, SyncOnDrop};
+use crate::module::kernel::KernelRef;
+use capture::{keep, Binding};
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, SyncOnDrop};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -115,56 +114,79 @@ impl<'a, T, B: DevicePtrMut<T> + ?Sized> CheckedMut<'a, T, B> {
     }
 }
 
+/// An N-D view as an operand the kernel reads (`ndarray`'s `NdView`): the context of the buffer
+/// it is over, which [`nd_input`] checks, and the address of its element `[0, ..]`. Declared here
+/// and implemented by the views, as [`DescriptorOperand`] is by tensor maps, so that the one
+/// checked path does not depend on the views' module.
+#[doc(hidden)]
+pub trait ViewOperand {
+    /// The context of the view's buffer.
+    fn buffer_context(&self) -> &Arc<CudaContext>;
+    /// The address of element `[0, ..]` on `stream`, and cudarc's ordering guard of the buffer
+    /// for a read.
+    fn device_ptr_on<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+
+/// [`ViewOperand`] for a view the kernel writes (`ndarray`'s `NdViewMut`).
+#[doc(hidden)]
+pub trait ViewOperandMut {
+    /// The context of the view's buffer.
+    fn buffer_context(&self) -> &Arc<CudaContext>;
+    /// The address of element `[0, ..]` on `stream`, and cudarc's ordering guard of the buffer
+    /// for a write.
+    fn device_ptr_mut_on<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+
 /// An N-D view read by a launch, after the device check ([`nd_input`]).
 #[doc(hidden)]
-pub struct CheckedView<'a, 'v, T>(&'a NdView<'v, T>);
+pub struct CheckedView<'a, V: ?Sized>(&'a V);
 
 /// An N-D view written by a launch, after the device check ([`nd_output`]).
 #[doc(hidden)]
-pub struct CheckedViewMut<'a, 'v, T>(&'a mut NdViewMut<'v, T>);
+pub struct CheckedViewMut<'a, V: ?Sized>(&'a mut V);
 
 /// [`input`] for an N-D view: its buffer lives in `stream`'s context. Its extent needs no check
 /// here: the layout was checked against the buffer when the view was made, and the buffer cannot
 /// be replaced since.
 #[doc(hidden)]
 #[inline(always)]
-pub fn nd_input<'a, 'v, T>(
-    view: &'a NdView<'v, T>,
+pub fn nd_input<'a, V: ViewOperand + ?Sized>(
+    view: &'a V,
     stream: &CudaStream,
     kernel: KernelRef,
     param: &'static str,
-) -> Result<CheckedView<'a, 'v, T>> {
-    device(view.buffer().stream().context(), stream, kernel, param)?;
+) -> Result<CheckedView<'a, V>> {
+    device(view.buffer_context(), stream, kernel, param)?;
     Ok(CheckedView(view))
 }
 
 /// [`nd_input`] for a view the kernel writes.
 #[doc(hidden)]
 #[inline(always)]
-pub fn nd_output<'a, 'v, T>(
-    view: &'a mut NdViewMut<'v, T>,
+pub fn nd_output<'a, V: ViewOperandMut + ?Sized>(
+    view: &'a mut V,
     stream: &CudaStream,
     kernel: KernelRef,
     param: &'static str,
-) -> Result<CheckedViewMut<'a, 'v, T>> {
-    device(view.buffer_stream().context(), stream, kernel, param)?;
+) -> Result<CheckedViewMut<'a, V>> {
+    device(view.buffer_context(), stream, kernel, param)?;
     Ok(CheckedViewMut(view))
 }
 
-impl<'a, T> CheckedView<'a, '_, T> {
+impl<'a, V: ViewOperand + ?Sized> CheckedView<'a, V> {
     /// The address of element `[0, ..]` on `binding`, and the buffer's ordering guard.
     #[inline(always)]
     pub fn bind(self, binding: &'a Binding<'_>) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
-        let (ptr, guard) = self.0.device_ptr(binding);
+        let (ptr, guard) = self.0.device_ptr_on(binding);
         (ptr, keep(binding, guard))
     }
 }
 
-impl<'a, T> CheckedViewMut<'a, '_, T> {
+impl<'a, V: ViewOperandMut + ?Sized> CheckedViewMut<'a, V> {
     /// The address of element `[0, ..]` on `binding`, for writing, and the buffer's guard.
     #[inline(always)]
     pub fn bind(self, binding: &'a Binding<'_>) -> (sys::CUdeviceptr, Option<SyncOnDrop<'a>>) {
-        let (ptr, guard) = self.0.device_ptr_mut(binding);
+        let (ptr, guard) = self.0.device_ptr_mut_on(binding);
         (ptr, keep(binding, guard))
     }
 }
@@ -461,5 +483,8 @@ fn not_one_d(kernel: &str, origin: &str, device: usize, config: &LaunchConfig) -
     }
 }
 
+pub(crate) mod capture; // the stream buffers are bound on, under stream capture too
+pub(crate) mod dynamic; // the binding of dynamic argument lists (run-time twins)
+mod impls; // KernelArg/NodeArg impls for buffers and tuples (one table for both)
 #[cfg(test)]
 mod tests;

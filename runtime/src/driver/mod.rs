@@ -4,6 +4,7 @@
 //! runtime: it imports nothing but the error type, so loading, launching, graphs and programs
 //! can all use it.
 
+pub(crate) mod shared; // one handle per device: what `crate::context` hands out
 pub(crate) mod sync; // waits that cudarc's deferred errors do not cut short
 
 use crate::error::{DriverCode, Error, Result};

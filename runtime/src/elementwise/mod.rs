@@ -15,7 +15,7 @@ pub mod program; // the run-time twin of elementwise_kernel! (NVRTC, checked arg
 
 use crate::driver::bind;
 use crate::error::{Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -49,7 +49,8 @@
 //! # Ok::<(), cuda_embed_runtime::Error>(())
 //! ```
 
-use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
+use crate::args::dynamic::{Arg, ArgKind};
+use crate::bind::dynamic::{bind_buffers, misplaced};
 use crate::elementwise::AutoConfig;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchKind};

@@ -88,9 +88,10 @@ impl Drop for Watch {
         // with it: only a live watch destroys its event.
         if let Some(ctx) = self.ctx.take() {
             if !self.event.is_null() && crate::driver::bind(&ctx).is_ok() {
-                // SAFETY: created for this watch, destroyed once, here; a failure to bind leaves
-                // it to the context.
+                // SAFETY: created for this watch, destroyed once, here, while the watch holds its
+                // context; a failure to bind leaves it to the context.
                 unsafe { sys::cuEventDestroy_v2(self.event) };
+                DESTROYED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }
@@ -105,60 +106,80 @@ fn forget_unfinished(state: &mut State) {
     }
 }
 
-/// Idle watches, per context, for later work. Each context's entry holds a `Weak` reference to
-/// its `CudaContext`: the allocation stays, so its address (the key) cannot be reused by another
-/// context, and an entry whose context is gone (its events with it) is never handed out (its
-/// watches are dropped without destroying their events).
+/// Idle watches, per context, for later work: kept in the futures' [`PerContext`] table (keyed
+/// by the context, proved alive by the handles that reached it; see `per_context.rs`), which
+/// holds no context alive. The watches of a context that no handle proves alive any more are
+/// dropped without destroying their events (idle watches hold no context, so their drop makes
+/// no driver call): the events went with their context, or, if it lives on through a handle the
+/// table never saw, stay allocated until it goes.
 mod pool {
+    use super::super::per_context::{about, PerContext};
     use super::Watch;
     use cudarc::driver::CudaContext;
-    use std::sync::{Arc, Mutex, Weak};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
 
     /// Idle watches kept per context; more are dropped (their events destroyed).
     const CAP: usize = 16_384;
 
-    struct Idle {
-        /// The address of the `CudaContext`.
-        key: usize,
-        ctx: Weak<CudaContext>,
-        watches: Vec<Arc<Watch>>,
+    /// One context's idle watches.
+    #[derive(Default)]
+    pub(super) struct Idle(pub(super) Vec<Arc<Watch>>);
+
+    /// Events dropped with an entry that no handle proved alive (see [`Idle`]'s `Drop`).
+    pub(super) static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for Idle {
+        fn drop(&mut self) {
+            // Only ever dropped by the table, when no handle proves the context alive.
+            let events = self.0.iter().filter(|w| !w.event.is_null()).count();
+            ABANDONED.fetch_add(events, Ordering::Relaxed);
+        }
     }
 
-    /// A list, not a map: a process has a context or a few, and a scan of them costs less than
-    /// hashing a key (this is on every awaited launch's path).
-    static POOL: Mutex<Vec<Idle>> = Mutex::new(Vec::new());
+    pub(super) static POOL: Mutex<PerContext<CudaContext, Idle>> = Mutex::new(PerContext::new());
 
-    /// An idle watch of `ctx` (the only handle to it), if the pool has one.
+    /// An idle watch of `ctx`'s context (the only handle to it), if the pool has one.
     #[inline]
     pub(super) fn take(ctx: &Arc<CudaContext>) -> Option<Arc<Watch>> {
-        let key = Arc::as_ptr(ctx) as usize;
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        pool.iter_mut().find(|i| i.key == key)?.watches.pop()
+        pool.with(ctx, || about(ctx), |idle| idle.0.pop())
     }
 
-    /// Keeps idle `watch` (the only handle to it) of `ctx` for later work; handed back when the
-    /// pool is full.
+    /// Keeps idle `watch` (the only handle to it) of `ctx`'s context for later work; handed back
+    /// when the pool is full.
     pub(super) fn give(ctx: &Arc<CudaContext>, watch: Arc<Watch>) -> Result<(), Arc<Watch>> {
-        let key = Arc::as_ptr(ctx) as usize;
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let at = match pool.iter().position(|i| i.key == key) {
-            Some(at) => at,
-            None => {
-                // Entries of contexts that are gone hold dead events only: drop them (idle
-                // watches hold no context, so their drop destroys nothing).
-                pool.retain(|idle| idle.ctx.strong_count() > 0);
-                pool.push(Idle { key, ctx: Arc::downgrade(ctx), watches: Vec::new() });
-                pool.len() - 1
-            }
-        };
-        let idle = &mut pool[at];
-        if idle.watches.len() >= CAP {
-            return Err(watch);
-        }
-        idle.watches.push(watch);
-        Ok(())
+        pool.with(
+            ctx,
+            || about(ctx),
+            |idle| {
+                if idle.0.len() >= CAP {
+                    return Err(watch);
+                }
+                idle.0.push(watch);
+                Ok(())
+            },
+        )
     }
 }
+
+/// Fills in what the watches hold (see [`super::PoolStats`]).
+pub(crate) fn pool_counts(stats: &mut super::PoolStats) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let pool = pool::POOL.lock().unwrap_or_else(|e| e.into_inner());
+    stats.contexts = pool.values().count();
+    stats.anchors = pool.anchors();
+    stats.idle_watches = pool.values().map(|i| i.0.len()).sum();
+    drop(pool);
+    stats.events_created = CREATED.load(Relaxed);
+    stats.events_destroyed = DESTROYED.load(Relaxed);
+    stats.events_abandoned = pool::ABANDONED.load(Relaxed);
+}
+
+/// Events made for watches, and destroyed (see [`pool_counts`]).
+static CREATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static DESTROYED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The answer of [`Watch::poll`].
 pub(crate) enum Polled {
@@ -241,7 +262,7 @@ impl Watch {
     /// [`Watch::record`] with the context current (or believed so).
     #[inline]
     fn try_record(ctx: &Arc<CudaContext>, stream: &CudaStream) -> std::result::Result<Arc<Watch>, Recorded> {
-        if crate::launch::capture::is_capturing(stream) {
+        if crate::bind::capture::is_capturing(stream) {
             return Err(Recorded::Capturing);
         }
         Watch::record_on(ctx, stream.cu_stream())
@@ -612,5 +633,6 @@ fn new_event() -> std::result::Result<sys::CUevent, Recorded> {
     if r != sys::CUresult::CUDA_SUCCESS {
         return Err(Recorded::Create(r));
     }
+    CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(event)
 }

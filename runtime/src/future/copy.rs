@@ -127,7 +127,7 @@ fn check(
         ));
     }
     crate::driver::bind(ctx)?;
-    if crate::launch::capture::is_capturing(stream) {
+    if crate::bind::capture::is_capturing(stream) {
         return Err(Error::Driver {
             call: if op == "copy_to_device" { HTOD } else { DTOH },
             device: ctx.ordinal(),

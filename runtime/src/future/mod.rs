@@ -76,6 +76,36 @@
 //! Cancelling a task (dropping its future at an `.await`) therefore never frees or exposes memory
 //! the GPU still uses, and never blocks the executor's thread.
 //!
+//! # What is kept per context, and who keeps the context alive
+//!
+//! Two things outlive the futures that use them: idle watches (each with its event, reused by
+//! the next awaited work instead of an allocation and a `cuEventCreate` per launch) and the
+//! watcher streams. Both belong to a CUDA context, so they are kept per context, keyed by the
+//! driver's context handle (`CUcontext`), not per `Arc<CudaContext>`: cudarc makes a new `Arc`
+//! for the same primary context at every `CudaContext::new`, and objects kept per `Arc` were made
+//! again for each one and stranded when it was dropped while the context lived on.
+//! [`crate::context`] hands out one `Arc` per device besides (while any clone lives).
+//!
+//! - **The events of pending work are always valid.** A watch in flight holds its context's
+//!   handle, so the context lives until the watch is idle again; a future (which holds its
+//!   watch) therefore never outlives its context, however many of the user's handles are gone.
+//! - **The pool keeps no context alive.** It holds only `Weak` handles: every `Arc` that reached
+//!   a context's entry is one of its *anchors*, and so is the handle [`crate::context`] hands
+//!   out for that context, if one lives. An anchor alive now has retained the context, without a
+//!   break, since it joined, so what the entry holds is still the live context's, and any new
+//!   handle of that context (same `CUcontext`, some anchor alive) reuses it.
+//! - **No driver call on a context that may be gone.** When no anchor is alive the context may
+//!   have been released (and a new one made under the same `CUcontext`): the entry's idle events
+//!   and watcher streams are dropped from the table with no `cuEventDestroy` or
+//!   `cuStreamDestroy`. If the context was destroyed they went with it. Only a context that lives
+//!   on solely through handles that never reached the pool (made by `CudaContext::new` or another
+//!   library, never used for awaited work) while every anchor is gone keeps them allocated,
+//!   unused, until it goes: at most one pool and [`WATCHERS`] streams each time that happens,
+//!   never a growth per handle or per call. (A `cuda_kernel!` launch holds the handle it loaded
+//!   its module with for the rest of the process, so a context that ran one never gets there
+//!   when that handle came from [`crate::context`].) An event is destroyed by this crate only while its watch holds its context
+//!   (a watch the full pool cannot take).
+//!
 //! # Bad input
 //!
 //! Awaiting on a stream that is being captured is an error (a capture runs nothing to wait for):
@@ -92,6 +122,7 @@ mod copy;
 mod event;
 mod executor;
 mod launchers; // the async forms of Kernel, GraphExec, ProgramKernel and Reduction
+mod per_context; // what is kept per CUDA context, found from any live handle of it
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -104,7 +135,7 @@ pub use pool::retain_freed_memory;
 pub use watcher::WATCHERS;
 
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use completion::{Polled, Watch};
 use cudarc::driver::{sys, CudaStream};
 use std::future::Future;
@@ -112,6 +143,42 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+/// What the futures keep per context and have made so far, process-wide: for tests that check
+/// that it stays bounded. Not a stable API.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Contexts with an entry in the idle-watch pool.
+    pub contexts: usize,
+    /// Handles (`Arc<CudaContext>`) anchoring those entries, live or not yet pruned.
+    pub anchors: usize,
+    /// Idle watches in the pool, each with an event.
+    pub idle_watches: usize,
+    /// Events made for watches (`cuEventCreate`).
+    pub events_created: usize,
+    /// Events destroyed by this crate (`cuEventDestroy`, while the watch holds its context): a
+    /// watch the full pool could not take, or one whose last two handles were released at once.
+    pub events_destroyed: usize,
+    /// Idle events dropped from the pool with no driver call, because no handle proved their
+    /// context alive.
+    pub events_abandoned: usize,
+    /// Watcher streams held (all contexts).
+    pub watcher_streams: usize,
+    /// Watcher streams made (`cuStreamCreate`).
+    pub streams_created: usize,
+    /// Watcher streams dropped from the table with no driver call (as `events_abandoned`).
+    pub streams_abandoned: usize,
+}
+
+/// The counts of [`PoolStats`] now. Not a stable API.
+#[doc(hidden)]
+pub fn pool_stats() -> PoolStats {
+    let mut stats = PoolStats::default();
+    completion::pool_counts(&mut stats);
+    watcher::counts(&mut stats);
+    stats
+}
 
 /// GPU work queued on a stream, as a future: it resolves when the GPU has finished the work and
 /// returns its result, and `T` (a buffer the work used, handed back; `()` for launches).

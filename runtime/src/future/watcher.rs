@@ -3,16 +3,25 @@
 //! blocks its stream until it returns).
 //!
 //! They are made with the driver (cudarc does not know them, so they do not switch its contexts
-//! into multi-stream event tracking), non-blocking, and kept for the rest of the process. Each
-//! work stream (a *lane*: the stream an event is recorded on) gets a watcher of its own, up to
+//! into multi-stream event tracking), non-blocking, and kept for the life of their context
+//! (never destroyed by this crate, so never one of a context that is gone). Each work stream
+//! (a *lane*: the stream an event is recorded on) gets a watcher of its own, up to
 //! [`WATCHERS`] per context, after which lanes share them in turn. The watches of one lane
 //! finish in order anyway, so queuing them on one watcher delays none of them; two lanes on one
 //! watcher may delay a callback until the other lane's earlier work is done (never a wrong
 //! answer: only a later wake-up). Choosing costs no driver call.
+//!
+//! They are kept in the futures' [`PerContext`] table: keyed by the context, not by one handle
+//! of it, so every handle of a context shares them (see `per_context.rs`); the table holds no
+//! context alive. The streams of a context that no handle proves alive any more are dropped from
+//! the table without a driver call: they went with their context, or, if it lives on through a
+//! handle the table never saw, stay until it goes.
 
+use super::per_context::{about, PerContext};
 use crate::error::{DriverCode, Error, Result};
 use cudarc::driver::{sys, CudaContext};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Watcher streams per context at most.
 pub const WATCHERS: usize = 32;
@@ -20,10 +29,9 @@ pub const WATCHERS: usize = 32;
 /// Lanes remembered per context; more start the assignment afresh (streams come and go).
 const LANES: usize = 256;
 
+/// One context's watcher streams.
+#[derive(Default)]
 struct Watchers {
-    /// The address of the `CudaContext` (kept allocated by `ctx`, so never another's).
-    key: usize,
-    ctx: Weak<CudaContext>,
     /// The watcher streams made so far.
     streams: Vec<usize>,
     /// Each lane seen and the watcher it was given.
@@ -32,8 +40,28 @@ struct Watchers {
     next: usize,
 }
 
-/// Every context's watcher streams: a list, not a map (a process has a context or a few).
-static STREAMS: Mutex<Vec<Watchers>> = Mutex::new(Vec::new());
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        // Only ever dropped by the table, when no handle proves the context alive.
+        ABANDONED.fetch_add(self.streams.len(), Ordering::Relaxed);
+    }
+}
+
+/// Every context's watcher streams.
+static STREAMS: Mutex<PerContext<CudaContext, Watchers>> = Mutex::new(PerContext::new());
+
+/// Watcher streams made, and dropped with their context's entry (see [`counts`]).
+static CREATED: AtomicUsize = AtomicUsize::new(0);
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// Fills in the watcher streams' counts (see [`super::PoolStats`]).
+pub(crate) fn counts(stats: &mut super::PoolStats) {
+    let all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
+    stats.watcher_streams = all.values().map(|w| w.streams.len()).sum();
+    drop(all);
+    stats.streams_created = CREATED.load(Ordering::Relaxed);
+    stats.streams_abandoned = ABANDONED.load(Ordering::Relaxed);
+}
 
 /// The watcher stream of `ctx` for a wait of work queued on `lane`, with `ctx` made current.
 pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstream> {
@@ -42,17 +70,8 @@ pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstrea
     if !crate::driver::bound_here(ctx) {
         crate::driver::bind(ctx)?;
     }
-    let key = Arc::as_ptr(ctx) as usize;
     let mut all = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
-    let at = match all.iter().position(|w| w.key == key) {
-        Some(at) => at,
-        None => {
-            all.retain(|w| w.ctx.strong_count() > 0);
-            all.push(Watchers { key, ctx: Arc::downgrade(ctx), streams: Vec::new(), lanes: Vec::new(), next: 0 });
-            all.len() - 1
-        }
-    };
-    let w = &mut all[at];
+    let w = all.get(ctx, || about(ctx));
     if let Some(&(_, s)) = w.lanes.iter().find(|(l, _)| *l == lane) {
         return Ok(s as sys::CUstream);
     }
@@ -72,6 +91,7 @@ pub(crate) fn stream(ctx: &Arc<CudaContext>, lane: usize) -> Result<sys::CUstrea
             });
         }
         w.streams.push(s as usize);
+        CREATED.fetch_add(1, Ordering::Relaxed);
         s as usize
     } else {
         w.next = (w.next + 1) % w.streams.len();

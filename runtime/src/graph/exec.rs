@@ -10,7 +10,7 @@ use crate::args::buffer::{DeviceBuffer, DeviceBufferMut};
 use crate::bind::{node_buffer, other_device};
 use crate::driver::bind;
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -506,12 +506,6 @@ impl<'a> NdUpdate<'_, 'a> {
         Ok(p)
     }
 
-    /// Records a range the kernel reads or writes (N-D operands, `ndarray::NodeMemory`).
-    #[inline]
-    pub(crate) fn __record(&mut self, access: Access) {
-        self.accesses.record(access);
-    }
-
     #[cold]
     fn rebuild(&self, kernel: &str, cause: String) -> Error {
         Error::Graph {
@@ -613,6 +607,15 @@ unsafe fn set_params_bound(
     // SAFETY: the caller's contract.
     let r = unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, p) };
     driver(ctx, "cuGraphExecKernelNodeSetParams", r)
+}
+
+/// The update records the ranges of the N-D operands (`ndarray::NodeMemory::update`), for its
+/// aliasing check.
+impl Record for NdUpdate<'_, '_> {
+    #[inline]
+    fn record(&mut self, access: Access) {
+        self.accesses.record(access);
+    }
 }
 
 /// What a node of `kind` is, for the errors of [`NdUpdate`].

@@ -13,7 +13,7 @@ use super::{Graph, Label, Node};
 use crate::args::Out;
 use crate::bind::{node_buffer, other_device};
 use crate::error::{DriverCode, Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use crate::reduction::Shape;
 use cudarc::driver::{sys, CudaContext, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig};
 use std::ffi::c_void;
@@ -82,12 +82,6 @@ impl<'a> NodeBuilder<'_, 'a> {
         Ok(p)
     }
 
-    /// Records a range the kernel reads or writes (N-D operands, `ndarray::NodeMemory`).
-    #[inline]
-    pub(crate) fn __record(&mut self, access: Access) {
-        self.accesses.push(access);
-    }
-
     /// Adds the node: `kernel` with `config` (checked against the kernel's limits as a launch
     /// is) and `params`, depending on what the recorded buffers need.
     ///
@@ -100,6 +94,15 @@ impl<'a> NodeBuilder<'_, 'a> {
         let (_, target) = kernel.target(&ctx)?;
         // SAFETY: the function was looked up in the graph's context; the rest is the caller's.
         unsafe { self.graph.kernel_raw(&target, config, params, self.accesses, Label::Kernel(kernel)) }
+    }
+}
+
+/// The builder records the ranges of the N-D operands (`ndarray::NodeMemory::record`) as the
+/// node's own.
+impl Record for NodeBuilder<'_, '_> {
+    #[inline]
+    fn record(&mut self, access: Access) {
+        self.accesses.push(access);
     }
 }
 

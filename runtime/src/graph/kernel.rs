@@ -5,9 +5,10 @@
 use super::args::{Access, GraphArg, GraphArgKind, NodeArg, NodeArgs, StackAccesses};
 use super::{Graph, Label, Node, NodeKind};
 use crate::error::{Error, Result};
-use crate::launch::kernel::{Kernel, KernelRef};
+use crate::launch::kernel::Kernel;
 use crate::launch::limits::check_config;
 use crate::launch::Target;
+use crate::module::kernel::KernelRef;
 use crate::module::load::Function;
 use crate::program::ProgramKernel;
 use cudarc::driver::{sys, CudaContext, LaunchConfig};

@@ -113,7 +113,7 @@ pub(crate) struct NodeInfo {
 pub(crate) enum Label {
     /// A `cuda_kernel!` kernel: its name is looked up only when asked for (adding a node
     /// touches nothing of the module's description).
-    Kernel(crate::launch::kernel::KernelRef),
+    Kernel(crate::module::kernel::KernelRef),
     /// A run-time kernel's name, or a made-up description (`memcpy HtoD 4096 B`).
     Text(std::borrow::Cow<'static, str>),
 }
@@ -264,7 +264,7 @@ pub struct Graph<'a> {
     /// per node).
     scratch: (Vec<Access>, Vec<usize>, Vec<sys::CUgraphNode>),
     /// The kernel of the last kernel node added, with its function on the graph's context.
-    pub(crate) last_kernel: Option<(crate::launch::kernel::KernelRef, &'static crate::module::load::Function)>,
+    pub(crate) last_kernel: Option<(crate::module::kernel::KernelRef, &'static crate::module::load::Function)>,
     /// The last kernel configuration its nodes passed the checks with.
     pub(crate) checked: kernel::CheckedConfig,
     /// The ids of the graphs it is a conditional body of, innermost first (none for a graph

@@ -4,11 +4,11 @@
 //! configuration against the kernel's limits before the driver is called, and every failure is
 //! an [`Error::Launch`] naming the kernel, where it comes from, the device and the cause.
 
-pub mod capture; // launches under stream capture with event tracking on
 pub(crate) mod kernel; // kernel handles (KernelRef, Kernel<Sig>)
 pub(crate) mod limits; // launch limits and attribute readers
 
 use crate::driver::{bind, bound_here, device_attr, func_attr, wrong_context};
+pub(crate) use crate::error::of_kernel;
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::{check_config, Violation};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
@@ -73,22 +73,6 @@ impl Who<'_> {
     #[inline(never)]
     pub(crate) fn named(&self, e: Error) -> Error {
         of_kernel(e, self.kernel, self.origin)
-    }
-}
-
-/// `e`, said of kernel `kernel` of `origin` (see [`Who::named`]).
-#[cold]
-#[inline(never)]
-pub(crate) fn of_kernel(e: Error, kernel: &str, origin: &str) -> Error {
-    match e {
-        Error::Driver { call, device, cause } => Error::Launch {
-            kernel: kernel.to_string(),
-            origin: origin.to_string(),
-            device,
-            cause: format!("{call}: {cause}"),
-            fix: None,
-        },
-        e => e,
     }
 }
 
@@ -270,10 +254,36 @@ unsafe fn dependent_call(
     cfg: &LaunchConfig,
     args: &mut [*mut c_void],
 ) -> sys::CUresult {
-    // SAFETY: an all-zero attribute is valid plain data; the fields are set below.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    let mut attr = attribute(sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
     attr.value.programmaticStreamSerializationAllowed = 1;
+    // SAFETY: forwarded from the caller; the attribute's value is set for its id.
+    unsafe { launch_ex(target, stream, cfg, std::slice::from_mut(&mut attr), args) }
+}
+
+/// A launch attribute of kind `id` whose value is all zeros, for the caller to set.
+#[inline(always)]
+fn attribute(id: sys::CUlaunchAttributeID) -> sys::CUlaunchAttribute {
+    // SAFETY: `CUlaunchAttribute` is C data: an id enum (0 is `CU_LAUNCH_ATTRIBUTE_IGNORE`,
+    // overwritten below), padding and a union of integers and structs of integers, for all of
+    // which all-zero bytes are a valid value.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = id;
+    attr
+}
+
+/// `cuLaunchKernelEx` of `target` on `stream` with `cfg` and the launch attributes `attrs`: the
+/// one extended launch call, shared by the cluster and the programmatic dependent launches.
+///
+/// # Safety
+/// As for [`launch`]; and each of `attrs` has its value set as its id requires.
+#[inline(always)]
+unsafe fn launch_ex(
+    target: &Target<'_>,
+    stream: &CudaStream,
+    cfg: &LaunchConfig,
+    attrs: &mut [sys::CUlaunchAttribute],
+    args: &mut [*mut c_void],
+) -> sys::CUresult {
     let (g, b) = (cfg.grid_dim, cfg.block_dim);
     let config = sys::CUlaunchConfig {
         gridDimX: g.0,
@@ -284,11 +294,14 @@ unsafe fn dependent_call(
         blockDimZ: b.2,
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as u32,
     };
-    // SAFETY: `config` and `attr` outlive the call; `f` belongs to the stream's context; args per
-    // caller contract.
+    // SAFETY: `config` and the `attrs` it points at (`numAttrs` of them, each set as its id
+    // requires: the caller's contract) are alive for the whole call, which reads them only
+    // during it; `target.f` belongs to the stream's context and `args` holds one pointer per
+    // kernel parameter, each to a live value of the parameter's type (the caller's contract); the
+    // `extra` argument is null.
     unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) }
 }
 
@@ -452,28 +465,12 @@ unsafe fn cluster_call(
             Some("use at most 8 blocks per cluster".into()),
         ));
     }
-    // SAFETY: an all-zero attribute is valid plain data; the fields are set below.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    let mut attr = attribute(sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
     attr.value.clusterDim.x = c.0;
     attr.value.clusterDim.y = c.1;
     attr.value.clusterDim.z = c.2;
-    let b = cfg.block_dim;
-    let config = sys::CUlaunchConfig {
-        gridDimX: g.0,
-        gridDimY: g.1,
-        gridDimZ: g.2,
-        blockDimX: b.0,
-        blockDimY: b.1,
-        blockDimZ: b.2,
-        sharedMemBytes: cfg.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    // SAFETY: `config` and `attr` outlive the call; `f` belongs to the stream's context; args per
-    // caller contract.
-    Ok(unsafe { sys::cuLaunchKernelEx(&config, target.f, args.as_mut_ptr(), std::ptr::null_mut()) })
+    // SAFETY: forwarded from the caller; the attribute's value is set for its id.
+    Ok(unsafe { launch_ex(target, stream, cfg, std::slice::from_mut(&mut attr), args) })
 }
 
 /// Why a cluster launch was refused: a GPU older than clusters is named as such (asked only

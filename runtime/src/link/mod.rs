@@ -17,8 +17,8 @@
 
 pub mod nvjitlink;
 mod object;
-pub(crate) use object::nvrtc_output;
-pub use object::{CodeKind, ObjectCode, ObjectKind};
+pub use crate::program::nvrtc::CodeKind;
+pub use object::{ObjectCode, ObjectKind};
 #[cfg(test)]
 mod tests;
 

@@ -2,24 +2,11 @@
 //! from files or bytes, and the CUDA device runtime library found in the toolkit.
 
 use crate::error::{Error, Result};
-use crate::program::nvrtc::{self, Unit};
+use crate::program::nvrtc::{self, CodeKind, Unit};
 use crate::Program;
 use cuda_embed_source::cache::{Entry, Store};
-use cudarc::nvrtc::sys as nv;
-use std::ffi::c_char;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// What [`Program::compile_to`] produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CodeKind {
-    /// PTX text (relocatable: `-rdc=true`).
-    Ptx,
-    /// A relocatable cubin (`-rdc=true`).
-    Cubin,
-    /// LTO-IR (`-dlto`), linked with link-time optimisation by nvJitLink.
-    LtoIr,
-}
 
 /// What an [`ObjectCode`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -226,30 +213,6 @@ pub(super) fn lib_dirs(root: &Path) -> Vec<PathBuf> {
         dirs.extend(targets.filter_map(|t| t.ok()).map(|t| t.path().join("lib")));
     }
     dirs
-}
-
-/// NVRTC's output of `kind` for a compiled program.
-pub(crate) fn nvrtc_output(prog: nv::nvrtcProgram, kind: CodeKind) -> std::result::Result<Vec<u8>, String> {
-    let mut size = 0usize;
-    type Size = unsafe fn(nv::nvrtcProgram, *mut usize) -> nv::nvrtcResult;
-    type Get = unsafe fn(nv::nvrtcProgram, *mut c_char) -> nv::nvrtcResult;
-    let (size_fn, get_fn, what): (Size, Get, &str) = match kind {
-        CodeKind::Ptx => (nv::nvrtcGetPTXSize, nv::nvrtcGetPTX, "nvrtcGetPTX"),
-        CodeKind::Cubin => (nv::nvrtcGetCUBINSize, nv::nvrtcGetCUBIN, "nvrtcGetCUBIN"),
-        CodeKind::LtoIr => (nv::nvrtcGetLTOIRSize, nv::nvrtcGetLTOIR, "nvrtcGetLTOIR"),
-    };
-    // SAFETY: a live, compiled program; a valid out-pointer.
-    nvrtc::check(unsafe { size_fn(prog, &mut size) }, what)?;
-    let mut out = vec![0u8; size];
-    // SAFETY: `out` has the size NVRTC reported.
-    nvrtc::check(unsafe { get_fn(prog, out.as_mut_ptr() as *mut c_char) }, what)?;
-    if kind == CodeKind::Ptx {
-        // The PTX's terminating NUL stays out of the object; the linker gets its own.
-        while out.last() == Some(&0) {
-            out.pop();
-        }
-    }
-    Ok(out)
 }
 
 impl Program {

@@ -1,8 +1,8 @@
 //! What builds the images the macro could not build when the crate was compiled: NVRTC at first
 //! use (a module compiled from its source) and the linker (separately compiled units). Loading
-//! knows only this trait: the `program` capability implements it (with `link` for linked units),
-//! and the crate root hands that implementation to the loader, so that loading an image never
-//! depends on how it was made.
+//! knows only this trait: the crate root implements it with the `program` capability (NVRTC) and
+//! the `link` capability (linked units) and hands that implementation to the loader, so that
+//! loading an image never depends on how it was made.
 
 use crate::error::Result;
 use crate::module::spec::{LinkedUnit, ModuleSpec};

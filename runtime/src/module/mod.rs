@@ -6,6 +6,7 @@
 pub(crate) mod build; // how images are built at first use: the trait the loader calls
 pub(crate) mod global; // Global<T>
 pub(crate) mod image; // images into driver modules (load, symbol lookup, JIT log)
+pub(crate) mod kernel; // KernelRef: one kernel of a module, by index
 pub(crate) mod load; // one module on one device
 pub(crate) mod order; // stream ordering of Global copies and launches
 pub(crate) mod params; // the driver's view of a kernel's parameter list

@@ -4,7 +4,7 @@
 //! operand, then either one of the existing contiguous kernels (full, rows, columns) or the
 //! strided `NAME_axes` kernel.
 
-use super::layout::{collapse, show, Layout};
+use crate::args::layout::{collapse, show, Layout};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 

@@ -16,15 +16,16 @@
 //! ```
 
 mod axes;
-mod layout;
 mod node;
 mod plan;
 
+use crate::args::layout;
+pub use crate::args::layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
 pub use axes::{AxesInput, AxesOutput, AxesPlan, AxesRoute, AXES_DIMS};
-pub use layout::{broadcast_shapes, collapse, row_major_strides, Collapsed, Layout, MAX_RANK};
 pub use node::{NdNodeInput, NdNodeOutput, NodeMemory, NodeRegion};
 pub use plan::{NdLaunch, RANKS};
 
+use crate::args::dynamic::Arg;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::ops::{Bound, RangeBounds};
@@ -354,6 +355,53 @@ flat_output!(CudaSlice<T>, CudaViewMut<'_, T>);
 
 fn flat_layout(len: usize) -> Layout {
     Layout::flat(len)
+}
+
+/// A view as a launch operand on the one checked path (`bind::nd_input`): its buffer's context
+/// and the address of its element `[0, ..]`.
+impl<T> crate::bind::ViewOperand for NdView<'_, T> {
+    #[inline(always)]
+    fn buffer_context(&self) -> &std::sync::Arc<cudarc::driver::CudaContext> {
+        self.buffer().stream().context()
+    }
+    #[inline(always)]
+    fn device_ptr_on<'s>(&'s self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+}
+
+/// A view the kernel writes as a launch operand (`bind::nd_output`).
+impl<T> crate::bind::ViewOperandMut for NdViewMut<'_, T> {
+    #[inline(always)]
+    fn buffer_context(&self) -> &std::sync::Arc<cudarc::driver::CudaContext> {
+        self.buffer_stream().context()
+    }
+    #[inline(always)]
+    fn device_ptr_mut_on<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        self.device_ptr_mut(stream)
+    }
+}
+
+/// A view as an argument of a run-time kernel (`cuda_embed::Arg`): the view's buffer with its
+/// layout, declared beside the views (the argument list itself is `args`' vocabulary).
+impl<'a> Arg<'a> {
+    /// An N-D view the kernel reads, for the N-D launches of the run-time twins
+    /// ([`ElementwiseKernel::launch_nd`](crate::ElementwiseKernel::launch_nd),
+    /// [`Reduction::launch_axes`](crate::Reduction::launch_axes)); the other launches refuse it
+    /// (pass the buffer with [`Arg::slice`] there).
+    pub fn view<T>(view: &'a NdView<'_, T>) -> Self {
+        let mut arg = Arg::slice(view.buffer());
+        arg.layout = Some(*view.layout());
+        arg
+    }
+
+    /// An N-D view the kernel writes, for the N-D launches (see [`Arg::view`]).
+    pub fn view_mut<T>(view: &'a mut NdViewMut<'_, T>) -> Self {
+        let layout = *view.layout();
+        let mut arg = Arg::slice_mut(&mut view.buf);
+        arg.layout = Some(layout);
+        arg
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,9 @@
 //! written for the dependency inference.
 
 use super::{AsCudaView, Layout, NdView, NdViewMut};
+use crate::args::node::{Access, NodeArg, Record, Space};
 use crate::bind::{node_buffer, other_device};
 use crate::error::{Error, Result};
-use crate::graph::args::{Access, NodeArg, Record, Space};
-use crate::graph::generated::NodeBuilder;
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaView, CudaViewMut, DevicePtr};
 use std::marker::PhantomData;
 
@@ -146,17 +145,18 @@ impl<T> Clone for NodeMemory<T> {
 impl<T> Copy for NodeMemory<T> {}
 
 impl<T> NodeMemory<T> {
-    /// Records the whole buffer as read or written by the node `builder` assembles and returns
-    /// the address of element `offset` (a view's element `[0, ..]`).
-    pub fn record(&self, builder: &mut NodeBuilder<'_, '_>, offset: usize) -> u64 {
-        builder.__record(Access { space: Space::Device, lo: self.base, hi: self.base + self.bytes, write: self.write });
+    /// Records the whole buffer as read or written by the node `builder` assembles (a graph's
+    /// `NodeBuilder`) and returns the address of element `offset` (a view's element `[0, ..]`).
+    pub fn record(&self, builder: &mut impl Record, offset: usize) -> u64 {
+        builder.record(Access { space: Space::Device, lo: self.base, hi: self.base + self.bytes, write: self.write });
         self.base + (offset * std::mem::size_of::<T>()) as u64
     }
 
-    /// Records the whole buffer on the update `update` (for its aliasing check; the node's
-    /// dependencies were inferred when it was added) and returns the address of element `offset`.
-    pub fn update(&self, update: &mut crate::graph::NdUpdate<'_, '_>, offset: usize) -> u64 {
-        update.__record(Access { space: Space::Device, lo: self.base, hi: self.base + self.bytes, write: self.write });
+    /// Records the whole buffer on the update `update` (a `graph::NdUpdate`, for its aliasing
+    /// check; the node's dependencies were inferred when it was added) and returns the address
+    /// of element `offset`.
+    pub fn update(&self, update: &mut impl Record, offset: usize) -> u64 {
+        update.record(Access { space: Space::Device, lo: self.base, hi: self.base + self.bytes, write: self.write });
         self.base + (offset * std::mem::size_of::<T>()) as u64
     }
 

@@ -2,9 +2,9 @@
 //! the dimensions collapsed, then either the flat (vectorised) kernel when every operand is one
 //! contiguous run, or the strided kernel specialised for the collapsed rank.
 
-use super::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
+use crate::args::layout::{collapse, show, Collapsed, Layout, MAX_RANK};
 use crate::error::{Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use cudarc::driver::LaunchConfig;
 
 /// The ranks the strided kernel is specialised for; a collapsed rank above the last but one is

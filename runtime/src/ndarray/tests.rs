@@ -1,7 +1,7 @@
 //! CPU tests of the view arithmetic: construction, permutation, slicing, broadcasting, reshape,
 //! collapse, and a seeded property test that no view reaches outside its buffer.
 
-use super::layout::*;
+use crate::args::layout::*;
 
 /// Every buffer index a layout addresses, in row-major index order.
 fn addresses(l: &Layout) -> Vec<isize> {

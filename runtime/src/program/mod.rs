@@ -353,44 +353,30 @@ pub(crate) fn origin_of(program: &str) -> String {
     format!("program `{program}`")
 }
 
-/// The loader's builder ([`crate::module::build::Build`]): NVRTC for a module compiled at first
-/// use, the run-time linker for separately compiled units.
-pub(crate) struct Builder;
-
-impl crate::module::build::Build for Builder {
-    fn compile(
-        &self,
-        origin: &'static str,
-        source: &str,
-        own_len: usize,
-        options: &[&str],
-        headers: &[(&str, &str)],
-        exprs: &[&str],
-        digest: Option<&str>,
-        arch: u32,
-    ) -> Result<crate::module::build::Built> {
-        let compiled = nvrtc::compile_module(origin, source, own_len, options, headers, exprs, digest, arch)?;
-        let nvrtc::Compiled { cubin, symbols, from_cache, cache_file, checked, compiler, inputs } = compiled;
-        // What the entry holds besides the cubin and symbols moves into the recorder: nothing is
-        // copied unless the loader records.
-        let record = cache_file.map(|file| {
-            Box::new(move |cubin: Vec<u8>, symbols: Vec<String>, mark: Vec<u8>| {
-                let entry =
-                    nvrtc::Compiled { cubin, symbols, from_cache, cache_file: None, checked: None, compiler, inputs };
-                nvrtc::record_checked(&file, entry, mark)
-            }) as crate::module::build::Recorder
-        });
-        Ok(crate::module::build::Built { cubin, symbols, from_cache, checked, record })
-    }
-
-    fn link(
-        &self,
-        spec: &crate::module::spec::ModuleSpec,
-        units: &[crate::module::spec::LinkedUnit],
-        headers: &[(&str, &str)],
-        lto: bool,
-        ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
-    ) -> Result<(Vec<u8>, Vec<String>)> {
-        crate::link::link_units(spec, units, headers, lto, ctx)
-    }
+/// A module compiled by NVRTC at first use, for the loader (the `compile` of
+/// [`crate::module::build::Build`], which the crate root implements with this and the run-time
+/// linker): the cubin, its symbols, and what records a mark of passed checks in its cache entry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_at_first_use(
+    origin: &'static str,
+    source: &str,
+    own_len: usize,
+    options: &[&str],
+    headers: &[(&str, &str)],
+    exprs: &[&str],
+    digest: Option<&str>,
+    arch: u32,
+) -> Result<crate::module::build::Built> {
+    let compiled = nvrtc::compile_module(origin, source, own_len, options, headers, exprs, digest, arch)?;
+    let nvrtc::Compiled { cubin, symbols, from_cache, cache_file, checked, compiler, inputs } = compiled;
+    // What the entry holds besides the cubin and symbols moves into the recorder: nothing is
+    // copied unless the loader records.
+    let record = cache_file.map(|file| {
+        Box::new(move |cubin: Vec<u8>, symbols: Vec<String>, mark: Vec<u8>| {
+            let entry =
+                nvrtc::Compiled { cubin, symbols, from_cache, cache_file: None, checked: None, compiler, inputs };
+            nvrtc::record_checked(&file, entry, mark)
+        }) as crate::module::build::Recorder
+    });
+    Ok(crate::module::build::Built { cubin, symbols, from_cache, checked, record })
 }

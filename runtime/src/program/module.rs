@@ -1,7 +1,8 @@
 //! The loaded side of run-time programs: [`ProgramModule`] (a [`Program`](crate::Program)(crate::Program) loaded
 //! on one device) and its kernels, [`ProgramKernel`], launched with checked [`Arg`] lists.
 
-use crate::args::dynamic::{bind_buffers, misplaced, Arg, ArgKind};
+use crate::args::dynamic::{Arg, ArgKind};
+use crate::bind::dynamic::{bind_buffers, misplaced};
 use crate::driver::{bind, func_attr};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::KernelAttributes;
@@ -338,7 +339,7 @@ impl ProgramKernel {
             unsafe { launch::launch(&target, stream, &cfg, kind, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &who, &mut pointers, &mut go) }
+        unsafe { bind_buffers(args, stream, (who.kernel, who.origin), &mut pointers, &mut go) }
     }
 
     /// Registers, thread and memory limits of this kernel.

@@ -293,7 +293,7 @@ pub fn with_scratch<R>(
 ) -> Result<R> {
     let counters = plan.partial_offset();
     let partials = plan.scratch_bytes() - counters;
-    if crate::launch::capture::is_capturing(stream) {
+    if crate::bind::capture::is_capturing(stream) {
         return with_captured_scratch(stream, counters, partials, f);
     }
     let mut guard = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
@@ -367,7 +367,7 @@ fn with_captured_scratch<R>(
     // tracking events (recorded outside the capture) from its stream and free it there; it is
     // freed below instead. It is made on the context's side stream, which lives as long as the
     // process, so only its two tracking events (if any) are leaked, not a user's stream.
-    let side = crate::launch::capture::side_stream(stream.context())?;
+    let side = crate::bind::capture::side_stream(stream.context())?;
     // SAFETY: `ptr` is a live allocation of `bytes` bytes in this context.
     let mut buf = std::mem::ManuallyDrop::new(unsafe { side.upgrade_device_ptr::<u8>(ptr, bytes) });
     let out = f(&mut buf, counter_bytes as i64);

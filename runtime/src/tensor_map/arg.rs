@@ -3,10 +3,10 @@
 //! to graph nodes ([`NodeArg`]).
 
 use super::{RawTensorMap, TensorMap, TensorMapMut};
+use crate::args::node::{Access, NodeArg, Record, Space};
 use crate::args::KernelArg;
 use crate::bind::{other_device, same_context, DescriptorOperand};
 use crate::error::Result;
-use crate::graph::args::{Access, NodeArg, Record, Space};
 use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::ffi::c_void;
 use std::sync::Arc;

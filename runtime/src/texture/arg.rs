@@ -2,11 +2,11 @@
 //! [`Kernel`](crate::Kernel) values ([`KernelArg`]) and to graph nodes ([`NodeArg`]).
 
 use super::object::{Source, Surface, Texture};
+use crate::args::node::{Access, NodeArg, Record, Space};
 use crate::args::KernelArg;
 use crate::bind::{other_device, wrong_device};
 use crate::error::{Error, Result};
-use crate::graph::args::{Access, NodeArg, Record, Space};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use crate::types::{SurfaceObject, TextureObject};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::ffi::c_void;

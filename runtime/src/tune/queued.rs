@@ -28,8 +28,9 @@
 //! one another back for longer than their own batch (a timing on another stream of the same
 //! context may release this one's blocking kernel early, before its batch is all queued: its
 //! time then includes some launch gaps, unflagged; the tuner times one kernel at a time). The
-//! kernel and the counter are kept for the process, keyed by the context handle. If the host has not released it after
-//! [`TIMEOUT_MS`] milliseconds (a batch larger than the stream's queue, a launch that blocks),
+//! kernel and the counter are kept for the process, keyed by the context handle, and hold their
+//! context alive (as a loaded `cuda_kernel!` module does), so the handle is never another
+//! context's. If the host has not released it after [`TIMEOUT_MS`] milliseconds (a batch larger than the stream's queue, a launch that blocks),
 //! the kernel gives up and says so in a second word, and [`Queued::with_gaps`] reports that the
 //! time includes launch gaps. Where the blocking kernel cannot be had at all (a driver without
 //! mapped pinned memory, a failed JIT), the batch is timed by events alone, as before this
@@ -41,11 +42,11 @@
 //! this crate) while the blocking kernel holds the stream; the tuner does (its warm-up launch).
 
 use crate::error::{DriverCode, Error, Result};
-use cudarc::driver::{sys, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// How long the blocking kernel waits for the host before it gives up.
 pub const TIMEOUT_MS: u64 = 200;
@@ -98,6 +99,11 @@ pub struct Queued {
 
 /// One context's blocking kernel and release counter (raw handles, kept for the process).
 struct Blocker {
+    /// Holds the context (and so the module and the mapped counter) alive for the rest of the
+    /// process, as a loaded `cuda_kernel!` module does: the table is keyed by the context's
+    /// driver handle, which a context made after this one was released could reuse, and
+    /// [`Blocker::counter`] reads the counter's host memory, freed with its context.
+    _ctx: Arc<CudaContext>,
     function: usize,
     /// Host address of two `u64`: the release counter, the last ticket that timed out.
     host: usize,
@@ -123,7 +129,8 @@ fn check(ordinal: usize, call: &'static str, r: sys::CUresult) -> Result<()> {
 
 impl Blocker {
     /// Loads the blocking kernel and maps its counter into the current context.
-    fn load(ordinal: usize) -> Result<Blocker> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Blocker> {
+        let ordinal = ctx.ordinal();
         let module = crate::module::image::load_raw(BLOCKER_PTX.as_bytes()).map_err(|(r, log)| {
             if !log.is_empty() {
                 eprintln!("cuda-embed tune: the blocking kernel did not load: {log}");
@@ -144,7 +151,7 @@ impl Blocker {
         // SAFETY: `host` is a mapped allocation of this context; `device` a valid out-pointer.
         let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) };
         check(ordinal, "cuMemHostGetDevicePointer", r)?;
-        Ok(Blocker { function: function as usize, host: host as usize, device, next_ticket: 1 })
+        Ok(Blocker { _ctx: ctx.clone(), function: function as usize, host: host as usize, device, next_ticket: 1 })
     }
 
     fn counter(&self, word: usize) -> &'static AtomicU64 {
@@ -198,7 +205,7 @@ pub fn time_queued(stream: &CudaStream, batch: impl FnOnce() -> Result<()>) -> R
         let key = ctx.cu_ctx() as usize;
         let b = match map.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(Blocker::load(ordinal).map_err(|e| {
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Blocker::load(ctx).map_err(|e| {
                 eprintln!("cuda-embed tune: no blocking kernel on device {ordinal} ({e}); timings include launch gaps");
             })),
         };

@@ -25,7 +25,7 @@ use super::expr::{eval, Op};
 use super::record::{Device, Record};
 use super::state;
 use crate::error::{Error, Result};
-use crate::launch::kernel::KernelRef;
+use crate::module::kernel::KernelRef;
 use crate::module::registry::Module;
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
 use std::collections::HashMap;

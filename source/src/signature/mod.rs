@@ -94,8 +94,9 @@ pub struct Parsed {
     pub include_sites: Vec<IncludeSite>,
     /// `__constant__`, `__device__` and `__managed__` variables at namespace scope.
     pub globals: Vec<GlobalVar>,
-    /// The explicit instantiations of template kernels with their template arguments written
-    /// out (`template __global__ void k<float, 128>(float*, int);`), in source order.
+    /// The explicit instantiations of template kernels (`template __global__ void k<float,
+    /// 128>(float*, int);`, and `template __global__ void k(float*);` whose arguments are
+    /// deduced from the parameter list), in source order.
     pub instantiations: Vec<Instantiation>,
 }
 
@@ -104,14 +105,23 @@ pub struct Parsed {
 pub struct Instantiation {
     /// The enclosing namespaces of the instantiation, outermost first.
     pub namespaces: Vec<String>,
-    /// The instance as written after `void`: `k<float>`, `ns::k<float, 128>`.
+    /// The instance as written after `void`: `k<float>`, `ns::k<float, 128>`; `k` or `k<>` when
+    /// the template arguments are deduced from the parameter list (or the trailing ones are:
+    /// `k<float>` of a template of two parameters).
     pub text: String,
+    /// The parameter list as written (`float*, int`), read as a kernel's: what the template
+    /// arguments not written out are deduced from.
+    pub params: Vec<Param>,
     /// 1-based line of the `__global__` keyword.
     pub line: usize,
+    /// The user header the instantiation was read from, as messages cite it (`kernels/t.cuh`);
+    /// `None` for the source itself.
+    pub file: Option<String>,
 }
 
 impl Instantiation {
-    /// The instance qualified by its enclosing namespaces: `ns::k<float>`.
+    /// The instance qualified by its enclosing namespaces: `ns::k<float>` (`ns::k` when the
+    /// arguments are deduced).
     pub fn qualified(&self) -> String {
         qualify(&self.namespaces, &self.text)
     }
@@ -300,9 +310,14 @@ pub fn parse_in(
                 if skip {
                     let bare = template_at.is_some_and(|at| !prefix.get(at + 1).is_some_and(|x| x.is("<")));
                     if bare && !prefix.iter().any(|x| x.is("extern")) {
-                        if let Some(text) = instance_text(&t[i..next.min(t.len())]) {
-                            let namespaces = namespaces_of(&scopes);
-                            parsed.instantiations.push(Instantiation { namespaces, text, line: tok.line });
+                        if let Some(text) = instance_text(&t[i..next.min(t.len())], &kernel.name) {
+                            parsed.instantiations.push(Instantiation {
+                                namespaces: namespaces_of(&scopes),
+                                text,
+                                params: std::mem::take(&mut kernel.params),
+                                line: tok.line,
+                                file: None,
+                            });
                         }
                     }
                 } else if let Some(params) = template {
@@ -358,17 +373,29 @@ pub fn parse_in(
     Ok(parsed)
 }
 
-/// `ns::k<float, 128>` from the tokens of `__global__ void ns::k<float, 128>(float*, int);`: the
-/// name with its template arguments, `None` when they are not written out.
-fn instance_text(t: &[Token]) -> Option<String> {
-    let paren = t.iter().position(|x| x.is("("))?;
-    let open = t[..paren].iter().position(|x| x.is("<"))?;
-    let close = matching(t, open).filter(|c| t.get(c + 1).is_some_and(|x| x.is("(")))?;
-    let mut start = open.checked_sub(1).filter(|&n| t[n].is_ident())?;
+/// `ns::k<float, 128>` from the tokens of `__global__ void ns::k<float, 128>(float*, int);`
+/// (`name` the kernel's name as [`read_kernel`] found it): the name with its template arguments;
+/// `ns::k` (or `ns::k<>`) when they are deduced from the parameter list (`__global__ void
+/// ns::k(float*, int);`). `None` when the name is not found.
+fn instance_text(t: &[Token], name: &str) -> Option<String> {
+    let (at, args) = t.iter().enumerate().find_map(|(n, x)| {
+        if !x.is(name) || !x.is_ident() {
+            return None;
+        }
+        match t.get(n + 1) {
+            Some(p) if p.is("(") => Some((n, String::new())),
+            Some(p) if p.is("<") => {
+                let close = matching(t, n + 1).filter(|c| t.get(c + 1).is_some_and(|x| x.is("(")))?;
+                Some((n, format!("<{}>", compact(&t[n + 2..close]))))
+            }
+            _ => None,
+        }
+    })?;
+    let mut start = at;
     while start >= 2 && t[start - 1].is("::") && t[start - 2].is_ident() {
         start -= 2;
     }
-    Some(format!("{}<{}>", join(&t[start..open]), compact(&t[open + 1..close])))
+    Some(format!("{}{args}", join(&t[start..=at])))
 }
 
 /// Template arguments as one writes them: a space only between two words and after a comma

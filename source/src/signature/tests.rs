@@ -79,9 +79,31 @@ fn explicit_instantiations_are_recorded_with_their_arguments() {
                template __global__ void ns::m<unsigned   char>(unsigned char*);\n\
                extern template __global__ void k<int, 1>(int*);\n\
                template <> __global__ void k<char, 2>(char* p) {}\n\
-               template __global__ void k(double*);\n";
+               template __global__ void k<double, 2>(double*);\n";
     let p = parse(src).unwrap();
     let got: Vec<(String, usize)> = p.instantiations.iter().map(|i| (i.qualified(), i.line)).collect();
-    let want = [("k<float, 4>", 2), ("ns::m<Vec<int, 2>>", 4), ("ns::m<unsigned char>", 5)];
+    let want = [("k<float, 4>", 2), ("ns::m<Vec<int, 2>>", 4), ("ns::m<unsigned char>", 5), ("k<double, 2>", 8)];
     assert_eq!(got, want.map(|(t, l)| (t.to_string(), l)));
+}
+
+/// `template __global__ void k(float*);` (and `k<>`): the arguments are deduced from the
+/// parameter list, so the instantiation is recorded by name with its parameters.
+#[test]
+fn deduced_explicit_instantiations_are_recorded_with_their_parameters() {
+    let src = "template <class T> __global__ void k(const T* x, T* y, int n) {}\n\
+               template __global__ void k(const float*, float* __restrict__, int);\n\
+               namespace ns { template <class T> __global__ void m(T v) {}\n\
+               template __global__ void m<>(double); }\n\
+               template __global__ void __launch_bounds__(128) ns::m(unsigned  char);\n\
+               extern template __global__ void k(const int*, int*, int);\n\
+               template <> __global__ void k(const char* x, char* y, int n) {}\n";
+    let p = parse(src).unwrap();
+    let got: Vec<(String, usize)> = p.instantiations.iter().map(|i| (i.qualified(), i.line)).collect();
+    let want = [("k", 2), ("ns::m<>", 4), ("ns::m", 5)];
+    assert_eq!(got, want.map(|(t, l)| (t.to_string(), l)));
+    let shapes: Vec<(&str, usize, bool)> =
+        p.instantiations[0].params.iter().map(|q| (q.base.as_str(), q.pointer_depth, q.pointee_const)).collect();
+    assert_eq!(shapes, [("float", 1, true), ("float", 1, false), ("int", 0, false)]);
+    assert_eq!(p.instantiations[2].params[0].base, "unsigned char");
+    assert_eq!((p.templates.len(), p.kernels.len()), (2, 0), "an instantiation declares no kernel");
 }

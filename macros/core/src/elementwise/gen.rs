@@ -138,7 +138,7 @@ pub fn module(
                 let pshown = format!("`{pname}`");
                 let check = paths::bind(if p.role == Role::Input { "input" } else { "output" });
                 device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, __kernel, #pshown)?;));
-                // Bound on `__binding`: the stream, or a side stream under capture (launch/capture.rs).
+                // Bound on `__binding`: the stream, or a side stream under capture (bind/capture.rs).
                 binds.push(quote!(let (#id, #guard) = #id.bind(&__binding);));
                 packed.push(quote!(&#id as *const u64 as *mut #c_void));
             }

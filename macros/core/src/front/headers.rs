@@ -141,7 +141,10 @@ fn merge(parsed: &mut Parsed, theirs: Parsed, file: &str) {
     parsed.kernels.retain(|k| !overloaded.contains(&k.qualified_name()));
     parsed.templates.retain(|k| !overloaded_templates.contains(&k.qualified_name()));
     // The header's explicit instantiations are the translation unit's too.
-    parsed.instantiations.extend(theirs.instantiations);
+    parsed.instantiations.extend(theirs.instantiations.into_iter().map(|mut i| {
+        i.file.get_or_insert_with(|| file.to_string());
+        i
+    }));
     for g in theirs.globals {
         if !parsed.globals.iter().any(|o| o.qualified_name() == g.qualified_name()) {
             parsed.globals.push(GlobalVar { file: Some(file.to_string()), ..g });

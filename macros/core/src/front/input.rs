@@ -31,6 +31,9 @@ pub struct Input {
     pub tune: Option<crate::front::tune::Spec>,
     /// `rdc = true`, `link = ["..."]`, `lto = true`: separate compilation ([`crate::link`]).
     pub link: LinkOptions,
+    /// `rename = { "a::kernel" => a_kernel, ... }`: the Rust module a kernel or template
+    /// generates, by the kernel's C++ name as written (`crate::front::names`).
+    pub rename: Vec<(LitStr, Ident)>,
 }
 
 /// How a launch of a template instance that was not built is reported: `{kind} `axpy` was not
@@ -87,7 +90,8 @@ const OPTIONS_HELP: &str = "expected one of `file = \"kernels/x.cu\"`, `instance
     `lineinfo = true`, `extended_lambda = true`, `relaxed_constexpr = true`, `include_dirs = [\"include\"]`, \
     `options = [\"--extra-flag\"]`, \
     `compiler = \"auto\" | \"nvcc\" | \"nvrtc-build\" | \"nvrtc\"`, `rdc = true`, `link = [\"kernels/math.cu\"]`, \
-    `lto = true` or `tune = { params = [\"BLOCK: 128, 256\"], block = \"BLOCK\", key = \"n\" }`";
+    `lto = true`, `rename = { \"a::kernel\" => a_kernel }` or \
+    `tune = { params = [\"BLOCK: 128, 256\"], block = \"BLOCK\", key = \"n\" }`";
 
 /// What the `NAME, key = "...", ..., types = [...], <compiler options>` input of
 /// `elementwise_kernel!` and `reduction_kernel!` accepts (see [`Keyed::parse`]).
@@ -182,6 +186,72 @@ pub fn string_list(input: ParseStream, what: &str) -> syn::Result<Vec<LitStr>> {
 fn is_identifier(s: &str) -> bool {
     let mut c = s.chars();
     c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+const RENAME_HELP: &str = "`rename` maps kernels to Rust module names: \
+    `rename = { \"a::kernel\" => a_kernel, \"b::kernel\" => b_kernel }`";
+
+/// Reads the `{ "a::kernel" => a_kernel, ... }` of `rename` (the `=` already read). Each new name
+/// is a Rust identifier that can name a module; a kernel given twice is an error at the second.
+fn parse_rename(input: ParseStream, out: &mut Vec<(LitStr, Ident)>) -> syn::Result<()> {
+    use syn::ext::IdentExt;
+    let content;
+    syn::braced!(content in input);
+    while !content.is_empty() {
+        let key: LitStr = content.parse().map_err(|e| syn::Error::new(e.span(), RENAME_HELP))?;
+        let bare = |k: &LitStr| k.value().trim().trim_start_matches("::").to_string();
+        if out.iter().any(|(k, _)| bare(k) == bare(&key)) {
+            return Err(syn::Error::new_spanned(
+                &key,
+                format!("`rename` names `{}` twice: give it one name", key.value()),
+            ));
+        }
+        content.parse::<Token![=>]>().map_err(|e| syn::Error::new(e.span(), RENAME_HELP))?;
+        let not_a_name = |span: Span, what: &str| {
+            let kernel = key.value();
+            syn::Error::new(
+                span,
+                format!(
+                    "{what} is not a Rust module name: `rename` gives `{kernel}` a Rust identifier, e.g. `\"{kernel}\" => {}`",
+                    suggestion(&kernel)
+                ),
+            )
+        };
+        if !content.peek(Ident::peek_any) {
+            let tt: proc_macro2::TokenTree = content.parse().map_err(|e| syn::Error::new(e.span(), RENAME_HELP))?;
+            return Err(not_a_name(tt.span(), &format!("`{tt}`")));
+        }
+        let name = Ident::parse_any(&content)?;
+        let text = name.to_string();
+        if ["self", "Self", "super", "crate"].contains(&text.as_str()) {
+            return Err(not_a_name(name.span(), &format!("`{text}`")));
+        }
+        if !text.starts_with("r#") && syn::parse_str::<Ident>(&text).is_err() {
+            return Err(syn::Error::new(
+                name.span(),
+                format!("`{text}` is a Rust keyword: give `{}` another name, or write `r#{text}`", key.value()),
+            ));
+        }
+        if content.peek(Token![::]) {
+            return Err(not_a_name(name.span(), &format!("a path starting `{text}::`")));
+        }
+        out.push((key, name));
+        if !content.is_empty() {
+            content.parse::<Token![,]>().map_err(|e| syn::Error::new(e.span(), RENAME_HELP))?;
+        }
+    }
+    Ok(())
+}
+
+/// `a::kernel` -> `a_kernel`: the identifier a message suggests for kernel `name` (its
+/// namespace path, as a collision names it), or `new_name` where that is no identifier.
+pub fn suggestion(name: &str) -> String {
+    let path = name.trim().trim_start_matches("::").replace("::", "_");
+    if is_identifier(&path) {
+        path
+    } else {
+        "new_name".into()
+    }
 }
 
 /// The compiler options every kernel macro accepts (`cuda_kernel!`, `elementwise_kernel!`, ...):
@@ -398,6 +468,7 @@ impl Parse for Input {
         let mut instances = Vec::new();
         let mut tune = None;
         let mut link = LinkOptions::default();
+        let mut rename = Vec::new();
         let mut first = !inline;
         while !input.is_empty() {
             if !first {
@@ -432,6 +503,7 @@ impl Parse for Input {
                 "instances" => instances.extend(string_list(input, "instance (e.g. \"axpy<float>\")")?),
                 "tune" => tune = Some(crate::front::tune::Spec::parse(&key, input)?),
                 "rdc" | "link" | "lto" => link.parse_option(&key, input)?,
+                "rename" => parse_rename(input, &mut rename)?,
                 other => {
                     if !opts.parse_option(&key, input)? {
                         return Err(syn::Error::new_spanned(&key, format!("unknown option `{other}`: {OPTIONS_HELP}")));
@@ -445,7 +517,18 @@ impl Parse for Input {
         };
         let options = opts.flags();
         let Options { archs, include_dirs, compiler, .. } = opts;
-        Ok(Input { source, archs, options, include_dirs, instances, compiler, listing: Listing::default(), tune, link })
+        Ok(Input {
+            source,
+            archs,
+            options,
+            include_dirs,
+            instances,
+            compiler,
+            listing: Listing::default(),
+            tune,
+            link,
+            rename,
+        })
     }
 }
 

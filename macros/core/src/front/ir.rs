@@ -6,6 +6,7 @@ use crate::front::types::{Mapped, RustType};
 use crate::signature::{GlobalVar, Kernel, Parsed};
 use cuda_embed_source::options::Arch;
 use proc_macro2::Span;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use syn::LitStr;
 
@@ -63,6 +64,10 @@ pub struct Module {
     pub listing: crate::front::input::Listing,
     /// `tune = { ... }`, resolved: its variants are among `instances`.
     pub tune: Option<crate::front::tune::Plan>,
+    /// The Rust module names that are not the kernel's own name, by the kernel's qualified C++
+    /// name: `rename = { ... }`, and the namespace paths of same-named kernels
+    /// (`crate::front::names`).
+    pub module_names: HashMap<String, String>,
 }
 
 impl Module {
@@ -71,22 +76,33 @@ impl Module {
         self.lit.span()
     }
 
-    /// Names of every kernel and template the source declares (each becomes a Rust module).
+    /// The Rust module names of every kernel and template the module generates.
     pub fn kernel_names(&self) -> Vec<String> {
-        self.parsed.kernels.iter().chain(&self.parsed.templates).map(|k| k.name.clone()).collect()
+        self.parsed.kernels.iter().chain(&self.parsed.templates).map(|k| self.module_name(k)).collect()
+    }
+
+    /// The Rust module kernel (or template) `k` generates: its name, unless
+    /// [`Module::module_names`] gives it another.
+    pub fn module_name(&self, k: &Kernel) -> String {
+        self.module_names.get(&k.qualified_name()).cloned().unwrap_or_else(|| k.name.clone())
     }
 
     /// Where a kernel's `__global__` is written: `kernels/x.cu:LINE` for a `file = "..."` source
     /// (the path as given, relative to the crate root), else `file.rs:LINE` inside the Rust file.
     /// A kernel read from a user header cites `header.cuh:LINE` (see `Kernel::file`).
     pub fn rust_line(&self, k: &Kernel) -> String {
-        if let Some(header) = &k.file {
-            return format!("{header}:{}", k.line.max(1));
-        }
-        match &self.file {
-            Some(_) => format!("{}:{}", self.lit.value(), k.line.max(1)),
-            None => format!("{}:{}", self.site.file, self.site.line + k.line.saturating_sub(1)),
-        }
+        source_line(&self.lit, self.file.is_some(), &self.site, k.file.as_deref(), k.line)
+    }
+}
+
+/// Where line `line` of the CUDA source is written, as messages cite it: `header.cuh:LINE` for a
+/// line of a user header (`header`), `kernels/x.cu:LINE` for a `file = "..."` source (`lit`,
+/// the path as given), else `file.rs:LINE` inside the Rust file of the call `site`.
+pub fn source_line(lit: &LitStr, from_file: bool, site: &CallSite, header: Option<&str>, line: usize) -> String {
+    match (header, from_file) {
+        (Some(header), _) => format!("{header}:{}", line.max(1)),
+        (None, true) => format!("{}:{}", lit.value(), line.max(1)),
+        (None, false) => format!("{}:{}", site.file, site.line + line.saturating_sub(1)),
     }
 }
 

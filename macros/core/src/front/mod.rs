@@ -2,16 +2,19 @@
 //! declarations, checks the names it will generate, resolves `instances = [...]` against the
 //! templates and scans the includes. Nothing here asks a compiler or maps a type.
 
+pub mod deduce; // template arguments deduced from an explicit instantiation's parameter list
 pub mod headers; // the kernels and globals the included user headers define
 pub mod includes; // the headers the source includes
 pub mod input; // the macro's arguments
 pub mod ir; // the typed IR of one module, as read and as checked
+pub mod names; // the Rust module each kernel generates, and which templates generate none
 pub mod report; // errors collected and reported together
 pub mod tune; // `tune = { ... }`: the option as data, resolved against the templates
 pub mod types; // the CUDA-to-Rust type model and tables, and the mapping of one parameter
 
 use crate::front::input::{Input, Source};
-use crate::front::ir::{rust_name, CallSite, Instance, Module, Unit};
+use crate::front::ir::{source_line, CallSite, Instance, Module, Unit};
+use crate::front::names::Claim;
 use crate::front::report::{Errors, Failure};
 use crate::signature::{self, Kernel, Parsed, TemplateKind};
 use std::collections::HashMap;
@@ -132,15 +135,19 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
     if let Some(e) = header_error {
         return Err(fail(e));
     }
-    check_declarations(&parsed, input).map_err(fail)?;
+    // With `link`, each instance gets an explicit instantiation in its unit's text (see
+    // `crate::link`), which would be one too many for those the source makes itself.
+    let explicit = if input.link.enabled() {
+        Vec::new()
+    } else {
+        let at = |i: &signature::Instantiation| source_line(lit, src.file.is_some(), site, i.file.as_deref(), i.line);
+        explicit_instances(&parsed, at).map_err(fail)?
+    };
+    check_declarations(&parsed, input, !explicit.is_empty()).map_err(fail)?;
     let (mut instances, pending) =
         resolve_instances(input, &parsed).map_err(|error| Failure { error, kernels: kernels.clone() })?;
     let listed = instances.len();
-    if !input.link.enabled() {
-        // With `link`, each instance gets an explicit instantiation in its unit's text (see
-        // `crate::link`), which would be one too many for those the source makes itself.
-        add_explicit_instances(&parsed, &mut instances, span);
-    }
+    add_explicit_instances(&parsed, &explicit, &mut instances, span);
     let mut made_by_source = listed..instances.len();
     let mut tune = input
         .tune
@@ -148,8 +155,10 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         .map(|spec| crate::front::tune::resolve(spec, &parsed, &mut instances, resolve_instance))
         .transpose()
         .map_err(|error| Failure { error, kernels: kernels.clone() })?;
-    drop_unused_templates(&mut parsed, &mut instances, &mut made_by_source, tune.as_mut(), !pending.is_empty());
-    check_module_names(&parsed, &instances).map_err(fail)?;
+    let claims = claims(&parsed, &instances, &made_by_source, tune.as_ref(), !pending.is_empty());
+    let naming = names::plan(&parsed, &claims, &input.rename, span)
+        .map_err(|error| Failure { error, kernels: kernels.clone() })?;
+    drop_templates(&mut parsed, &naming.keep, &mut instances, &mut made_by_source, tune.as_mut());
     let archs = match &input.archs {
         Some((a, _)) => a.clone(),
         None => cuda_embed_source::options::archs_from_env().map_err(fail)?,
@@ -195,12 +204,13 @@ pub fn lower(input: &Input, site: &CallSite) -> Result<Module, Failure> {
         origin,
         listing: input.listing.clone(),
         tune,
+        module_names: naming.names,
     })
 }
 
 /// What must hold of the declarations before anything is generated: kernels to generate, one
 /// signature each, and Rust names that do not collide.
-fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
+fn check_declarations(parsed: &Parsed, input: &Input, explicit: bool) -> Result<(), String> {
     if let Some(o) = parsed.overloaded.first() {
         return Err(format!(
             "kernel `{o}` is overloaded: give each overload its own name (a launcher needs one signature)"
@@ -212,7 +222,6 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
                 .into(),
         );
     }
-    let explicit = !input.link.enabled() && explicit(parsed);
     if parsed.kernels.is_empty() && input.instances.is_empty() && input.tune.is_none() && !explicit {
         let mut list: Vec<String> = parsed.templates.iter().map(|k| k.qualified_name()).collect();
         list.extend(parsed.overloaded_templates.iter().map(|o| format!("{o} (overloaded)")));
@@ -241,9 +250,16 @@ fn check_declarations(parsed: &Parsed, input: &Input) -> Result<(), String> {
 }
 
 /// The explicit instantiations of the source ([`Parsed::instantiations`]) that can become
-/// launchers, as `instances = [...]` entries would be written.
-fn explicit_instances(parsed: &Parsed) -> impl Iterator<Item = String> + '_ {
-    parsed.instantiations.iter().filter_map(|inst| {
+/// launchers, as `instances = [...]` entries would be written, their deduced template arguments
+/// written out ([`deduce`]); `at` says where one is written, for the error when its arguments
+/// cannot be deduced.
+fn explicit_instances(
+    parsed: &Parsed,
+    at: impl Fn(&signature::Instantiation) -> String,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for inst in &parsed.instantiations {
+        let Some(text) = deduce::complete(inst, parsed, &at(inst))? else { continue };
         // The probes name an instance from the global scope: inside a namespace, only arguments
         // that mean the same there (builtin types, numbers) are safe to repeat.
         let global = |a: &String| {
@@ -252,75 +268,72 @@ fn explicit_instances(parsed: &Parsed) -> impl Iterator<Item = String> + '_ {
                 || a == "true"
                 || a == "false"
         };
-        let (_, args) = split_instance(&inst.text)?;
-        (inst.namespaces.is_empty() || args.iter().all(global)).then(|| inst.qualified())
-    })
+        let Some((_, args)) = split_instance(&text) else { continue };
+        if inst.namespaces.is_empty() || args.iter().all(global) {
+            out.push(text);
+        }
+    }
+    Ok(out)
 }
 
-/// Whether the source instantiates any template kernel itself.
-fn explicit(parsed: &Parsed) -> bool {
-    explicit_instances(parsed).next().is_some()
-}
-
-/// Adds the source's explicit instantiations to `instances`, after those listed (an instance
-/// listed too is built once). One that cannot be launched from Rust (its template overloaded,
-/// an argument no Rust generic can stand for, ...) is left out: the source compiles as it is,
-/// and listing it in `instances` says why.
-fn add_explicit_instances(parsed: &Parsed, instances: &mut Vec<Instance>, span: proc_macro2::Span) {
-    for text in explicit_instances(parsed) {
-        if let Ok((template, args, expr)) = resolve_instance(&text, parsed, instances) {
-            instances.push(Instance { lit: LitStr::new(&text, span), template, args, expr });
+/// Adds the source's explicit instantiations (`explicit`, see [`explicit_instances`]) to
+/// `instances`, after those listed (an instance listed too is built once). One that cannot be
+/// launched from Rust (its template overloaded, an argument no Rust generic can stand for, ...)
+/// is left out: the source compiles as it is, and listing it in `instances` says why.
+fn add_explicit_instances(
+    parsed: &Parsed,
+    explicit: &[String],
+    instances: &mut Vec<Instance>,
+    span: proc_macro2::Span,
+) {
+    for text in explicit {
+        if let Ok((template, args, expr)) = resolve_instance(text, parsed, instances) {
+            instances.push(Instance { lit: LitStr::new(text, span), template, args, expr });
         }
     }
 }
 
-/// Leaves out of `parsed.templates` the templates whose Rust module name is better left to
-/// another kernel: a library's same-named templates in several namespaces, or overloads of a
-/// kernel's name, cost nothing until one is used. A template that nothing instantiates (no
-/// entry of `instances`, not `tune`d, not instantiated by the source) generates no module when
-/// another kernel or template has its name; one that only the source's own explicit
-/// instantiations use (`made_by_source`) yields to a kernel, to a template with listed
-/// instances and to an earlier such template, its instances left out with it. The compiler
+/// How strongly each template wants its Rust module ([`names`]): listed in `instances` or
+/// `tune`d, instantiated only by the source itself (`made_by_source`), or not at all. With
+/// instances still to resolve against linked files (`pending`) any template may be listed.
+fn claims(
+    parsed: &Parsed,
+    instances: &[Instance],
+    made_by_source: &std::ops::Range<usize>,
+    tune: Option<&crate::front::tune::Plan>,
+    pending: bool,
+) -> Vec<Claim> {
+    (0..parsed.templates.len())
+        .map(|ti| {
+            let mine = |ii: &usize| instances[*ii].template == ti;
+            let listed = (0..instances.len()).filter(|ii| !made_by_source.contains(ii)).any(|ii| mine(&ii));
+            if pending || listed || tune.is_some_and(|t| t.template == ti) {
+                Claim::Listed
+            } else if made_by_source.clone().any(|ii| mine(&ii)) {
+                Claim::Source
+            } else {
+                Claim::Unused
+            }
+        })
+        .collect()
+}
+
+/// Leaves out of `parsed.templates` the templates that generate no module (`keep`, from
+/// [`names::plan`]), their instances with them: a library's same-named templates that nothing
+/// instantiates, or overloads of a kernel's name, cost nothing until one is used. The compiler
 /// still compiles the source as it is. Indices into the templates and the instances are
-/// renumbered. With instances still to resolve against linked files (`pending`) nothing is left
-/// out: those may name any template.
-fn drop_unused_templates(
+/// renumbered.
+fn drop_templates(
     parsed: &mut Parsed,
+    keep: &[bool],
     instances: &mut Vec<Instance>,
     made_by_source: &mut std::ops::Range<usize>,
     mut tune: Option<&mut crate::front::tune::Plan>,
-    pending: bool,
 ) {
-    if pending {
-        return;
-    }
-    let ms = made_by_source.clone();
-    let listed = |ti: usize| {
-        instances.iter().enumerate().any(|(ii, i)| i.template == ti && !ms.contains(&ii))
-            || tune.as_ref().is_some_and(|t| t.template == ti)
-    };
-    let by_source = |ti: usize| instances[ms.clone()].iter().any(|i| i.template == ti);
-    let shared = |ti: usize, name: &str| {
-        parsed.kernels.iter().any(|k| k.name == name)
-            || parsed.templates.iter().enumerate().any(|(o, t)| o != ti && t.name == name)
-    };
-    let mut taken: Vec<&str> = parsed.kernels.iter().map(|k| k.name.as_str()).collect();
-    taken.extend(parsed.templates.iter().enumerate().filter(|(ti, _)| listed(*ti)).map(|(_, t)| t.name.as_str()));
-    let mut keep = Vec::with_capacity(parsed.templates.len());
-    for (ti, t) in parsed.templates.iter().enumerate() {
-        keep.push(if listed(ti) {
-            true
-        } else if by_source(ti) {
-            let free = !taken.contains(&t.name.as_str());
-            taken.push(&t.name);
-            free
-        } else {
-            !shared(ti, &t.name)
-        });
-    }
     if keep.iter().all(|k| *k) {
         return;
     }
+    let ms = made_by_source.clone();
     let renumber = |keep: &[bool]| {
         let mut next = 0usize;
         keep.iter()
@@ -331,7 +344,7 @@ fn drop_unused_templates(
             })
             .collect::<Vec<usize>>()
     };
-    let templates = renumber(&keep);
+    let templates = renumber(keep);
     let kept_instances: Vec<bool> = instances.iter().map(|i| keep[i.template]).collect();
     let new_index = renumber(&kept_instances);
     let mut at = 0;
@@ -355,34 +368,6 @@ fn drop_unused_templates(
             v.instance = new_index[v.instance];
         }
     }
-}
-
-/// The kernels and the templates left after [`drop_unused_templates`] each generate a Rust
-/// module named after the kernel: names that are Rust identifiers, none twice.
-fn check_module_names(parsed: &Parsed, instances: &[Instance]) -> Result<(), String> {
-    let mut seen: HashMap<String, (String, bool)> = HashMap::new();
-    for (k, template) in
-        parsed.kernels.iter().map(|k| (k, None)).chain(parsed.templates.iter().enumerate().map(|(ti, t)| (t, Some(ti))))
-    {
-        rust_name(&k.name)?;
-        let instantiated = template.is_some_and(|ti| instances.iter().any(|i| i.template == ti));
-        if let Some((prev, prev_instantiated)) = seen.insert(k.name.clone(), (k.qualified_name(), instantiated)) {
-            let why = match (instantiated, prev_instantiated) {
-                (false, false) => String::new(),
-                (true, true) => " (both templates are listed in `instances`): list only one, or".into(),
-                _ => " (a template listed in `instances`, and another kernel; a template that only the source \
-                      instantiates, or nothing, generates no module then):"
-                    .into(),
-            };
-            return Err(format!(
-                "kernels `{prev}` and `{}` would both generate a Rust module named `{}`{why}{} rename one",
-                k.qualified_name(),
-                k.name,
-                if why.is_empty() { ":" } else { "" },
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Replaces whole-word template parameter names in `text`.

@@ -15,6 +15,8 @@ use quote::{format_ident, quote, quote_spanned};
 pub struct KernelGen<'a> {
     /// The declaration (names, docs, launch bounds).
     pub decl: &'a Kernel,
+    /// The Rust module's name ([`Module::module_name`]).
+    pub name: String,
     /// The Rust side of each parameter (generic parameters appear as their Rust name).
     pub params: &'a [Mapped],
     /// For each parameter that is a struct by value, its CUDA members when the compiler told
@@ -164,12 +166,22 @@ pub fn template_gen<'a>(module: &'a Module, checked: &Checked, ti: usize, params
             _ => None,
         })
         .collect();
-    KernelGen { decl, params, fields, index, generics, where_clause, items }
+    KernelGen { decl, name: module.module_name(decl), params, fields, index, generics, where_clause, items }
 }
 
-/// The docs of the kernel's module and of `launch`.
-fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
+/// The docs of the kernel's module (named `module`) and of `launch`.
+fn docs(k: &Kernel, module: &str, doc_rows: &str) -> (String, String) {
     let qualified = k.qualified_name();
+    // A module named by `rename` or by its namespace path says so, and its launch path.
+    let by_path = k.namespaces.iter().chain(std::iter::once(&k.name)).cloned().collect::<Vec<_>>().join("_");
+    let (path, named) = if module == k.name {
+        (qualified.clone(), String::new())
+    } else if module == by_path {
+        let why = format!("another kernel of the source is named `{}` too", k.name);
+        (module.to_string(), format!("\n\nIn Rust `{module}`, its namespace path: {why}."))
+    } else {
+        (module.to_string(), format!("\n\nIn Rust `{module}`, as `rename` names it."))
+    };
     let bounds = if k.launch_bounds.is_empty() {
         String::new()
     } else {
@@ -181,7 +193,7 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
     };
     let template = match &k.template {
         Some(tp) => format!(
-            "\n\nA template: `{qualified}::launch::<{}>(...)` launches the instance with those arguments; only \
+            "\n\nA template: `{path}::launch::<{}>(...)` launches the instance with those arguments; only \
              the instances listed in the macro's `instances = [...]` compile.",
             tp.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
         ),
@@ -189,7 +201,7 @@ fn docs(k: &Kernel, doc_rows: &str) -> (String, String) {
     };
     let doc = format!(
         "Launcher for the CUDA kernel `{qualified}({})`{}.\n\n\
-         | Rust argument | CUDA parameter | Rust type |\n|---|---|---|\n{doc_rows}{bounds}{template}",
+         | Rust argument | CUDA parameter | Rust type |\n|---|---|---|\n{doc_rows}{bounds}{template}{named}",
         k.signature,
         if k.extern_c { " (extern \"C\")" } else { "" },
     );
@@ -428,10 +440,10 @@ pub fn kernel_module(gen: &KernelGen<'_>, span: Span) -> TokenStream {
     let (kernel_ref, attributes) = (paths::kernel_ref(), paths::kernel_attributes());
     let k = gen.decl;
     let (index, where_clause) = (&gen.index, &gen.where_clause);
-    let name = rust_name(&k.name).unwrap_or_else(|_| format_ident!("invalid_kernel_name"));
+    let name = rust_name(&gen.name).unwrap_or_else(|_| format_ident!("invalid_kernel_name"));
     let qualified = k.qualified_name();
     let low = lower_params(gen, span);
-    let (doc, launch_doc) = docs(k, &low.doc_rows);
+    let (doc, launch_doc) = docs(k, &gen.name, &low.doc_rows);
     let launchers = launchers(gen, &low, launch_doc);
     let value = typed_value(gen, &low.sig, low.packed.len());
     let graph_fns = graph_fns(gen, &low);

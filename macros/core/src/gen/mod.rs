@@ -568,6 +568,7 @@ pub fn generate_hidden(
     for (index, t) in checked.kernels.iter().enumerate().filter(|(_, t)| t.unit.instance.is_none()) {
         let gen = KernelGen {
             decl: &t.unit.kernel,
+            name: module.module_name(&t.unit.kernel),
             params: &t.params,
             fields: t.fields.clone(),
             index: quote!(#index),

@@ -15,28 +15,28 @@ use quote::{format_ident, quote, quote_spanned};
 /// that checks, binds and packs them, the markers of the typed `Kernel<Sig>` value, the
 /// arguments of the graph functions, compile-time struct checks and the docs table.
 #[derive(Default)]
-pub(super) struct Lowered {
+pub(crate) struct Lowered {
     /// Type parameters of the launchers: the template's, then one per `void*`-like pointer.
-    pub(super) generics: Vec<TokenStream>,
-    pub(super) args: Vec<TokenStream>,
-    pub(super) prelude: Vec<TokenStream>,
-    pub(super) packed: Vec<TokenStream>,
-    pub(super) checks: Vec<TokenStream>,
-    pub(super) doc_rows: String,
+    pub(crate) generics: Vec<TokenStream>,
+    pub(crate) args: Vec<TokenStream>,
+    pub(crate) prelude: Vec<TokenStream>,
+    pub(crate) packed: Vec<TokenStream>,
+    pub(crate) checks: Vec<TokenStream>,
+    pub(crate) doc_rows: String,
     /// One marker per parameter for the typed `Kernel<Sig>` value.
-    pub(super) sig: Vec<TokenStream>,
+    pub(crate) sig: Vec<TokenStream>,
     /// The arguments of `node`/`update`: values as in `launch`, buffers borrowed for the graph.
-    pub(super) node_args: Vec<TokenStream>,
-    pub(super) ids: Vec<TokenStream>,
+    pub(crate) node_args: Vec<TokenStream>,
+    pub(crate) ids: Vec<TokenStream>,
     /// The arguments of `launch_async`: those of `launch`, buffers borrowed for the future's
     /// lifetime `'__a`.
-    pub(super) async_args: Vec<TokenStream>,
+    pub(crate) async_args: Vec<TokenStream>,
     /// Each argument's name, to pass them on.
-    pub(super) names: Vec<TokenStream>,
+    pub(crate) names: Vec<TokenStream>,
 }
 
 /// Lowers every parameter of the kernel (see [`Lowered`]).
-pub(super) fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
+pub(crate) fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
     let c_void = paths::c_void();
     let raw = paths::raw_device_ptr();
     let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
@@ -159,7 +159,7 @@ pub(super) fn lower_params(gen: &KernelGen<'_>, span: Span) -> Lowered {
                 device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, #handle, #pname)?;));
                 if !bound {
                     // Under stream capture with cudarc's event tracking, buffers are bound on a side
-                    // stream (launch/capture.rs); otherwise on `stream` itself.
+                    // stream (bind/capture.rs); otherwise on `stream` itself.
                     let binding = paths::binding();
                     binds.push(quote!(let __binding = #binding(stream, #handle)?;));
                     bound = true;

@@ -107,7 +107,7 @@ pub fn launch_nd(lists: &ParamLists, s: &NdShared<'_>, params: &mut BufferArgs) 
                 return ::core::result::Result::Ok(());
             }
             // Every operand's device is checked before any driver call (`bind`); buffers are then
-            // bound on a side stream while `stream` captures (launch/capture.rs).
+            // bound on a side stream while `stream` captures (bind/capture.rs).
             #checks
             let __binding = #private::kernel_binding(stream, __kernel)?;
             #pointers

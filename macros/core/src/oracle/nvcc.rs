@@ -337,18 +337,15 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBu
     let keep = work.path().join("keep");
     std::fs::create_dir_all(&keep).map_err(|e| e.to_string())?;
     let out = work.path().join("kernel.fatbin");
-    let depfile = work.path().join("kernel.d");
+    // No `-MMD`: nvcc would run one more preprocessor pass for it (about a tenth of a small
+    // kernel's compile). The headers are read from the preprocessed files `--keep` leaves anyway
+    // (`kept_includes`), which name the same files.
     let result = Command::new(&nvcc.path)
         .arg("-fatbin")
         .args(&args(req).args)
         .arg("--keep")
         .arg("--keep-dir")
         .arg(&keep)
-        // Non-system dependencies only: the host compiler's own headers (wherever it is installed,
-        // e.g. /opt/gcc) stay out; the toolkit's are left out by `is_toolkit_or_system_header`.
-        .arg("-MMD")
-        .arg("-MF")
-        .arg(&depfile)
         .arg("-o")
         .arg(&out)
         // Relative, so no random temporary path reaches the log (the `#line` directive names the
@@ -377,9 +374,63 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBu
         .or(ptx_files.first())
         .ok_or("nvcc kept no PTX file")?;
     let ptx = std::fs::read_to_string(ptx_file).map_err(|e| e.to_string())?;
-    let deps = std::fs::read_to_string(&depfile).map(|d| parse_depfile(&d)).unwrap_or_default();
+    let deps = kept_includes(&keep);
     let limits = kept_limits(&keep, targets);
     Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect(), limits, performance_advisories(&log)))
+}
+
+/// The headers the compile read, from the preprocessed files nvcc kept in `keep` (one per
+/// virtual architecture, `*.cpp1.ii`, and the host side's `*.cpp4.ii`): every file a line marker
+/// enters (`# 1 "path" 1`), except system headers (flag 3: the host compiler's own, wherever it is
+/// installed, e.g. /opt/gcc), in first-seen order. The same files `-MMD` lists; the toolkit's
+/// are left out later by `is_toolkit_or_system_header`.
+fn kept_includes(keep: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(keep) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".cpp1.ii") || n.ends_with(".cpp4.ii")))
+        .collect();
+    files.sort();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read(&file) else { continue };
+        for path in entered_files(&String::from_utf8_lossy(&text)) {
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The files that the line markers of preprocessed `text` enter (flag 1), system headers
+/// (flag 3) left out. A marker is `# LINE "NAME" FLAGS...`, the name escaped as a C string.
+fn entered_files(text: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("# ") else { continue };
+        let Some((number, rest)) = rest.split_once(' ') else { continue };
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(quoted) = rest.strip_prefix('"') else { continue };
+        let (mut name, mut chars, mut closed) = (String::new(), quoted.chars(), false);
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => name.push(chars.next().unwrap_or('\\')),
+                '"' => {
+                    closed = true;
+                    break;
+                }
+                c => name.push(c),
+            }
+        }
+        let flags: Vec<&str> = chars.as_str().split_whitespace().collect();
+        if closed && flags.contains(&"1") && !flags.contains(&"3") {
+            out.push(PathBuf::from(name));
+        }
+    }
+    out
 }
 
 /// Paths in a make-style dependency file.
@@ -510,7 +561,17 @@ mod tests {
     }
 
     #[test]
-    fn depfile_names_with_spaces_and_toolkit_headers() {
+    fn included_files_from_line_markers_and_toolkit_headers() {
+        // As gcc writes them: the main file, the command line, a user header (entered, left),
+        // a system header (flag 3), a `#line` directive (no flag), a name with a space and a quote.
+        let ii = "# 1 \"kernel.cu\"\n# 1 \"<built-in>\"\n# 1 \"<command-line>\"\n\
+                  # 1 \"/home/me/my proj/h.cuh\" 1\n# 7 \"kernel.cu\" 2\n\
+                  # 1 \"/usr/include/stdio.h\" 1 3 4\n# 12 \"src/main.rs\"\n\
+                  # 1 \"/x/a\\\"b.cuh\" 1\n#pragma once\n# 1 \"/x/y.cuh\" 1\n";
+        assert_eq!(
+            entered_files(ii),
+            [PathBuf::from("/home/me/my proj/h.cuh"), "/x/a\"b.cuh".into(), "/x/y.cuh".into()]
+        );
         let d = "k.o: /home/me/my\\ proj/h.cuh /x/y.cuh\n";
         assert_eq!(parse_depfile(d), [PathBuf::from("/home/me/my proj/h.cuh"), "/x/y.cuh".into()]);
         let usr = std::path::Path::new("/usr");

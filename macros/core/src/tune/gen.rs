@@ -5,6 +5,8 @@
 use crate::front::ir::{Checked, Module};
 use crate::front::tune::resolve::{Op, Plan};
 use crate::front::types::{Mapped, RustType};
+use crate::gen::kernel::KernelGen;
+use crate::gen::params::{lower_params, Lowered};
 use crate::gen::{param_ident, paths, rust_type};
 use cuda_embed_source::ctypes::RustPath;
 use proc_macro2::{Literal, Span, TokenStream};
@@ -181,30 +183,13 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
             ));
         }
     }
-    let (c_void, stream_ty, result, kernel_ref) =
-        (paths::c_void(), paths::stream(), paths::result(), paths::kernel_ref());
-    let (device_buffer, device_buffer_mut) = (paths::device_buffer(), paths::device_buffer_mut());
-    let (raw, kind) = (paths::raw_device_ptr(), paths::launch_kind());
-    // The one checked path (`bind`): every device check, then the binding stream and the binds.
-    let (mut device_checks, mut binds) = (Vec::new(), Vec::new());
-    let launch_config = paths::launch_config();
-    let first_index = indices[0];
-    let handle = quote!(unsafe { #kernel_ref::new(&super::__MODULE, #first_index) });
-    let (mut generics, mut args, mut prelude, mut packed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    // `tuned_async`'s arguments: the buffers borrowed for its future's lifetime `'__a`.
-    let (mut async_args, mut names) = (Vec::new(), Vec::new());
-    let mut bound = false;
-    let (mut outputs, mut bytes, mut rebind) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, (p, m)) in first.unit.kernel.params.iter().zip(params).enumerate() {
-        let id = param_ident(&p.name, i);
-        let sync = format_ident!("__sync_{}", i);
-        match m {
-            Mapped::Value(RustType::Builtin(b))
-                if matches!(
-                    b.rust,
-                    RustPath::Crate("TextureObject" | "SurfaceObject" | "ConditionalHandle" | "RawTensorMap")
-                ) =>
-            {
+    // Kinds the tuned launcher does not take yet are refused before anything is lowered.
+    for (p, m) in first.unit.kernel.params.iter().zip(params) {
+        if let Mapped::Value(RustType::Builtin(b)) = m {
+            if matches!(
+                b.rust,
+                RustPath::Crate("TextureObject" | "SurfaceObject" | "ConditionalHandle" | "RawTensorMap")
+            ) {
                 return Err(syn::Error::new(
                     span,
                     format!(
@@ -213,60 +198,44 @@ fn tuned(module: &Module, checked: &Checked, plan: &Plan) -> syn::Result<TokenSt
                     ),
                 ));
             }
-            Mapped::Value(t) => {
-                let ty = rust_type(t);
-                args.push(quote!(#id: #ty));
-                async_args.push(quote!(#id: #ty));
-                packed.push(quote!(&#id as *const #ty as *mut #c_void));
-            }
-            Mapped::User { name, .. } => {
-                let ty = format_ident!("{}", name, span = span);
-                args.push(quote!(#id: super::super::#ty));
-                async_args.push(quote!(#id: super::super::#ty));
-                packed.push(quote!(&#id as *const super::super::#ty as *mut #c_void));
-            }
-            Mapped::Pointer { elem, mutable } => {
-                let ty = match elem {
-                    Some(t) => rust_type(t),
-                    None => {
-                        let g = crate::gen::params::pointer_generic(&first.unit.kernel, i);
-                        generics.push(quote!(#g));
-                        quote!(#g)
-                    }
-                };
-                let pname = if p.name.is_empty() { format!("#{i}") } else { format!("`{}`", p.name) };
-                let check = paths::bind(if *mutable { "output" } else { "input" });
-                device_checks.push(quote!(let #id = #check::<#ty, _>(#id, stream, #handle, #pname)?;));
-                if !bound {
-                    // Buffers are bound on a side stream while `stream` captures (launch/capture.rs).
-                    let binding = paths::binding();
-                    binds.push(quote!(let __binding = #binding(stream, #handle)?;));
-                    bound = true;
-                }
-                binds.push(quote!(let (#id, #sync) = #id.bind(&__binding);));
-                if *mutable {
-                    args.push(quote!(#id: &mut impl #device_buffer_mut<#ty>));
-                    async_args.push(quote!(#id: &'__a mut impl #device_buffer_mut<#ty>));
-                    let j = outputs.len();
-                    bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
-                    outputs.push(quote!(#id));
-                    rebind.push(quote!(let #id: u64 = __o[#j];));
-                } else {
-                    args.push(quote!(#id: &impl #device_buffer<#ty>));
-                    async_args.push(quote!(#id: &'__a impl #device_buffer<#ty>));
-                }
-                packed.push(quote!(&#id as *const u64 as *mut #c_void));
-            }
-            Mapped::RawPointer => {
-                args.push(quote!(#id: #raw));
-                async_args.push(quote!(#id: #raw));
-                packed.push(quote!(&#id as *const #raw as *mut #c_void));
-            }
         }
-        names.push(quote!(#id));
     }
-    prelude.extend(device_checks);
-    prelude.extend(binds);
+    let (c_void, stream_ty, result, kind) = (paths::c_void(), paths::stream(), paths::result(), paths::launch_kind());
+    let launch_config = paths::launch_config();
+    let first_index = indices[0];
+    // The parameters lowered as for the kernel's own launchers (`gen::params`, the one checked
+    // path through `bind`: every device check, then the binding stream and the binds), for the
+    // first variant's kernel: all variants share its parameter types.
+    let gen = KernelGen {
+        decl: &first.unit.kernel,
+        name: module.module_name(&first.unit.kernel),
+        params,
+        fields: first.fields.clone(),
+        index: quote!(#first_index),
+        generics: Vec::new(),
+        where_clause: quote!(),
+        items: quote!(),
+    };
+    let Lowered { generics, args, prelude, packed, async_args, names, .. } = lower_params(&gen, span);
+    // What the tuner needs of each output buffer: its byte size for the scratch copies, its
+    // address replaced by a scratch copy's while the variants are timed.
+    let (mut outputs, mut bytes, mut rebind) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (p, m)) in first.unit.kernel.params.iter().zip(params).enumerate() {
+        if let Mapped::Pointer { elem, mutable: true } = m {
+            let id = param_ident(&p.name, i);
+            let ty = match elem {
+                Some(t) => rust_type(t),
+                None => {
+                    let g = crate::gen::params::pointer_generic(&first.unit.kernel, i);
+                    quote!(#g)
+                }
+            };
+            let j = outputs.len();
+            bytes.push(quote!(::cuda_embed::__private::DeviceSlice::<#ty>::num_bytes(#id)));
+            outputs.push(quote!(#id));
+            rebind.push(quote!(let #id: u64 = __o[#j];));
+        }
+    }
     let scalar_fn = quote!(::cuda_embed::tune::expr::scalar);
     let scalars = plan.scalars.iter().map(|(name, pi)| {
         let id = param_ident(&decl.params[*pi].name, *pi);

@@ -220,8 +220,9 @@ impl ElementwiseKernel {
                 unsafe { launch::launch(&kernel.target(), stream, &plan.config, LaunchKind::Plain, &mut params) }
             }
         };
+        let who = self.kernel.target().who;
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &self.kernel.target().who, &mut pointers, &mut go) }.map(drop)
+        unsafe { bind_buffers(args, stream, (who.kernel, who.origin), &mut pointers, &mut go) }.map(drop)
     }
 
     /// The stream's context, after checking that the kernel and every buffer belong to it.
@@ -306,7 +307,7 @@ impl ElementwiseKernel {
             unsafe { launch::launch(&target, stream, &cfg, LaunchKind::Plain, &mut params) }
         };
         // SAFETY: every buffer argument's object is borrowed by its `Arg` for this call.
-        unsafe { bind_buffers(args, stream, &who, &mut pointers, &mut go) }.map(drop)
+        unsafe { bind_buffers(args, stream, (who.kernel, who.origin), &mut pointers, &mut go) }.map(drop)
     }
 }
 

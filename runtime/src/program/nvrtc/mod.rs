@@ -52,7 +52,8 @@ mod identity; // which NVRTC compiled an entry
 mod run; // the NVRTC calls
 pub(crate) use identity::compiler_identity;
 use identity::*;
-pub(crate) use run::{check, run_nvrtc, run_nvrtc_to};
+pub use run::CodeKind;
+pub(crate) use run::{run_nvrtc, run_nvrtc_to};
 
 /// The key scheme of NVRTC modules and objects (see [`Unit::module_key`], [`Unit::key`]). v3:
 /// the key holds the library search's inputs, and each entry records the NVRTC build (see the

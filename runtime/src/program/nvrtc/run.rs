@@ -22,11 +22,11 @@ pub(crate) fn run_nvrtc<S: AsRef<str>>(
     name_expressions: &[S],
     arch: u32,
 ) -> Result<(Vec<u8>, Vec<String>), String> {
-    run_nvrtc_to(name, source, headers, options, name_expressions, arch, crate::link::CodeKind::Cubin)
+    run_nvrtc_to(name, source, headers, options, name_expressions, arch, CodeKind::Cubin)
 }
 
 /// [`run_nvrtc`], returning the code `kind` asks for (PTX, cubin or LTO-IR; the options must
-/// ask for LTO-IR with `-dlto` where `kind` is [`LtoIr`](crate::link::CodeKind::LtoIr)).
+/// ask for LTO-IR with `-dlto` where `kind` is [`LtoIr`](CodeKind::LtoIr)).
 pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
     name: &str,
     source: &str,
@@ -34,7 +34,7 @@ pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
     options: &[S],
     name_expressions: &[S],
     arch: u32,
-    kind: crate::link::CodeKind,
+    kind: CodeKind,
 ) -> Result<(Vec<u8>, Vec<String>), String> {
     if !is_available() {
         return Err(missing_nvrtc());
@@ -89,7 +89,7 @@ pub(crate) fn run_nvrtc_to<S: AsRef<str>>(
         let log = program_log(&prog).unwrap_or_else(|| format!("nvrtcCompileProgram failed: {r:?}"));
         return Err(with_library_hint(log));
     }
-    let cubin = crate::link::nvrtc_output(prog.0, kind)?;
+    let cubin = nvrtc_output(prog.0, kind)?;
     let mut symbols = Vec::with_capacity(exprs.len());
     for (e, text) in exprs.iter().zip(name_expressions) {
         let mut lowered: *const c_char = std::ptr::null();
@@ -139,4 +139,40 @@ pub(super) fn with_library_hint(log: String) -> String {
          holding them as an `--include-path=DIR` option; a `cuda_kernel!` module can instead be compiled when the \
          crate builds (`CUDA_EMBED_LIBRARY_HEADERS=1 scripts/with-cuda cargo build`), so nothing compiles at run time"
     )
+}
+
+/// What [`Program::compile_to`](crate::Program::compile_to) produces (NVRTC's output kinds for
+/// linking; also `cuda_embed::link::CodeKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeKind {
+    /// PTX text (relocatable: `-rdc=true`).
+    Ptx,
+    /// A relocatable cubin (`-rdc=true`).
+    Cubin,
+    /// LTO-IR (`-dlto`), linked with link-time optimisation by nvJitLink.
+    LtoIr,
+}
+
+/// NVRTC's output of `kind` for a compiled program.
+pub(crate) fn nvrtc_output(prog: nv::nvrtcProgram, kind: CodeKind) -> std::result::Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    type Size = unsafe fn(nv::nvrtcProgram, *mut usize) -> nv::nvrtcResult;
+    type Get = unsafe fn(nv::nvrtcProgram, *mut c_char) -> nv::nvrtcResult;
+    let (size_fn, get_fn, what): (Size, Get, &str) = match kind {
+        CodeKind::Ptx => (nv::nvrtcGetPTXSize, nv::nvrtcGetPTX, "nvrtcGetPTX"),
+        CodeKind::Cubin => (nv::nvrtcGetCUBINSize, nv::nvrtcGetCUBIN, "nvrtcGetCUBIN"),
+        CodeKind::LtoIr => (nv::nvrtcGetLTOIRSize, nv::nvrtcGetLTOIR, "nvrtcGetLTOIR"),
+    };
+    // SAFETY: a live, compiled program; a valid out-pointer.
+    check(unsafe { size_fn(prog, &mut size) }, what)?;
+    let mut out = vec![0u8; size];
+    // SAFETY: `out` has the size NVRTC reported.
+    check(unsafe { get_fn(prog, out.as_mut_ptr() as *mut c_char) }, what)?;
+    if kind == CodeKind::Ptx {
+        // The PTX's terminating NUL stays out of the object; the linker gets its own.
+        while out.last() == Some(&0) {
+            out.pop();
+        }
+    }
+    Ok(out)
 }

@@ -7,10 +7,10 @@
 //! writes (cudarc's ordering guard records the write), a node borrows every buffer shared for the
 //! graph's lifetime and records the write for the dependency inference instead.
 
+use crate::args::node::{NodeArg, NodeArgs, Record};
 use crate::args::{placement_of, In, InAny, KernelArg, KernelArgs, Out, OutAny};
 use crate::bind::node_buffer;
 use crate::error::{Error, Result};
-use crate::graph::args::{NodeArg, NodeArgs, Record};
 use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
@@ -115,7 +115,7 @@ macro_rules! tuple_impls {
                     return Err(wrong(index, device));
                 }
                 // Under capture with event tracking, buffers are bound on the side stream.
-                let binding = crate::launch::capture::binding(stream)?;
+                let binding = crate::bind::capture::binding(stream)?;
                 $(let $b = $b.bind(&binding);)*
                 let mut params: [*mut c_void; 0 $(+ { let _ = stringify!($a); 1 })*] =
                     [$(<$a as KernelArg<$m>>::param(&$b)),*];

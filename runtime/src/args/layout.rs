@@ -2,7 +2,7 @@
 //! checked against a buffer length, permutation, stepped slicing, broadcasting, reshaping, and
 //! the collapse of dimensions that are contiguous for every operand (CuPy's `reduce_dims`).
 //!
-//! Errors are plain messages; [`super::NdView`] turns them into [`crate::Error::Shape`].
+//! Errors are plain messages; [`NdView`](crate::NdView) turns them into [`crate::Error::Shape`].
 
 /// The largest rank of a view.
 pub const MAX_RANK: usize = 8;

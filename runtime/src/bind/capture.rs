@@ -65,7 +65,7 @@ pub fn binding(stream: &CudaStream) -> Result<Binding<'_>> {
 pub fn kernel_binding(stream: &CudaStream, kernel: crate::KernelRef) -> Result<Binding<'_>> {
     match binding(stream) {
         Ok(b) => Ok(b),
-        Err(e) => Err(crate::launch::of_kernel(e, kernel.name(), kernel.module().origin())),
+        Err(e) => Err(crate::error::of_kernel(e, kernel.name(), kernel.module().origin())),
     }
 }
 

@@ -1,5 +1,5 @@
-// Same-named templates in two namespaces are no error until both are instantiated: then
-// `a::kernel<float>` and `b::kernel<int>` would both be launched through `kernel::launch`.
+// `rename` gives `a::kernel` the name `kernel`, which `b::kernel` (the only other kernel of that
+// name) keeps: the error is at the new name.
 use cuda_embed::cuda_kernel;
 
 cuda_kernel!(
@@ -7,7 +7,8 @@ cuda_kernel!(
     namespace a { template <class T> __global__ void kernel(T* p) { p[0] = T(1); } }
     namespace b { template <class T> __global__ void kernel(T* p) { p[0] = T(2); } }
 "#,
-    instances = ["a::kernel<float>", "b::kernel<int>"]
+    instances = ["a::kernel<float>", "b::kernel<int>"],
+    rename = { "a::kernel" => kernel }
 );
 
 fn main() {}
