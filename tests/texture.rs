@@ -135,7 +135,9 @@ fn coords(n: usize, lo: (f32, f32), hi: (f32, f32), seed: u64) -> Vec<Float2> {
 #[ignore = "needs a CUDA GPU"]
 fn a_deferred_error_does_not_cut_the_drops_wait_short() {
     use cuda_embed::cudarc::driver::{sys::CUresult, DriverError};
-    let ctx = ctx();
+    // A handle of its own: cudarc keeps a recorded error per handle, and `context()` hands every
+    // caller one shared handle, so the other tests running meanwhile would take the error.
+    let ctx = CudaContext::new(0).expect("these tests need a CUDA GPU");
     let stream = ctx.new_stream().unwrap();
     let (w, h) = (64usize, 32usize);
     let img = image(w, h, 5);
