@@ -733,3 +733,21 @@ fn build_time_nvrtc_recompiles_when_a_pre_included_header_changes() {
     assert!(!second.from_cache, "a pre-included header changed: a miss");
     assert!(second.ptx.contains("7654321") && !second.ptx.contains("1234567"), "{}", second.ptx);
 }
+
+/// A whole-program source (host headers, a host `main`) that NVRTC will compile at first use is
+/// named in a warning at the macro: NVRTC has no C library headers and compiles no host code, so
+/// its first launch would fail. Device-only sources get no such warning.
+#[test]
+fn host_code_for_nvrtc_at_first_use_is_named_in_a_warning() {
+    let _lock = lock();
+    setup();
+    let whole = "#include <stdio.h>\n#include <unistd.h>\nextern \"C\" __global__ void k(float* x) { x[0] = 1.f; }\n\
+                 int main() { sleep(1); printf(\"done\\n\"); return 0; }\n";
+    let out = expand(quote!(#whole, compiler = "nvrtc"), site()).to_string();
+    assert!(out.contains(":: source_checked ("), "{out}");
+    assert!(out.contains("HostCodeNvrtcCannotCompile"), "{out}");
+    assert!(out.contains("`#include <stdio.h>`, `#include <unistd.h>`, a host `main` function"), "names each: {out}");
+    let device = "extern \"C\" __global__ void k(float* x) { printf(\"%f\", x[0]); }";
+    let out = expand(quote!(#device, compiler = "nvrtc"), site()).to_string();
+    assert!(!out.contains("HostCodeNvrtcCannotCompile"), "{out}");
+}

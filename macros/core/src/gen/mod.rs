@@ -9,6 +9,7 @@
 
 pub mod buffer_args;
 pub mod future_args;
+mod host_only;
 pub mod kernel;
 pub mod params;
 pub mod paths;
@@ -137,6 +138,11 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
         }
         Image::Linked { units, headers, lto, reason } => {
             let unit_ty = paths::linked_unit();
+            let host_code = units
+                .iter()
+                .map(|u| host_only::host_only_warning(&u.text, headers.iter()))
+                .find(|w| !w.is_empty())
+                .unwrap_or_default();
             let units = units.iter().map(|u| {
                 let crate::front::ir::LinkedUnit { name, text, options, exprs } = u;
                 quote! { #unit_ty { name: #name, source: #text, options: &[#(#options),*], exprs: &[#(#exprs),*] } }
@@ -145,6 +151,11 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             let header_texts = headers.iter().map(|h| &h.1);
             let image = quote! {
                 #image_ty::linked(&[#(#units),*], &[#((#header_names, #header_texts)),*], #lto, #reason)
+            };
+            let image = if host_code.is_empty() {
+                image
+            } else {
+                quote! {{ #host_code #image }}
             };
             let warning = silent_fallback_warning(reason);
             if warning.is_empty() {
@@ -199,6 +210,12 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             let image = quote! {
                 #image_ty::source_checked(#text, &[#(#options),*], &[#((#header_names, #header_texts)),*], #reason,
                     #probe, &[#(#checks),*], #mark, #unit, #own_len)
+            };
+            let host_code = host_only::host_only_warning(&text[..own_len], headers);
+            let image = if host_code.is_empty() {
+                image
+            } else {
+                quote! {{ #host_code #image }}
             };
             let warning = silent_fallback_warning(reason);
             if warning.is_empty() {
