@@ -100,6 +100,9 @@ fn expand_input(input: &Input, site: &CallSite) -> Result<TokenStream, Failure> 
     expand_with(input, site, |m, c, i, d| gen::generate(m, c, i, d, &crate::tune::gen::items))
 }
 
+/// The pipeline, one for every module: the front end (a linked module's units joined in by
+/// linking's front-end pass), the oracle (nvcc or build-time NVRTC; for a linked module its
+/// relocatable compile and device link), the check, the generator.
 fn expand_with<R>(
     input: &Input,
     site: &CallSite,
@@ -108,27 +111,41 @@ fn expand_with<R>(
     if let Some(error) = crate::link::misplaced_flags(input) {
         return Err(Failure::early(error));
     }
-    if input.link.enabled() {
-        return crate::link::expand_with(input, site, generate);
-    }
-    let module = front::lower(input, site)?;
+    let mut module = front::lower(input, site)?;
+    let linked = match input.link.enabled() {
+        true => Some(crate::link::join(input, &mut module)?),
+        false => None,
+    };
     let fail = |error: syn::Error| Failure { error, kernels: module.kernel_names() };
     let at_source = |msg: String| fail(syn::Error::new(module.span(), msg));
-    let oracle = choose_oracle(input.compiler).map_err(at_source)?;
-    check_nvrtc_flags(&module, &oracle, input.compiler).map_err(at_source)?;
-    let compiled = match &oracle {
-        Ok(oracle) => Some(oracle::consult(oracle.as_ref(), &module).map_err(at_source)?),
-        Err(_) => None,
+    // The oracle's answers, or why no compiler runs at build time.
+    let compiled: Result<crate::oracle::Compiled, String> = match &linked {
+        Some(linked) => crate::link::compile(input, &module, linked)?,
+        None => {
+            let oracle = choose_oracle(input.compiler).map_err(at_source)?;
+            check_nvrtc_flags(&module, &oracle, input.compiler).map_err(at_source)?;
+            match oracle {
+                Ok(oracle) => Ok(oracle::consult(oracle.as_ref(), &module).map_err(at_source)?),
+                Err(why) => Err(why),
+            }
+        }
     };
-    let checked = check::check(&module, compiled.as_ref()).map_err(fail)?;
+    let checked = check::check(&module, compiled.as_ref().ok()).map_err(fail)?;
+    if let Some(linked) = &linked {
+        let deps = crate::link::deps(&module, linked, compiled.as_ref().ok());
+        let image = match compiled {
+            Ok(c) => c.image,
+            Err(why) => crate::link::image_at_first_use(input, &module, linked, why),
+        };
+        return Ok(generate(&module, &checked, &image, &deps));
+    }
     let mut deps: Vec<_> = module.file.iter().cloned().chain(module.headers.iter().map(|h| h.path.clone())).collect();
-    let image = match (compiled, oracle) {
-        (Some(c), _) => {
+    let image = match compiled {
+        Ok(c) => {
             deps.extend(c.deps);
             c.image
         }
-        (None, Err(why)) => Image::source(&module, why),
-        (None, Ok(_)) => unreachable!("a module is compiled whenever there is a compiler"),
+        Err(why) => Image::source(&module, why),
     };
     deps.sort();
     deps.dedup();

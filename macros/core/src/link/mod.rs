@@ -37,11 +37,10 @@ pub mod symbols;
 #[cfg(test)]
 mod tests;
 
-use crate::check;
 use crate::front;
 use crate::front::includes;
 use crate::front::input::{Compiler, Input};
-use crate::front::ir::{Checked, Image, Instance, LinkedUnit, Module, Unit as IrUnit};
+use crate::front::ir::{Image, Instance, LinkedUnit, Module, Unit as IrUnit};
 use crate::front::report::{Errors, Failure};
 use crate::oracle::nvcc::{self as compile, NoNvcc};
 use crate::oracle::nvrtc::Nvrtc;
@@ -94,22 +93,25 @@ pub struct Unit {
     pub file: Option<PathBuf>,
 }
 
-/// `expand`'s pipeline for a module with `rdc`, `link` or `lto`: front end for every unit,
-/// merged into one [`Module`]; probes per unit; relocatable compiles; device link; check;
-/// generate.
-pub fn expand_with<R>(
-    input: &Input,
-    site: &crate::front::ir::CallSite,
-    generate: impl FnOnce(&Module, &Checked, &Image, &[PathBuf]) -> R,
-) -> Result<R, Failure> {
-    let mut module = front::lower(input, site)?;
+/// A linked module's translation units (its own and each `link` file) and which unit owns each
+/// kernel, global, template and instance of the merged [`Module`]: what the front end's linking
+/// pass ([`join`]) adds, for the compile ([`compile`]) and the first-use image ([`at_first_use`]).
+pub struct Linked {
+    units: Vec<Unit>,
+    owners: Owners,
+}
+
+/// The front end's linking pass, for a module with `rdc`, `link` or `lto` (`module` is the
+/// front end's lowering of its own source): reads each `link` file, merges its kernels, globals
+/// and templates into `module`, and instantiates the templates the units ask for.
+pub fn join(input: &Input, module: &mut Module) -> Result<Linked, Failure> {
     let kernels_of = |m: &Module| m.kernel_names();
     let at =
         |m: &Module, span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: kernels_of(m) };
     if let Some(e) = input.link.contradiction() {
-        return Err(Failure { error: e, kernels: kernels_of(&module) });
+        return Err(Failure { error: e, kernels: kernels_of(module) });
     }
-    let mut units = vec![main_unit(&module)];
+    let mut units = vec![main_unit(module)];
     let mut owners = Owners {
         units: vec![0; module.units.len()],
         globals: vec![0; module.parsed.globals.len()],
@@ -117,43 +119,49 @@ pub fn expand_with<R>(
         instances: Vec::new(),
     };
     for lit in &input.link.files {
-        let unit = read_linked(lit, &module).map_err(|m| at(&module, lit.span(), m))?;
-        merge(&mut module, &mut owners, units.len(), &unit).map_err(|m| at(&module, lit.span(), m))?;
+        let unit = read_linked(lit, module).map_err(|m| at(module, lit.span(), m))?;
+        merge(module, &mut owners, units.len(), &unit).map_err(|m| at(module, lit.span(), m))?;
         units.push(unit);
     }
-    instantiate(&mut module, &mut owners, &mut units)
-        .map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
-    let backend = find_backend(input.compiler).map_err(|m| at(&module, module.span(), m))?;
-    let backend = match backend {
+    instantiate(module, &mut owners, &mut units).map_err(|error| Failure { error, kernels: kernels_of(module) })?;
+    Ok(Linked { units, owners })
+}
+
+/// The oracle of a linked module: its units compiled as relocatable code (probes per unit) and
+/// device-linked by the backend `input.compiler` chooses; `Ok(Err(why))` when there is none
+/// (the units are then compiled and linked at first use: [`at_first_use`]).
+pub fn compile(input: &Input, module: &Module, linked: &Linked) -> Result<Result<Compiled, String>, Failure> {
+    let at = |span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: module.kernel_names() };
+    let backend = match find_backend(input.compiler).map_err(|m| at(module.span(), m))? {
         Ok(b) => b,
-        Err(reason) => {
-            // No compiler at build time: every unit is compiled and linked at first use.
-            let checked =
-                check::check(&module, None).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
-            let image = at_first_use(&module, &units, &owners, input.link.lto(), reason);
-            let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
-            deps.extend(module.headers.iter().map(|h| h.path.clone()));
-            let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
-            deps.sort();
-            deps.dedup();
-            return Ok(generate(&module, &checked, &image, &deps));
-        }
+        Err(reason) => return Ok(Err(reason)),
     };
     let mode = if input.link.lto() { Mode::Lto } else { Mode::Rdc };
-    let compiled = consult(&backend, mode, &module, &units, &owners).map_err(|(u, m)| {
+    let Linked { units, owners } = linked;
+    let compiled = consult(&backend, mode, module, units, owners).map_err(|(u, m)| {
         let span = units.get(u).map_or(module.span(), |x| x.lit.span());
-        at(&module, span, m)
+        at(span, m)
     })?;
-    let checked =
-        check::check(&module, Some(&compiled)).map_err(|error| Failure { error, kernels: kernels_of(&module) })?;
-    let mut deps: Vec<PathBuf> = units.iter().filter_map(|u| u.file.clone()).collect();
+    Ok(Ok(compiled))
+}
+
+/// The image of a linked module no compiler built at build time: every unit compiled and linked
+/// at first use.
+pub fn image_at_first_use(input: &Input, module: &Module, linked: &Linked, reason: String) -> Image {
+    at_first_use(module, &linked.units, &linked.owners, input.link.lto(), reason)
+}
+
+/// The files a linked module's build read (its units' files, the headers the front end found,
+/// those the compiler reported), one entry per file however it was reached (`a/../b.cuh` from the
+/// scan, `b.cuh` from nvcc).
+pub fn deps(module: &Module, linked: &Linked, compiled: Option<&Compiled>) -> Vec<PathBuf> {
+    let mut deps: Vec<PathBuf> = linked.units.iter().filter_map(|u| u.file.clone()).collect();
     deps.extend(module.headers.iter().map(|h| h.path.clone()));
-    deps.extend(compiled.deps.iter().cloned());
-    // One entry per file, however it was reached (`a/../b.cuh` from the scan, `b.cuh` from nvcc).
+    deps.extend(compiled.iter().flat_map(|c| c.deps.iter().cloned()));
     let mut deps: Vec<PathBuf> = deps.into_iter().map(|d| std::fs::canonicalize(&d).unwrap_or(d)).collect();
     deps.sort();
     deps.dedup();
-    Ok(generate(&module, &checked, &compiled.image, &deps))
+    deps
 }
 
 /// What compiles and links the units: nvcc (with its nvlink and fatbinary), or build-time
