@@ -1,5 +1,10 @@
 //! Separate compilation: `rdc = true`, `link = ["a.cu", ...]`, `lto = true`.
 //!
+//! It rides the one pipeline (`expand`): a front-end pass ([`join`]: the units merged into the
+//! module), an oracle ([`compile`]: the relocatable compiles and the device link) and the image
+//! a module no compiler built gets ([`image_at_first_use`]); the check and the generator are
+//! every module's.
+//!
 //! The module's source and every `link` file are each their own translation unit ([`Unit`]),
 //! compiled to relocatable device code by nvcc ([`nvcc::compile_unit`]), then device-linked with
 //! `libcudadevrt` for every architecture into the one fatbin the module embeds
