@@ -1,7 +1,7 @@
 //! Separate compilation: `rdc = true`, `link = ["a.cu", ...]`, `lto = true`.
 //!
 //! It rides the one pipeline (`expand`): a front-end pass ([`join`]: the units merged into the
-//! module), an oracle ([`compile`]: the relocatable compiles and the device link) and the image
+//! module), an oracle ([`compile()`]: the relocatable compiles and the device link) and the image
 //! a module no compiler built gets ([`image_at_first_use`]); the check and the generator are
 //! every module's.
 //!
@@ -100,7 +100,7 @@ pub struct Unit {
 
 /// A linked module's translation units (its own and each `link` file) and which unit owns each
 /// kernel, global, template and instance of the merged [`Module`]: what the front end's linking
-/// pass ([`join`]) adds, for the compile ([`compile`]) and the first-use image ([`at_first_use`]).
+/// pass ([`join`]) adds, for the compile ([`compile()`]) and the first-use image ([`image_at_first_use`]).
 pub struct Linked {
     units: Vec<Unit>,
     owners: Owners,
@@ -134,7 +134,7 @@ pub fn join(input: &Input, module: &mut Module) -> Result<Linked, Failure> {
 
 /// The oracle of a linked module: its units compiled as relocatable code (probes per unit) and
 /// device-linked by the backend `input.compiler` chooses; `Ok(Err(why))` when there is none
-/// (the units are then compiled and linked at first use: [`at_first_use`]).
+/// (the units are then compiled and linked at first use: [`image_at_first_use`]).
 pub fn compile(input: &Input, module: &Module, linked: &Linked) -> Result<Result<Compiled, String>, Failure> {
     let at = |span: Span, msg: String| Failure { error: syn::Error::new(span, msg), kernels: module.kernel_names() };
     let backend = match find_backend(input.compiler).map_err(|m| at(module.span(), m))? {
