@@ -7,7 +7,6 @@
 //! on a user's machine.
 
 use proc_macro2::TokenStream;
-use quote::quote;
 
 /// Headers of the C and C++ standard libraries and POSIX that NVRTC does not have (it provides
 /// only the toolkit's device headers): the ones whole programs include for their host side.
@@ -105,13 +104,7 @@ pub(crate) fn host_only_warning<'a>(
          cargo through cuda-embed's `scripts/with-cuda`; or give the macro a file of the device code alone",
         found.join(", ")
     );
-    quote! {
-        const _: () = {
-            #[deprecated(note = #note)]
-            struct HostCodeNvrtcCannotCompile;
-            let _ = HostCodeNvrtcCannotCompile;
-        };
-    }
+    super::build_warning("HostCodeNvrtcCannotCompile", &note)
 }
 
 #[cfg(test)]

@@ -152,17 +152,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
             let image = quote! {
                 #image_ty::linked(&[#(#units),*], &[#((#header_names, #header_texts)),*], #lto, #reason)
             };
-            let image = if host_code.is_empty() {
-                image
-            } else {
-                quote! {{ #host_code #image }}
-            };
-            let warning = silent_fallback_warning(reason);
-            if warning.is_empty() {
-                image
-            } else {
-                quote! {{ #warning #image }}
-            }
+            preceded_by(silent_fallback_warning(reason), preceded_by(host_code, image))
         }
         Image::Source { text, options, headers, reason } => {
             let header_names = headers.iter().map(|h| &h.0);
@@ -212,17 +202,7 @@ fn image_expr(image: &Image, checked: &Checked) -> TokenStream {
                     #probe, &[#(#checks),*], #mark, #unit, #own_len)
             };
             let host_code = host_only::host_only_warning(&text[..own_len], headers);
-            let image = if host_code.is_empty() {
-                image
-            } else {
-                quote! {{ #host_code #image }}
-            };
-            let warning = silent_fallback_warning(reason);
-            if warning.is_empty() {
-                image
-            } else {
-                quote! {{ #warning #image }}
-            }
+            preceded_by(silent_fallback_warning(reason), preceded_by(host_code, image))
         }
     }
 }
@@ -504,11 +484,29 @@ pub(crate) fn silent_fallback_warning(reason: &str) -> TokenStream {
          CUDA toolkit (nvcc), or run cargo through cuda-embed's `scripts/with-cuda`, or set \
          {REQUIRE_COMPILER_VAR}=1 to make this an error (`compiler = \"nvrtc\"` on the macro says it is meant)"
     );
+    build_warning("NoCudaCompilerAtBuildTime", &note)
+}
+
+/// `image` (an expression) with `items` before it in a block, or alone when there are none.
+fn preceded_by(items: TokenStream, image: TokenStream) -> TokenStream {
+    if items.is_empty() {
+        image
+    } else {
+        quote! {{ #items #image }}
+    }
+}
+
+/// A warning rustc prints at the macro on the user's build: a `deprecated` item named `item`
+/// (what the warning is about) with `note`, used at once. A proc macro has no warnings of its own
+/// on stable Rust; this is how the build's warnings (no compiler, ptxas's advisories, host code
+/// for NVRTC) reach the user.
+pub(crate) fn build_warning(item: &str, note: &str) -> TokenStream {
+    let item = format_ident!("{}", item);
     quote! {
         const _: () = {
             #[deprecated(note = #note)]
-            struct NoCudaCompilerAtBuildTime;
-            let _ = NoCudaCompilerAtBuildTime;
+            struct #item;
+            let _ = #item;
         };
     }
 }
@@ -526,14 +524,7 @@ pub(crate) fn advisory_warnings(advisories: &[String]) -> TokenStream {
         } else {
             ""
         };
-        let note = format!("cuda-embed: ptxas: {a}{hint}");
-        quote! {
-            const _: () = {
-                #[deprecated(note = #note)]
-                struct PtxasPerformanceAdvisory;
-                let _ = PtxasPerformanceAdvisory;
-            };
-        }
+        build_warning("PtxasPerformanceAdvisory", &format!("cuda-embed: ptxas: {a}{hint}"))
     });
     quote! { #(#items)* }
 }
