@@ -287,14 +287,13 @@ pub fn decode_limits(text: &str) -> Option<BlockLimits> {
         .collect()
 }
 
-/// The block limits of the kernels in the cubins nvcc kept in `keep` (one per real architecture
+/// The block limits of the kernels in the cubins among the files nvcc kept (one per real architecture
 /// of `targets`). nvcc names a cubin `<input>.compute_XX.sm_YY.cubin`, or `<input>.compute_XX.cubin`
 /// when the real architecture is the virtual one's (`compute_90a` for `sm_90a`). A cubin this
 /// cannot place or read is left out: its GPUs ask the driver.
-fn kept_limits(keep: &Path, targets: &[String]) -> BlockLimits {
-    let Ok(dir) = std::fs::read_dir(keep) else { return Vec::new() };
+fn kept_limits(kept: &[PathBuf], targets: &[String]) -> BlockLimits {
     let mut out: BlockLimits = Vec::new();
-    for path in dir.filter_map(|e| e.ok().map(|e| e.path())) {
+    for path in kept {
         let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".cubin")) else {
             continue;
         };
@@ -310,7 +309,7 @@ fn kept_limits(keep: &Path, targets: &[String]) -> BlockLimits {
             continue;
         }
         let arch = Arch::parse(&target).ok().map(|a| a.number);
-        let limits = std::fs::read(&path)
+        let limits = std::fs::read(path)
             .ok()
             .zip(arch)
             .and_then(|(cubin, arch)| cuda_embed_source::cubin::block_limits(&cubin, arch));
@@ -362,38 +361,32 @@ fn run_nvcc(nvcc: &Nvcc, req: &Request<'_>, targets: &[String]) -> Result<NvccBu
     }
     let fatbin = std::fs::read(&out).map_err(|e| format!("nvcc produced no fatbin ({e}); its output:\n{log}"))?;
     let lowest = req.archs.iter().min().map(Arch::compute);
-    let mut ptx_files: Vec<PathBuf> = std::fs::read_dir(&keep)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
-        .collect();
-    ptx_files.sort();
+    // What nvcc kept, listed once, in name order.
+    let mut kept: Vec<PathBuf> =
+        std::fs::read_dir(&keep).map_err(|e| e.to_string())?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    kept.sort();
+    let ptx_files: Vec<&PathBuf> = kept.iter().filter(|p| p.extension().is_some_and(|x| x == "ptx")).collect();
     let ptx_file = ptx_files
         .iter()
         .find(|p| lowest.as_ref().is_some_and(|l| p.to_string_lossy().contains(l.as_str())))
         .or(ptx_files.first())
         .ok_or("nvcc kept no PTX file")?;
     let ptx = std::fs::read_to_string(ptx_file).map_err(|e| e.to_string())?;
-    let deps = kept_includes(&keep);
-    let limits = kept_limits(&keep, targets);
+    let deps = kept_includes(&kept);
+    let limits = kept_limits(&kept, targets);
     Ok((fatbin, ptx, deps.into_iter().filter(|d| d != &src).collect(), limits, performance_advisories(&log)))
 }
 
-/// The headers the compile read, from the preprocessed files nvcc kept in `keep` (one per
+/// The headers the compile read, from the preprocessed files among those nvcc kept (one per
 /// virtual architecture, `*.cpp1.ii`, and the host side's `*.cpp4.ii`): every file a line marker
 /// enters (`# 1 "path" 1`), except system headers (flag 3: the host compiler's own, wherever it is
 /// installed, e.g. /opt/gcc), in first-seen order. The same files `-MMD` lists; the toolkit's
 /// are left out later by `is_toolkit_or_system_header`.
-fn kept_includes(keep: &Path) -> Vec<PathBuf> {
-    let Ok(dir) = std::fs::read_dir(keep) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".cpp1.ii") || n.ends_with(".cpp4.ii")))
-        .collect();
-    files.sort();
+fn kept_includes(kept: &[PathBuf]) -> Vec<PathBuf> {
+    let files = kept.iter().filter(|p| p.to_str().is_some_and(|n| n.ends_with(".cpp1.ii") || n.ends_with(".cpp4.ii")));
     let mut out: Vec<PathBuf> = Vec::new();
     for file in files {
-        let Ok(text) = std::fs::read(&file) else { continue };
+        let Ok(text) = std::fs::read(file) else { continue };
         for path in entered_files(&String::from_utf8_lossy(&text)) {
             if !out.contains(&path) {
                 out.push(path);
