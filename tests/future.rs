@@ -14,26 +14,12 @@ use cuda_embed::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+cuda_kernel!(file = "tests/kernels/fill.cu");
 cuda_kernel!(
     r#"
-    extern "C" __global__ void fill(float* y, float v, int n) {
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) y[i] = v;
-    }
     extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) y[i] = a * x[i];
-    }
-    // Spins for `cycles` clock cycles in thread 0 of each block, then writes `v` everywhere: long
-    // enough that a future is still pending when the test drops or forgets it.
-    extern "C" __global__ void slow_fill(float* y, float v, long long cycles, int n) {
-        if (threadIdx.x == 0) {
-            long long start = clock64();
-            while (clock64() - start < cycles) { }
-        }
-        __syncthreads();
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) y[i] = v;
     }
     extern "C" __global__ void fault(float* p) {
         p[threadIdx.x + (1ll << 40)] = 1.0f;

@@ -11,24 +11,7 @@ use cuda_embed::{cuda_kernel, LaunchConfig};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-cuda_kernel!(
-    r#"
-    extern "C" __global__ void fill(float* y, float v, int n) {
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) y[i] = v;
-    }
-    // Spins for `cycles` clock cycles in thread 0 of each block, then writes `v` everywhere.
-    extern "C" __global__ void slow_fill(float* y, float v, long long cycles, int n) {
-        if (threadIdx.x == 0) {
-            long long start = clock64();
-            while (clock64() - start < cycles) { }
-        }
-        __syncthreads();
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) y[i] = v;
-    }
-"#
-);
+cuda_kernel!(file = "tests/kernels/fill.cu");
 
 const N: usize = 1 << 16;
 /// About 10 ms of spinning on a 2 GHz GPU: long enough that the futures below are still pending
