@@ -5,6 +5,7 @@
 use crate::args::dynamic::{Arg, ArgKind};
 use crate::error::Result;
 use cudarc::driver::{sys, CudaStream};
+use std::ffi::c_void;
 
 /// The first buffer argument that is not memory of `stream`'s context: its index and its device
 /// ordinal (the device check of [`crate::bind`]: `placement`).
@@ -15,6 +16,19 @@ pub(crate) fn misplaced(args: &[Arg<'_>], stream: &CudaStream) -> Option<(usize,
         ArgKind::Value(_) => None,
     });
     super::placement(placements, stream)
+}
+
+/// The kernel parameter pointers of `args` once bound, one per argument: a value's bytes, or the
+/// slot of `pointers` (as [`bind_buffers`] passes them) holding a buffer's device address. They
+/// point into `args` and `pointers`, which must outlive the launch they are passed to.
+pub(crate) fn param_pointers(args: &[Arg<'_>], pointers: &[sys::CUdeviceptr]) -> Vec<*mut c_void> {
+    args.iter()
+        .zip(pointers)
+        .map(|(a, p)| match a.kind {
+            ArgKind::Value(v) => v as *mut c_void,
+            ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
+        })
+        .collect()
 }
 
 /// Binds the buffer arguments for a launch of kernel `kernel` of `origin` on `stream` (each

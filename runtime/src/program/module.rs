@@ -1,14 +1,14 @@
 //! The loaded side of run-time programs: [`ProgramModule`] (a [`Program`](crate::Program)(crate::Program) loaded
 //! on one device) and its kernels, [`ProgramKernel`], launched with checked [`Arg`] lists.
 
-use crate::args::dynamic::{Arg, ArgKind};
+use crate::args::dynamic::Arg;
 use crate::bind::dynamic::{bind_buffers, misplaced};
 use crate::driver::{bind, func_attr};
 use crate::error::{DriverCode, Error, Result};
 use crate::launch::limits::KernelAttributes;
 use crate::launch::{self, attrs, LaunchKind, Target, Who};
 use cudarc::driver::{sys, CudaContext, CudaStream, LaunchConfig};
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -325,14 +325,7 @@ impl ProgramKernel {
         let mut pointers = vec![0 as sys::CUdeviceptr; args.len()];
         let who = target.who;
         let mut go = |pointers: &[sys::CUdeviceptr]| {
-            let mut params: Vec<*mut c_void> = args
-                .iter()
-                .zip(pointers)
-                .map(|(a, p)| match a.kind {
-                    ArgKind::Value(v) => v as *mut c_void,
-                    ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
-                })
-                .collect();
+            let mut params = crate::bind::dynamic::param_pointers(args, pointers);
             // SAFETY: `f` belongs to the stream's context (checked above); `params` holds one
             // pointer per parameter, each to a value of the parameter's size (checked above),
             // alive for the call; the kernel's own safety is the caller's contract.

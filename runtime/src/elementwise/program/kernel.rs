@@ -440,14 +440,7 @@ impl Sig {
 /// `n`, which must outlive the launch they are passed to; the caller pushes the kernel's own
 /// trailing parameters.
 fn leading_params(args: &[Arg<'_>], pointers: &[sys::CUdeviceptr], raw_lens: &[i64], n: &i64) -> Vec<*mut c_void> {
-    let mut params: Vec<*mut c_void> = args
-        .iter()
-        .zip(pointers)
-        .map(|(a, p)| match a.kind {
-            ArgKind::Value(v) => v as *mut c_void,
-            ArgKind::Buffer { .. } => p as *const sys::CUdeviceptr as *mut c_void,
-        })
-        .collect();
+    let mut params = crate::bind::dynamic::param_pointers(args, pointers);
     params.extend(raw_lens.iter().map(|l| l as *const i64 as *mut c_void));
     params.push(n as *const i64 as *mut c_void);
     params
